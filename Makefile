@@ -1,0 +1,68 @@
+# dra-conformance — make targets are the interface. `make help` lists them.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+K8S_VERSION ?=
+K8S_VERSIONS ?= 1.34 1.35 1.36 1.37
+DRIVER ?= reference
+PROFILE ?= standard
+FEATURE_GATES ?= all
+NODES ?= 2
+PYTEST_ARGS ?=
+K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+
+.DEFAULT_GOAL := help
+.PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
+        cluster-status cluster-logs lint clean
+
+help: ## list every target
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@echo
+	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES)"
+
+setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI
+	@$(PY) -m conformance.toolchain setup $(K8S_FLAG)
+
+venv: ## create .venv with the package (editable) and pinned dependencies
+	@bash scripts/bootstrap-venv.sh
+
+test: ## run all of the project's own tests (unit + end-to-end on real local-cluster processes)
+	@$(PY) -m conformance.toolchain protos >/dev/null
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+unit: ## run only the unit tests (no cluster)
+	$(PY) -m pytest tests -m "not e2e" $(PYTEST_ARGS)
+
+e2e: ## run only our end-to-end tests (real local cluster)
+	$(PY) -m pytest tests -m e2e $(PYTEST_ARGS)
+
+conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE suites, report in reports/
+	$(VENV)/bin/dra-conformance run --cluster local --driver $(DRIVER) --profile $(PROFILE) \
+	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(PYTEST_ARGS)
+
+list: ## print the tests a PROFILE selects (no cluster needed)
+	$(VENV)/bin/dra-conformance list --profile $(PROFILE) --driver $(DRIVER)
+
+versions: ## print every pinned version (versions.toml)
+	@$(PY) -m conformance.toolchain versions
+
+paths: ## print where the cached binaries live
+	@$(PY) -m conformance.toolchain paths $(K8S_FLAG)
+
+cluster-up: ## start the local cluster (NODES, K8S_VERSION, FEATURE_GATES)
+	$(VENV)/bin/dra-conformance cluster up --nodes $(NODES) --feature-gates $(FEATURE_GATES) $(K8S_FLAG)
+
+cluster-down: ## stop the local cluster and remove everything it created
+	$(VENV)/bin/dra-conformance cluster down
+
+cluster-status: ## show the local cluster's nodes, versions and feature gates
+	$(VENV)/bin/dra-conformance cluster status
+
+cluster-logs: ## print where the component logs are
+	$(VENV)/bin/dra-conformance cluster logs
+
+lint: ## layer contract (import-linter)
+	$(VENV)/bin/lint-imports
+
+clean: ## remove build outputs and reports (keeps the binary cache)
+	rm -rf build reports/*/ reports/latest .pytest_cache

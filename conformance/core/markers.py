@@ -1,0 +1,109 @@
+"""The public marker vocabulary of dra-conformance, declared once.
+
+Markers are how users select tests and how reports group them:
+
+* **area** markers (``@pytest.mark.allocation``): one per suite area; Allure *epic*.
+* **profile** markers (``@pytest.mark.core``): exactly one per test. Profiles nest
+  ``core`` < ``standard`` < ``full``; ``disruptive`` tests (kubelet/plugin restarts) run only with
+  ``--profile disruptive --allow-disruptive`` (which also runs everything in ``full``).
+* ``@pytest.mark.requires(*capabilities)``: capabilities the cluster or driver must have
+  (see :data:`CAPABILITIES`); missing ones become a skip decided at collection, with evidence.
+* ``@pytest.mark.scenario(*ids)``: scenario IDs of shared/reference/feature-catalog.md (e.g. ``ALLOC-04``,
+  ``KEP5970-3``); Allure *story*.
+* ``@pytest.mark.kep(number)``: the KEP the behaviour comes from; Allure link.
+
+Sources: KEP-5970 (profiles and the seven core behaviours); feature-catalog.md §5 and §7.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """One marker: ``name``, ``kind`` (area|profile|meta), ``description``, optional ``kep``."""
+
+    name: str
+    kind: str
+    description: str
+    kep: str = ""
+
+
+AREAS = (
+    Marker("api_v1", "area", "resource.k8s.io/v1 API stability: verbs, discovery, validation limits, "
+           "immutability, cross-version round trips (API-*, LIM-*)", "4381"),
+    Marker("allocation", "area", "claims, templates, sharing, CEL selectors, constraints, lifecycle (ALLOC-*)",
+           "4381"),
+    Marker("prioritized_list", "area", "firstAvailable subrequests (PL-*)", "4816"),
+    Marker("admin_access", "area", "adminAccess claims and the namespace label guard (ADMIN-*)", "5018"),
+    Marker("podresources", "area", "kubelet PodResources API reports DRA claims (PRA-*)", "3695"),
+    Marker("node", "area", "registration, NodePrepareResources/Unprepare, CDI, container isolation "
+           "(REG-*, PREP-*, SEC-*)", "4381"),
+    Marker("publishing", "area", "ResourceSlice publishing by the driver (PUB-*)", "4381"),
+)
+
+PROFILES = (
+    Marker("core", "profile", "the seven KEP-5970 minimum behaviours every driver must pass", "5970"),
+    Marker("standard", "profile", "core + the behaviours most drivers support (the default)"),
+    Marker("full", "profile", "standard + optional features the driver declares"),
+    Marker("disruptive", "profile", "restarts kubelets or driver plugins; needs --allow-disruptive"),
+)
+
+META = (
+    Marker("requires", "meta", "requires(*capabilities): skip with evidence when the cluster/driver lacks one"),
+    Marker("scenario", "meta", "scenario(*ids): feature-catalog scenario IDs this test covers"),
+    Marker("kep", "meta", "kep(number): the KEP the behaviour comes from"),
+)
+
+ALL = AREAS + PROFILES + META
+PROFILE_ORDER = ("core", "standard", "full", "disruptive")
+
+# capability name -> what provides it (for skip messages and docs)
+CAPABILITIES = {
+    # served API versions (discovery)
+    "api.v1beta1": "resource.k8s.io/v1beta1 served (runtime-config)",
+    "api.v1beta2": "resource.k8s.io/v1beta2 served (runtime-config)",
+    "api.v1alpha3": "resource.k8s.io/v1alpha3 served (runtime-config)",
+    "api.devicetaintrules": "DeviceTaintRule served in some resource.k8s.io version",
+    # cluster
+    "multi_node": "at least two nodes where the driver publishes devices",
+    "node_access": "the harness can reach node files and sockets (PodResources, CDI, plugin registry)",
+    "plugin_restart": "the harness can restart the driver's kubelet plugin",
+    "kubelet_restart": "the harness can restart a kubelet (disruptive)",
+    # feature gates (kubernetes_feature_enabled metrics)
+    "gate.DRAPrioritizedList": "feature gate DRAPrioritizedList on",
+    "gate.DRAAdminAccess": "feature gate DRAAdminAccess on",
+    "gate.DRADeviceTaints": "feature gate DRADeviceTaints on",
+    "gate.DRAPartitionableDevices": "feature gate DRAPartitionableDevices on",
+    "gate.DRAConsumableCapacity": "feature gate DRAConsumableCapacity on",
+    "gate.DRAExtendedResource": "feature gate DRAExtendedResource on",
+    "gate.KubeletPodResourcesDynamicResources": "kubelet feature gate KubeletPodResourcesDynamicResources on",
+    "gate.KubeletPodResourcesGet": "kubelet feature gate KubeletPodResourcesGet on",
+    # declared by the driver profile (a declared capability that does not work is a failure)
+    "driver.shared_claims": "driver lets several pods share one claim",
+    "driver.admin_access": "driver supports adminAccess claims",
+    "driver.partitions": "driver publishes partitionable devices (shared counters)",
+    "driver.consumable_capacity": "driver publishes devices with allowMultipleAllocations",
+    "driver.prioritized_list": "driver's devices can satisfy firstAvailable alternatives",
+    "driver.opaque_config": "driver accepts an opaque config and shows it in the container",
+    "driver.multiple_devices": "driver publishes at least two devices per node",
+    "driver.fault_injection": "driver has fault switches (the reference driver)",
+}
+
+
+def ini_lines() -> list[str]:
+    """``name: description`` lines for pytest's ``markers`` ini value."""
+    return [f"{m.name}: {m.description}" for m in ALL]
+
+
+def profile_includes(selected: str, test_profile: str) -> bool:
+    """Whether running ``--profile selected`` includes a test marked ``test_profile``.
+
+    core < standard < full; disruptive includes everything.
+    """
+    order = {name: i for i, name in enumerate(PROFILE_ORDER)}
+    if selected not in order or test_profile not in order:
+        raise ValueError(f"unknown profile {selected!r} or {test_profile!r}; use one of {PROFILE_ORDER}")
+    if test_profile == "disruptive":
+        return selected == "disruptive"
+    return order[test_profile] <= order[selected]

@@ -117,7 +117,7 @@ def describe(v: Versions) -> list[str]:
     lines = [f"kubernetes (default {v.k8s_default}):"]
     lines += [f"  {minor:<6} {tag}" for minor, tag in sorted(v.k8s_releases.items())]
     lines.append("go tools (built from the Go module proxy):")
-    lines += [f"  {t.name:<12} {t.module}@{t.version}" for t in v.go_tools.values()]
+    lines += [f"  {t.name:<19} {t.module}@{t.version}" for t in v.go_tools.values()]
     lines.append(f"npm:\n  allure       {v.allure}")
     lines.append("python:")
     lines += [f"  {k:<14} {val}" for k, val in v.python.items()]

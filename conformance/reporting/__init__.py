@@ -1,0 +1,1 @@
+"""Reporting: Allure labels, evidence, JUnit, summary.json/md, HTML (issue 7)."""

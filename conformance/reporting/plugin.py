@@ -1,0 +1,1 @@
+"""pytest plugin for reporting (filled by the reporting work)."""

@@ -1,1 +1,126 @@
-"""pytest plugin for reporting (filled by the reporting work)."""
+"""pytest plugin of the reporting layer (entry point ``dra_conformance_reporting``).
+
+Active only when a report directory is set (``--report-dir``, normally registered by the harness plugin;
+registered here only when no other plugin did). Then it:
+
+* points allure-pytest at ``<report_dir>/allure-results`` and ``--junitxml`` at ``<report_dir>/junit.xml``
+  unless the user chose other paths;
+* labels every test for Allure from its markers and run.json (:mod:`conformance.reporting.labels`);
+* on a failing phase, labels the failure class (:mod:`conformance.reporting.classify`) and calls
+  ``pytest_dra_collect_evidence`` (:mod:`conformance.reporting.hookspecs`), attaching every piece to the
+  Allure result and copying it under ``<report_dir>/evidence/<test-id>/``.
+
+The report itself (summary.json, HTML...) is built after pytest by :func:`conformance.reporting.cli.generate`.
+"""
+from __future__ import annotations
+
+import inspect
+import pathlib
+
+import allure
+import pytest
+
+from conformance.reporting import classify, evidence, hookspecs, labels, runinfo
+
+OPTION = "--report-dir"
+
+
+def pytest_addhooks(pluginmanager):
+    """Add ``pytest_dra_collect_evidence``."""
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def _option_taken(parser) -> bool:
+    groups = list(getattr(parser, "_groups", [])) + [getattr(parser, "_anonymous", None)]
+    return any(OPTION in arg.names() for g in groups if g is not None for arg in g.options)
+
+
+def pytest_addoption(parser):
+    """Register ``--report-dir`` only when no other plugin (the harness) has."""
+    if _option_taken(parser):
+        return
+    try:
+        parser.getgroup("dra-conformance").addoption(
+            OPTION, dest="report_dir", default=None, metavar="DIR",
+            help="write Allure results, junit.xml and failure evidence under DIR (reports/<run-id>)")
+    except ValueError:  # registered meanwhile by another plugin in the same group
+        pass
+
+
+def report_dir_of(config) -> pathlib.Path | None:
+    """The report directory of this pytest run, ``None`` when reporting is off."""
+    value = config.getoption("report_dir", default=None)
+    return pathlib.Path(value).resolve() if value else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Route allure-pytest and JUnit output into the report directory (before those plugins configure)."""
+    root = report_dir_of(config)
+    if root is None:
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    if hasattr(config.option, "allure_report_dir") and not config.option.allure_report_dir:
+        config.option.allure_report_dir = str(root / "allure-results")
+    if hasattr(config.option, "xmlpath") and not config.option.xmlpath:
+        config.option.xmlpath = str(root / "junit.xml")
+    config.pluginmanager.register(ReportingPlugin(root), "dra_conformance_reporting_active")
+
+
+class ReportingPlugin:
+    """Per-run state: the report directory and the (lazily read) run.json."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        self.root = root
+        self._run: dict | None = None
+
+    def run(self) -> dict:
+        """run.json, read at the first test (the harness writes it at session start)."""
+        if not self._run:
+            self._run = runinfo.load(self.root)
+        return self._run
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        """Label the test (before skip markers or fixtures can end its setup)."""
+        found = labels.for_test(list(item.iter_markers()), self.run())
+        for label_type, value in found.labels:
+            item.add_marker(pytest.mark.allure_label(value, label_type=label_type))
+        for url, name in found.links:
+            item.add_marker(pytest.mark.allure_link(url, link_type="link", name=name))
+        if item.config.pluginmanager.has_plugin("allure_listener"):
+            for name, value in found.parameters:
+                allure.dynamic.parameter(name, value)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """On a failing phase: failure class label and evidence."""
+        outcome = yield
+        report = outcome.get_result()
+        if not report.failed or call.excinfo is None:
+            return
+        failure_class = classify.classify(call.excinfo.value)
+        item.add_marker(pytest.mark.allure_label(failure_class, label_type="failure_class"))
+        for index, (name, data, mime) in enumerate(collect_evidence(item, call)):
+            path = evidence.write_copy(self.root, item.nodeid, call.when, index, name, data, mime)
+            allure.attach(data, name=name, attachment_type=mime, extension=path.suffix.lstrip("."))
+
+
+def collect_evidence(item, call) -> list[tuple[str, bytes, str]]:
+    """Call every ``pytest_dra_collect_evidence`` implementation; returns normalised pieces.
+
+    An implementation that raises or returns malformed pieces yields a text piece describing that error
+    (the test's own failure stays the reported failure).
+    """
+    pieces: list[tuple[str, bytes, str]] = []
+    for impl in item.config.hook.pytest_dra_collect_evidence.get_hookimpls():
+        who = impl.plugin_name
+        try:
+            kwargs = {"item": item, "call": call}
+            wanted = set(inspect.signature(impl.function).parameters)
+            result = impl.function(**{k: v for k, v in kwargs.items() if k in wanted}) or []
+            pieces.extend(evidence.normalise(p) for p in result)
+        except Exception as exc:  # noqa: BLE001 - reported as evidence, never hides the test failure
+            text = f"pytest_dra_collect_evidence in {who} raised {type(exc).__name__}: {exc}"
+            pieces.append((f"evidence-error {pathlib.PurePath(who).name}.txt", text.encode(), "text/plain"))
+    return pieces

@@ -1,0 +1,144 @@
+"""The one error hierarchy of dra-conformance (design.md §9).
+
+Every error the harness raises on purpose derives from :class:`ConformanceError`; its message names the
+input or the state and, where there is one, the fix. Pure: no I/O.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+class ConformanceError(Exception):
+    """Base of every harness error. ``str(err)`` is a complete, user-facing message."""
+
+
+class ConfigError(ConformanceError):
+    """A bad option, ini value or driver-profile field.
+
+    ``source``: the file or option (``--profile``, ``fixtures/drivers/x.yaml``); ``field``: the dotted field
+    path (``capabilities.shared_claims``); ``fix``: what to write instead.
+    """
+
+    def __init__(self, message: str, *, source: str = "", field: str = "", fix: str = "") -> None:
+        self.source, self.field, self.fix, self.detail = source, field, fix, message
+        where = ": ".join(p for p in (source, field) if p)
+        text = f"{where}: {message}" if where else message
+        if fix:
+            text += f" (fix: {fix})"
+        super().__init__(text)
+
+
+class ClusterUnavailable(ConformanceError):
+    """The cluster cannot be brought up or reached (kubeconfig, API server, Docker for kind)."""
+
+
+class DriverNotReady(ConformanceError):
+    """The driver did not become ready: no kubelet plugin, no ResourceSlices, missing DeviceClass.
+
+    ``driver``: the driver name; ``awaited``: what the harness waited for.
+    """
+
+    def __init__(self, driver: str, awaited: str, detail: str = "") -> None:
+        self.driver, self.awaited = driver, awaited
+        text = f"driver {driver!r} not ready: {awaited}"
+        super().__init__(text + (f"; {detail}" if detail else ""))
+
+
+class WaitTimeout(ConformanceError):
+    """A bounded wait ended without reaching its state.
+
+    ``awaited``: the state (``claim ns/x allocated``); ``timeout``: seconds; ``last_state``: a short text of
+    the last observed object; ``events``: recent event lines; ``failed``: the failure predicate's message
+    when the wait ended early because the state became impossible (pod Failed, object deleted...).
+    """
+
+    def __init__(self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None,
+                 failed: str = "") -> None:
+        self.awaited, self.timeout, self.last_state = awaited, timeout, last_state
+        self.events, self.failed = list(events or []), failed
+        head = (f"while waiting for {awaited}: {failed}" if failed
+                else f"timed out after {timeout:.0f}s waiting for {awaited}")
+        parts = [head, "last observed state:\n" + (last_state or "  (nothing observed)")]
+        if self.events:
+            parts.append("recent events:\n" + "\n".join("  " + e for e in self.events[-15:]))
+        super().__init__("\n".join(parts))
+
+
+class WaitFailed(WaitTimeout):
+    """A wait ended early because its failure predicate matched (the awaited state can no longer come)."""
+
+
+class LeakError(ConformanceError):
+    """Objects survived teardown. ``survivors``: ``kind ns/name`` strings; ``errors``: delete errors."""
+
+    def __init__(self, survivors: list[str], errors: list[str] | None = None) -> None:
+        self.survivors, self.errors = list(survivors), list(errors or [])
+        text = f"{len(self.survivors)} object(s) survived teardown: " + ", ".join(self.survivors)
+        if self.errors:
+            text += "\nerrors during teardown:\n" + "\n".join("  " + e for e in self.errors)
+        super().__init__(text)
+
+
+class ApiError(ConformanceError):
+    """The API server refused a request. ``status``: HTTP code; ``reason``: Status.reason
+    (``NotFound``, ``AlreadyExists``, ``Invalid``, ``Conflict``, ``Forbidden``...); ``body``: the decoded
+    server Status (dict) or raw text; ``request``: ``VERB path``.
+    """
+
+    def __init__(self, status: int, reason: str, message: str, body: Any = None, request: str = "") -> None:
+        self.status, self.reason, self.message, self.body, self.request = status, reason, message, body, request
+        super().__init__(f"{request}: {status} {reason}: {message}" if request else f"{status} {reason}: {message}")
+
+    @property
+    def causes(self) -> list[dict]:
+        """``Status.details.causes`` (field-level validation errors), empty when absent."""
+        if isinstance(self.body, dict):
+            return list((self.body.get("details") or {}).get("causes") or [])
+        return []
+
+
+class NotFound(ApiError):
+    """404: the object (or the resource type) does not exist."""
+
+
+class AlreadyExists(ApiError):
+    """409 AlreadyExists."""
+
+
+class Conflict(ApiError):
+    """409 Conflict (stale resourceVersion): transient, retried by the client."""
+
+
+class Invalid(ApiError):
+    """422 Invalid: validation refused the object; see :attr:`causes`."""
+
+
+class Forbidden(ApiError):
+    """403 Forbidden (RBAC or admission)."""
+
+
+class Gone(ApiError):
+    """410 Gone: a watch's resourceVersion is too old (the wait re-lists)."""
+
+
+class TransientApiError(ApiError):
+    """429 or 5xx: retried by the client with backoff."""
+
+
+def api_error_for(status: int, reason: str, message: str, body: Any = None, request: str = "") -> ApiError:
+    """The ApiError subclass for an HTTP status / Status.reason pair."""
+    if status == 404:
+        cls: type[ApiError] = NotFound
+    elif status == 409:
+        cls = AlreadyExists if reason == "AlreadyExists" else Conflict
+    elif status == 422:
+        cls = Invalid
+    elif status == 403:
+        cls = Forbidden
+    elif status == 410:
+        cls = Gone
+    elif status == 429 or status >= 500:
+        cls = TransientApiError
+    else:
+        cls = ApiError
+    return cls(status, reason, message, body, request)

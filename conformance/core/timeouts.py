@@ -1,0 +1,50 @@
+"""Named timeouts in seconds, each with its upstream source (feature-catalog.md §7).
+
+Suites use the constants (``timeouts.POD_START``); :func:`scaled` multiplies by ``--timeout-scale``,
+which the plugin sets once per run with :func:`set_scale`. Pure: no I/O.
+"""
+from __future__ import annotations
+
+# test/e2e/framework: PodStartTimeout = 5 min (framework.TestContext.timeouts.PodStart).
+POD_START = 300.0
+# test/e2e/framework: PodDelete = 5 min (pods with claims wait for NodeUnprepareResources).
+POD_DELETE = 300.0
+# test/e2e/dra: claims are allocated by the scheduler while the pod is scheduled (within PodStart).
+ALLOCATION = 120.0
+# After pod deletion the resourceclaim controller removes reservedFor and deallocates (dra.go cleanup).
+DEALLOCATION = 120.0
+# test/e2e/dra/utils: plugin registration is awaited for 1 min (kubelet plugin watcher).
+PLUGIN_REGISTRATION = 60.0
+# test/e2e/dra/utils: ResourceSlices are expected within 1 min of driver start.
+SLICES_PUBLISHED = 60.0
+# test/e2e/dra "consistently pending" windows: 20 s control plane, 60 s with a kubelet.
+CONSISTENTLY_PENDING = 20.0
+CONSISTENTLY_PENDING_NODE = 60.0
+# kubelet retries failed NodePrepare/Unprepare with a 90 s backoff period -> ~120 s for a retry assertion.
+KUBELET_RETRY = 120.0
+# test/e2e_node/dra_test.go: slices are republished within 5 min after a kubelet restart.
+REPUBLISH_AFTER_RESTART = 300.0
+# Namespace deletion: framework.DefaultNamespaceDeletionTimeout = 5 min.
+NAMESPACE_DELETE = 300.0
+# Short API round trips (object visible after create, event appears).
+API_SHORT = 30.0
+
+_scale = 1.0
+
+
+def set_scale(factor: float) -> None:
+    """Set the run's ``--timeout-scale`` (> 0). Raises ValueError otherwise."""
+    global _scale
+    if not factor > 0:
+        raise ValueError(f"timeout scale must be > 0, got {factor!r}")
+    _scale = float(factor)
+
+
+def scale() -> float:
+    """The current timeout scale factor."""
+    return _scale
+
+
+def scaled(seconds: float) -> float:
+    """``seconds`` multiplied by the run's timeout scale."""
+    return float(seconds) * _scale

@@ -1,0 +1,255 @@
+"""The Kubernetes client wrapper: one explicit instance per cluster, raw dicts in and :class:`Obj` out.
+
+No hidden global client: build one with :meth:`K8s.from_kubeconfig` and pass it around (the ``k8s``
+fixture). Every failure is an :class:`~conformance.core.errors.ApiError` subclass carrying the server
+Status; tenacity retries only transient errors (connection reset, 429, 5xx, and Conflict for idempotent
+verbs), never states.
+"""
+from __future__ import annotations
+
+import json
+import urllib.parse
+from pathlib import Path
+from typing import Any, Iterator
+
+import urllib3
+from kubernetes import config as kconfig
+from kubernetes.client import ApiClient
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from conformance.core import errors
+
+from .objects import Obj, as_dict
+from .resources import Resource, for_object, resource
+
+_CONNECTION_ERRORS = (urllib3.exceptions.ProtocolError, urllib3.exceptions.MaxRetryError,
+                      urllib3.exceptions.NewConnectionError, urllib3.exceptions.ReadTimeoutError,
+                      ConnectionError)
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, (errors.TransientApiError, errors.Conflict) + _CONNECTION_ERRORS)
+
+
+_retry = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(6),
+               wait=wait_exponential(multiplier=0.3, max=5), reraise=True)
+
+
+class K8s:
+    """A Kubernetes API client over one :class:`kubernetes.client.ApiClient`.
+
+    ``request_timeout``: seconds for a plain request. ``guard_run_id``: when set, deleting or patching a
+    cluster-scoped DRA object (DeviceClass, ResourceSlice, DeviceTaintRule) or a Namespace that does not carry
+    this run's label raises :class:`~conformance.core.errors.ConfigError` (the write guard, design.md §6).
+    """
+
+    GUARDED_KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule", "Namespace")
+
+    def __init__(self, api: ApiClient, *, request_timeout: float = 30.0, guard_run_id: str = "") -> None:
+        self.api = api
+        self.request_timeout = request_timeout
+        self.guard_run_id = guard_run_id
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | Path | None = None, context: str | None = None, **kwargs: Any) -> "K8s":
+        """Client for ``path`` (``KUBECONFIG``/``~/.kube/config`` when None) and ``context``.
+
+        Raises ClusterUnavailable naming the file when it cannot be loaded.
+        """
+        try:
+            api = kconfig.new_client_from_config(config_file=str(path) if path else None, context=context,
+                                                 persist_config=False)
+        except Exception as exc:  # the loader raises ConfigException, OSError, TypeError...
+            raise errors.ClusterUnavailable(
+                f"cannot load kubeconfig {path or '(default)'} context {context or '(current)'}: {exc}; "
+                "pass --kubeconfig PATH [--context NAME] of a reachable cluster") from exc
+        return cls(api, **kwargs)
+
+    @property
+    def host(self) -> str:
+        """The API server URL."""
+        return self.api.configuration.host
+
+    # -- raw HTTP ------------------------------------------------------------------------------------
+    def _send(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
+              content_type: str = "application/json", stream: bool = False, timeout: Any = None) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        method, url, headers, body, _ = self.api.param_serialize(
+            method, path, query_params=[(k, v) for k, v in (query or {}).items() if v not in (None, "")],
+            header_params=headers, body=body, auth_settings=["BearerToken"])
+        resp = self.api.rest_client.request(method, url, headers=headers, body=body,
+                                            _request_timeout=timeout or self.request_timeout)
+        if stream and resp.status < 400:
+            return resp.response
+        data = resp.read()
+        if resp.status >= 400:
+            raise self._error(resp.status, resp.reason, data, f"{method} {urllib.parse.urlsplit(url).path}")
+        return data
+
+    @staticmethod
+    def _error(status: int, reason: str, data: bytes, request: str) -> errors.ApiError:
+        try:
+            body = json.loads(data or b"{}")
+        except ValueError:
+            body = (data or b"").decode(errors="replace")
+        if isinstance(body, dict):
+            return errors.api_error_for(status, body.get("reason") or reason, body.get("message") or reason,
+                                        body, request)
+        return errors.api_error_for(status, reason, str(body)[:500], body, request)
+
+    @_retry
+    def get_raw(self, path: str, query: dict | None = None) -> str:
+        """GET any path (``/metrics``, ``/api/v1/nodes/n/proxy/metrics``, ``/version``) as text."""
+        return self._send("GET", path, query=query).decode(errors="replace")
+
+    def get_json(self, path: str, query: dict | None = None) -> Any:
+        """GET any path and decode JSON (discovery documents, /version)."""
+        return json.loads(self.get_raw(path, query))
+
+    # -- typed verbs -----------------------------------------------------------------------------------
+    @_retry
+    def get(self, kind: str, name: str, namespace: str | None = None, version: str | None = None) -> Obj:
+        """The object ``kind`` ``namespace/name``; raises NotFound."""
+        res = resource(kind, version)
+        return Obj(json.loads(self._send("GET", res.path(namespace, name))))
+
+    def exists(self, kind: str, name: str, namespace: str | None = None, version: str | None = None) -> bool:
+        """Whether the object exists (NotFound -> False)."""
+        try:
+            self.get(kind, name, namespace, version)
+            return True
+        except errors.NotFound:
+            return False
+
+    @_retry
+    def list_with_version(self, kind: str, namespace: str | None = None, *, label_selector: str = "",
+                          field_selector: str = "", version: str | None = None) -> tuple[list[Obj], str]:
+        """``(items, resourceVersion)``; ``namespace=None`` lists every namespace. Items get kind/apiVersion."""
+        res = resource(kind, version)
+        data = json.loads(self._send("GET", res.path(namespace), query={
+            "labelSelector": label_selector, "fieldSelector": field_selector}))
+        items = []
+        for item in data.get("items") or []:
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", res.api_version)
+            items.append(Obj(item))
+        return items, data.get("metadata", {}).get("resourceVersion", "")
+
+    def list(self, kind: str, namespace: str | None = None, *, label_selector: str = "",
+             field_selector: str = "", version: str | None = None) -> list[Obj]:
+        """The matching objects (see :meth:`list_with_version`)."""
+        return self.list_with_version(kind, namespace, label_selector=label_selector,
+                                      field_selector=field_selector, version=version)[0]
+
+    def create(self, obj: Obj | dict, *, namespace: str | None = None) -> Obj:
+        """Create ``obj`` (a complete object with apiVersion/kind) and return what the server stored.
+
+        Raises AlreadyExists, Invalid (see ``.causes``), Forbidden, NotFound (namespace or type).
+        """
+        raw = as_dict(obj)
+        res = for_object(raw)
+        ns = namespace or raw.get("metadata", {}).get("namespace")
+        attempts = [0]
+
+        @_retry
+        def once() -> Obj:
+            attempts[0] += 1
+            try:
+                return Obj(json.loads(self._send("POST", res.path(ns), body=raw)))
+            except errors.AlreadyExists:
+                name = raw.get("metadata", {}).get("name")
+                if attempts[0] > 1 and name:  # an earlier attempt may have succeeded before a reset
+                    existing = self.get(res.kind, name, ns, res.version)
+                    if existing.labels == (raw.get("metadata", {}).get("labels") or {}):
+                        return existing
+                raise
+
+        return once()
+
+    @_retry
+    def replace(self, obj: Obj | dict, subresource: str = "") -> Obj:
+        """PUT ``obj`` (with its resourceVersion). Conflict on a stale version is raised after retries."""
+        raw = as_dict(obj)
+        res = for_object(raw)
+        meta = raw["metadata"]
+        self._check_guard(res, meta["name"], meta.get("namespace"))
+        return Obj(json.loads(self._send("PUT", res.path(meta.get("namespace"), meta["name"], subresource),
+                                         body=raw)))
+
+    @_retry
+    def patch(self, kind: str, name: str, patch: dict | list, namespace: str | None = None, *,
+              patch_type: str = "merge", subresource: str = "", version: str | None = None) -> Obj:
+        """PATCH with ``patch_type`` ``merge`` | ``strategic`` | ``json``; returns the patched object."""
+        res = resource(kind, version)
+        self._check_guard(res, name, namespace)
+        ctype = {"merge": "application/merge-patch+json", "strategic": "application/strategic-merge-patch+json",
+                 "json": "application/json-patch+json"}[patch_type]
+        return Obj(json.loads(self._send("PATCH", res.path(namespace, name, subresource), body=patch,
+                                         content_type=ctype)))
+
+    @_retry
+    def delete(self, kind: str, name: str, namespace: str | None = None, *, grace_seconds: int | None = None,
+               propagation: str = "Background", version: str | None = None) -> None:
+        """Delete the object (NotFound is raised: callers that don't care catch it)."""
+        res = resource(kind, version)
+        self._check_guard(res, name, namespace)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
+        self._send("DELETE", res.path(namespace, name), body=body)
+
+    def _check_guard(self, res: Resource, name: str, namespace: str | None) -> None:
+        if not self.guard_run_id or res.kind not in self.GUARDED_KINDS:
+            return
+        from conformance.core.names import RUN_LABEL  # noqa: PLC0415 - tiny, pure
+        try:
+            labels = self.get(res.kind, name, namespace, res.version).labels
+        except errors.NotFound:
+            return
+        if labels.get(RUN_LABEL) != self.guard_run_id:
+            raise errors.ConfigError(f"refusing to modify {res.kind} {name}: it is not labelled "
+                                     f"{RUN_LABEL}={self.guard_run_id}", source="write guard",
+                                     fix="create the object through the tracker, or use an unguarded client")
+
+    def unguarded(self) -> "K8s":
+        """A client over the same connection without the write guard (harness-internal use)."""
+        return K8s(self.api, request_timeout=self.request_timeout)
+
+    # -- watch, logs ---------------------------------------------------------------------------------
+    def watch(self, kind: str, namespace: str | None = None, *, resource_version: str = "",
+              label_selector: str = "", field_selector: str = "", timeout_seconds: int = 10,
+              version: str | None = None) -> Iterator[tuple[str, dict]]:
+        """Yield ``(type, object dict)`` watch events (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) until the
+        server closes the stream after ``timeout_seconds``. Raises Gone (410) for a too-old version, and
+        connection errors as they come (callers resume from their last resourceVersion).
+        """
+        res = resource(kind, version)
+        resp = self._send("GET", res.path(namespace), query={
+            "watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+            "labelSelector": label_selector, "fieldSelector": field_selector,
+            "timeoutSeconds": str(int(timeout_seconds))}, stream=True,
+            timeout=(10, timeout_seconds + 10))
+        try:
+            buf = b""
+            for chunk in resp.stream(amt=None, decode_content=False):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        event = json.loads(line)
+                        obj = event.get("object") or {}
+                        if event.get("type") == "ERROR" and obj.get("code") == 410:
+                            raise errors.Gone(410, "Expired", obj.get("message", ""), obj, "WATCH")
+                        yield event.get("type", ""), obj
+        finally:
+            resp.release_conn()
+
+    @_retry
+    def logs(self, pod: Obj | str, namespace: str | None = None, container: str | None = None,
+             tail_lines: int | None = None, previous: bool = False) -> str:
+        """The log text of one container of a pod."""
+        name = pod.name if isinstance(pod, Obj) else pod
+        ns = pod.namespace if isinstance(pod, Obj) else namespace
+        return self._send("GET", resource("Pod").path(ns, name, "log"), query={
+            "container": container, "tailLines": tail_lines, "previous": "true" if previous else None,
+        }).decode(errors="replace")

@@ -1,0 +1,108 @@
+"""Cluster facts for capability discovery: served resource.k8s.io versions and resources, server and kubelet
+versions, nodes, feature gates from ``kubernetes_feature_enabled`` metrics, and the driver's slices.
+
+Sources: API discovery (/apis/resource.k8s.io), component-base metric ``kubernetes_feature_enabled{name,stage}``
+(KEP-3498), kubelet metrics through the node proxy ``/api/v1/nodes/<node>/proxy/metrics``.
+"""
+from __future__ import annotations
+
+import re
+
+from conformance.core import errors
+
+from .client import K8s
+from .objects import Obj
+from .resources import RESOURCE_GROUP
+
+_FEATURE = re.compile(r'^kubernetes_feature_enabled\{([^}]*)\}\s+([0-9.eE+-]+)', re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def served_versions(k8s: K8s) -> dict[str, list[str]]:
+    """``{version: [resource plural...]}`` served for resource.k8s.io (empty when the group is absent)."""
+    try:
+        group = k8s.get_json(f"/apis/{RESOURCE_GROUP}")
+    except errors.NotFound:
+        return {}
+    out = {}
+    for v in group.get("versions") or []:
+        version = v.get("version")
+        try:
+            doc = k8s.get_json(f"/apis/{RESOURCE_GROUP}/{version}")
+        except errors.ApiError:
+            continue
+        out[version] = sorted(r["name"] for r in doc.get("resources") or [] if "/" not in r["name"])
+    return out
+
+
+def server_version(k8s: K8s) -> str:
+    """``gitVersion`` of the API server (``v1.34.4``). Raises ClusterUnavailable when unreachable."""
+    try:
+        return k8s.get_json("/version").get("gitVersion", "")
+    except errors.ApiError as exc:
+        raise errors.ClusterUnavailable(f"API server {k8s.host} answered /version with {exc}") from exc
+    except Exception as exc:  # connection refused, TLS, DNS
+        raise errors.ClusterUnavailable(f"API server {k8s.host} is unreachable: {exc}; check --kubeconfig and "
+                                        "--context, or use --cluster local") from exc
+
+
+def parse_feature_metrics(text: str) -> dict[str, bool]:
+    """``{gate: enabled}`` from Prometheus text containing ``kubernetes_feature_enabled{name="X"} 1``."""
+    gates = {}
+    for labels, value in _FEATURE.findall(text):
+        name = dict(_LABEL.findall(labels)).get("name")
+        if name:
+            gates[name] = float(value) == 1.0
+    return gates
+
+
+def apiserver_feature_gates(k8s: K8s) -> dict[str, bool]:
+    """Feature gates of the API server from its /metrics ({} when metrics are not readable)."""
+    try:
+        return parse_feature_metrics(k8s.get_raw("/metrics"))
+    except errors.ApiError:
+        return {}
+
+
+def kubelet_feature_gates(k8s: K8s, node: str) -> dict[str, bool]:
+    """Feature gates of one kubelet via the node proxy ({} when not readable)."""
+    try:
+        return parse_feature_metrics(k8s.get_raw(f"/api/v1/nodes/{node}/proxy/metrics"))
+    except (errors.ApiError, OSError):
+        return {}
+
+
+def nodes(k8s: K8s) -> list[Obj]:
+    """All Node objects."""
+    return k8s.list("Node")
+
+
+def node_facts(node: Obj) -> dict:
+    """``{name, kubelet_version, container_runtime, os_image, ready}`` of one Node."""
+    info = node.get("status.nodeInfo") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status.conditions") or [])
+    return {"name": node.name, "kubelet_version": info.get("kubeletVersion", ""),
+            "container_runtime": info.get("containerRuntimeVersion", ""), "os_image": info.get("osImage", ""),
+            "ready": ready}
+
+
+def driver_slices(k8s: K8s, driver: str) -> list[Obj]:
+    """The driver's current ResourceSlices (field selector ``spec.driver``)."""
+    return k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}")
+
+
+def devices_of(slices: list[Obj]) -> list[dict]:
+    """``[{node, pool, device, attributes}]`` flattened from slices (v1 shape; ``basic`` unwrapped)."""
+    out = []
+    for s in slices:
+        for d in s.get("spec.devices") or []:
+            body = d.get("basic") or d
+            attrs = {k: next(iter(v.values())) if isinstance(v, dict) and v else v
+                     for k, v in (body.get("attributes") or {}).items()}
+            out.append({"node": s.get("spec.nodeName") or "", "pool": s.get("spec.pool.name"),
+                        "device": d.get("name"), "attributes": attrs,
+                        "capacity": {k: (v or {}).get("value") for k, v in (body.get("capacity") or {}).items()},
+                        "shared_counters": bool(s.get("spec.sharedCounters")),
+                        "consumes_counters": bool(body.get("consumesCounters")),
+                        "allow_multiple_allocations": bool(body.get("allowMultipleAllocations"))})
+    return out

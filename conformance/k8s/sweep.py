@@ -1,0 +1,49 @@
+"""The session sweep: delete everything labelled with the run ID, in DRA order, and wait (design.md §6).
+
+Covers Ctrl-C, crashed xdist workers and tests whose tracker teardown failed. Uses an unguarded client: it
+only ever touches objects carrying ``dra-conformance.test/run=<run id>``.
+"""
+from __future__ import annotations
+
+from conformance.core import errors, names, timeouts
+
+from .client import K8s
+from .tracker import Tracker
+
+SWEEP_KINDS = ("Pod", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule", "DeviceClass",
+               "ResourceSlice", "Namespace")
+
+
+def labelled(k8s: K8s, run_id: str, kinds=SWEEP_KINDS) -> list:
+    """Every object of ``kinds`` carrying the run label (kinds the server does not serve are skipped)."""
+    selector = f"{names.RUN_LABEL}={names.label_value(run_id)}"
+    found = []
+    for kind in kinds:
+        try:
+            found.extend(k8s.list(kind, None, label_selector=selector))
+        except errors.NotFound:
+            continue
+    return found
+
+
+def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[str]:
+    """Delete all objects of run ``run_id`` and wait for them to go; return ``kind ns/name`` of anything
+    already clean (empty list = nothing was left). Raises LeakError when something survives."""
+    tracker = Tracker(k8s.unguarded())
+    found = labelled(k8s, run_id)
+    for obj in found:
+        tracker.adopt(obj)
+    refs = [o.ref for o in found]
+    if found:
+        tracker.cleanup()
+    if wait_namespaces:
+        survivors = []
+        for ns in [o for o in found if o.kind == "Namespace"]:
+            try:
+                from .waits import object_gone  # noqa: PLC0415
+                object_gone(k8s, ns, timeout=timeouts.NAMESPACE_DELETE)
+            except errors.WaitTimeout:
+                survivors.append(ns.ref)
+        if survivors:
+            raise errors.LeakError(survivors)
+    return refs

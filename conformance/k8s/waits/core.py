@@ -1,0 +1,121 @@
+"""The one wait loop: list, then watch from the resourceVersion, resume on disconnect, bounded.
+
+Every named wait in this package is a pair of predicates handed to :func:`until` (design.md §7):
+``done(obj) -> bool`` and ``failed(obj, events) -> str | None`` where ``obj`` is the latest object (None once
+deleted) and ``events`` the involved object's recent core/v1 Events. The timeout is required and is
+multiplied by ``--timeout-scale`` (:func:`conformance.core.timeouts.scaled`).
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+from conformance.core import errors, timeouts
+
+from ..client import K8s
+from ..objects import Obj
+
+Done = Callable[[Optional[Obj]], bool]
+Failed = Callable[[Optional[Obj], list[Obj]], Optional[str]]
+
+WATCH_SLICE_S = 5  # seconds per watch request: how often event-based failure predicates are re-checked
+
+
+def recent_events(k8s: K8s, namespace: str | None, name: str | None = None, kind: str | None = None,
+                  limit: int = 20) -> list[Obj]:
+    """The newest core/v1 Events in ``namespace`` (about object ``name`` of ``kind`` when given), oldest
+    first. API errors yield an empty list (events are evidence, never the state itself)."""
+    if not namespace:
+        return []
+    selector = ",".join(f for f in (f"involvedObject.name={name}" if name else "",
+                                    f"involvedObject.kind={kind}" if kind else "") if f)
+    try:
+        items = k8s.list("Event", namespace, field_selector=selector)
+    except (errors.ApiError, OSError):
+        return []
+    items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e.get("metadata.creationTimestamp")
+               or "")
+    return items[-limit:]
+
+
+def event_line(event: Obj) -> str:
+    """``<type> <reason> <kind>/<name>: <message> (xN)`` for messages."""
+    count = event.get("count") or 1
+    return (f"{event.get('type', '')} {event.get('reason', '')} {event.get('involvedObject.kind', '')}/"
+            f"{event.get('involvedObject.name', '')}: {event.get('message', '').strip()}"
+            + (f" (x{count})" if count and count > 1 else ""))
+
+
+def until(k8s: K8s, kind: str, name: str, namespace: str | None, *, done: Done, timeout: float, awaited: str,
+          failed: Failed | None = None, version: str | None = None, with_events: bool = False,
+          describe: Callable[[Optional[Obj]], str] | None = None) -> Optional[Obj]:
+    """Wait until ``done(obj)`` for one object; return the last object (None if it is gone).
+
+    Raises WaitFailed as soon as ``failed`` returns a message, WaitTimeout after ``scaled(timeout)`` seconds;
+    both carry ``awaited``, the last observed state and recent events.
+    """
+    if timeout is None or timeout <= 0:
+        raise ValueError("every wait needs a positive timeout (seconds)")
+    budget = timeouts.scaled(timeout)
+    deadline = time.monotonic() + budget
+    field = f"metadata.name={name}"
+    show = describe or (lambda o: o.describe(status_only=True) if o is not None else "  (object does not exist)")
+    last: Optional[Obj] = None
+    observed = False
+
+    def check(obj: Optional[Obj]) -> bool:
+        nonlocal last, observed
+        last, observed = obj, True
+        events = recent_events(k8s, namespace, name) if (with_events and failed) else []
+        if failed:
+            msg = failed(obj, events)
+            if msg:
+                raise errors.WaitFailed(awaited, budget, show(obj), _lines(k8s, namespace, name, events), msg)
+        return done(obj)
+
+    rv = ""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise errors.WaitTimeout(awaited, budget, show(last) if observed else "", _lines(k8s, namespace, name))
+        try:
+            if not rv:
+                items, rv = k8s.list_with_version(kind, namespace, field_selector=field, version=version)
+                if check(items[0] if items else None):
+                    return last
+            for etype, raw in k8s.watch(kind, namespace, resource_version=rv, field_selector=field,
+                                        timeout_seconds=max(1, min(WATCH_SLICE_S, int(remaining) + 1)),
+                                        version=version):
+                rv = raw.get("metadata", {}).get("resourceVersion", rv)
+                if etype in ("ADDED", "MODIFIED", "DELETED"):
+                    if check(None if etype == "DELETED" else Obj(raw)):
+                        return last
+                if time.monotonic() >= deadline:
+                    break
+            if with_events and failed and check(last):  # re-check event-based predicates each slice
+                return last
+        except errors.Gone:
+            rv = ""  # too old: re-list
+        except (errors.TransientApiError, ConnectionError, OSError) + _urllib3_errors():
+            time.sleep(0.5)  # disconnect: resume from rv
+            continue
+
+
+def _urllib3_errors() -> tuple:
+    import urllib3  # noqa: PLC0415
+
+    return (urllib3.exceptions.HTTPError,)
+
+
+def _lines(k8s: K8s, namespace: str | None, name: str, events: list[Obj] | None = None) -> list[str]:
+    if events is None:
+        events = recent_events(k8s, namespace, name)
+    return [event_line(e) for e in events]
+
+
+def has_event(events: list[Obj], reason: str) -> Optional[Obj]:
+    """The newest event with ``reason`` among ``events`` (None if absent)."""
+    for event in reversed(events):
+        if event.get("reason") == reason:
+            return event
+    return None

@@ -1,0 +1,133 @@
+"""Pod state waits. Sources: core/v1 Pod phase and PodScheduled condition; DRA kubelet events
+``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) that end a wait early."""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from conformance.core import errors, timeouts
+
+from ..client import K8s
+from ..objects import Obj
+from .core import has_event, recent_events, until, event_line
+
+PREPARE_FAILED = "FailedPrepareDynamicResources"
+
+
+def _pod_failed(allow_prepare_errors: bool):
+    def failed(pod: Optional[Obj], events: list[Obj]) -> Optional[str]:
+        if pod is None:
+            return "the pod was deleted"
+        if pod.phase == "Failed":
+            return f"pod phase Failed: {pod.get('status.reason', '')} {pod.get('status.message', '')}".strip()
+        if not allow_prepare_errors:
+            event = has_event(events, PREPARE_FAILED)
+            if event is not None:
+                return f"kubelet could not prepare the pod's claims: {event_line(event)}"
+        return None
+    return failed
+
+
+def pod_running(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: bool = False) -> Obj:
+    """Wait until the pod is Running with all containers started; return it.
+
+    Fails early when the pod Failed, was deleted, exited (Succeeded), or (unless ``allow_prepare_errors``)
+    a ``FailedPrepareDynamicResources`` event names it. Raises WaitFailed / WaitTimeout.
+    """
+    base = _pod_failed(allow_prepare_errors)
+
+    def failed(obj, events):
+        if obj is not None and obj.phase == "Succeeded":
+            return "the pod already exited (Succeeded)"
+        return base(obj, events)
+
+    def done(obj):
+        return obj is not None and obj.phase == "Running" and all(
+            c.get("state", {}).get("running") for c in obj.get("status.containerStatuses") or [{}])
+    return until(k8s, "Pod", pod.name, pod.namespace, done=done, failed=failed, timeout=timeout,
+                 awaited=f"pod {pod.namespace}/{pod.name} Running", with_events=True)
+
+
+def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: bool = False) -> Obj:
+    """Wait until the pod phase is Succeeded (all containers exited 0); fails early as :func:`pod_running`."""
+    return until(k8s, "Pod", pod.name, pod.namespace, done=lambda o: o is not None and o.phase == "Succeeded",
+                 failed=_pod_failed(allow_prepare_errors), timeout=timeout,
+                 awaited=f"pod {pod.namespace}/{pod.name} Succeeded", with_events=True)
+
+
+def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:
+    """Wait until the pod object no longer exists (kubelet finished NodeUnprepareResources and removal)."""
+    until(k8s, "Pod", pod.name, pod.namespace, done=lambda o: o is None or o.uid != pod.uid, timeout=timeout,
+          awaited=f"pod {pod.namespace}/{pod.name} deleted")
+
+
+def pod_unschedulable_with(k8s: K8s, pod: Obj, *reasons: str, timeout: float) -> Obj:
+    """Wait until the scheduler marks the pod unschedulable (PodScheduled=False, reason Unschedulable) with a
+    message containing every text in ``reasons`` (e.g. ``"cannot allocate all claims"``); return the pod.
+
+    Fails early when the pod gets scheduled or is deleted.
+    """
+    def cond(obj):
+        for c in obj.get("status.conditions") or []:
+            if c.get("type") == "PodScheduled":
+                return c
+        return None
+
+    def failed(obj, _events):
+        if obj is None:
+            return "the pod was deleted"
+        if obj.get("spec.nodeName"):
+            return f"the pod was scheduled to {obj.get('spec.nodeName')}"
+        return None
+
+    def done(obj):
+        c = obj is not None and cond(obj)
+        return bool(c) and c.get("status") == "False" and c.get("reason") == "Unschedulable" and all(
+            r in (c.get("message") or "") for r in reasons)
+    return until(k8s, "Pod", pod.name, pod.namespace, done=done, failed=failed, timeout=timeout,
+                 awaited=f"pod {pod.namespace}/{pod.name} unschedulable with {list(reasons)}")
+
+
+def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
+    """Assert the pod stays unscheduled for ``duration`` seconds (scaled) — upstream "consistently pending".
+
+    Raises WaitFailed with the pod state if it gets a node or starts; returns the still-pending pod.
+    """
+    def failed(obj, _events):
+        if obj is None:
+            return "the pod was deleted"
+        if obj.get("spec.nodeName") or obj.phase not in ("Pending", ""):
+            return f"expected the pod to stay pending, but it is {obj.phase} on {obj.get('spec.nodeName')}"
+        return None
+
+    try:
+        until(k8s, "Pod", pod.name, pod.namespace, done=lambda o: False, failed=failed, timeout=duration,
+              awaited=f"pod {pod.namespace}/{pod.name} to stay pending for {duration:.0f}s")
+    except errors.WaitFailed:
+        raise
+    except errors.WaitTimeout:
+        return k8s.get("Pod", pod.name, pod.namespace)
+    raise AssertionError("unreachable")
+
+
+def events_for(k8s: K8s, obj: Obj, reason: str | None = None) -> list[Obj]:
+    """Events about ``obj`` (optionally only ``reason``), oldest first."""
+    events = recent_events(k8s, obj.namespace, obj.name, limit=200)
+    return [e for e in events if reason is None or e.get("reason") == reason]
+
+
+def event(k8s: K8s, obj: Obj, reason: str, *, timeout: float, message_contains: str = "") -> Obj:
+    """Wait until an Event with ``reason`` (and ``message_contains``) about ``obj`` exists; return it.
+
+    Polls the namespace's events every 2 s (events are not worth a watch). Raises WaitTimeout.
+    """
+    budget = timeouts.scaled(timeout)
+    deadline = time.monotonic() + budget
+    while True:
+        for e in reversed(events_for(k8s, obj, reason)):
+            if message_contains in (e.get("message") or ""):
+                return e
+        if time.monotonic() >= deadline:
+            lines = [event_line(e) for e in recent_events(k8s, obj.namespace, obj.name)]
+            raise errors.WaitTimeout(f"event {reason} about {obj.ref}", budget, "", lines)
+        time.sleep(2)

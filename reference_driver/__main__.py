@@ -1,10 +1,67 @@
-"""Reference GPU DRA driver entry point."""
+"""``python -m reference_driver`` / ``dra-reference-driver``: wiring only.
+
+Start-up: config -> inventory -> state (recover from checkpoint) -> gRPC servers (DRA, then registration)
+-> ResourceSlice publisher thread; SIGTERM/SIGINT stop it in reverse order. Slices are left in place on
+exit: the kubelet wipes them 30 s after the plugin is gone, and a quick restart keeps them (PUB-07).
+Exit codes: 0 clean stop, 2 bad configuration, 1 start-up failure.
+"""
+from __future__ import annotations
+
+import logging
+import signal
 import sys
+import threading
+
+from . import inventory
+from .cdi import CdiStore
+from .checkpoint import Checkpoint, CheckpointError
+from .config import ConfigError, from_args
+
+log = logging.getLogger("reference_driver")
 
 
-def main() -> int:
-    print("reference driver: not built yet", file=sys.stderr)
-    return 2
+def main(argv: list[str] | None = None) -> int:
+    """Run the plugin until SIGTERM/SIGINT."""
+    try:
+        cfg = from_args(argv)
+        inv = inventory.load(cfg.device_config, cfg.node_name)
+    except (ConfigError, inventory.InventoryError) as err:
+        print(f"dra-reference-driver: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=cfg.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # grpc and kubernetes are imported only here, keeping the pure modules importable without them
+    from .kube import ApiClaimSource, api_client  # noqa: PLC0415
+    from .plugin.server import PluginServer, SocketPaths  # noqa: PLC0415
+    from .publisher import SlicePublisher  # noqa: PLC0415
+    from .state import DeviceState  # noqa: PLC0415
+
+    log.info("driver %s on node %s, inventory %s, faults: %s", cfg.driver_name, cfg.node_name, inv.kind,
+             cfg.faults.describe())
+    try:
+        api = api_client(cfg.kubeconfig)
+        paths = SocketPaths.for_driver(cfg.plugin_registry_dir, cfg.plugins_dir, cfg.driver_name)
+        state = DeviceState(cfg.driver_name, {cfg.node_name}, inv.snapshot, ApiClaimSource(api),
+                            CdiStore(cfg.cdi_dir), Checkpoint(cfg.checkpoint_path), cfg.faults)
+        report = state.recover()
+        log.info("checkpoint: %d prepared claim(s), CDI specs rewritten: %s%s", report.claims,
+                 list(report.rewritten), f", quarantined {report.quarantined}" if report.quarantined else "")
+        server = PluginServer(cfg.driver_name, state, paths)
+        server.start()
+    except (CheckpointError, OSError, ValueError) as err:
+        log.error("start-up failed: %s", err)
+        return 1
+    publisher = SlicePublisher(api, cfg.node_name, cfg.driver_name, inv.snapshot, cfg.faults, cfg.resync_seconds)
+    thread = threading.Thread(target=publisher.run, name="slices", daemon=True)
+    thread.start()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    log.info("stopping")
+    publisher.stop()
+    server.stop()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,115 @@
+"""CDI specs, one file per prepared claim, with one device entry per allocated device.
+
+Spec shape (CDI spec 0.5.0: the lowest version allowing device names that start with a digit, accepted by
+every containerd that can do DRA): ``kind`` ``gpu.dra-conformance.test/gpu``; device name
+``<claim UID>-<device>[-<shareID prefix>]``; edits: env vars naming the device, its pool, request, claim,
+uuid, the applied sharing configuration and its sources, admin access, share ID and consumed capacity,
+plus the free-form env of the applied GpuConfig; device nodes for real GPUs.
+Env contract for containers (SAN = device name upper-cased, non-alphanumerics -> ``_``)::
+
+    DRA_GPU_DEVICE_<SAN>=<device>            DRA_GPU_<SAN>_SHARING_STRATEGY=<strategy>
+    DRA_GPU_<SAN>_POOL / _REQUEST / _CLAIM / _UUID / _CONFIG_SOURCES / _TIMESLICE_INTERVAL /
+    _PARTITION_COUNT / _ADMIN_ACCESS / _SHARE_ID / _CONSUMED_<CAPACITY>;  DRA_ADMIN_ACCESS=true (admin)
+
+Sources: CDI SPEC.md (spec format, names), dra-protocols.md §4; KEP-5018 admin access.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import DRIVER_NAME, files, opaque
+from .claims import AllocatedDevice, ClaimRef
+from .inventory.base import Device
+
+CDI_VERSION = "0.5.0"
+CDI_KIND = f"{DRIVER_NAME}/gpu"
+_SAN = re.compile(r"[^A-Za-z0-9]")
+
+
+def env_key(device: str, share_id: str | None = None) -> str:
+    """The env-name fragment of a device (and share): ``gpu-0`` -> ``GPU_0``."""
+    base = device if not share_id else f"{device}_{share_id[:8]}"
+    return _SAN.sub("_", base).upper()
+
+
+def device_id(name: str) -> str:
+    """Fully-qualified CDI device ID, ``gpu.dra-conformance.test/gpu=<name>``."""
+    return f"{CDI_KIND}={name}"
+
+
+def device_env(ref: ClaimRef, alloc: AllocatedDevice, device: Device | None) -> list[str]:
+    """The env entries (``NAME=value``) one allocated device puts into a container."""
+    key = env_key(alloc.device, alloc.share_id)
+    sharing = alloc.config.sharing
+    env = [f"DRA_GPU_DEVICE_{key}={alloc.device}", f"DRA_GPU_{key}_POOL={alloc.pool}",
+           f"DRA_GPU_{key}_REQUEST={alloc.request}", f"DRA_GPU_{key}_CLAIM={ref.namespace}/{ref.name}",
+           f"DRA_GPU_{key}_SHARING_STRATEGY={sharing.strategy if sharing else opaque.DEFAULT_STRATEGY}",
+           f"DRA_GPU_{key}_CONFIG_SOURCES={','.join(alloc.config_sources) or 'none'}"]
+    uuid = device.attribute("uuid") if device else None
+    if uuid:
+        env.append(f"DRA_GPU_{key}_UUID={uuid}")
+    if sharing and sharing.interval:
+        env.append(f"DRA_GPU_{key}_TIMESLICE_INTERVAL={sharing.interval}")
+    if sharing and sharing.partition_count:
+        env.append(f"DRA_GPU_{key}_PARTITION_COUNT={sharing.partition_count}")
+    if alloc.admin_access:
+        env += [f"DRA_GPU_{key}_ADMIN_ACCESS=true", "DRA_ADMIN_ACCESS=true"]
+    if alloc.share_id:
+        env.append(f"DRA_GPU_{key}_SHARE_ID={alloc.share_id}")
+    for cap, value in alloc.consumed_capacity:
+        env.append(f"DRA_GPU_{key}_CONSUMED_{_SAN.sub('_', cap).upper()}={value}")
+    env += [f"{name}={value}" for name, value in alloc.config.env]
+    return env
+
+
+def build_spec(ref: ClaimRef, allocs: list[tuple[AllocatedDevice, Device | None]],
+               skip_env: bool = False) -> tuple[dict, list[str]]:
+    """The CDI spec for one claim and the CDI device ID of each allocation (same order).
+
+    ``skip_env`` (fault ``skip-cdi-env``) replaces the device env by a marker entry.
+    """
+    entries, ids, seen = [], [], set()
+    for alloc, device in allocs:
+        name = f"{ref.uid}-{alloc.device}" + (f"-{alloc.share_id[:8]}" if alloc.share_id else "")
+        while name in seen:
+            name += "-x"
+        seen.add(name)
+        env = ["DRA_REFERENCE_FAULT=skip-cdi-env"] if skip_env else device_env(ref, alloc, device)
+        edits: dict = {"env": env}
+        if device and device.device_nodes:
+            edits["deviceNodes"] = [{"path": p} for p in device.device_nodes]
+        entries.append({"name": name, "containerEdits": edits})
+        ids.append(device_id(name))
+    return {"cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": entries}, ids
+
+
+class CdiStore:
+    """Per-claim CDI spec files in one CDI spec directory (e.g. ``/var/run/cdi``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def path(self, claim_uid: str) -> Path:
+        """Spec file of a claim: ``<dir>/gpu.dra-conformance.test_claim-<uid>.json``."""
+        return self.directory / f"{DRIVER_NAME}_claim-{claim_uid}.json"
+
+    def write(self, claim_uid: str, spec: dict) -> Path:
+        """Write the claim's spec atomically (JSON). Raises OSError."""
+        path = self.path(claim_uid)
+        files.write_atomic(path, json.dumps(spec, indent=1, sort_keys=True).encode())
+        return path
+
+    def remove(self, claim_uid: str) -> bool:
+        """Delete the claim's spec; True if it existed."""
+        return files.remove(self.path(claim_uid))
+
+    def exists(self, claim_uid: str) -> bool:
+        """True when the claim's spec file is present."""
+        return self.path(claim_uid).is_file()
+
+    def claim_uids(self) -> set[str]:
+        """UIDs of all claims this driver has spec files for."""
+        prefix, suffix = f"{DRIVER_NAME}_claim-", ".json"
+        return {p.name[len(prefix):-len(suffix)] for p in self.directory.glob(f"{prefix}*{suffix}")}

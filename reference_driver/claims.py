@@ -1,0 +1,115 @@
+"""Which parts of a ResourceClaim belong to this driver on this node, and which opaque configuration
+applies to each allocated device. Pure: works on the claim as decoded JSON (``resource.k8s.io/v1``).
+
+Rules (resource.k8s.io/v1 DeviceAllocationConfiguration, KEP-4381; upstream "must map configs and devices
+to the right containers", "uses the config for the selected subrequest"):
+- only ``status.allocation.devices.results[]`` with ``driver == <self>``;
+- only ``config[]`` entries whose ``opaque.driver == <self>``; others are ignored;
+- a config without ``requests`` applies to every result; otherwise to results whose request is listed,
+  where a parent request name ``req`` also covers its subrequests ``req/sub``;
+- class configs (``FromClass``) apply first, claim configs (``FromClaim``) override them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import opaque
+
+SOURCES = ("FromClass", "FromClaim")
+
+
+class ClaimError(ValueError):
+    """This claim cannot be prepared here; the message is returned to the kubelet for that claim."""
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    """What the kubelet sends for one claim (namespace, name, uid)."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    def __str__(self) -> str:
+        return f"ResourceClaim {self.namespace}/{self.name} (UID {self.uid})"
+
+
+@dataclass(frozen=True)
+class AllocatedDevice:
+    """One allocation result of this driver with the configuration that applies to it."""
+
+    request: str
+    pool: str
+    device: str
+    admin_access: bool = False
+    share_id: str | None = None
+    consumed_capacity: tuple[tuple[str, str], ...] = ()
+    config: opaque.GpuConfig = opaque.GpuConfig()
+    config_sources: tuple[str, ...] = ()
+
+    @property
+    def base_request(self) -> str:
+        """The main request name (``gpu`` for ``gpu/large``): what containers reference and the kubelet matches."""
+        return self.request.split("/", 1)[0]
+
+
+def applies(config_requests: list[str] | None, request: str) -> bool:
+    """True when a config with ``requests`` applies to the result for ``request`` (``req`` or ``req/sub``)."""
+    if not config_requests:
+        return True
+    return request in config_requests or request.split("/", 1)[0] in config_requests
+
+
+def _configs(allocation: dict, driver: str, ignore_claim_config: bool) -> list[tuple[str, list[str], opaque.GpuConfig]]:
+    """This driver's configs as (label, requests, parsed), FromClass first. Raises ClaimError on invalid ones."""
+    out = []
+    for index, entry in enumerate(allocation.get("devices", {}).get("config") or []):
+        params = entry.get("opaque") or {}
+        if params.get("driver") != driver:
+            continue
+        source = entry.get("source", "FromClaim")
+        if source not in SOURCES:
+            raise ClaimError(f"allocation.devices.config[{index}]: unknown source {source!r}")
+        if ignore_claim_config and source == "FromClaim":
+            continue
+        label = f"{source}[{index}]"
+        try:
+            parsed = opaque.parse(params.get("parameters"), f"config[{index}] ({source}) parameters")
+        except opaque.ConfigError as err:
+            raise ClaimError(f"invalid opaque configuration for driver {driver}: {err}") from None
+        out.append((label, list(entry.get("requests") or []), parsed))
+    out.sort(key=lambda item: SOURCES.index(item[0].split("[", 1)[0]))
+    return out
+
+
+def allocated_devices(claim: dict, ref: ClaimRef, driver: str, pools: set[str], *,
+                      check_uid: bool = True, ignore_claim_config: bool = False) -> list[AllocatedDevice]:
+    """This driver's allocated devices of ``claim`` with their effective configuration.
+
+    ``pools`` are the pools this node publishes. Raises ClaimError (UID mismatch "got replaced", not
+    allocated, no devices of this driver, device of another node's pool, invalid configuration).
+    """
+    meta = claim.get("metadata") or {}
+    if check_uid and meta.get("uid") != ref.uid:
+        raise ClaimError(f"{ref} got replaced: the API server has UID {meta.get('uid')!r}")
+    allocation = (claim.get("status") or {}).get("allocation")
+    if not allocation:
+        raise ClaimError(f"{ref} is not allocated (status.allocation is empty)")
+    configs = _configs(allocation, driver, ignore_claim_config)
+    results = [r for r in allocation.get("devices", {}).get("results") or [] if r.get("driver") == driver]
+    if not results:
+        raise ClaimError(f"{ref} has no devices allocated by driver {driver}")
+    devices = []
+    for result in results:
+        if result.get("pool") not in pools:
+            raise ClaimError(f"{ref}: device {result.get('pool')}/{result.get('device')} is not in a pool of "
+                             f"this node (pools here: {sorted(pools)})")
+        effective, labels = opaque.GpuConfig(), []
+        for label, requests, parsed in configs:
+            if applies(requests, result["request"]):
+                effective, labels = effective.merged(parsed), [*labels, label]
+        consumed = tuple(sorted((k, str(v)) for k, v in (result.get("consumedCapacity") or {}).items()))
+        devices.append(AllocatedDevice(request=result["request"], pool=result["pool"], device=result["device"],
+                                       admin_access=bool(result.get("adminAccess")), share_id=result.get("shareID"),
+                                       consumed_capacity=consumed, config=effective, config_sources=tuple(labels)))
+    return devices

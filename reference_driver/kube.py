@@ -1,0 +1,51 @@
+"""Kubernetes API access for the plugin: client construction (kubeconfig or in-cluster) and the
+:class:`~reference_driver.state.ClaimSource` that reads ResourceClaims as decoded JSON.
+
+Claims are read with ``_preload_content=False`` and decoded as plain JSON, so fields newer than the
+Python client's models (e.g. ``shareID``, ``consumedCapacity``) are never dropped.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+REQUEST_TIMEOUT = 10.0
+"""Seconds per API call; well under the kubelet's 45 s NodePrepareResources deadline."""
+
+
+def api_client(kubeconfig: Path | None) -> client.ApiClient:
+    """An ApiClient from ``kubeconfig`` or, when None, the in-cluster service account.
+
+    Raises kubernetes.config.ConfigException naming what is missing.
+    """
+    if kubeconfig is not None:
+        return config.new_client_from_config(config_file=str(kubeconfig))
+    cfg = client.Configuration()
+    config.load_incluster_config(client_configuration=cfg)
+    return client.ApiClient(cfg)
+
+
+class ApiClaimSource:
+    """ClaimSource reading ``resource.k8s.io/v1`` ResourceClaims."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._api = client.ResourceV1Api(api)
+
+    def get_claim(self, namespace: str, name: str) -> dict:
+        """The claim as JSON. Raises LookupError on 404, ApiException on other API errors."""
+        try:
+            resp = self._api.read_namespaced_resource_claim(name, namespace, _preload_content=False,
+                                                            _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as err:
+            if err.status == 404:
+                raise LookupError(f"ResourceClaim {namespace}/{name} not found") from None
+            raise
+        return json.loads(resp.data)
+
+
+def node_uid(api: client.ApiClient, node: str) -> str:
+    """UID of Node ``node``. Raises ApiException (404 when the node does not exist)."""
+    return client.CoreV1Api(api).read_node(node, _request_timeout=REQUEST_TIMEOUT).metadata.uid

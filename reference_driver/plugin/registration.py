@@ -1,0 +1,68 @@
+"""The plugin registration service the kubelet calls on the registration socket.
+
+GetInfo answers type ``DRAPlugin``, the driver name, the DRA socket path as ``endpoint`` (a plain path:
+the kubelet dials ``"unix:" + endpoint``) and the DRA services served, v1 first (kubelets >= 1.34 take the
+first entry they know). NotifyRegistrationStatus is informational: it is recorded and logged.
+Source: k8s.io/kubelet pkg/apis/pluginregistration/v1; dra-protocols.md §1.3-1.4.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import grpc
+
+from . import wire
+
+log = logging.getLogger(__name__)
+
+PLUGIN_TYPE = "DRAPlugin"
+SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
+
+
+@dataclass(frozen=True)
+class Status:
+    """One NotifyRegistrationStatus call."""
+
+    registered: bool
+    error: str
+
+
+class RegistrationService:
+    """Answers GetInfo and records NotifyRegistrationStatus (``statuses``, ``registered`` event)."""
+
+    def __init__(self, driver: str, endpoint: str, versions: tuple[str, ...] = SUPPORTED_VERSIONS) -> None:
+        self.driver, self.endpoint, self.versions = driver, endpoint, versions
+        self.statuses: list[Status] = []
+        self.registered = threading.Event()
+        self._msgs = wire.registration()
+
+    def get_info(self, request, context):
+        """PluginInfo{type, name, endpoint, supported_versions}."""
+        return self._msgs.PluginInfo(type=PLUGIN_TYPE, name=self.driver, endpoint=self.endpoint,
+                                     supported_versions=list(self.versions))
+
+    def notify_registration_status(self, request, context):
+        """Record the kubelet's verdict; always answers an empty RegistrationStatusResponse."""
+        status = Status(request.plugin_registered, request.error)
+        self.statuses.append(status)
+        if status.registered:
+            log.info("kubelet registered plugin %s", self.driver)
+            self.registered.set()
+        else:
+            log.error("kubelet rejected plugin %s: %s", self.driver, status.error)
+            self.registered.clear()
+        return self._msgs.RegistrationStatusResponse()
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        """gRPC handler for service ``pluginregistration.Registration``."""
+        m = self._msgs
+        return grpc.method_handlers_generic_handler(m.SERVICE, {
+            "GetInfo": grpc.unary_unary_rpc_method_handler(
+                self.get_info, request_deserializer=m.InfoRequest.FromString,
+                response_serializer=m.PluginInfo.SerializeToString),
+            "NotifyRegistrationStatus": grpc.unary_unary_rpc_method_handler(
+                self.notify_registration_status, request_deserializer=m.RegistrationStatus.FromString,
+                response_serializer=m.RegistrationStatusResponse.SerializeToString),
+        })

@@ -1,0 +1,106 @@
+"""The two unix-socket gRPC servers of the kubelet plugin.
+
+Order (dra-protocols.md §7.2): the DRA service socket ``<plugins_dir>/<driver>/dra.sock`` (v1 + v1beta1)
+is served first, then the registration socket ``<registry_dir>/<driver>-reg.sock`` is created; the
+kubelet's fsnotify watcher picks it up. On stop the registration socket goes first (de-registers the
+plugin), then the DRA socket. Stale socket files from a crashed run are removed before binding.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from ..state import DeviceState
+from . import dra_v1, dra_v1beta1
+from .dra import DraService
+from .registration import RegistrationService
+
+log = logging.getLogger(__name__)
+MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the terminating NUL
+
+
+class SocketPathError(ValueError):
+    """A socket path is too long for AF_UNIX; the message names it and the limit."""
+
+
+@dataclass(frozen=True)
+class SocketPaths:
+    """Where the plugin listens."""
+
+    registration: Path
+    dra: Path
+
+    @classmethod
+    def for_driver(cls, registry_dir: Path, plugins_dir: Path, driver: str) -> "SocketPaths":
+        """Conventional layout of the Go kubeletplugin library. Raises SocketPathError for long paths."""
+        paths = cls(Path(registry_dir) / f"{driver}-reg.sock", Path(plugins_dir) / driver / "dra.sock")
+        for path in (paths.registration, paths.dra):
+            if len(str(path.absolute())) > MAX_SOCKET_PATH:
+                raise SocketPathError(f"socket path {path} is longer than {MAX_SOCKET_PATH} bytes (AF_UNIX limit); "
+                                      "use shorter --plugin-registry-dir/--plugins-dir")
+        return paths
+
+
+def _bind(server: grpc.Server, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_socket():
+        path.unlink()
+    if server.add_insecure_port(f"unix://{path.absolute()}") == 0:
+        raise OSError(f"cannot listen on unix socket {path}")
+
+
+class PluginServer:
+    """Registration + DRA servers for one driver instance."""
+
+    def __init__(self, driver: str, state: DeviceState, paths: SocketPaths, workers: int = 8) -> None:
+        self.driver, self.state, self.paths = driver, state, paths
+        self.registration = RegistrationService(driver, str(paths.dra.absolute()))
+        self.services: dict[str, DraService] = {"v1": dra_v1.service(state), "v1beta1": dra_v1beta1.service(state)}
+        self._workers = workers
+        self._dra: grpc.Server | None = None
+        self._reg: grpc.Server | None = None
+
+    def start(self) -> None:
+        """Serve DRA, then registration. Raises OSError when a socket cannot be bound."""
+        self._dra = grpc.server(futures.ThreadPoolExecutor(self._workers, thread_name_prefix="dra"))
+        for service in self.services.values():
+            self._dra.add_generic_rpc_handlers((service.handler(),))
+        _bind(self._dra, self.paths.dra)
+        self._dra.start()
+        self._reg = grpc.server(futures.ThreadPoolExecutor(2, thread_name_prefix="reg"))
+        self._reg.add_generic_rpc_handlers((self.registration.handler(),))
+        _bind(self._reg, self.paths.registration)
+        self._reg.start()
+        log.info("serving DRA %s on %s, registration on %s", "+".join(self.services), self.paths.dra,
+                 self.paths.registration)
+
+    def stop(self, grace: float = 2.0) -> None:
+        """Remove the registration socket, stop both servers, remove the DRA socket."""
+        if self._reg is not None:
+            self.paths.registration.unlink(missing_ok=True)
+            self._reg.stop(grace).wait()
+            self._reg = None
+        if self._dra is not None:
+            self._dra.stop(grace).wait()
+            self._dra = None
+            self.paths.dra.unlink(missing_ok=True)
+
+    def __enter__(self) -> "PluginServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def socket_exists(path: Path) -> bool:
+    """True when ``path`` is a unix socket (what the kubelet's watcher considers)."""
+    try:
+        return os.path.exists(path) and Path(path).is_socket()
+    except OSError:
+        return False

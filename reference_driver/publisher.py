@@ -1,0 +1,155 @@
+"""Publishes this node's pool (see :mod:`reference_driver.slices`) and keeps it published.
+
+``sync()`` compares the desired slices with what the API server has (field selectors ``spec.nodeName``
+and ``spec.driver``) and writes only on a difference, bumping ``pool.generation``; ``run()`` repeats it on
+every watch event and every ``resync`` seconds, so slices deleted by the kubelet at start-up (or by anyone)
+are re-created. Sources: dra-protocols.md §1.5 and §7.4; upstream "ResourceSlice must be removed on kubelet
+startup"; k8s.io/dynamic-resource-allocation resourceslice controller behaviour.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+from kubernetes.utils import parse_quantity
+
+from . import slices
+from .faults import Faults
+from .kube import REQUEST_TIMEOUT, node_uid
+
+log = logging.getLogger(__name__)
+
+
+def _equal_quantities(a: object, b: object) -> bool:
+    if not (isinstance(a, str) and isinstance(b, str)):
+        return False
+    try:
+        return parse_quantity(a) == parse_quantity(b)
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """Outcome of one sync: whether anything was written, the pool generation, the slice names."""
+
+    changed: bool
+    generation: int
+    names: tuple[str, ...]
+
+
+class SlicePublisher:
+    """Keeps the node's ResourceSlices equal to the inventory."""
+
+    def __init__(self, api: client.ApiClient, node: str, driver: str, snapshot, faults: Faults = Faults(),
+                 resync: float = 60.0) -> None:
+        self._resource = client.ResourceV1Api(api)
+        self._api, self.node, self.driver, self._snapshot = api, node, driver, snapshot
+        self.faults, self.resync = faults, resync
+        self.generation = 0
+        self._stop = threading.Event()
+        self._selector = f"spec.nodeName={node},spec.driver={driver}"
+
+    def existing(self) -> list[dict]:
+        """This node's slices of this driver, as JSON."""
+        resp = self._resource.list_resource_slice(field_selector=self._selector, _preload_content=False,
+                                                  _request_timeout=REQUEST_TIMEOUT)
+        return json.loads(resp.data).get("items") or []
+
+    def desired(self, uid: str, generation: int) -> list[dict]:
+        """The slices this node should have at ``generation`` (none with fault ``no-slices``)."""
+        if self.faults.on("no-slices"):
+            return []
+        planned = slices.plan(self._snapshot(), self.node, self.driver)
+        count = len(planned) + 1 if self.faults.on("wrong-slice-count") else None
+        return slices.render(planned, self.node, uid, self.driver, generation, count)
+
+    def _consistent(self, want: list[dict], have: dict[str, dict]) -> bool:
+        if set(have) != {w["metadata"]["name"] for w in want}:
+            return False
+        gens = {h["spec"]["pool"].get("generation") for h in have.values()}
+        if len(gens) > 1:
+            return False
+        for w in want:
+            h = have[w["metadata"]["name"]]
+            w_spec = {**w["spec"], "pool": {**w["spec"]["pool"], "generation": h["spec"]["pool"].get("generation")}}
+            if not slices.matches(w_spec, h["spec"], _equal_quantities):
+                return False
+            owners = h["metadata"].get("ownerReferences") or []
+            if not slices.matches(w["metadata"]["ownerReferences"], owners):
+                return False
+        return True
+
+    def sync(self) -> SyncResult:
+        """Make the API match the inventory. Raises ApiException on API errors (the caller retries)."""
+        uid = node_uid(self._api, self.node)
+        have = {s["metadata"]["name"]: s for s in self.existing()}
+        current = max([s["spec"]["pool"].get("generation", 0) for s in have.values()] or [0])
+        probe = self.desired(uid, current)
+        if self._consistent(probe, have):
+            self.generation = current
+            return SyncResult(False, current, tuple(sorted(have)))
+        if self.faults.on("wrong-pool-generation"):
+            generation = self.generation or 1
+        else:
+            generation = max(self.generation, current) + 1
+        want = self.desired(uid, generation)
+        for obj in want:
+            old = have.get(obj["metadata"]["name"])
+            if old is None:
+                self._resource.create_resource_slice(obj, _request_timeout=REQUEST_TIMEOUT)
+            else:
+                obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+                self._resource.replace_resource_slice(obj["metadata"]["name"], obj, _request_timeout=REQUEST_TIMEOUT)
+        wanted = {w["metadata"]["name"] for w in want}
+        for name in sorted(set(have) - wanted):
+            try:
+                self._resource.delete_resource_slice(name, _request_timeout=REQUEST_TIMEOUT)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+        self.generation = generation
+        log.info("published pool %s generation %d: %d slice(s)", self.node, generation, len(want))
+        return SyncResult(True, generation, tuple(sorted(wanted)))
+
+    def sync_with_retry(self, attempts: int = 5) -> SyncResult | None:
+        """``sync()`` retried on conflicts and transient errors; None when every attempt failed (logged)."""
+        for attempt in range(attempts):
+            try:
+                return self.sync()
+            except ApiException as err:
+                log.warning("slice sync attempt %d failed: %s %s", attempt + 1, err.status, err.reason)
+            except Exception as err:  # noqa: BLE001 - network errors: keep the plugin alive, retry
+                log.warning("slice sync attempt %d failed: %s", attempt + 1, err)
+            if self._stop.wait(min(0.2 * 2 ** attempt, 5.0)):
+                return None
+        return None
+
+    def run(self) -> None:
+        """Sync, then re-sync on every watch event and every ``resync`` seconds until ``stop()``."""
+        self.sync_with_retry()
+        if self.faults.on("no-republish"):
+            self._stop.wait()
+            return
+        while not self._stop.is_set():
+            try:
+                stream = watch.Watch().stream(self._resource.list_resource_slice, field_selector=self._selector,
+                                              timeout_seconds=max(1, int(self.resync)),
+                                              _request_timeout=self.resync + REQUEST_TIMEOUT)
+                for _event in stream:
+                    if self._stop.is_set():
+                        return
+                    self.sync_with_retry()
+            except Exception as err:  # noqa: BLE001 - watch dropped: back off, then list again
+                log.warning("slice watch ended: %s", err)
+                if self._stop.wait(1.0):
+                    return
+            self.sync_with_retry()
+
+    def stop(self) -> None:
+        """Ask ``run()`` to return (at the latest after the current watch times out)."""
+        self._stop.set()

@@ -1,0 +1,95 @@
+"""Inventory -> ResourceSlices of this node's pool (pure: no kubernetes import).
+
+Layout: one pool per node, pool name = node name; counter sets (``sharedCounters``) in their own slices
+(at most 8 sets each), devices in slices of at most 128 devices, or 64 when any device of the slice
+consumes counters; an empty inventory still yields one slice with no devices ("driver started" signal).
+Slice names are deterministic (``<node>-<driver>-<index>``), so a restarted plugin finds and keeps the
+same objects. Every slice has ``nodeName`` and a controller ownerReference to its Node.
+Sources: resource.k8s.io/v1 ResourceSlice validation (ResourceSliceMaxDevices 128,
+ResourceSliceMaxDevicesWithTaintsOrConsumesCounters 64, ResourceSliceMaxCounterSets 8, sharedCounters and
+devices mutually exclusive since 1.35); upstream "kubelet must manage ResourceSlices"; PR #127645.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from .inventory.base import Snapshot
+
+MAX_DEVICES = 128
+MAX_DEVICES_WITH_COUNTERS = 64
+MAX_COUNTER_SETS = 8
+API_VERSION = "resource.k8s.io/v1"
+
+
+@dataclass(frozen=True)
+class PlannedSlice:
+    """Content of one slice before generation and count are known."""
+
+    name: str
+    devices: tuple[dict, ...] = ()
+    shared_counters: tuple[dict, ...] = ()
+
+
+def slice_name(node: str, driver: str, index: int) -> str:
+    """Deterministic slice name; hashed when it would exceed the 253-character DNS subdomain limit."""
+    name = f"{node}-{driver}-{index}"
+    if len(name) <= 253:
+        return name
+    digest = hashlib.sha256(f"{node}/{driver}".encode()).hexdigest()[:16]
+    return f"{node[:200]}-{digest}-{index}"
+
+
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def plan(snapshot: Snapshot, node: str, driver: str) -> list[PlannedSlice]:
+    """Split the inventory into slice contents that respect the API limits (counter slices first)."""
+    contents: list[tuple[tuple, tuple]] = []
+    for sets in _chunks([c.to_api() for c in snapshot.counter_sets], MAX_COUNTER_SETS):
+        contents.append(((), tuple(sets)))
+    plain = [d.to_api() for d in snapshot.devices if not d.consumes_counters]
+    counted = [d.to_api() for d in snapshot.devices if d.consumes_counters]
+    for group in _chunks(plain, MAX_DEVICES):
+        contents.append((tuple(group), ()))
+    for group in _chunks(counted, MAX_DEVICES_WITH_COUNTERS):
+        contents.append((tuple(group), ()))
+    if not contents:
+        contents.append(((), ()))
+    return [PlannedSlice(slice_name(node, driver, i), devs, sets) for i, (devs, sets) in enumerate(contents)]
+
+
+def render(planned: list[PlannedSlice], node: str, node_uid: str, driver: str, generation: int,
+           slice_count: int | None = None) -> list[dict]:
+    """Full ResourceSlice objects (``resource.k8s.io/v1``) for ``planned`` at ``generation``.
+
+    ``slice_count`` overrides ``pool.resourceSliceCount`` (only the fault ``wrong-slice-count`` does that).
+    """
+    count = len(planned) if slice_count is None else slice_count
+    out = []
+    for item in planned:
+        spec: dict = {"driver": driver, "nodeName": node,
+                      "pool": {"name": node, "generation": generation, "resourceSliceCount": count}}
+        if item.shared_counters:
+            spec["sharedCounters"] = [dict(c) for c in item.shared_counters]
+        else:
+            spec["devices"] = [dict(d) for d in item.devices]
+        out.append({"apiVersion": API_VERSION, "kind": "ResourceSlice",
+                    "metadata": {"name": item.name,
+                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node,
+                                                      "uid": node_uid, "controller": True}]},
+                    "spec": spec})
+    return out
+
+
+def matches(want: object, have: object, equal_scalars=lambda a, b: a == b) -> bool:
+    """True when ``have`` contains everything of ``want`` (extra keys in ``have`` are fields the server
+    defaulted; lists must match element by element). ``equal_scalars`` compares leaves (e.g. quantities)."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(k in have and matches(v, have[k], equal_scalars)
+                                              for k, v in want.items())
+    if isinstance(want, list | tuple):
+        return isinstance(have, list | tuple) and len(want) == len(have) and all(
+            matches(w, h, equal_scalars) for w, h in zip(want, have))
+    return want == have or equal_scalars(want, have)

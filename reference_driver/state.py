@@ -1,0 +1,177 @@
+"""The device state machine: ``prepare(claim)`` / ``unprepare(uid)`` with one lock, backed by CDI specs and
+the checkpoint. No grpc, no kubernetes import: the claim comes from a :class:`ClaimSource`.
+
+Contract (KEP-4381; upstream test-driver kubeletplugin.go; dra-protocols.md §2.3):
+- prepare is idempotent per claim UID (a repeat returns the same devices and restores a missing CDI spec);
+- prepare refuses claims that are replaced (UID mismatch), unallocated, or name devices not on this node;
+- unprepare works from the driver's own state, is idempotent, and an unknown claim is a success (its CDI
+  spec file is still removed if one is left over, e.g. after a quarantined checkpoint).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from . import cdi, claims
+from .checkpoint import Checkpoint, CheckpointCorrupt
+from .claims import ClaimError, ClaimRef
+from .faults import Faults
+from .inventory.base import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class ClaimSource(Protocol):
+    """Reads ResourceClaims (``resource.k8s.io/v1``, decoded JSON)."""
+
+    def get_claim(self, namespace: str, name: str) -> dict:
+        """The claim object. Raises LookupError when it does not exist, other exceptions on API errors."""
+
+
+@dataclass(frozen=True)
+class PreparedDevice:
+    """One device as returned to the kubelet (NodePrepareResourceResponse.devices[])."""
+
+    request_names: tuple[str, ...]
+    pool: str
+    device: str
+    cdi_ids: tuple[str, ...]
+    share_id: str | None = None
+
+    def to_json(self) -> dict:
+        """Checkpoint form."""
+        return {"requestNames": list(self.request_names), "pool": self.pool, "device": self.device,
+                "cdiDeviceIDs": list(self.cdi_ids), "shareID": self.share_id}
+
+    @classmethod
+    def from_json(cls, raw: dict) -> "PreparedDevice":
+        """Inverse of to_json. Raises KeyError/TypeError on a malformed entry."""
+        return cls(tuple(raw["requestNames"]), raw["pool"], raw["device"], tuple(raw["cdiDeviceIDs"]),
+                   raw.get("shareID"))
+
+
+class UnprepareError(RuntimeError):
+    """Unprepare failed for one claim; returned to the kubelet, which retries."""
+
+
+@dataclass
+class RecoveryReport:
+    """What ``recover()`` found: claims loaded, CDI specs rewritten, quarantined checkpoint (if any)."""
+
+    claims: int = 0
+    rewritten: tuple[str, ...] = ()
+    quarantined: str | None = None
+
+
+class DeviceState:
+    """Prepared claims of this node's driver instance.
+
+    ``snapshot`` returns the current inventory; ``pools`` are the pool names this node publishes.
+    """
+
+    def __init__(self, driver: str, pools: set[str], snapshot: Callable[[], Snapshot], source: ClaimSource,
+                 store: cdi.CdiStore, checkpoint: Checkpoint, faults: Faults = Faults()) -> None:
+        self.driver, self.pools, self._snapshot, self._source = driver, set(pools), snapshot, source
+        self.store, self.checkpoint, self.faults = store, checkpoint, faults
+        self._lock = threading.Lock()
+        self._claims: dict[str, dict] = {}
+
+    def recover(self) -> RecoveryReport:
+        """Load the checkpoint and rewrite CDI specs of prepared claims that vanished.
+
+        A corrupt checkpoint is moved aside (logged) and the state starts empty; a checkpoint of another
+        version raises CheckpointVersionError (never discard another version's state).
+        """
+        report = RecoveryReport()
+        with self._lock:
+            try:
+                loaded = self.checkpoint.load()
+            except CheckpointCorrupt as err:
+                moved = self.checkpoint.quarantine()
+                log.error("%s; moved it to %s and starting with no prepared claims", err, moved)
+                report.quarantined, loaded = str(moved), {}
+            self._claims = loaded
+            rewritten = []
+            for uid, entry in loaded.items():
+                if not self.store.exists(uid) and entry.get("cdiSpec"):
+                    self.store.write(uid, entry["cdiSpec"])
+                    rewritten.append(uid)
+            report.claims, report.rewritten = len(loaded), tuple(rewritten)
+        return report
+
+    def prepared(self) -> dict[str, list[PreparedDevice]]:
+        """Snapshot of prepared claims: UID -> devices."""
+        with self._lock:
+            return {uid: [PreparedDevice.from_json(d) for d in e["devices"]] for uid, e in self._claims.items()}
+
+    def prepare(self, ref: ClaimRef) -> list[PreparedDevice]:
+        """Prepare one claim (idempotent). Raises ClaimError with the message for the kubelet."""
+        if self.faults.on("prepare-error"):
+            raise ClaimError(f"{ref}: injected fault prepare-error")
+        with self._lock:
+            done = self._existing(ref)
+        if done is not None:
+            return done
+        try:
+            obj = self._source.get_claim(ref.namespace, ref.name)
+        except LookupError:
+            raise ClaimError(f"{ref} not found in the API server") from None
+        except Exception as err:  # noqa: BLE001 - any API failure becomes this claim's error
+            raise ClaimError(f"{ref}: reading the claim failed: {err}") from None
+        allocs = claims.allocated_devices(obj, ref, self.driver, self.pools,
+                                          check_uid=not self.faults.on("skip-uid-check"),
+                                          ignore_claim_config=self.faults.on("ignore-claim-config"))
+        snap = self._snapshot()
+        pairs = []
+        for alloc in allocs:
+            device = snap.device(alloc.device)
+            if device is None:
+                raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
+            pairs.append((alloc, device))
+        spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"))
+        leak = self.faults.on("leak-device-to-all-containers")
+        devices = [PreparedDevice(() if leak else (a.base_request,), a.pool, a.device, (cid,), a.share_id)
+                   for (a, _), cid in zip(pairs, ids)]
+        with self._lock:
+            done = self._existing(ref)
+            if done is not None:
+                return done
+            self.store.write(ref.uid, spec)
+            self._claims[ref.uid] = {"namespace": ref.namespace, "name": ref.name,
+                                     "devices": [d.to_json() for d in devices], "cdiSpec": spec}
+            try:
+                self.checkpoint.save(self._claims)
+            except OSError as err:
+                del self._claims[ref.uid]
+                self.store.remove(ref.uid)
+                raise ClaimError(f"{ref}: writing the checkpoint failed: {err}") from None
+        return devices
+
+    def _existing(self, ref: ClaimRef) -> list[PreparedDevice] | None:
+        """Devices of an already-prepared claim (restoring its CDI spec if it vanished); caller holds the lock."""
+        entry = self._claims.get(ref.uid)
+        if entry is None:
+            return None
+        if not self.store.exists(ref.uid) and entry.get("cdiSpec"):
+            self.store.write(ref.uid, entry["cdiSpec"])
+        return [PreparedDevice.from_json(d) for d in entry["devices"]]
+
+    def unprepare(self, uid: str) -> None:
+        """Unprepare one claim (idempotent; unknown UID = success). Raises UnprepareError."""
+        if self.faults.on("unprepare-error"):
+            raise UnprepareError(f"claim UID {uid}: injected fault unprepare-error")
+        with self._lock:
+            entry = self._claims.pop(uid, None)
+            try:
+                if entry is not None:
+                    self.checkpoint.save(self._claims)
+            except OSError as err:
+                self._claims[uid] = entry
+                raise UnprepareError(f"claim UID {uid}: writing the checkpoint failed: {err}") from None
+            if not self.faults.on("unprepare-keeps-cdi"):
+                try:
+                    self.store.remove(uid)
+                except OSError as err:
+                    raise UnprepareError(f"claim UID {uid}: removing its CDI spec failed: {err}") from None

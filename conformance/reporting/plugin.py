@@ -84,7 +84,7 @@ class ReportingPlugin:
     def pytest_runtest_setup(self, item):
         """Label the test (before skip markers or fixtures can end its setup)."""
         found = labels.for_test(list(item.iter_markers()), self.run())
-        for label_type, value in found.labels:
+        for label_type, value in found.labels + (("nodeid", item.nodeid),):
             item.add_marker(pytest.mark.allure_label(value, label_type=label_type))
         for url, name in found.links:
             item.add_marker(pytest.mark.allure_link(url, link_type="link", name=name))

@@ -1,0 +1,187 @@
+"""summary.json: the machine-readable qualification summary of one run, and its fail-closed verdict.
+
+The shape is fixed by ``summary.schema.json`` (schemaVersion 1, validated with jsonschema before writing).
+Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passed"):
+
+1. any failed or broken test -> FAIL;
+2. any declared capability (run.json ``declared_capabilities``) failing, unavailable or never executed -> FAIL;
+3. zero executed tests -> FAIL;
+4. a skipped test without a reason, or a result with an unknown status -> FAIL;
+otherwise PASS.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import pathlib
+
+import jsonschema
+
+from conformance.reporting import evidence, labels, results, runinfo
+
+SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
+SCHEMA_VERSION = "1"
+RULES = (
+    "no failed or broken test",
+    "every declared capability passes (available, executed, no failure)",
+    "at least one executed test",
+    "every skip has a reason; no result with an unknown status",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The run's verdict: ``passed`` (bool), ``reasons`` (why it failed; empty when passed),
+    ``summary_path`` (the summary.json written)."""
+
+    passed: bool
+    reasons: tuple[str, ...]
+    summary_path: pathlib.Path | None = None
+
+    @property
+    def text(self) -> str:
+        """``PASS`` or ``FAIL``."""
+        return "PASS" if self.passed else "FAIL"
+
+    @property
+    def exit_code(self) -> int:
+        """0 for PASS, 1 for FAIL."""
+        return 0 if self.passed else 1
+
+
+def schema() -> dict:
+    """The parsed summary JSON schema."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def validate(data: dict) -> None:
+    """Raise ``jsonschema.ValidationError`` when ``data`` does not follow the summary schema."""
+    jsonschema.validate(data, schema(), format_checker=jsonschema.FormatChecker())
+
+
+def tool_version() -> str:
+    """The installed dra-conformance version (``unknown`` when not installed)."""
+    try:
+        return importlib.metadata.version("dra-conformance")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _test_entry(rec: results.TestRecord, run_dir: pathlib.Path) -> dict:
+    nodeid = rec.label("nodeid") or rec.full_name
+    folder = run_dir / "evidence" / evidence.test_id(nodeid)
+    files = sorted(str(p.relative_to(run_dir)) for p in folder.glob("*")) if folder.is_dir() else []
+    reason = rec.message if rec.status in ("failed", "broken", "skipped") else None
+    return {"id": nodeid, "name": rec.name, "fullName": rec.full_name, "status": rec.status,
+            "failureClass": rec.failure_class,
+            "capabilities": sorted(rec.labels.get("feature") or [labels.NO_CAPABILITY]),
+            "areas": sorted(rec.labels.get("epic") or []), "scenarios": sorted(rec.labels.get("story") or []),
+            "severity": rec.label("severity", "normal"), "reason": reason,
+            "durationS": round(rec.duration_s, 3), "retries": rec.retries, "evidence": files}
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0][:300] if (text or "").strip() else ""
+
+
+def _capabilities(tests: list[dict], run: dict) -> list[dict]:
+    known = run.get("capabilities") or {}
+    declared = set(run.get("declared_capabilities") or [])
+    names = sorted({c for t in tests for c in t["capabilities"]} | set(known) | declared)
+    out = []
+    for name in names:
+        mine = [t for t in tests if name in t["capabilities"]]
+        counts: dict[str, int] = {}
+        for t in mine:
+            counts[t["status"]] = counts.get(t["status"], 0) + 1
+        info = known.get(name) or {}
+        available = info.get("available") if isinstance(info.get("available"), bool) else None
+        reasons = sorted({f"{t['id']}: {_first_line(t['reason']) or 'no reason given'}" for t in mine
+                          if t["status"] in ("failed", "broken", "skipped", "unknown")})
+        if counts.get("failed") or counts.get("broken") or counts.get("unknown"):
+            status = "fail"
+        elif counts.get("passed"):
+            status = "pass"
+        elif mine:
+            status = "skip"
+        else:
+            status = "not-tested"
+        if name in declared and available is False:
+            reasons.insert(0, f"declared by the driver profile but not available: {info.get('evidence', '')}")
+            status = "fail"
+        if status == "skip" and not reasons:
+            reasons = ["skipped without a reason"]
+        out.append({"name": name, "status": status, "declared": name in declared, "available": available,
+                    "evidence": str(info.get("evidence") or ""), "counts": counts, "reasons": reasons,
+                    "tests": [t["id"] for t in mine]})
+    return out
+
+
+def verdict_reasons(counts: dict, capabilities: list[dict], tests: list[dict]) -> list[str]:
+    """The reasons the run fails (empty list: PASS). Inputs are the summary's own sections."""
+    reasons = []
+    bad = [t for t in tests if t["status"] in ("failed", "broken")]
+    if bad:
+        reasons.append(f"{len(bad)} test(s) failed or broken: " + ", ".join(t["id"] for t in bad[:10]))
+    for cap in capabilities:
+        if cap["declared"] and cap["status"] != "pass":
+            reasons.append(f"declared capability {cap['name']} is {cap['status']}: "
+                           + ("; ".join(cap["reasons"]) or "no test executed it"))
+    if counts["executed"] == 0:
+        reasons.append("zero tests executed (everything skipped or deselected)")
+    unexplained = [t["id"] for t in tests if t["status"] == "skipped" and not (t["reason"] or "").strip()]
+    if unexplained:
+        reasons.append("skipped without a reason: " + ", ".join(unexplained[:10]))
+    if counts["unknown"]:
+        reasons.append(f"{counts['unknown']} result(s) with an unknown status (interrupted run?)")
+    return reasons
+
+
+def build(run_dir: str | pathlib.Path) -> dict:
+    """The summary of ``run_dir`` (its allure-results and run.json), validated against the schema."""
+    root = pathlib.Path(run_dir)
+    run = runinfo.load(root)
+    records = results.load(root / "allure-results")
+    tests = [_test_entry(r, root) for r in records]
+    counts = {k: 0 for k in ("passed", "failed", "broken", "skipped", "unknown")}
+    for t in tests:
+        counts[t["status"] if t["status"] in counts else "unknown"] += 1
+    counts.update(total=len(tests), executed=counts["passed"] + counts["failed"] + counts["broken"],
+                  retried=sum(1 for r in records if r.retries))
+    capabilities = _capabilities(tests, run)
+    reasons = verdict_reasons(counts, capabilities, tests)
+    cluster, driver = run.get("cluster") or {}, run.get("driver") or {}
+    data = {
+        "schemaVersion": SCHEMA_VERSION, "kind": "run", "reportId": str(run.get("run_id") or root.name),
+        "tool": {"name": "dra-conformance", "version": tool_version()},
+        "generatedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "startedAt": run.get("started"), "finishedAt": run.get("finished"),
+        "profile": runinfo.profile(run), "featureGatesMode": runinfo.gates_mode(run),
+        "environment": {
+            "kubernetesVersion": runinfo.k8s_version(run),
+            "kubeletVersions": [str(v) for v in cluster.get("kubelet_versions") or []],
+            "containerRuntime": str(cluster.get("container_runtime") or runinfo.UNKNOWN),
+            "nodeOS": str(cluster.get("node_os") or runinfo.UNKNOWN),
+            "clusterKind": str(cluster.get("kind") or runinfo.UNKNOWN),
+            "nodes": list(cluster.get("nodes") or []), "featureGates": dict(run.get("feature_gates") or {}),
+            "devices": [{**d, "node": str(d.get("node", "")), "pool": str(d.get("pool", "")),
+                         "device": str(d.get("device", ""))} for d in run.get("devices") or []]},
+        "driver": {"name": runinfo.driver_name(run), "version": runinfo.driver_version(run),
+                   "deploy": str(driver.get("deploy") or runinfo.UNKNOWN),
+                   "profile": str(driver.get("profile") or runinfo.UNKNOWN)},
+        "counts": counts, "capabilities": capabilities, "tests": tests,
+        "verdict": "FAIL" if reasons else "PASS", "verdictReasons": reasons, "verdictRules": list(RULES),
+    }
+    validate(data)
+    return data
+
+
+def write(run_dir: str | pathlib.Path, data: dict) -> pathlib.Path:
+    """Write ``data`` to ``run_dir/summary.json`` atomically (tmp + rename); returns the path."""
+    path = pathlib.Path(run_dir) / "summary.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,116 @@
+"""LocalNode and LocalClusterHandle: what ``LocalCluster.up()`` returns (satisfies base.ClusterHandle)."""
+from __future__ import annotations
+
+import calendar
+import dataclasses
+import time
+from pathlib import Path
+
+from . import api as apilib
+from .config import Layout
+from .node_config import node_paths
+from .processes import HostProcess
+from .state import ClusterState
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalNode:
+    """One real kubelet node (host paths).
+
+    kubelet_root_dir: the kubelet ``--root-dir``; plugin_registry_dir: ``<root>/plugins_registry`` (DRA
+    kubelet plugins put registration sockets here); plugins_dir: ``<root>/plugins`` (``<driver>/dra.sock``);
+    pod_resources_socket: ``<root>/pod-resources/kubelet.sock``; cdi_dir: the only dir this node's containerd
+    reads CDI specs from; containerd_socket; kubeconfig: node identity ``system:node:<name>``;
+    log_dir: where this node's component logs go.
+    """
+
+    name: str
+    ip: str
+    kubelet_root_dir: Path
+    plugin_registry_dir: Path
+    plugins_dir: Path
+    pod_resources_socket: Path
+    cdi_dir: Path
+    containerd_socket: Path
+    kubeconfig: Path
+    log_dir: Path
+
+
+def make_nodes(lay: Layout, node_ip: str) -> list[LocalNode]:
+    nodes = []
+    for i in range(lay.nodes):
+        np = node_paths(lay, i)
+        root = np.kubelet_root
+        nodes.append(LocalNode(name=np.name, ip=node_ip, kubelet_root_dir=root,
+                               plugin_registry_dir=root / "plugins_registry", plugins_dir=root / "plugins",
+                               pod_resources_socket=root / "pod-resources" / "kubelet.sock", cdi_dir=np.cdi_dir,
+                               containerd_socket=np.containerd_socket, kubeconfig=np.kubeconfig,
+                               log_dir=lay.log_dir))
+    return nodes
+
+
+class LocalClusterHandle:
+    """A running local cluster.
+
+    kubeconfig: admin (system:masters); k8s_version: exact tag; feature_gates / runtime_config: what every
+    component got; nodes: real kubelet nodes; kwok_nodes: names of fake nodes; images: name -> ref on every
+    node; log_dir; server: ``https://127.0.0.1:<port>``; service_ip: ClusterIP of ``kubernetes``.
+    """
+
+    def __init__(self, state: ClusterState, lay: Layout, api: apilib.Api, kubeconfig: Path) -> None:
+        self._state, self._lay, self._api = state, lay, api
+        self.name = state.name
+        self.kubeconfig = kubeconfig
+        self.k8s_version = state.k8s_version
+        self.feature_gates: dict[str, bool] = dict(state.feature_gates)
+        self.feature_gate_mode = state.feature_gate_mode
+        self.runtime_config = state.runtime_config
+        self.nodes = make_nodes(lay, state.node_ip)
+        self.kwok_nodes = list(state.kwok_nodes)
+        self.images = dict(state.images)
+        self.log_dir = lay.log_dir
+        self.server = api.server
+        self.service_ip = lay.service_ip
+
+    def node(self, name: str) -> LocalNode:
+        """The node called ``name``; raises KeyError listing the node names."""
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(f"no node {name!r} in cluster {self.name!r}; nodes: {[n.name for n in self.nodes]}")
+
+    def start_host_process(self, node: str, name: str, argv: list[str], env: dict | None = None) -> HostProcess:
+        """Start ``argv`` for ``node`` in the background (own process group), output to
+        ``<log_dir>/<node>-<name>.log``, recorded in the cluster state so ``down()`` stops it.
+        Raises KeyError for an unknown node, ValueError for a name taken by a running process."""
+        self.node(node)
+        current = self._state.process(name, node)
+        if current and current.is_running():
+            raise ValueError(f"a process named {name!r} already runs for node {node} (pid {current.pid})")
+        proc = HostProcess.spawn(name, node, argv, self.log_dir / f"{node}-{name}.log", env=env)
+        return self._state.add_process(proc)
+
+    def host_processes(self) -> list[HostProcess]:
+        """Every recorded process (components and those from start_host_process)."""
+        return list(self._state.processes)
+
+    def restart_kubelet(self, node: str, timeout: float = 60.0) -> None:
+        """Stop the node's kubelet (SIGTERM), start it again, wait until the node is Ready with a fresh
+        heartbeat. Raises WaitTimeout with the node's last conditions."""
+        proc = self._state.process("kubelet", self.node(node).name)
+        if proc is None:
+            raise KeyError(f"no kubelet recorded for node {node}")
+        before = time.time()
+        proc.restart()
+
+        def fresh() -> tuple[bool, str]:
+            done, observed = apilib.nodes_ready(self._api, [node])
+            obj = self._api.get_json(f"/api/v1/nodes/{node}") or {}
+            hb = [c.get("lastHeartbeatTime", "") for c in obj.get("status", {}).get("conditions", [])
+                  if c.get("type") == "Ready"]
+            stamp = time.strptime(hb[0], "%Y-%m-%dT%H:%M:%SZ") if hb and hb[0] else None
+            recent = stamp is not None and calendar.timegm(stamp) >= int(before) - 1
+            return done and recent and proc.is_running(), observed + f"; heartbeat {hb}"
+
+        apilib.wait_for(f"node {node} Ready after kubelet restart", fresh, timeout,
+                        failed=lambda: None if proc.is_running() else f"kubelet exited:\n{proc.tail()}")

@@ -1,0 +1,203 @@
+"""Host-level setup and cleanup of a local cluster: mount propagation, per-node cgroup roots, mounts under
+the cluster directories, CNI bridges, iptables chains, sysctls. Every function is idempotent.
+
+Sources: local-cluster.md §0.2 (``mount --make-rshared /``), containernetworking/plugins bridge +
+ipMasq (chains ``CNI-<hash>`` with comment ``name: "<net>" id: "<container>"``), kube-proxy ``--cleanup``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _run(argv: list[str], check: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
+
+
+def make_root_rshared() -> None:
+    """``mount --make-rshared /`` so kubelet volume mounts propagate into containers. Raises on failure."""
+    proc = _run(["mount", "--make-rshared", "/"])
+    if proc.returncode != 0:
+        raise RuntimeError(f"`mount --make-rshared /` failed: {proc.stderr.strip()}")
+
+
+def enable_ip_forward() -> str:
+    """Set net.ipv4.ip_forward=1 (pod traffic between node bridges); returns the previous value."""
+    path = Path("/proc/sys/net/ipv4/ip_forward")
+    old = path.read_text().strip()
+    if old != "1":
+        path.write_text("1")
+    return old
+
+
+def restore_ip_forward(value: str | None) -> None:
+    if value is not None:
+        try:
+            Path("/proc/sys/net/ipv4/ip_forward").write_text(value)
+        except OSError:
+            pass
+
+
+def cgroup_hierarchies() -> list[Path]:
+    """Mounted cgroup hierarchies (v1 controllers, the named systemd one, and unified/v2)."""
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        parts = line.split(" - ")
+        if len(parts) == 2 and parts[1].split()[0] in ("cgroup", "cgroup2"):
+            found.append(Path(line.split()[4]))
+    return found
+
+
+def create_cgroup_root(name: str) -> None:
+    """Create ``/<name>`` in every hierarchy (the kubelet requires cgroupRoot to exist); cpuset gets the
+    parent's cpus/mems so tasks can join."""
+    for hier in cgroup_hierarchies():
+        path = hier / name.strip("/")
+        path.mkdir(exist_ok=True)
+        if (hier / "cpuset.cpus").exists() and (path / "cpuset.cpus").exists():
+            for f in ("cpuset.cpus", "cpuset.mems"):
+                if not (path / f).read_text().strip():
+                    (path / f).write_text((hier / f).read_text().strip())
+
+
+def cgroup_pids(name: str) -> set[int]:
+    """Every pid in the cgroup subtree ``/<name>`` of any hierarchy."""
+    pids: set[int] = set()
+    for hier in cgroup_hierarchies():
+        root = hier / name.strip("/")
+        if not root.is_dir():
+            continue
+        for procs in root.rglob("cgroup.procs"):
+            try:
+                pids.update(int(p) for p in procs.read_text().split())
+            except OSError:
+                pass
+    return pids
+
+
+def kill_cgroup(name: str, timeout: float = 15.0) -> set[int]:
+    """SIGKILL every process under ``/<name>`` until none remain; returns survivors (empty on success)."""
+    deadline = time.monotonic() + timeout
+    pids = cgroup_pids(name)
+    while pids and time.monotonic() < deadline:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.1)
+        pids = cgroup_pids(name)
+    return pids
+
+
+def remove_cgroup_root(name: str) -> list[str]:
+    """rmdir the subtree ``/<name>`` bottom-up in every hierarchy; returns the paths that stayed."""
+    left = []
+    for hier in cgroup_hierarchies():
+        root = hier / name.strip("/")
+        if not root.is_dir():
+            continue
+        dirs = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+        for d in [*dirs, root]:
+            for _ in range(20):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            if d.exists():
+                left.append(str(d))
+    return left
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def mounts_under(*dirs: Path) -> list[str]:
+    """Mount points at or below any of ``dirs`` (from /proc/self/mountinfo)."""
+    prefixes = [str(d).rstrip("/") for d in dirs]
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = _unescape(line.split()[4])
+        if any(point == p or point.startswith(p + "/") for p in prefixes):
+            found.append(point)
+    return found
+
+
+def unmount_under(*dirs: Path) -> list[str]:
+    """Lazily unmount everything below ``dirs``, deepest first; returns mount points that remain."""
+    for _ in range(5):
+        points = mounts_under(*dirs)
+        if not points:
+            return []
+        for point in sorted(set(points), key=lambda p: p.count("/"), reverse=True):
+            _run(["umount", "-l", point])
+    return mounts_under(*dirs)
+
+
+def links() -> dict[str, str]:
+    """Interface name -> ``master`` name ('' when none), from ``ip -o link``."""
+    out = _run(["ip", "-o", "link", "show"]).stdout
+    result = {}
+    for line in out.splitlines():
+        m = re.match(r"^\d+: ([^:@]+)(?:@[^:]+)?: .*?(?: master (\S+))?", line)
+        if m:
+            result[m.group(1)] = m.group(2) or ""
+    return result
+
+
+def delete_bridge(bridge: str) -> None:
+    """Delete ``bridge`` and any veth still attached to it."""
+    for name, master in links().items():
+        if master == bridge:
+            _run(["ip", "link", "del", name])
+    _run(["ip", "link", "del", bridge])
+
+
+def cni_chains_for(networks: list[str]) -> list[tuple[str, str]]:
+    """(rule, chain) pairs of nat POSTROUTING jumps the bridge plugin's ipMasq made for ``networks``."""
+    out = _run(["iptables", "-t", "nat", "-S", "POSTROUTING"]).stdout
+    pairs = []
+    for line in out.splitlines():
+        if any(f'name: \\"{n}\\"' in line or f'name: "{n}"' in line for n in networks):
+            m = re.search(r"-j (CNI-\S+)", line)
+            if m:
+                pairs.append((line, m.group(1)))
+    return pairs
+
+
+def delete_cni_chains(networks: list[str]) -> None:
+    """Remove the POSTROUTING jumps and the CNI-* chains of ``networks`` (left by killed pods)."""
+    for rule, chain in cni_chains_for(networks):
+        subprocess.run(["sh", "-c", "iptables -t nat " + rule.replace("-A ", "-D ", 1)],
+                       capture_output=True, text=True, timeout=30)
+        _run(["iptables", "-t", "nat", "-F", chain])
+        _run(["iptables", "-t", "nat", "-X", chain])
+
+
+def iptables_chains(prefixes: tuple[str, ...] = ("KUBE-", "CNI-")) -> list[str]:
+    """Chain names (in any table) starting with one of ``prefixes``, as ``table/chain``."""
+    chains = []
+    for table in ("filter", "nat", "mangle"):
+        out = _run(["iptables", "-t", table, "-S"]).stdout
+        for line in out.splitlines():
+            if line.startswith("-N "):
+                name = line.split()[1]
+                if name.startswith(prefixes):
+                    chains.append(f"{table}/{name}")
+    return chains
+
+
+def kube_proxy_cleanup(kube_proxy: str) -> str:
+    """``kube-proxy --cleanup`` (removes every KUBE-* rule and chain it made); returns its output."""
+    proc = _run([kube_proxy, "--cleanup", "--v=0"])
+    return (proc.stdout + proc.stderr).strip()

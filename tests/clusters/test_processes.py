@@ -1,0 +1,50 @@
+"""HostProcess lifecycle and the on-disk state round trip (what `cluster down` from another process uses)."""
+import pytest
+
+from conformance.clusters.local import state as statelib
+from conformance.clusters.local.processes import HostProcess
+
+
+def test_spawn_stop_restart(tmp_path):
+    proc = HostProcess.spawn("sleeper", "n0", ["sleep", "60"], tmp_path / "s.log")
+    try:
+        assert proc.is_running()
+        old = proc.pid
+        proc.restart()
+        assert proc.is_running() and proc.pid != old
+        proc.stop(timeout=2)
+        assert not proc.is_running()
+        assert "start: sleep 60" in (tmp_path / "s.log").read_text()
+    finally:
+        proc.stop(timeout=1)
+
+
+def test_sigterm_ignoring_process_is_killed(tmp_path):
+    proc = HostProcess.spawn("stubborn", "", ["sh", "-c", "trap '' TERM; sleep 60"], tmp_path / "x.log")
+    proc.stop(timeout=0.5)
+    assert not proc.is_running()
+
+
+def test_a_reused_pid_is_not_taken_for_the_process(tmp_path):
+    proc = HostProcess.spawn("p", "", ["sleep", "60"], tmp_path / "p.log")
+    try:
+        fake = HostProcess.from_dict({**proc.to_dict(), "started": (proc.started or 0) + 1})
+        assert not fake.is_running()
+    finally:
+        proc.stop(timeout=1)
+
+
+def test_state_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setattr(statelib, "STATE_ROOT", tmp_path)
+    st = statelib.ClusterState(name="rt", slot=1, nodes=2, log_dir=str(tmp_path), feature_gates={"DRAX": True})
+    proc = HostProcess.spawn("p", "rt-node-0", ["sleep", "60"], tmp_path / "p.log")
+    try:
+        st.add_process(proc)
+        loaded = statelib.ClusterState.load("rt")
+        assert loaded.feature_gates == {"DRAX": True}
+        assert loaded.process("p", "rt-node-0").is_running()
+        assert statelib.existing_clusters() == ["rt"]
+    finally:
+        proc.stop(timeout=1)
+    with pytest.raises(FileNotFoundError, match="no local cluster named 'nope'"):
+        statelib.ClusterState.load("nope")

@@ -1,0 +1,142 @@
+"""Every gRPC method over a real unix socket with a real grpc channel: registration GetInfo and
+NotifyRegistrationStatus; v1 and v1beta1 NodePrepareResources / NodeUnprepareResources.
+Source: dra-protocols.md §1 and §2; upstream test-driver kubeletplugin.go behaviour (PREP-09)."""
+from __future__ import annotations
+
+import time
+
+import grpc
+import pytest
+
+from reference_driver import DRIVER_NAME
+from reference_driver.faults import Faults
+from reference_driver.plugin import wire
+from reference_driver.plugin.server import PluginServer, SocketPaths, SocketPathError, socket_exists
+
+from .helpers import claim, result, rmtree, short_tmpdir
+
+VERSIONS = {"v1": wire.dra_v1, "v1beta1": wire.dra_v1beta1}
+
+
+@pytest.fixture
+def plugin(make_state, source):
+    """A started PluginServer on short socket paths; yields (server, paths); stops and cleans up."""
+    root = short_tmpdir()
+    paths = SocketPaths.for_driver(root / "reg", root / "plugins", DRIVER_NAME)
+    servers = []
+
+    def start(faults: Faults = Faults()):
+        server = PluginServer(DRIVER_NAME, make_state(faults), paths)
+        server.start()
+        servers.append(server)
+        return server
+    yield start, paths
+    for server in servers:
+        server.stop(0)
+    rmtree(root)
+
+
+def call(path, service: str, method: str, request, response_cls, timeout=5.0):
+    """One unary call over a fresh channel to ``unix://path``."""
+    with grpc.insecure_channel(f"unix://{path}") as channel:
+        fn = channel.unary_unary(f"/{service}/{method}", request_serializer=type(request).SerializeToString,
+                                 response_deserializer=response_cls.FromString)
+        return fn(request, timeout=timeout)
+
+
+def prepare(paths, version, *claims):
+    m = VERSIONS[version]()
+    req = m.NodePrepareResourcesRequest(claims=[m.Claim(namespace=c["metadata"]["namespace"], name=c["metadata"]["name"],
+                                                        uid=c["metadata"]["uid"]) for c in claims])
+    return call(paths.dra, m.SERVICE, "NodePrepareResources", req, m.NodePrepareResourcesResponse)
+
+
+def unprepare(paths, version, *uids):
+    m = VERSIONS[version]()
+    req = m.NodeUnprepareResourcesRequest(claims=[m.Claim(namespace="ns", name="n-" + u, uid=u) for u in uids])
+    return call(paths.dra, m.SERVICE, "NodeUnprepareResources", req, m.NodeUnprepareResourcesResponse)
+
+
+def test_registration_get_info_and_notify(plugin):
+    """GetInfo: DRAPlugin, driver name, plain DRA socket path, v1 before v1beta1; status is recorded."""
+    start, paths = plugin
+    server = start()
+    assert socket_exists(paths.registration) and socket_exists(paths.dra)
+    m = wire.registration()
+    info = call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
+    assert (info.type, info.name, info.endpoint) == ("DRAPlugin", DRIVER_NAME, str(paths.dra))
+    assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    call(paths.registration, m.SERVICE, "NotifyRegistrationStatus",
+         m.RegistrationStatus(plugin_registered=False, error="nope"), m.RegistrationStatusResponse)
+    assert not server.registration.registered.is_set()
+    call(paths.registration, m.SERVICE, "NotifyRegistrationStatus",
+         m.RegistrationStatus(plugin_registered=True), m.RegistrationStatusResponse)
+    assert server.registration.registered.is_set()
+    assert [(s.registered, s.error) for s in server.registration.statuses] == [(False, "nope"), (True, "")]
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_prepare_and_unprepare_over_grpc(plugin, source, version):
+    """Prepare answers one map entry per claim with pool, device, base request name and CDI ID; a repeat
+    is identical; unprepare removes the CDI spec; unknown claims unprepare successfully."""
+    start, paths = plugin
+    server = start()
+    good = claim(uid="u-good", name="good", results=[result("gpu-2", "gpu/big")])
+    source.add(good)
+    missing = claim(uid="u-missing", name="missing")
+    resp = prepare(paths, version, good, missing)
+    assert set(resp.claims) == {"u-good", "u-missing"}
+    assert "not found" in resp.claims["u-missing"].error
+    (dev,) = resp.claims["u-good"].devices
+    assert (list(dev.request_names), dev.pool_name, dev.device_name) == (["gpu"], "node-a", "gpu-2")
+    assert list(dev.cdi_device_ids) == ["gpu.dra-conformance.test/gpu=u-good-gpu-2"]
+    assert prepare(paths, version, good) == prepare(paths, version, good)
+    assert server.state.store.exists("u-good")
+    resp = unprepare(paths, version, "u-good", "u-unknown")
+    assert {k: v.error for k, v in resp.claims.items()} == {"u-good": "", "u-unknown": ""}
+    assert not server.state.store.exists("u-good")
+    assert unprepare(paths, version, "u-good").claims["u-good"].error == ""
+
+
+def test_share_id_only_on_v1(plugin, source):
+    """v1 Device.share_id (pb 5, explicit presence) is set for shared allocations; absent otherwise."""
+    start, paths = plugin
+    start()
+    source.add(claim(uid="u-s", name="s", results=[result("gpu-0", shareID="0f0e0d0c-aaaa")]))
+    source.add(claim(uid="u-p", name="p", results=[result("gpu-1")]))
+    resp = prepare(paths, "v1", claim(uid="u-s", name="s"), claim(uid="u-p", name="p"))
+    assert resp.claims["u-s"].devices[0].HasField("share_id")
+    assert resp.claims["u-s"].devices[0].share_id == "0f0e0d0c-aaaa"
+    assert not resp.claims["u-p"].devices[0].HasField("share_id")
+    beta = prepare(paths, "v1beta1", claim(uid="u-s", name="s"))
+    assert beta.claims["u-s"].devices[0].device_name == "gpu-0"
+
+
+def test_per_claim_errors_from_faults(plugin, source):
+    start, paths = plugin
+    start(Faults.parse("prepare-error,unprepare-error"))
+    source.add(claim())
+    assert "injected fault prepare-error" in prepare(paths, "v1", claim()).claims["uid-1"].error
+    assert "injected fault unprepare-error" in unprepare(paths, "v1", "uid-1").claims["uid-1"].error
+
+
+def test_stop_removes_sockets_and_restart_rebinds(plugin, source):
+    """Stopping removes the registration socket first (de-registers) and the DRA socket; a restarted
+    server binds over stale socket files and still knows prepared claims (checkpoint)."""
+    start, paths = plugin
+    source.add(claim())
+    first = start()
+    prepare(paths, "v1", claim())
+    first.stop(0)
+    assert not paths.registration.exists() and not paths.dra.exists()
+    second = start()
+    second.state.recover()
+    began = time.monotonic()
+    resp = prepare(paths, "v1", claim())
+    assert resp.claims["uid-1"].devices[0].device_name == "gpu-0" and source.reads == 1
+    assert time.monotonic() - began < 2.0
+
+
+def test_socket_path_limit_is_checked():
+    with pytest.raises(SocketPathError, match="AF_UNIX"):
+        SocketPaths.for_driver("/tmp/" + "d" * 120, "/tmp/p", DRIVER_NAME)

@@ -1,0 +1,93 @@
+"""Shared fixtures of the project's end-to-end tests.
+
+``local_cluster``: ONE real 2-node local cluster (feature_gates="all", name "e2e", logs under
+reports/e2e-logs/) for the whole test session, torn down at the end. Under pytest-xdist the workers share
+it: the first brings it up (under a file lock), the last one out tears it down. If the host cannot run it
+(not root, missing binaries...), the fixture FAILS with the pre-flight reasons — it never skips.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conformance.clusters.local import LocalCluster, LocalClusterConfig
+from conformance.clusters.local.config import RUN_ROOT
+from conformance.clusters.local.processes import alive
+from conformance.core.errors import ClusterUnavailable
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_NAME = "e2e"
+SHARED_LOGS = REPO / "reports" / "e2e-logs"
+LIFECYCLE_MARK = "cluster_lifecycle"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{LIFECYCLE_MARK}: brings up and tears down its own cluster; "
+                                       "runs before the shared cluster starts")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Own-cluster lifecycle tests first, so they do not run beside the shared cluster (one kube-proxy
+    per host owns the KUBE-* iptables chains)."""
+    items.sort(key=lambda item: 0 if item.get_closest_marker(LIFECYCLE_MARK) else 1)
+
+
+@contextmanager
+def _locked():
+    RUN_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(RUN_ROOT / f"{SHARED_NAME}.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _users(update=None) -> list[int]:
+    path = RUN_ROOT / f"{SHARED_NAME}.users.json"
+    try:
+        users = [pid for pid in json.loads(path.read_text()) if alive(pid, None)]
+    except (OSError, ValueError):
+        users = []
+    if update is not None:
+        users = update(users)
+        path.write_text(json.dumps(users))
+    return users
+
+
+def shared_config() -> LocalClusterConfig:
+    """The config of the session's shared cluster."""
+    return LocalClusterConfig(name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS)
+
+
+@pytest.fixture(scope="session")
+def local_cluster():
+    """The shared LocalClusterHandle (2 real nodes, all DRA gates). Fails with the reason if it cannot start."""
+    me = os.getpid()
+    with _locked():
+        existing = None
+        if _users():
+            try:
+                existing = LocalCluster.load(SHARED_NAME).handle
+            except FileNotFoundError:
+                existing = None
+        if existing is None:
+            try:
+                LocalCluster.load(SHARED_NAME).down()  # left over from a crashed session
+            except FileNotFoundError:
+                pass
+            try:
+                existing = LocalCluster(shared_config(), progress=lambda line: print(line, flush=True)).up()
+            except ClusterUnavailable as exc:
+                pytest.fail(f"the shared local cluster could not start: {exc}", pytrace=False)
+        _users(lambda users: [*users, me])
+    yield existing
+    with _locked():
+        left = _users(lambda users: [p for p in users if p != me])
+        if not left:
+            LocalCluster.load(SHARED_NAME).down()

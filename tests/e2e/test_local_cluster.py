@@ -1,0 +1,125 @@
+"""End-to-end tests of the `local` cluster provider against real processes (etcd, kube-apiserver,
+controller-manager, scheduler, kube-proxy, containerd 2 + runc + CNI, kubelets).
+
+Sources: local-cluster.md §3 (start order, readiness), feature-catalog.md §1.2 (resource.k8s.io versions
+served per release), KEP-3695 (PodResources socket), NodeRestriction admission.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from conformance.clusters.local import LocalCluster, LocalClusterConfig
+from conformance.clusters.local import api as apilib
+from conformance.clusters.local import gates, hostsys
+from conformance.clusters.local.config import layout_for
+from conformance.clusters.local.state import existing_clusters
+from conformance.clusters.local.teardown import leftovers
+
+from . import kube
+from .conftest import REPO
+
+pytestmark = pytest.mark.e2e
+
+
+def _api(handle) -> apilib.Api:
+    pki = handle.kubeconfig.parent / "pki"
+    return apilib.Api(handle.server, pki / "ca.crt", pki / "admin.crt", pki / "admin.key")
+
+
+@pytest.mark.cluster_lifecycle
+def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
+    """A fresh 2-node cluster (release-default gates) runs a pod from the offline image on each node;
+    tear-down leaves no process, mount, interface, cgroup, CNI chain or directory behind."""
+    # given: a cluster of its own (slot 1: own ports/subnets; kube-proxy only if no other cluster runs)
+    alone = not existing_clusters()
+    kube_before = hostsys.iptables_chains(("KUBE-",))
+    cfg = LocalClusterConfig(name="e2elife", nodes=2, feature_gates="defaults", slot=1, kube_proxy=alone,
+                             log_dir=REPO / "reports" / "e2e-logs" / "e2elife")
+    cluster = LocalCluster(cfg, progress=print)
+    handle = cluster.up()
+    procs = handle.host_processes()
+    try:
+        # when: a pod runs on each node; the API serves only v1 of resource.k8s.io by default
+        api = kube.core_api(handle)
+        ns = kube.namespace(api, "life")
+        kube.wait_default_sa(api, ns)
+        logs = kube.run_on_each_node(api, handle, ns, "echo hello from $(hostname)")
+        assert apilib.served_versions(_api(handle), "resource.k8s.io") == ["v1"]
+        kube.delete_namespace(api, ns)
+    finally:
+        cluster.down()
+    # then: both pods printed, and nothing of the cluster is left
+    assert logs == {n: "hello from p-%d\n" % i for i, n in enumerate(["e2elife-node-0", "e2elife-node-1"])}, logs
+    assert not [p.name for p in procs if p.is_running()]
+    assert leftovers("e2elife", layout_for(cfg), [layout_for(cfg).bridge(i) for i in range(2)]) == []
+    if alone:
+        assert hostsys.iptables_chains(("KUBE-",)) == kube_before == [], "kube-proxy chains left"
+
+
+def test_pods_on_each_node_reach_the_api_server_through_the_kubernetes_service(local_cluster):
+    """Pods on both nodes get IPs from their node's bridge and reach kube-apiserver via the ClusterIP of
+    the `kubernetes` Service (kube-proxy iptables DNAT)."""
+    api = kube.core_api(local_cluster)
+    ns = kube.namespace(api, "svc")
+    try:
+        kube.wait_default_sa(api, ns)
+        script = ("echo host=$KUBERNETES_SERVICE_HOST; "
+                  "wget -q -T 10 -O - --no-check-certificate https://$KUBERNETES_SERVICE_HOST:443/readyz; echo")
+        logs = kube.run_on_each_node(api, local_cluster, ns, script, prefix="svc")
+    finally:
+        kube.delete_namespace(api, ns)
+    for node, log in logs.items():
+        assert f"host={local_cluster.service_ip}" in log and "\nok" in log, (node, log)
+
+
+def test_all_mode_serves_every_resource_version_of_the_release(local_cluster):
+    """feature_gates=all: discovery lists v1 plus the alpha/beta versions the release serves; every DRA gate
+    the binary knows is on."""
+    served = apilib.served_versions(_api(local_cluster), "resource.k8s.io")
+    assert set(served) == set(gates.served_versions("all", local_cluster.k8s_version)), served
+    assert local_cluster.feature_gates and all(local_cluster.feature_gates.values())
+    assert "DRADeviceTaints" in local_cluster.feature_gates or "DRAPrioritizedList" in local_cluster.feature_gates
+
+
+def test_node_paths_exist_and_node_credentials_are_restricted(local_cluster):
+    """Each node exposes its PodResources socket and plugin dirs; its kubeconfig is system:node:<name>,
+    so NodeRestriction refuses changes to another node."""
+    n0, n1 = local_cluster.nodes
+    for node in (n0, n1):
+        assert node.pod_resources_socket.is_socket(), node
+        assert node.plugin_registry_dir.is_dir() and node.plugins_dir.is_dir() and node.cdi_dir.is_dir()
+    node_api = client.CoreV1Api(config.new_client_from_config(config_file=str(n0.kubeconfig)))
+    node_api.patch_node(n0.name, {"metadata": {"annotations": {"dra-conformance.test/probe": "1"}}})
+    with pytest.raises(ApiException) as err:
+        node_api.patch_node(n1.name, {"metadata": {"annotations": {"dra-conformance.test/probe": "1"}}})
+    assert err.value.status == 403, err.value
+
+
+def test_host_process_is_recorded_and_stopped(local_cluster):
+    """start_host_process runs a process for a node, logs to <log_dir>/<node>-<name>.log, and stop() ends it."""
+    node = local_cluster.nodes[0].name
+    proc = local_cluster.start_host_process(node, "echo-probe", ["sh", "-c", "echo started; sleep 60"])
+    try:
+        assert proc.is_running()
+        assert any(p.pid == proc.pid for p in local_cluster.host_processes())
+        deadline = time.monotonic() + 5
+        while "started" not in proc.log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "started" in proc.log_path.read_text()
+        assert proc.log_path == local_cluster.log_dir / f"{node}-echo-probe.log"
+    finally:
+        proc.stop(timeout=2)
+    assert not proc.is_running()
+
+
+def test_restart_kubelet_brings_the_node_back_ready(local_cluster):
+    """restart_kubelet stops the kubelet and waits for a fresh Ready heartbeat."""
+    node = local_cluster.nodes[1].name
+    before = next(p for p in local_cluster.host_processes() if p.name == "kubelet" and p.node == node).pid
+    local_cluster.restart_kubelet(node)
+    after = next(p for p in local_cluster.host_processes() if p.name == "kubelet" and p.node == node)
+    assert after.pid != before and after.is_running()

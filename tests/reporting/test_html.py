@@ -1,0 +1,59 @@
+"""The generated Allure 3 HTML, opened in headless Chromium over http://127.0.0.1 (acceptance of issue 7)."""
+from __future__ import annotations
+
+import json
+
+from conformance.reporting import browser, cli, history
+
+from .conftest import run_sample
+
+SHARED = "test_pods_sharing_a_claim_see_the_same_device"
+
+
+def _result_id(run_dir, name: str) -> str:
+    for path in (run_dir / "allure-report" / "data" / "test-results").glob("*.json"):
+        data = json.loads(path.read_text())
+        if data.get("name") == name:
+            return data["id"]
+    raise AssertionError(f"{name} not in the generated report data of {run_dir}")
+
+
+def test_report_shows_suites_and_the_failing_tests_attachments(failing_run):
+    """Overview lists the suite tree; the failing test's attachments tab lists the evidence pieces.
+    Screenshots go into the run directory."""
+    with browser.serve(failing_run / "allure-report") as url:
+        overview = browser.visible_text(browser.dump_dom(url + "index.html"))
+        failing = _result_id(failing_run, SHARED)
+        details = browser.visible_text(browser.dump_dom(f"{url}index.html#/{failing}/attachments"))
+        shot = browser.screenshot(f"{url}index.html#/{failing}", failing_run / "report-failing-test.png")
+    for text in ("Kubernetes 1.35", "allocation", "node", "prioritized_list", "test_claim_allocated", SHARED,
+                 "kubernetes.version", "v1.35.4", "Categories"):
+        assert text in overview, f"{text!r} not shown on the report overview:\n{overview[:2000]}"
+    for text in (SHARED, "claim.yaml", "events.txt", "driver-log.txt", "application/yaml"):
+        assert text in details, f"{text!r} not shown on the failing test's page:\n{details[:2000]}"
+    assert shot.stat().st_size > 10_000
+    overview_png = cli.screenshot(failing_run)
+    assert overview_png.parent == failing_run and overview_png.stat().st_size > 10_000
+
+
+def test_history_carries_over_and_latest_points_at_newest(tmp_path):
+    """The second run's report starts from the first run's Allure history; reports/latest follows."""
+    first, second = tmp_path / "run-a", tmp_path / "run-b"
+    run_sample(first, "-k", "claim_allocated")
+    cli.generate(first)
+    assert history.points(first / "history" / "history.jsonl") == 1
+    run_sample(second, "-k", "claim_allocated")
+    cli.generate(second)
+    assert history.points(second / "history" / "history.jsonl") == 2
+    assert (tmp_path / "latest").resolve() == second.resolve()
+    cli.generate(second)  # regenerating does not append the same run twice
+    assert history.points(second / "history" / "history.jsonl") == 2
+
+
+def test_report_command_exit_codes(failing_run, tmp_path, capsys):
+    from conformance import cli as main_cli
+
+    assert main_cli.main(["report", str(failing_run), "--no-html"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+    assert main_cli.main(["report", str(tmp_path / "missing")]) == 2
+    assert "no allure-results" in capsys.readouterr().out

@@ -1,0 +1,38 @@
+"""junit.xml: one testcase per test with unique names, even with rerun duplicates."""
+from __future__ import annotations
+
+import collections
+
+from conformance.reporting import junit, results
+
+RERUN_XML = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" tests="3">
+<testcase classname="suites.test_a" name="test_x" time="1.0"/>
+<testcase classname="suites.test_a" name="test_y" time="2.0"><failure message="first">t</failure></testcase>
+<testcase classname="suites.test_a" name="test_y" time="2.5"><failure message="second">t</failure></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_sample_run_junit_has_one_unique_case_per_test(failing_run):
+    found = junit.cases(failing_run / "junit.xml")
+    keys = [(c, n) for c, n, _ in found]
+    assert len(keys) == len(set(keys)) == 4, found
+    outcomes = collections.Counter(o for _, _, o in found)
+    assert outcomes == {"passed": 1, "failure": 1, "error": 1, "skipped": 1}, outcomes
+
+
+def test_normalise_drops_rerun_duplicates_keeping_the_last(tmp_path):
+    path = tmp_path / "junit.xml"
+    path.write_text(RERUN_XML)
+    assert junit.normalise(path, "dra k8s-1.35") == {"tests": 2, "duplicates_removed": 1}
+    found = junit.cases(path)
+    assert [(n, o) for _, n, o in found] == [("test_x", "passed"), ("test_y", "failure")]
+    assert 'message="second"' in path.read_text() and 'failures="1"' in path.read_text()
+    assert junit.normalise(path, "dra k8s-1.35")["duplicates_removed"] == 0
+
+
+def test_junit_is_built_from_allure_results_when_pytest_wrote_none(failing_run, tmp_path):
+    records = results.load(failing_run / "allure-results")
+    junit.from_records(records, tmp_path / "j.xml", "x")
+    assert sorted(o for _, _, o in junit.cases(tmp_path / "j.xml")) == ["error", "failure", "passed", "skipped"]

@@ -1,0 +1,87 @@
+"""summary.json: schema validation and the fail-closed verdict rules (reporting.md §4.3, §4.6)."""
+from __future__ import annotations
+
+import copy
+import json
+
+import jsonschema
+import pytest
+
+from conformance.reporting import cli, summary
+
+from .conftest import run_sample, sample_run_json
+
+
+def test_failing_run_summary_follows_schema_and_fails(failing_run):
+    """One failing test -> FAIL naming the failing capability; environment copied from run.json."""
+    data = json.loads((failing_run / "summary.json").read_text())
+    summary.validate(data)
+    assert data["verdict"] == "FAIL"
+    caps = {c["name"]: c for c in data["capabilities"]}
+    assert caps["driver.shared_claims"]["status"] == "fail" and caps["driver.shared_claims"]["declared"]
+    assert "pods saw different devices" in caps["driver.shared_claims"]["reasons"][0]
+    assert caps["gate.DRAPrioritizedList"]["status"] == "skip"
+    assert "not available" in caps["gate.DRAPrioritizedList"]["reasons"][0]
+    assert caps["baseline"]["status"] == "pass"
+    assert any("driver.shared_claims" in r for r in data["verdictReasons"]), data["verdictReasons"]
+    assert data["counts"] == {"passed": 1, "failed": 1, "broken": 1, "skipped": 1, "unknown": 0, "total": 4,
+                              "executed": 3, "retried": 0}
+    env = data["environment"]
+    assert (env["kubernetesVersion"], env["containerRuntime"]) == ("v1.35.4", "containerd://2.2.9")
+    assert env["nodeOS"].startswith("Debian") and len(env["devices"]) == 2
+    assert data["driver"] == {"name": "gpu.reference.dra.example", "version": "0.1.0", "deploy": "process",
+                              "profile": "reference"}
+    failed = next(t for t in data["tests"] if t["status"] == "failed")
+    assert failed["failureClass"] == "driver-defect" and len(failed["evidence"]) == 3
+    assert "# DRA driver qualification: FAIL" in (failing_run / "summary.md").read_text()
+
+
+def test_schema_rejects_a_fail_without_reasons_and_a_skip_without_reason(failing_run):
+    data = json.loads((failing_run / "summary.json").read_text())
+    bad = copy.deepcopy(data)
+    bad["verdictReasons"] = []
+    with pytest.raises(jsonschema.ValidationError):
+        summary.validate(bad)
+    bad = copy.deepcopy(data)
+    next(t for t in bad["tests"] if t["status"] == "skipped")["reason"] = None
+    with pytest.raises(jsonschema.ValidationError):
+        summary.validate(bad)
+    bad = copy.deepcopy(data)
+    bad["schemaVersion"] = "0"
+    with pytest.raises(jsonschema.ValidationError):
+        summary.validate(bad)
+
+
+def test_passing_run_passes(tmp_path):
+    proc = run_sample(tmp_path / "run", fail=False, run_json=sample_run_json(declared_capabilities=[]),
+                      *["-k", "claim_allocated or sharing or first_available"])
+    assert proc.returncode == 0, proc.stdout
+    verdict = cli.generate(tmp_path / "run", html_report=False)
+    assert verdict.passed and verdict.text == "PASS" and verdict.reasons == (), verdict
+
+
+def test_declared_capability_never_executed_fails(tmp_path):
+    """A capability the driver profile declares must be exercised: all-skipped/deselected -> FAIL."""
+    run_sample(tmp_path / "run", "-k", "claim_allocated", fail=False)
+    verdict = cli.generate(tmp_path / "run", html_report=False)
+    assert not verdict.passed
+    assert any("driver.shared_claims is not-tested" in r for r in verdict.reasons), verdict.reasons
+
+
+def test_declared_capability_unavailable_fails(tmp_path):
+    run = sample_run_json(declared_capabilities=["gate.DRAPrioritizedList"])
+    run_sample(tmp_path / "run", "-k", "claim_allocated or first_available", run_json=run)
+    verdict = cli.generate(tmp_path / "run", html_report=False)
+    assert any("gate.DRAPrioritizedList is fail" in r and "not available" in r for r in verdict.reasons)
+
+
+def test_zero_executed_tests_fails(tmp_path):
+    run_sample(tmp_path / "run", "-k", "first_available", run_json=sample_run_json(declared_capabilities=[]))
+    verdict = cli.generate(tmp_path / "run", html_report=False)
+    assert verdict.reasons == ("zero tests executed (everything skipped or deselected)",)
+
+
+def test_skip_without_reason_fails():
+    tests = [{"id": "t1", "status": "skipped", "reason": ""}, {"id": "t2", "status": "passed", "reason": None}]
+    counts = {"executed": 1, "unknown": 0}
+    assert summary.verdict_reasons(counts, [], tests) == ["skipped without a reason: t1"]

@@ -131,7 +131,10 @@ class SlicePublisher:
 
     def run(self) -> None:
         """Sync, then re-sync on every watch event and every ``resync`` seconds until ``stop()``."""
-        self.sync_with_retry()
+        first = self.sync_with_retry()
+        log.info("initial slice sync: %s", "failed" if first is None else
+                 f"{'written' if first.changed else 'unchanged'}, pool {self.node} generation {first.generation}, "
+                 f"slices {list(first.names)}")
         if self.faults.on("no-republish"):
             self._stop.wait()
             return

@@ -1,0 +1,140 @@
+"""Capabilities: what the cluster and driver offer, discovered once per run into a frozen value (design.md §8).
+
+:func:`evaluate` is pure: it turns discovered facts (from conformance.k8s.discovery and the node access
+probe) and the driver profile into one :class:`Capability` per name of
+:data:`conformance.core.markers.CAPABILITIES`, each with evidence. A ``driver.*`` capability the profile
+declares but the slices show the driver does not deliver is ``broken``: tests requiring it fail instead of
+skipping.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from .markers import CAPABILITIES
+from .profile import DriverProfile
+
+
+@dataclasses.dataclass(frozen=True)
+class Capability:
+    """``available`` with ``evidence`` (why); ``broken``: declared by the profile but not delivered."""
+
+    name: str
+    available: bool
+    evidence: str
+    broken: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """The run's capabilities by name (read-only)."""
+
+    items: Mapping[str, Capability]
+
+    def has(self, name: str) -> bool:
+        """Whether capability ``name`` is available (unknown names raise KeyError)."""
+        return self.items[name].available
+
+    def evidence(self, name: str) -> str:
+        """The evidence text of ``name``."""
+        return self.items[name].evidence
+
+    def as_dict(self) -> dict[str, dict]:
+        """``{name: {"available", "evidence", "broken"}}`` for run.json."""
+        return {n: {"available": c.available, "evidence": c.evidence, "broken": c.broken}
+                for n, c in sorted(self.items.items())}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> "Capabilities":
+        """Inverse of :meth:`as_dict` (xdist workers read the controller's capabilities)."""
+        return cls({n: Capability(n, bool(v["available"]), str(v["evidence"]), bool(v.get("broken", False)))
+                    for n, v in data.items()})
+
+
+GATE_COMPONENT = {"KubeletPodResourcesDynamicResources": "kubelet", "KubeletPodResourcesGet": "kubelet"}
+
+
+def _gate(name: str, facts: Mapping[str, Any]) -> Capability:
+    gate = name.split(".", 1)[1]
+    if GATE_COMPONENT.get(gate) == "kubelet":
+        per_node = {n: g[gate] for n, g in (facts.get("kubelet_gates") or {}).items() if gate in g}
+        if per_node:
+            on = all(per_node.values())
+            return Capability(name, on, "kubelet metrics kubernetes_feature_enabled{name=%s}: %s" % (
+                gate, ", ".join(f"{n}={int(v)}" for n, v in sorted(per_node.items()))))
+    gates = facts.get("feature_gates") or {}
+    if gate in gates:
+        return Capability(name, bool(gates[gate]), f"kube-apiserver metrics kubernetes_feature_enabled"
+                                                   f"{{name={gate}}} = {int(bool(gates[gate]))}")
+    configured = facts.get("configured_gates") or {}
+    if gate in configured:
+        return Capability(name, bool(configured[gate]), f"cluster configured --feature-gates {gate}={configured[gate]}")
+    return Capability(name, False, f"feature gate {gate} is not reported by kube-apiserver metrics "
+                                   f"(Kubernetes {facts.get('k8s_version', '?')})")
+
+
+def _per_node(devices: list[Mapping]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in devices:
+        out[d.get("node") or "<no node>"] = out.get(d.get("node") or "<no node>", 0) + 1
+    return out
+
+
+def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]
+            ) -> Capability:
+    key = name.split(".", 1)[1]
+    src = f"profile {profile.name} ({profile.source or 'built-in'})"
+    if not profile.declares(key):
+        return Capability(name, False, f"{src} does not declare {key}")
+    devices = list(facts.get("devices") or [])
+    per_node = _per_node(devices)
+    gate_for = {"admin_access": "gate.DRAAdminAccess", "prioritized_list": "gate.DRAPrioritizedList",
+                "partitions": "gate.DRAPartitionableDevices", "consumable_capacity": "gate.DRAConsumableCapacity"}
+    if key in gate_for and not gates[gate_for[key]].available:
+        return Capability(name, False, f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}")
+    if key == "multiple_devices":
+        best = max(per_node.values(), default=0)
+        if best < 2:
+            return Capability(name, False, f"{src} declares multiple_devices but the driver's slices show at most "
+                                           f"{best} device(s) per node: {per_node}", broken=True)
+        return Capability(name, True, f"slices show devices per node: {per_node}")
+    if key == "partitions":
+        if not any(d.get("shared_counters") or d.get("consumes_counters") for d in devices):
+            return Capability(name, False, f"{src} declares partitions but no slice of {profile.driver} has "
+                                           "sharedCounters or consumesCounters", broken=True)
+        return Capability(name, True, "slices publish sharedCounters/consumesCounters")
+    if key == "consumable_capacity":
+        if not any(d.get("allow_multiple_allocations") for d in devices):
+            return Capability(name, False, f"{src} declares consumable_capacity but no device of {profile.driver} "
+                                           "sets allowMultipleAllocations", broken=True)
+        return Capability(name, True, "devices set allowMultipleAllocations")
+    return Capability(name, True, f"{src} declares {key}: true")
+
+
+def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
+    """Capabilities from ``facts``: ``served_versions`` {version: [plurals]}, ``feature_gates`` (apiserver
+    metrics), ``kubelet_gates`` {node: gates}, ``configured_gates``, ``k8s_version``, ``devices`` (see
+    conformance.k8s.discovery.devices_of), ``node_access``/``plugin_restart``/``kubelet_restart``:
+    ``(bool, evidence)``."""
+    served = facts.get("served_versions") or {}
+    items: dict[str, Capability] = {}
+    versions_text = ", ".join(sorted(served)) or "none"
+    for name in CAPABILITIES:
+        if name.startswith("api.") and name != "api.devicetaintrules":
+            version = name.split(".", 1)[1]
+            items[name] = Capability(name, version in served, f"resource.k8s.io versions served: {versions_text}")
+        elif name == "api.devicetaintrules":
+            where = sorted(v for v, plurals in served.items() if "devicetaintrules" in plurals)
+            items[name] = Capability(name, bool(where), f"devicetaintrules served in: {', '.join(where) or 'none'}")
+        elif name.startswith("gate."):
+            items[name] = _gate(name, facts)
+    for name in ("node_access", "plugin_restart", "kubelet_restart"):
+        ok, why = facts.get(name) or (False, "not probed")
+        items[name] = Capability(name, bool(ok), why)
+    per_node = _per_node(facts.get("devices") or [])
+    items["multi_node"] = Capability("multi_node", len([n for n in per_node if n != "<no node>"]) >= 2,
+                                     f"driver {profile.driver} publishes devices on nodes {sorted(per_node) or 'none'}")
+    for name in CAPABILITIES:
+        if name.startswith("driver."):
+            items[name] = _driver(name, facts, profile, items)
+    return Capabilities(items)

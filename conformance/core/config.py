@@ -1,0 +1,127 @@
+"""RunConfig: every option of a run, frozen and validated once (design.md §9). Pure: no I/O.
+
+Each option has a converter whose :class:`~conformance.core.errors.ConfigError` names the option, the bad
+value and the accepted form. The plugin fills :class:`RunConfig` from pytest options with
+:func:`from_options`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .markers import PROFILE_ORDER
+
+CLUSTERS = ("local", "kind", "existing")
+FEATURE_GATE_MODES = ("defaults", "all")
+DEPLOY_MODES = ("bundled", "host", "helm", "manifests", "preinstalled")
+NODE_ACCESS_MODES = ("auto", "none", "privileged-pod")
+
+
+def choice(option: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``allowed``; ConfigError naming ``option`` otherwise."""
+    if value not in allowed:
+        raise ConfigError(f"{value!r} is not accepted", source=option, fix=f"use one of {', '.join(allowed)}")
+    return value
+
+
+def k8s_minor(option: str, value: str | None, known: tuple[str, ...] = ()) -> str | None:
+    """``1.NN`` (a leading ``v`` and a patch are accepted and cut), checked against ``known`` if given."""
+    if value in (None, ""):
+        return None
+    m = re.fullmatch(r"v?(1\.\d+)(\.\d+)?", str(value).strip())
+    if not m:
+        raise ConfigError(f"{value!r} is not a Kubernetes minor version", source=option, fix="e.g. 1.34")
+    if known and m.group(1) not in known:
+        raise ConfigError(f"Kubernetes {m.group(1)} is not pinned", source=option,
+                          fix=f"use one of {', '.join(known)} (versions.toml)")
+    return m.group(1)
+
+
+def positive_float(option: str, value: Any) -> float:
+    """``value`` as a float > 0."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{value!r} is not a number", source=option, fix="e.g. 1.5") from None
+    if out <= 0:
+        raise ConfigError(f"{value!r} must be > 0", source=option, fix="e.g. 1 (no scaling) or 2 (twice as long)")
+    return out
+
+
+def node_count(option: str, value: Any) -> int:
+    """``value`` as an int in 1..8."""
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{value!r} is not a whole number", source=option, fix="e.g. 2") from None
+    if not 1 <= out <= 8:
+        raise ConfigError(f"{out} is out of range", source=option, fix="use 1 to 8 nodes")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """One run's configuration.
+
+    cluster: local|kind|existing; kubeconfig/context: for ``existing`` (and kind); k8s_version: ``1.NN`` or
+    None (default of versions.toml); feature_gates: defaults|all; driver: profile name or path;
+    driver_deploy: override of the profile's deploy mode (None = the profile's); profile: core|standard|full|
+    disruptive; allow_disruptive: required for ``disruptive``; image_repo: registry prefix for driver images;
+    report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every wait; nodes: node
+    count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the explicit opt-in for
+    existing clusters); run_id: labels every object; keep_cluster: leave a local cluster running.
+    """
+
+    cluster: str = "local"
+    kubeconfig: str | None = None
+    context: str | None = None
+    k8s_version: str | None = None
+    feature_gates: str = "all"
+    driver: str = "reference"
+    driver_deploy: str | None = None
+    profile: str = "standard"
+    allow_disruptive: bool = False
+    image_repo: str | None = None
+    report_dir: str | None = None
+    timeout_scale: float = 1.0
+    nodes: int = 2
+    node_access: str = "auto"
+    run_id: str = ""
+    keep_cluster: bool = False
+
+    def __post_init__(self) -> None:
+        choice("--cluster", self.cluster, CLUSTERS)
+        choice("--feature-gates", self.feature_gates, FEATURE_GATE_MODES)
+        choice("--profile", self.profile, PROFILE_ORDER)
+        choice("--node-access", self.node_access, NODE_ACCESS_MODES)
+        if self.driver_deploy is not None:
+            choice("--driver-deploy", self.driver_deploy, DEPLOY_MODES)
+        if self.profile == "disruptive" and not self.allow_disruptive:
+            raise ConfigError("the disruptive profile restarts kubelets and driver plugins", source="--profile",
+                              fix="add --allow-disruptive to confirm, or pick core, standard or full")
+        if self.cluster == "existing" and self.driver_deploy == "bundled":
+            raise ConfigError("the bundled reference driver runs in host mode on local clusters only",
+                              source="--driver-deploy", fix="use helm, manifests or preinstalled")
+        if not self.driver:
+            raise ConfigError("no driver given", source="--driver", fix="e.g. --driver reference")
+        positive_float("--timeout-scale", self.timeout_scale)
+        node_count("--nodes", self.nodes)
+
+    def as_dict(self) -> dict:
+        """Plain dict (for run.json and the xdist state file)."""
+        return dataclasses.asdict(self)
+
+
+def from_options(options: Mapping[str, Any], *, known_versions: tuple[str, ...] = ()) -> RunConfig:
+    """A RunConfig from option values keyed by RunConfig field names (None = default), converting strings
+    (``timeout_scale``, ``nodes``, ``k8s_version``). Raises ConfigError for the first bad value."""
+    values = {k: v for k, v in options.items() if v is not None and k in RunConfig.__dataclass_fields__}
+    if "timeout_scale" in values:
+        values["timeout_scale"] = positive_float("--timeout-scale", values["timeout_scale"])
+    if "nodes" in values:
+        values["nodes"] = node_count("--nodes", values["nodes"])
+    if "k8s_version" in values:
+        values["k8s_version"] = k8s_minor("--k8s-version", values["k8s_version"], known_versions)
+    return RunConfig(**values)

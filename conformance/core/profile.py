@@ -1,0 +1,206 @@
+"""The driver profile: what the suite needs to know about a driver, validated with clear errors. Pure.
+
+A profile is YAML (``fixtures/drivers/<name>.yaml``); :func:`parse` turns its dict into a frozen
+:class:`DriverProfile` or raises :class:`~conformance.core.errors.ConfigError` naming the file, the dotted
+field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver facts)::
+
+    name: reference                       # the profile's name (file stem)
+    driver: gpu.dra-conformance.test      # ResourceSlice spec.driver
+    description: ...
+    device_classes: [gpu.dra-conformance.test]   # first = the class tests use
+    attributes: {model: string, index: int, driverVersion: version}   # expected, unqualified or qualified
+    devices_per_node: 4                   # at least this many on each driver node
+    visibility:                           # how a container proves it sees the device
+      env_regex: '^DRA_DEVICE_\\w+='       # matched (multiline) against the output of `command` (default env)
+      command: env                        # or e.g. nvidia-smi -L with expected_output
+      expected_output: 'GPU \\d+:'
+      image: busybox                      # optional image with the command
+    opaque_config: {parameters: {...}, shows_as: 'regex in the probe output'}   # optional
+    capabilities: {shared_claims: true, admin_access: true, partitions: false, consumable_capacity: false,
+                   taints: true, prioritized_list: true, multiple_devices: true, opaque_config: true,
+                   fault_injection: false, extended_resource_name: ""}
+    node_selector: {key: value}           # nodes where the driver runs (empty: all)
+    requires_hardware: false
+    deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
+BOOL_CAPABILITIES = ("shared_claims", "admin_access", "partitions", "consumable_capacity", "taints",
+                     "prioritized_list", "multiple_devices", "opaque_config", "fault_injection")
+DEPLOY_KEYS = {
+    "bundled": {"devices", "device_classes_dir"},
+    "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
+    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s"},
+    "manifests": {"dir", "namespace"},
+    "preinstalled": set(),
+}
+TOP_KEYS = {"name", "driver", "description", "device_classes", "attributes", "devices_per_node", "visibility",
+            "opaque_config", "capabilities", "node_selector", "requires_hardware", "deploy", "notes", "version"}
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Visibility:
+    """How to prove a device is visible in a container: run ``command`` (shell) in ``image``; pass when
+    ``env_regex`` / ``expected_output`` (regexes, multiline) match its output."""
+
+    command: str = "env"
+    env_regex: str = ""
+    expected_output: str = ""
+    image: str = ""
+
+    def matches(self, output: str) -> tuple[bool, str]:
+        """``(visible, evidence)`` for the probe ``output``."""
+        for label, pattern in (("env_regex", self.env_regex), ("expected_output", self.expected_output)):
+            if pattern and not re.search(pattern, output, re.M):
+                return False, f"{label} {pattern!r} not found in the output of {self.command!r}:\n{output[-2000:]}"
+        hits = [m.group(0) for p in (self.env_regex, self.expected_output) if p for m in re.finditer(p, output, re.M)]
+        return True, f"{self.command!r} shows: " + "; ".join(hits[:8])
+
+
+@dataclasses.dataclass(frozen=True)
+class DriverProfile:
+    """A validated driver profile (see module docstring). ``source`` is the file it came from."""
+
+    name: str
+    driver: str
+    device_classes: tuple[str, ...]
+    visibility: Visibility
+    deploy_mode: str
+    deploy: Mapping[str, Any]
+    attributes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    devices_per_node: int = 1
+    capabilities: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+    extended_resource_name: str = ""
+    opaque_parameters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    opaque_shows_as: str = ""
+    node_selector: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    requires_hardware: bool = False
+    description: str = ""
+    version: str = ""
+    source: str = ""
+
+    @property
+    def device_class(self) -> str:
+        """The DeviceClass tests use by default (the first listed)."""
+        return self.device_classes[0]
+
+    def declares(self, capability: str) -> bool:
+        """Whether the profile declares ``capability`` (``shared_claims`` or ``driver.shared_claims``)."""
+        return bool(self.capabilities.get(capability.removeprefix("driver."), False))
+
+    def qualified(self, attribute: str) -> str:
+        """An attribute name qualified with the driver's domain (``model`` -> ``<driver>/model``)."""
+        return attribute if "/" in attribute else f"{self.driver}/{attribute}"
+
+
+def _req(raw: Mapping, key: str, typ: type | tuple, src: str, fix: str) -> Any:
+    if key not in raw:
+        raise ConfigError("is required", source=src, field=key, fix=fix)
+    value = raw[key]
+    if not isinstance(value, typ) or isinstance(value, bool) and typ is int:
+        raise ConfigError(f"must be {getattr(typ, '__name__', typ)}, got {type(value).__name__} {value!r}",
+                          source=src, field=key, fix=fix)
+    return value
+
+
+def _mapping(raw: Mapping, key: str, src: str) -> Mapping:
+    value = raw.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"must be a mapping, got {type(value).__name__}", source=src, field=key,
+                          fix=f"write {key}: {{name: value}}")
+    return value
+
+
+def parse(raw: Any, source: str = "<profile>") -> DriverProfile:
+    """Validate a profile dict; return a :class:`DriverProfile`. Raises ConfigError (file, field, fix)."""
+    src = source
+    if not isinstance(raw, Mapping):
+        raise ConfigError("a driver profile must be a YAML mapping", source=src, fix="see fixtures/drivers/reference.yaml")
+    unknown = sorted(set(raw) - TOP_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown field(s) {unknown}", source=src, field=unknown[0],
+                          fix=f"use only {', '.join(sorted(TOP_KEYS))}")
+    name = _req(raw, "name", str, src, "name: my-driver")
+    driver = _req(raw, "driver", str, src, "driver: gpu.example.com (the ResourceSlice spec.driver)")
+    if not _DNS_SUBDOMAIN.match(driver) or len(driver) > 63:
+        raise ConfigError(f"{driver!r} is not a DNS subdomain of at most 63 characters", source=src,
+                          field="driver", fix="e.g. gpu.example.com")
+    classes = _req(raw, "device_classes", list, src, "device_classes: [gpu.example.com]")
+    if not classes or not all(isinstance(c, str) and _DNS_SUBDOMAIN.match(c) for c in classes):
+        raise ConfigError(f"must be a non-empty list of DeviceClass names, got {classes!r}", source=src,
+                          field="device_classes", fix="device_classes: [gpu.example.com]")
+    attributes = _mapping(raw, "attributes", src)
+    for attr, typ in attributes.items():
+        if typ not in ATTRIBUTE_TYPES:
+            raise ConfigError(f"type {typ!r} is not an attribute type", source=src, field=f"attributes.{attr}",
+                              fix=f"use one of {', '.join(ATTRIBUTE_TYPES)}")
+    per_node = raw.get("devices_per_node", 1)
+    if not isinstance(per_node, int) or isinstance(per_node, bool) or per_node < 1:
+        raise ConfigError(f"must be an integer ≥ 1, got {per_node!r}", source=src, field="devices_per_node",
+                          fix="devices_per_node: 2")
+    vis = _mapping(raw, "visibility", src)
+    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image"})
+    if bad:
+        raise ConfigError(f"unknown field(s) {bad}", source=src, field=f"visibility.{bad[0]}",
+                          fix="use command, env_regex, expected_output, image")
+    if not vis.get("env_regex") and not vis.get("expected_output"):
+        raise ConfigError("needs env_regex or expected_output", source=src, field="visibility",
+                          fix="e.g. visibility: {env_regex: '^GPU_DEVICE_[0-9]+='}")
+    for key in ("env_regex", "expected_output"):
+        if vis.get(key):
+            try:
+                re.compile(vis[key])
+            except re.error as exc:
+                raise ConfigError(f"invalid regex: {exc}", source=src, field=f"visibility.{key}",
+                                  fix="write a Python regular expression") from None
+    caps = _mapping(raw, "capabilities", src)
+    ext = caps.get("extended_resource_name", "") or ""
+    flags = {}
+    for key, value in caps.items():
+        if key == "extended_resource_name":
+            if not isinstance(value, (str, type(None))):
+                raise ConfigError("must be a string", source=src, field=f"capabilities.{key}", fix="e.g. example.com/gpu")
+            continue
+        if key not in BOOL_CAPABILITIES:
+            raise ConfigError(f"unknown capability {key!r}", source=src, field=f"capabilities.{key}",
+                              fix=f"use {', '.join(BOOL_CAPABILITIES)}, extended_resource_name")
+        if not isinstance(value, bool):
+            raise ConfigError(f"must be true or false, got {value!r}", source=src, field=f"capabilities.{key}",
+                              fix=f"{key}: true")
+        flags[key] = value
+    deploy = _mapping(raw, "deploy", src)
+    mode = deploy.get("mode", "preinstalled")
+    if mode not in DEPLOY_KEYS:
+        raise ConfigError(f"unknown deploy mode {mode!r}", source=src, field="deploy.mode",
+                          fix=f"use one of {', '.join(DEPLOY_KEYS)}")
+    extra = sorted(set(deploy) - DEPLOY_KEYS[mode] - {"mode"} - {k for m in DEPLOY_KEYS.values() for k in m})
+    if extra:
+        raise ConfigError(f"unknown field(s) {extra}", source=src, field=f"deploy.{extra[0]}",
+                          fix=f"deploy mode {mode} takes {', '.join(sorted(DEPLOY_KEYS[mode])) or 'nothing'}")
+    if mode == "helm" and not deploy.get("chart"):
+        raise ConfigError("helm deploy needs a chart", source=src, field="deploy.chart",
+                          fix="chart: oci://registry/charts/name or a chart directory")
+    if mode == "manifests" and not deploy.get("dir"):
+        raise ConfigError("manifests deploy needs a directory", source=src, field="deploy.dir", fix="dir: path/")
+    if mode == "host" and not isinstance(deploy.get("binary"), Mapping):
+        raise ConfigError("host deploy needs binary: {tool: NAME, name: BINARY} or {k8s: NAME}", source=src,
+                          field="deploy.binary", fix="binary: {tool: dra-example-driver, name: dra-example-kubeletplugin}")
+    opaque = _mapping(raw, "opaque_config", src)
+    node_selector = _mapping(raw, "node_selector", src)
+    return DriverProfile(
+        name=name, driver=driver, device_classes=tuple(classes),
+        visibility=Visibility(command=str(vis.get("command") or "env"), env_regex=str(vis.get("env_regex") or ""),
+                              expected_output=str(vis.get("expected_output") or ""), image=str(vis.get("image") or "")),
+        deploy_mode=mode, deploy=dict(deploy), attributes=dict(attributes), devices_per_node=per_node,
+        capabilities=flags, extended_resource_name=ext, opaque_parameters=dict(opaque.get("parameters") or {}),
+        opaque_shows_as=str(opaque.get("shows_as") or ""), node_selector={str(k): str(v) for k, v in node_selector.items()},
+        requires_hardware=bool(raw.get("requires_hardware", False)), description=str(raw.get("description") or ""),
+        version=str(raw.get("version") or ""), source=source)

@@ -1,0 +1,1 @@
+"""Driver deployers: one Protocol in base.py, one module per deploy mode (design.md §2)."""

@@ -1,0 +1,138 @@
+"""Host-mode deployers: one kubelet-plugin process per node, started through the local cluster handle.
+
+* ``bundled``: our reference driver (``python -m reference_driver``), DeviceClass from reference_driver/deploy/
+  when a ``deviceclass*.yaml`` is there, otherwise generated from the profile.
+* ``host``: a third-party binary from the toolchain cache (dra-example-driver, the upstream dra-test-driver)
+  with the profile's ``deploy.args`` templated by node paths (``{node_name}``, ``{kubeconfig}``,
+  ``{cdi_dir}``, ``{plugin_registry_dir}``, ``{plugins_dir}``, ``{state_dir}``, ``{driver}``).
+Flags: reference_driver/config.py; dra-example-driver cmd/dra-example-kubeletplugin; k8s
+test/e2e/dra/test-driver/app/server.go (``kubelet-plugin`` subcommand).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from conformance.core import errors, timeouts
+from conformance.core.profile import DriverProfile
+from conformance.k8s.client import K8s
+from conformance.toolchain import cache
+
+from .base import ClusterLike, DriverHandle
+from .readiness import await_slices, check_device_classes, delete_device_classes, ensure_device_classes
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _require_host_processes(cluster: ClusterLike, profile: DriverProfile) -> None:
+    if not hasattr(cluster, "start_host_process"):
+        raise errors.ConfigError(f"deploy mode {profile.deploy_mode} runs the kubelet plugin as a host process, "
+                                 "which only the local cluster supports", source="--driver-deploy",
+                                 fix="use --cluster local, or --driver-deploy helm|manifests|preinstalled")
+
+
+class HostDeployer:
+    """Starts the plugin on every node of a local cluster and waits for its slices."""
+
+    def __init__(self, cluster: ClusterLike, profile: DriverProfile, k8s: K8s, run_id: str, *,
+                 state_root: Path, ready_timeout: float = timeouts.SLICES_PUBLISHED) -> None:
+        self.cluster, self.profile, self.k8s, self.run_id = cluster, profile, k8s, run_id
+        self.state_root, self.ready_timeout = Path(state_root), ready_timeout
+        self.processes: dict = {}
+        self.created_classes: list[str] = []
+
+    def _argv(self, node) -> tuple[list[str], dict[str, str]]:
+        values = {"node_name": node.name, "kubeconfig": str(self.cluster.kubeconfig), "cdi_dir": str(node.cdi_dir),
+                  "plugin_registry_dir": str(node.plugin_registry_dir), "plugins_dir": str(node.plugins_dir),
+                  "state_dir": str(self.state_root / node.name), "driver": self.profile.driver}
+        deploy = self.profile.deploy
+        if self.profile.deploy_mode == "bundled":
+            argv = [sys.executable, "-m", "reference_driver", "--node-name", node.name,
+                    "--kubeconfig", values["kubeconfig"], "--plugin-registry-dir", values["plugin_registry_dir"],
+                    "--plugins-dir", values["plugins_dir"], "--cdi-dir", values["cdi_dir"],
+                    "--state-dir", values["state_dir"], "--driver-name", self.profile.driver]
+            if deploy.get("devices"):
+                argv += ["--config", str(REPO_ROOT / deploy["devices"])]
+            return argv, {"PYTHONPATH": str(REPO_ROOT)}
+        binary = deploy["binary"]
+        try:
+            path = (cache.tool_binary(binary["tool"], binary.get("name")) if "tool" in binary
+                    else cache.k8s_binary(binary["k8s"], self.cluster.k8s_version))
+        except cache.CacheMiss as exc:
+            raise errors.ConfigError(str(exc), source=self.profile.source, field="deploy.binary",
+                                     fix="run `make setup`") from None
+        try:
+            args = [str(a).format(**values) for a in deploy.get("args") or []]
+            env = {k: str(v).format(**values) for k, v in (deploy.get("env") or {}).items()}
+        except KeyError as exc:
+            raise errors.ConfigError(f"unknown placeholder {exc}", source=self.profile.source, field="deploy.args",
+                                     fix="use " + ", ".join("{%s}" % k for k in values)) from None
+        return [str(path)] + args, env
+
+    def deploy(self) -> DriverHandle:
+        """Start one plugin per node, create missing DeviceClasses, wait for slices on every node.
+
+        Raises ConfigError (not a local cluster, binary missing), DriverNotReady (no slices, no class).
+        On failure everything started is stopped again.
+        """
+        _require_host_processes(self.cluster, self.profile)
+        try:
+            for node in self.cluster.nodes:
+                argv, env = self._argv(node)
+                (self.state_root / node.name).mkdir(parents=True, exist_ok=True)
+                self.processes[node.name] = self.cluster.start_host_process(
+                    node, f"driver-{self.profile.name}", argv, env=env)
+            self.created_classes = self._device_classes()
+            check_device_classes(self.k8s, self.profile)
+            handle = self._handle()
+            await_slices(self.k8s, self.profile, [n.name for n in self.cluster.nodes], timeout=self.ready_timeout,
+                         logs=handle.logs())
+            for name, proc in self.processes.items():
+                if not proc.is_running():
+                    raise errors.DriverNotReady(self.profile.driver, f"plugin process on {name} running",
+                                                f"it exited; log: {proc.log_path}")
+            return handle
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _device_classes(self) -> list[str]:
+        deploy_dir = REPO_ROOT / "reference_driver" / "deploy"
+        files = sorted(deploy_dir.glob("deviceclass*.yaml")) if self.profile.deploy_mode == "bundled" else []
+        created = []
+        for path in files:
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc and doc.get("kind") == "DeviceClass" and not self.k8s.exists("DeviceClass", doc["metadata"]["name"]):
+                    doc.setdefault("metadata", {}).setdefault("labels", {}).update(
+                        {"dra-conformance.test/owner": "driver"})
+                    self.k8s.create(doc)
+                    created.append(doc["metadata"]["name"])
+        return created + ensure_device_classes(self.k8s, self.profile, self.run_id)
+
+    def _handle(self) -> DriverHandle:
+        return DriverHandle(name=self.profile.driver, device_classes=self.profile.device_classes,
+                            profile=self.profile, deploy_mode=self.profile.deploy_mode,
+                            version=self.profile.version, processes=dict(self.processes), restart=self.restart)
+
+    def restart(self, node: str) -> None:
+        """Restart the plugin process on ``node`` (disruptive tests)."""
+        self.processes[node].restart()
+
+    def teardown(self) -> None:
+        """Stop every plugin process and delete the DeviceClasses we created; then the driver's slices are
+        removed by the API server's node ownership or by us (slices of this driver on our nodes)."""
+        for proc in list(self.processes.values()):
+            try:
+                proc.stop(timeout=10.0)
+            except Exception:  # noqa: BLE001 - keep stopping the others
+                pass
+        self.processes.clear()
+        delete_device_classes(self.k8s, self.created_classes)
+        self.created_classes = []
+        try:
+            for s in self.k8s.list("ResourceSlice", field_selector=f"spec.driver={self.profile.driver}"):
+                self.k8s.unguarded().delete("ResourceSlice", s.name)
+        except errors.ApiError:
+            pass

@@ -1,0 +1,27 @@
+"""Preinstalled driver: install nothing (KEP-5970: "the suite installs nothing"); require the profile's
+DeviceClasses and the driver's slices to exist."""
+from __future__ import annotations
+
+from conformance.core import timeouts
+from conformance.core.profile import DriverProfile
+from conformance.k8s.client import K8s
+
+from .base import DriverHandle
+from .readiness import await_slices, check_device_classes
+
+
+class PreinstalledDeployer:
+    """Checks a driver someone else installed."""
+
+    def __init__(self, profile: DriverProfile, k8s: K8s, ready_timeout: float = timeouts.SLICES_PUBLISHED) -> None:
+        self.profile, self.k8s, self.ready_timeout = profile, k8s, ready_timeout
+
+    def deploy(self) -> DriverHandle:
+        """Raise DriverNotReady when a DeviceClass is missing or no slice is published."""
+        check_device_classes(self.k8s, self.profile)
+        await_slices(self.k8s, self.profile, timeout=self.ready_timeout)
+        return DriverHandle(name=self.profile.driver, device_classes=self.profile.device_classes,
+                            profile=self.profile, deploy_mode="preinstalled")
+
+    def teardown(self) -> None:
+        """Nothing to remove."""

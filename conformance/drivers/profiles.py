@@ -1,0 +1,39 @@
+"""Finding and loading driver profiles: ``--driver NAME`` (fixtures/drivers/NAME.yaml) or ``--driver PATH``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from conformance.core import profile as schema
+from conformance.core.errors import ConfigError
+
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "drivers"
+
+
+def available() -> list[str]:
+    """Names of the shipped profiles."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+def resolve(driver: str) -> Path:
+    """The profile file for ``driver`` (a shipped name or a path). Raises ConfigError listing the names."""
+    looks_like_path = "/" in driver or driver.endswith((".yaml", ".yml"))
+    path = Path(driver) if looks_like_path else PROFILE_DIR / f"{driver}.yaml"
+    if not path.is_file():
+        if looks_like_path:
+            raise ConfigError(f"no such driver profile file {driver!r}", source="--driver",
+                              fix="give an existing YAML file or one of: " + ", ".join(available()))
+        raise ConfigError(f"unknown driver profile {driver!r}", source="--driver",
+                          fix="use one of: " + ", ".join(available()) + ", or a path to a profile YAML")
+    return path
+
+
+def load(driver: str) -> schema.DriverProfile:
+    """Load and validate the profile for ``driver``. Raises ConfigError (file, field, fix)."""
+    path = resolve(driver)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"is not valid YAML: {exc}", source=str(path), fix="fix the YAML syntax") from None
+    return schema.parse(raw, source=str(path))

@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     p = argparse.ArgumentParser(prog="dra-reference-driver",
                                 description="Reference GPU DRA kubelet plugin (driver %s)." % DRIVER_NAME)
-    p.add_argument("--node-name", default=os.environ.get("NODE_NAME"), help="this node (env NODE_NAME)")
+    p.add_argument("--node-name", help="this node (env NODE_NAME)")
     p.add_argument("--kubeconfig", type=Path, help="kubeconfig file; default: in-cluster service account")
     for key, default in DEFAULTS.items():
         p.add_argument("--" + key.replace("_", "-"), type=Path, default=Path(default), help=f"default {default}")
@@ -70,6 +70,7 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
     """Parse ``argv`` (and ``env``, default os.environ). Raises ConfigError naming the bad input."""
     env = os.environ if env is None else env
     args = parser().parse_args(argv)
+    args.node_name = args.node_name or env.get("NODE_NAME")
     if not args.node_name:
         raise ConfigError("--node-name is required (or set NODE_NAME)")
     if args.kubeconfig is not None and not args.kubeconfig.is_file():

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         api = api_client(cfg.kubeconfig)
         paths = SocketPaths.for_driver(cfg.plugin_registry_dir, cfg.plugins_dir, cfg.driver_name)
         state = DeviceState(cfg.driver_name, {cfg.node_name}, inv.snapshot, ApiClaimSource(api),
-                            CdiStore(cfg.cdi_dir), Checkpoint(cfg.checkpoint_path), cfg.faults)
+                            CdiStore(cfg.cdi_dir, cfg.driver_name), Checkpoint(cfg.checkpoint_path), cfg.faults)
         report = state.recover()
         log.info("checkpoint: %d prepared claim(s), CDI specs rewritten: %s%s", report.claims,
                  list(report.rewritten), f", quarantined {report.quarantined}" if report.quarantined else "")

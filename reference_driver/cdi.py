@@ -24,7 +24,7 @@ from .claims import AllocatedDevice, ClaimRef
 from .inventory.base import Device
 
 CDI_VERSION = "0.5.0"
-CDI_KIND = f"{DRIVER_NAME}/gpu"
+CDI_KIND = f"{DRIVER_NAME}/gpu"  # kind of the default driver name
 _SAN = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -34,9 +34,14 @@ def env_key(device: str, share_id: str | None = None) -> str:
     return _SAN.sub("_", base).upper()
 
 
-def device_id(name: str) -> str:
+def kind_for(driver: str) -> str:
+    """CDI kind of a driver: ``<driver>/gpu``."""
+    return f"{driver}/gpu"
+
+
+def device_id(name: str, kind: str = CDI_KIND) -> str:
     """Fully-qualified CDI device ID, ``gpu.dra-conformance.test/gpu=<name>``."""
-    return f"{CDI_KIND}={name}"
+    return f"{kind}={name}"
 
 
 def device_env(ref: ClaimRef, alloc: AllocatedDevice, device: Device | None) -> list[str]:
@@ -65,8 +70,9 @@ def device_env(ref: ClaimRef, alloc: AllocatedDevice, device: Device | None) -> 
 
 
 def build_spec(ref: ClaimRef, allocs: list[tuple[AllocatedDevice, Device | None]],
-               skip_env: bool = False) -> tuple[dict, list[str]]:
-    """The CDI spec for one claim and the CDI device ID of each allocation (same order).
+               skip_env: bool = False, kind: str = CDI_KIND) -> tuple[dict, list[str]]:
+    """The CDI spec for one claim and the CDI device ID of each allocation (same order); ``kind`` is
+    ``<driver>/gpu``.
 
     ``skip_env`` (fault ``skip-cdi-env``) replaces the device env by a marker entry.
     """
@@ -81,19 +87,19 @@ def build_spec(ref: ClaimRef, allocs: list[tuple[AllocatedDevice, Device | None]
         if device and device.device_nodes:
             edits["deviceNodes"] = [{"path": p} for p in device.device_nodes]
         entries.append({"name": name, "containerEdits": edits})
-        ids.append(device_id(name))
-    return {"cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": entries}, ids
+        ids.append(device_id(name, kind))
+    return {"cdiVersion": CDI_VERSION, "kind": kind, "devices": entries}, ids
 
 
 class CdiStore:
-    """Per-claim CDI spec files in one CDI spec directory (e.g. ``/var/run/cdi``)."""
+    """Per-claim CDI spec files of one driver in one CDI spec directory (e.g. ``/var/run/cdi``)."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
+    def __init__(self, directory: Path, driver: str = DRIVER_NAME) -> None:
+        self.directory, self.driver, self.kind = Path(directory), driver, kind_for(driver)
 
     def path(self, claim_uid: str) -> Path:
-        """Spec file of a claim: ``<dir>/gpu.dra-conformance.test_claim-<uid>.json``."""
-        return self.directory / f"{DRIVER_NAME}_claim-{claim_uid}.json"
+        """Spec file of a claim: ``<dir>/<driver>_claim-<uid>.json``."""
+        return self.directory / f"{self.driver}_claim-{claim_uid}.json"
 
     def write(self, claim_uid: str, spec: dict) -> Path:
         """Write the claim's spec atomically (JSON). Raises OSError."""
@@ -111,5 +117,5 @@ class CdiStore:
 
     def claim_uids(self) -> set[str]:
         """UIDs of all claims this driver has spec files for."""
-        prefix, suffix = f"{DRIVER_NAME}_claim-", ".json"
+        prefix, suffix = f"{self.driver}_claim-", ".json"
         return {p.name[len(prefix):-len(suffix)] for p in self.directory.glob(f"{prefix}*{suffix}")}

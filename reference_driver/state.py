@@ -130,7 +130,7 @@ class DeviceState:
             if device is None:
                 raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
             pairs.append((alloc, device))
-        spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"))
+        spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
         devices = [PreparedDevice(() if leak else (a.base_request,), a.pool, a.device, (cid,), a.share_id)
                    for (a, _), cid in zip(pairs, ids)]

@@ -21,7 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from reference_driver import CONFIG_API_VERSION, DRIVER_NAME, slices
+from reference_driver import CONFIG_API_VERSION, slices
 from reference_driver.cdi import CdiStore
 from reference_driver.inventory import SimulatedInventory
 from reference_driver.inventory.simulated import parse_spec
@@ -34,6 +34,9 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "reference_driver" / "deploy"
 DEVICES = {"source": "simulated", "simulated": {"count": 2, "productName": "E2E GPU 16GB", "memory": "16Gi"}}
 REGISTERED = "kubelet registered plugin"
+# A driver name of our own, so a reference driver deployed by another test in the shared cluster never
+# competes with ours for sockets, slices or the DeviceClass.
+DRIVER_NAME = f"e2e-{uuid.uuid4().hex[:6]}.gpu.dra-conformance.test"
 POD_TIMEOUT = 120.0
 
 
@@ -83,14 +86,17 @@ def drivers(local_cluster, resource, tmp_path_factory):
     root = tmp_path_factory.mktemp("refdrv")
     devices = root / "devices.yaml"
     devices.write_text(yaml.safe_dump(DEVICES))
-    resource.create_device_class(yaml.safe_load((DEPLOY / "deviceclass.yaml").read_text()))
+    device_class = yaml.safe_load((DEPLOY / "deviceclass.yaml").read_text().replace("gpu.dra-conformance.test",
+                                                                                     DRIVER_NAME))
+    resource.create_device_class(device_class)
     procs = {}
     try:
         for node in local_cluster.nodes:
             argv = [sys.executable, "-m", "reference_driver", "--node-name", node.name,
                     "--kubeconfig", str(local_cluster.kubeconfig), "--plugin-registry-dir", str(node.plugin_registry_dir),
                     "--plugins-dir", str(node.plugins_dir), "--cdi-dir", str(node.cdi_dir),
-                    "--state-dir", str(root / node.name), "--config", str(devices), "--resync-seconds", "20"]
+                    "--state-dir", str(root / node.name), "--config", str(devices), "--resync-seconds", "20",
+                    "--driver-name", DRIVER_NAME]
             procs[node.name] = local_cluster.start_host_process(node.name, "reference-driver", argv,
                                                                 env={"PYTHONPATH": str(REPO)})
         for name, proc in procs.items():
@@ -219,7 +225,7 @@ def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_c
     assert res["pool"] == pod.spec.node_name
     assert not [line for line in without.splitlines() if line.startswith("DRA_")], without
     node = local_cluster.node(pod.spec.node_name)
-    spec_path = CdiStore(node.cdi_dir).path(claim["metadata"]["uid"])
+    spec_path = CdiStore(node.cdi_dir, DRIVER_NAME).path(claim["metadata"]["uid"])
     assert spec_path.is_file(), f"CDI spec {spec_path} missing while the pod runs"
     core.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=1)
     wait_for(f"CDI spec {spec_path} removed after pod deletion", lambda: (not spec_path.exists(), spec_path), 90)
@@ -245,7 +251,7 @@ def test_plugin_restart_keeps_running_pod_and_slices(local_cluster, resource, co
     obj = core.read_namespaced_pod(pod_name, namespace)
     assert obj.status.phase == "Running" and all(c.restart_count == 0 for c in obj.status.container_statuses)
     assert after == before, (before, after)
-    spec_path = CdiStore(local_cluster.node(node).cdi_dir).path(claim_uid)
+    spec_path = CdiStore(local_cluster.node(node).cdi_dir, DRIVER_NAME).path(claim_uid)
     assert spec_path.is_file()
     core.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=1)
     wait_for(f"CDI spec {spec_path} removed after pod deletion", lambda: (not spec_path.exists(), spec_path), 90)

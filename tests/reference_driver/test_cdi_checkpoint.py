@@ -80,3 +80,11 @@ def test_checkpoint_edited_entry_fails_checksum(tmp_path):
     cp.path.write_text(cp.path.read_text().replace('"a"', '"b"'))
     with pytest.raises(CheckpointCorrupt, match="checksum"):
         cp.load()
+
+
+def test_driver_name_sets_cdi_kind_and_file_prefix(tmp_path):
+    """A driver started with --driver-name writes specs of kind <driver>/gpu under its own file prefix."""
+    store = cdi.CdiStore(tmp_path, "e2e-1.gpu.dra-conformance.test")
+    spec, ids = cdi.build_spec(REF, [(AllocatedDevice("gpu", "n", "gpu-0"), SNAP.device("gpu-0"))], kind=store.kind)
+    assert spec["kind"] == "e2e-1.gpu.dra-conformance.test/gpu" and ids[0].startswith("e2e-1.gpu.dra-conformance.test/gpu=")
+    assert store.path("u").name == "e2e-1.gpu.dra-conformance.test_claim-u.json"

@@ -70,6 +70,10 @@ def screenshot(run_dir: str | pathlib.Path, name: str = "report-overview.png") -
 
 def _run(args: argparse.Namespace) -> int:
     start = time.monotonic()
+    if history.is_matrix(args.run_dir):
+        from conformance.reporting import matrix
+        argv = ["--merge-only", str(args.run_dir)] + (["--no-html"] if args.no_html else [])
+        return matrix.main(argv)
     try:
         verdict = generate(args.run_dir, html_report=not args.no_html)
     except (FileNotFoundError, ValueError, html.ReportError) as exc:

@@ -55,9 +55,10 @@ def executor(run: dict) -> dict:
     return data
 
 
-def write_side_files(results_dir: pathlib.Path, run: dict) -> None:
-    """Write environment.properties, executor.json and categories.json into ``results_dir``."""
-    props = runinfo.environment_properties(run)
+def write_side_files(results_dir: pathlib.Path, run: dict, overrides: dict[str, str] | None = None) -> None:
+    """Write environment.properties (from run.json, ``overrides`` replacing keys), executor.json and
+    categories.json into ``results_dir``."""
+    props = {**runinfo.environment_properties(run), **(overrides or {})}
     lines = [f"{k}={v}".replace("\n", " ") for k, v in props.items()]
     (results_dir / "environment.properties").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (results_dir / "executor.json").write_text(json.dumps(executor(run), indent=2), encoding="utf-8")

@@ -10,6 +10,8 @@ FAIL = os.environ.get("SAMPLE_FAIL", "1") == "1"
 
 @pytest.fixture
 def broken_cluster():
+    if not FAIL:
+        return "cluster"
     raise ClusterUnavailable("API server at https://127.0.0.1:6443 refused the connection")
 
 

@@ -1,0 +1,231 @@
+"""Multi-version matrix: run the suites once per Kubernetes version and merge into one report.
+
+``python -m conformance.reporting.matrix --versions 1.34 1.35 1.36 1.37 [--matrix-id ID] -- <run args>``
+runs ``dra-conformance run --k8s-version V --report-dir reports/<matrix-id>/<V> <run args>`` for each
+version (one cluster per version, one after another), then :func:`merge` writes into ``reports/<matrix-id>/``:
+one ``allure-results/`` holding every cell's results (the Kubernetes version is an Allure parameter and
+label, so cells never merge as retries; one Allure environment per version), ``allure-report/``,
+``junit.xml`` (one ``<testsuite>`` per version, test names suffixed ``[k8s-V]``), ``matrix.json`` (version x
+capability table and verdict) and ``matrix.md``. Exit code 0 PASS, 1 FAIL, 2 bad input.
+
+Source: reporting.md §4.2 (matrix: Kubernetes version x requirement), §3.1 (separate versions = separate
+pytest invocations, merged afterwards).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+from conformance.reporting import cli, history, html, junit, runinfo
+
+SIDE_FILES = {"environment.properties", "executor.json", "categories.json"}
+CELL_TIMEOUT_S = 4 * 3600
+VERSION_RE = re.compile(r"^1\.\d+$")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def plan(matrix_dir: pathlib.Path, versions: list[str], run_args: list[str], runner: list[str]) -> dict:
+    """Write ``matrix-plan.json`` (marks the directory as a matrix); returns the plan."""
+    data = {"versions": versions, "runArgs": run_args, "runner": runner, "started": _now()}
+    matrix_dir.mkdir(parents=True, exist_ok=True)
+    (matrix_dir / history.MATRIX_MARKER).write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return data
+
+
+def cell_command(runner: list[str], version: str, cell_dir: pathlib.Path, run_args: list[str]) -> list[str]:
+    """The command line of one cell."""
+    return [*runner, "--k8s-version", version, "--report-dir", str(cell_dir), *run_args]
+
+
+def run_cells(matrix_dir: pathlib.Path, versions: list[str], run_args: list[str], runner: list[str],
+              timeout_s: float = CELL_TIMEOUT_S) -> dict[str, dict]:
+    """Run every cell in turn; returns ``version -> {"exitCode", "durationS", "command"}``. A cell that
+    runs over ``timeout_s`` is killed and recorded with exit code 124."""
+    outcome = {}
+    for version in versions:
+        cmd = cell_command(runner, version, matrix_dir / version, run_args)
+        print(f"== matrix cell Kubernetes {version}: {shlex.join(cmd)}", flush=True)
+        start = time.monotonic()
+        try:
+            code = subprocess.run(cmd, timeout=timeout_s).returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+        outcome[version] = {"exitCode": code, "durationS": round(time.monotonic() - start, 1),
+                            "command": shlex.join(cmd)}
+    (matrix_dir / "cells.json").write_text(json.dumps(outcome, indent=2), encoding="utf-8")
+    return outcome
+
+
+def _cell_summary(cell_dir: pathlib.Path) -> dict | None:
+    if not (cell_dir / "allure-results").is_dir():
+        return None
+    if not (cell_dir / "summary.json").is_file():
+        cli.generate(cell_dir, html_report=False, link_latest=False)
+    return json.loads((cell_dir / "summary.json").read_text(encoding="utf-8"))
+
+
+def _merge_results(matrix_dir: pathlib.Path, versions: list[str]) -> pathlib.Path:
+    merged = matrix_dir / "allure-results"
+    if merged.exists():
+        shutil.rmtree(merged)
+    merged.mkdir()
+    for version in versions:
+        source = matrix_dir / version / "allure-results"
+        for path in sorted(source.glob("*")) if source.is_dir() else []:
+            if path.is_file() and path.name not in SIDE_FILES:
+                shutil.copyfile(path, merged / path.name)
+    return merged
+
+
+def _merge_junit(matrix_dir: pathlib.Path, versions: list[str]) -> None:
+    parts = []
+    for version in versions:
+        source = matrix_dir / version / "junit.xml"
+        if source.is_file():
+            copy = matrix_dir / f".junit-{version}.xml"
+            shutil.copyfile(source, copy)
+            run = runinfo.load(matrix_dir / version)
+            junit.normalise(copy, f"dra-conformance k8s-{version} {runinfo.driver_name(run)}", f" [k8s-{version}]")
+            parts.append((copy, version))
+    junit.merge(parts, matrix_dir / "junit.xml")
+    for copy, _ in parts:
+        copy.unlink()
+
+
+def table(versions: list[str], summaries: dict[str, dict | None], cells: dict[str, dict]) -> dict:
+    """The matrix.json content from each version's summary (``None``: the cell produced no results)."""
+    capabilities: dict[str, dict[str, dict]] = {}
+    rows, reasons = [], []
+    for version in versions:
+        data, cell = summaries.get(version), cells.get(version, {})
+        if data is None:
+            verdict = "ERROR"
+            reasons.append(f"Kubernetes {version}: no results (cell exit code {cell.get('exitCode', '?')})")
+        else:
+            verdict = data["verdict"]
+            reasons += [f"Kubernetes {version}: {r}" for r in data["verdictReasons"]]
+            for cap in data["capabilities"]:
+                capabilities.setdefault(cap["name"], {})[version] = {
+                    "status": cap["status"], "reasons": cap["reasons"], "declared": cap["declared"]}
+        rows.append({"version": version, "verdict": verdict, "exitCode": cell.get("exitCode"),
+                     "durationS": cell.get("durationS"),
+                     "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
+                     "driver": data["driver"] if data else None, "counts": data["counts"] if data else None})
+    for name, by_version in capabilities.items():
+        for version in versions:
+            by_version.setdefault(version, {"status": "not-run" if summaries.get(version) is None
+                                            else "not-tested", "reasons": [], "declared": False})
+    return {"schemaVersion": "1", "kind": "matrix", "generatedAt": _now(), "versions": versions,
+            "cells": rows, "capabilities": dict(sorted(capabilities.items())),
+            "verdict": "FAIL" if reasons else "PASS", "verdictReasons": reasons}
+
+
+def render(data: dict) -> str:
+    """matrix.md: the version x capability table."""
+    versions = data["versions"]
+    out = [f"# DRA driver qualification matrix: {data['verdict']}", "",
+           "| Kubernetes | Verdict | Executed | Passed | Failed | Broken | Skipped | Duration (s) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for row in data["cells"]:
+        c = row["counts"] or {}
+        out.append(f"| {row['version']} ({row['kubernetesVersion'] or '?'}) | {row['verdict']} | "
+                   f"{c.get('executed', '-')} | {c.get('passed', '-')} | {c.get('failed', '-')} | "
+                   f"{c.get('broken', '-')} | {c.get('skipped', '-')} | {row['durationS'] or '-'} |")
+    out += ["", "| Capability | " + " | ".join(versions) + " |", "|---|" + "---|" * len(versions)]
+    for name, by_version in data["capabilities"].items():
+        out.append(f"| {name} | " + " | ".join(by_version[v]["status"] for v in versions) + " |")
+    if data["verdictReasons"]:
+        out += ["", "## Why it fails", ""] + [f"- {r.splitlines()[0]}" for r in data["verdictReasons"]]
+    return "\n".join(out) + "\n"
+
+
+def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
+    """Merge the cells of ``matrix_dir`` (versions from its plan) into one report; returns matrix.json."""
+    matrix_dir = pathlib.Path(matrix_dir).resolve()
+    plan_file = matrix_dir / history.MATRIX_MARKER
+    if not plan_file.is_file():
+        raise FileNotFoundError(f"{matrix_dir}: no {history.MATRIX_MARKER}; not a matrix report directory")
+    versions = json.loads(plan_file.read_text(encoding="utf-8"))["versions"]
+    cells_file = matrix_dir / "cells.json"
+    cells = json.loads(cells_file.read_text(encoding="utf-8")) if cells_file.is_file() else {}
+    summaries = {v: _cell_summary(matrix_dir / v) for v in versions}
+    data = table(versions, summaries, cells)
+    (matrix_dir / "matrix.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (matrix_dir / "matrix.md").write_text(render(data), encoding="utf-8")
+    merged = _merge_results(matrix_dir, versions)
+    _merge_junit(matrix_dir, versions)
+    first = next((matrix_dir / v for v in versions if summaries.get(v)), None)
+    runs = {v: runinfo.load(matrix_dir / v) for v in versions}
+    html.write_side_files(merged, runs[first.name] if first else {}, {
+        "run.id": matrix_dir.name,
+        "kubernetes.version": ", ".join(f"{v}: {runinfo.k8s_version(runs[v])}" for v in versions),
+        "kubelet.versions": "; ".join(f"{v}: {', '.join(map(str, (runs[v].get('cluster') or {}).get('kubelet_versions') or [])) or '?'}"
+                                      for v in versions)})
+    if html_report:
+        name = f"DRA qualification matrix: Kubernetes {', '.join(versions)}"
+        html.generate(matrix_dir, merged, history.prepare(matrix_dir), name, versions)
+    history.update_latest(matrix_dir)
+    return data
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Split ``argv`` at ``--``: matrix options before, ``dra-conformance run`` arguments after."""
+    split = argv.index("--") if "--" in argv else len(argv)
+    parser = argparse.ArgumentParser(prog="python -m conformance.reporting.matrix", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--versions", nargs="+", required=False, default=[], metavar="1.N",
+                        help="Kubernetes minors, e.g. 1.34 1.35 1.36 1.37")
+    parser.add_argument("--matrix-id", default="matrix-" + datetime.datetime.now().strftime("%Y%m%dT%H%M%S"))
+    parser.add_argument("--reports-root", type=pathlib.Path, default=pathlib.Path("reports"))
+    parser.add_argument("--runner", default=f"{sys.executable} -m conformance.cli run",
+                        help="command that runs one cell (default: dra-conformance run)")
+    parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT_S, help="seconds per cell")
+    parser.add_argument("--merge-only", type=pathlib.Path, metavar="MATRIX_DIR",
+                        help="only re-merge the cells of an existing matrix directory")
+    parser.add_argument("--no-html", action="store_true")
+    parser.add_argument("--dry-run", action="store_true", help="print the cell commands and exit")
+    args = parser.parse_args(argv[:split])
+    bad = [v for v in args.versions if not VERSION_RE.match(v)]
+    if bad:
+        parser.error(f"--versions {' '.join(bad)}: expected Kubernetes minors such as 1.35")
+    if not args.versions and not args.merge_only:
+        parser.error("--versions is required (e.g. --versions 1.34 1.35), unless --merge-only DIR")
+    return args, argv[split + 1:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 PASS, 1 FAIL, 2 bad input or report error)."""
+    args, run_args = parse(list(sys.argv[1:] if argv is None else argv))
+    try:
+        if args.merge_only:
+            data = merge(args.merge_only, html_report=not args.no_html)
+        else:
+            matrix_dir = (args.reports_root / args.matrix_id).resolve()
+            runner = shlex.split(args.runner)
+            if args.dry_run:
+                for v in args.versions:
+                    print(shlex.join(cell_command(runner, v, matrix_dir / v, run_args)))
+                return 0
+            plan(matrix_dir, args.versions, run_args, runner)
+            run_cells(matrix_dir, args.versions, run_args, runner, args.cell_timeout)
+            data = merge(matrix_dir, html_report=not args.no_html)
+    except (FileNotFoundError, ValueError, html.ReportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(render(data))
+    return 0 if data["verdict"] == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

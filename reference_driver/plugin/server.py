@@ -7,6 +7,7 @@ plugin), then the DRA socket. Stale socket files from a crashed run are removed 
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from concurrent import futures
@@ -37,13 +38,22 @@ class SocketPaths:
 
     @classmethod
     def for_driver(cls, registry_dir: Path, plugins_dir: Path, driver: str) -> "SocketPaths":
-        """Conventional layout of the Go kubeletplugin library. Raises SocketPathError for long paths."""
-        paths = cls(Path(registry_dir) / f"{driver}-reg.sock", Path(plugins_dir) / driver / "dra.sock")
-        for path in (paths.registration, paths.dra):
-            if len(str(path.absolute())) > MAX_SOCKET_PATH:
-                raise SocketPathError(f"socket path {path} is longer than {MAX_SOCKET_PATH} bytes (AF_UNIX limit); "
-                                      "use shorter --plugin-registry-dir/--plugins-dir")
-        return paths
+        """Conventional layout of the Go kubeletplugin library (``<driver>-reg.sock``,
+        ``<driver>/dra.sock``); where a path would exceed the AF_UNIX limit, the driver name in it is
+        replaced by a short hash (as the Go library does for long names). Raises SocketPathError when
+        even that is too long."""
+        short = hashlib.sha256(driver.encode()).hexdigest()[:12]
+        reg = _fit(Path(registry_dir) / f"{driver}-reg.sock", Path(registry_dir) / f"{short}-reg.sock")
+        dra = _fit(Path(plugins_dir) / driver / "dra.sock", Path(plugins_dir) / short / "dra.sock")
+        return cls(reg, dra)
+
+
+def _fit(preferred: Path, fallback: Path) -> Path:
+    for path in (preferred, fallback):
+        if len(str(path.absolute())) <= MAX_SOCKET_PATH:
+            return path
+    raise SocketPathError(f"socket path {fallback} is longer than {MAX_SOCKET_PATH} bytes (AF_UNIX limit); "
+                          "use shorter --plugin-registry-dir/--plugins-dir")
 
 
 def _bind(server: grpc.Server, path: Path) -> None:

@@ -141,7 +141,7 @@ def test_socket_path_limit_is_checked_and_long_names_are_hashed():
     """Paths over the 107-byte AF_UNIX limit fall back to a hashed driver name, else fail clearly."""
     with pytest.raises(SocketPathError, match="AF_UNIX"):
         SocketPaths.for_driver("/tmp/" + "d" * 120, "/tmp/p", DRIVER_NAME)
-    base = "/tmp/" + "x" * 60
+    base = "/tmp/" + "x" * 75
     paths = SocketPaths.for_driver(base, base, DRIVER_NAME)
     assert DRIVER_NAME not in paths.registration.name and paths.registration.name.endswith("-reg.sock")
     assert len(str(paths.dra)) <= 107 and len(str(paths.registration)) <= 107

@@ -6,7 +6,7 @@ HELP = """
                  kube:AllAlpha=true|false (ALPHA - default=false)
                  kube:APIResponseCompression=true|false (BETA - default=true)
                  DRAAdminAccess=true|false (BETA - default=true)
-                 DRADeviceTaints=true|false (ALPHA - default=false)
+                 kube:DRADeviceTaints=true|false (ALPHA - default=false)
                  DRAConsumableCapacity=true|false (ALPHA - default=false)
                  KubeletPodResourcesGet=true|false (BETA - default=true)
                  KubeletPodResourcesDynamicResources=true|false (BETA - default=true)

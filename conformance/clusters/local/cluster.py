@@ -8,6 +8,7 @@ On any failure the partial cluster is torn down and ClusterUnavailable names the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -132,9 +133,10 @@ class LocalCluster:
     def _say(self, msg: str) -> None:
         self.progress(f"[{time.monotonic() - self._t0:5.1f}s] {msg}")
 
-    def _spawn(self, state: ClusterState, name: str, node: str, argv: list[str]) -> HostProcess:
+    def _spawn(self, state: ClusterState, name: str, node: str, argv: list[str],
+               env: dict[str, str] | None = None) -> HostProcess:
         log = self.layout.log_dir / (f"{node}-{name}.log" if node else f"{name}.log")
-        return state.add_process(HostProcess.spawn(name, node, argv, log))
+        return state.add_process(HostProcess.spawn(name, node, argv, log, env=env))
 
     def _wait(self, awaited: str, probe, timeout: float, procs: list[HostProcess]) -> None:
         def failed() -> str | None:
@@ -228,8 +230,10 @@ class LocalCluster:
             hostsys.create_cgroup_root(lay.cgroup_root(i))
             node_config.cni_config(lay, np)
             conf = node_config.containerd_config(np, facts.runc, facts.cni_bin_dir, state.images["pause"])
+            bin_dir = str(Path(facts.binaries["containerd"]).parent)  # containerd-shim-runc-v2 lives there
+            env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
             procs.append(self._spawn(state, "containerd", np.name,
-                                     node_config.containerd_argv(facts.binaries["containerd"], conf)))
+                                     node_config.containerd_argv(facts.binaries["containerd"], conf), env=env))
         return procs
 
     @staticmethod

@@ -19,7 +19,7 @@ def host_ip() -> str:
     """The host's primary IPv4 address (source address of the default route); 127.0.0.1 without one."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
-            s.connect(("192.0.2.255", 9))
+            s.connect(("1.1.1.1", 9))  # UDP connect sends nothing; it picks the route
             return s.getsockname()[0]
         except OSError:
             return "127.0.0.1"

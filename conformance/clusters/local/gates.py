@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-_GATE_LINE = re.compile(r"^\s*([A-Z][A-Za-z0-9]+)=true\|false \(([A-Z]+)[^)]*default=(true|false)\)")
+_GATE_LINE = re.compile(r"^\s*(?:[a-z]+:)?([A-Z][A-Za-z0-9]+)=true\|false \(([A-Z]+)[^)]*default=(true|false)\)")
 EXTRA_GATES = ("KubeletPodResourcesDynamicResources", "KubeletPodResourcesGet", "ResourceHealthStatus")
 
 # resource.k8s.io versions served but off by default, per minor (feature-catalog.md §1.2).

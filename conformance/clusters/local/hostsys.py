@@ -201,3 +201,19 @@ def kube_proxy_cleanup(kube_proxy: str) -> str:
     """``kube-proxy --cleanup`` (removes every KUBE-* rule and chain it made); returns its output."""
     proc = _run([kube_proxy, "--cleanup", "--v=0"])
     return (proc.stdout + proc.stderr).strip()
+
+
+def delete_chains(prefix: str = "KUBE-") -> None:
+    """Remove every iptables rule jumping to, and every chain named, ``prefix``* in filter/nat/mangle
+    (the kubelet's KUBE-KUBELET-CANARY / KUBE-IPTABLES-HINT chains survive ``kube-proxy --cleanup``)."""
+    for table in ("filter", "nat", "mangle"):
+        rules = _run(["iptables", "-t", table, "-S"]).stdout.splitlines()
+        for rule in rules:
+            if rule.startswith("-A ") and not rule.split()[1].startswith(prefix) and f"-j {prefix}" in rule:
+                subprocess.run(["sh", "-c", f"iptables -t {table} " + rule.replace("-A ", "-D ", 1)],
+                               capture_output=True, text=True, timeout=30)
+        chains = [r.split()[1] for r in rules if r.startswith("-N ") and r.split()[1].startswith(prefix)]
+        for chain in chains:
+            _run(["iptables", "-t", table, "-F", chain])
+        for chain in chains:
+            _run(["iptables", "-t", table, "-X", chain])

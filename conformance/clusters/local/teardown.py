@@ -94,9 +94,12 @@ def _network_cleanup(state: ClusterState, lay: Layout) -> None:
     hostsys.delete_cni_chains(networks)
     for i in range(lay.nodes):
         hostsys.delete_bridge(lay.bridge(i))
+    if _others_running(state.name):
+        return  # KUBE-* chains are host-global: the last cluster removes them
     kube_proxy = state.host.get("kube_proxy")
-    if kube_proxy and Path(kube_proxy).exists() and not _others_running(state.name):
+    if kube_proxy and Path(kube_proxy).exists():
         hostsys.kube_proxy_cleanup(kube_proxy)
+    hostsys.delete_chains("KUBE-")
 
 
 def _remove_log_links(lay: Layout) -> None:

@@ -1,1 +1,320 @@
-"""pytest plugin entry point of dra-conformance (options and fixtures are added by the harness)."""
+"""The dra-conformance pytest plugin (entry point ``dra_conformance``): thin glue over classes that do not
+know pytest (design.md §2, §9; pytest-xdist/pytest-django pattern).
+
+* options in one group (``--cluster``, ``--driver``, ``--profile``...) -> a frozen RunConfig;
+* session: :class:`conformance.runner.session.Session` brings up cluster, driver and capabilities once (the
+  xdist controller, or the only process); workers attach through the state file in the report dir;
+* collection: deselect by ``--profile``; skip with evidence for missing ``requires(...)``; fail a test whose
+  required capability the profile declares but the driver does not deliver;
+* fixtures: run_config, cluster, driver, profile, capabilities, k8s, namespace, admin_namespace, tracker,
+  builder, node_access, make_claim, make_pod, device_visible;
+* evidence for the reporting plugin (``pytest_dra_collect_evidence``) and run.json.
+
+Inactive (options and markers only) unless ``--driver`` is given or the run collects suites/.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.core import errors, markers, names, selection
+from conformance.core.config import from_options
+from conformance.k8s.builders.builder import Builder, BuilderContext
+from conformance.k8s.namespaces import make_namespace
+from conformance.k8s.tracker import Tracker
+from conformance.runner import evidence
+from conformance.runner.session import Session
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SUITES = REPO_ROOT / "suites"
+PLUGIN_NAME = "dra_conformance_harness"
+DECISION = pytest.StashKey[selection.Decision]()
+TRACKER = pytest.StashKey[Tracker]()
+NAMESPACE = pytest.StashKey[str]()
+SERIAL_CAPS = {"kubelet_restart", "plugin_restart", "api.devicetaintrules", "driver.fault_injection"}
+EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 4, 3
+
+OPTIONS = (  # flag, dest, help, extra
+    ("--cluster", "cluster", "local | kind | existing (default local)", {}),
+    ("--kubeconfig", "kubeconfig", "kubeconfig of an existing cluster", {}),
+    ("--context", "context", "kubeconfig context", {}),
+    ("--k8s-version", "k8s_version", "Kubernetes minor for local/kind clusters, e.g. 1.34", {}),
+    ("--feature-gates", "feature_gates", "defaults | all (local/kind clusters; default all)", {}),
+    ("--driver", "driver", "driver profile name (fixtures/drivers/NAME.yaml) or path to a profile", {}),
+    ("--driver-deploy", "driver_deploy", "bundled | host | helm | manifests | preinstalled (default: profile's)", {}),
+    ("--profile", "profile", "core | standard | full | disruptive (default standard)", {}),
+    ("--allow-disruptive", "allow_disruptive", "allow the disruptive profile", {"action": "store_true"}),
+    ("--image-repo", "image_repo", "image repository override for driver images", {}),
+    ("--report-dir", "report_dir", "report directory (default reports/<run-id>)", {}),
+    ("--timeout-scale", "timeout_scale", "multiply every wait timeout (slow clusters), default 1", {}),
+    ("--nodes", "nodes", "nodes of a local/kind cluster (default 2)", {}),
+    ("--node-access", "node_access", "auto | none | privileged-pod (explicit opt-in on existing clusters)", {}),
+    ("--run-id", "run_id", "run ID labelling every object (default: generated)", {}),
+    ("--keep-cluster", "keep_cluster", "leave the local cluster running after the run", {"action": "store_true"}),
+)
+
+
+def _taken(parser, flag: str) -> bool:
+    groups = list(getattr(parser, "_groups", [])) + [getattr(parser, "_anonymous", None)]
+    return any(flag in opt.names() for g in groups if g is not None for opt in g.options)
+
+
+def pytest_addoption(parser):
+    """Register the harness options in the ``dra-conformance`` group (``--report-dir`` may already exist)."""
+    group = parser.getgroup("dra-conformance", "DRA driver conformance")
+    for flag, dest, text, extra in OPTIONS:
+        if not _taken(parser, flag):
+            try:
+                group.addoption(flag, dest=dest, default=None, help=text, **extra)
+            except ValueError:  # registered meanwhile by the reporting plugin
+                pass
+
+
+def _active(config) -> bool:
+    if config.getoption("driver", default=None):
+        return True
+    for arg in config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == SUITES or SUITES in path.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Declare the marker vocabulary; when active, build RunConfig (bad input -> UsageError) and register
+    the per-run :class:`Harness`."""
+    for line in markers.ini_lines():
+        config.addinivalue_line("markers", line)
+    if not _active(config):
+        return
+    worker = getattr(config, "workerinput", None)
+    values = {dest: config.getoption(dest, default=None) for _, dest, _, _ in OPTIONS}
+    values["run_id"] = (worker or {}).get("dra_run_id") or values["run_id"] or names.new_run_id()
+    report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
+    config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
+    values["allow_disruptive"] = bool(values["allow_disruptive"])
+    values["keep_cluster"] = bool(values["keep_cluster"])
+    try:
+        from conformance.toolchain import versions  # noqa: PLC0415 - reads versions.toml
+        known = tuple(versions.load().k8s_releases)
+    except Exception:  # noqa: BLE001 - version list is a nicety for the error message
+        known = ()
+    try:
+        cfg = from_options(values, known_versions=known)
+        from conformance.drivers import profiles  # noqa: PLC0415
+        profiles.load(cfg.driver)
+    except errors.ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(Harness(config, cfg), PLUGIN_NAME)
+
+
+class Harness:
+    """Per-run hooks and state (``session`` is the live :class:`Session`)."""
+
+    def __init__(self, config, cfg) -> None:
+        self.config, self.cfg = config, cfg
+        self.report_dir = Path(cfg.report_dir)
+        self.session: Session | None = None
+        self.is_worker = hasattr(config, "workerinput")
+        self.owner = False
+
+    def _say(self, line: str) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"[dra-conformance] {line}")
+
+    def pytest_report_header(self, config):
+        return [f"dra-conformance: run {self.cfg.run_id}, driver {self.cfg.driver}, profile {self.cfg.profile}, "
+                f"cluster {self.cfg.cluster}, report {self.report_dir}"]
+
+    def pytest_sessionstart(self, session):
+        """Bring up (or attach to) the cluster, driver and capabilities; errors end the run cleanly."""
+        if self.config.option.collectonly or self.config.option.help:
+            return
+        try:
+            if self.is_worker:
+                self.session = Session.attach(self.report_dir)
+            else:
+                self.owner = True
+                self.session = Session(self.cfg, self.report_dir, self._say)
+                self.session.setup()
+        except errors.ConfigError as exc:
+            self.session = None
+            pytest.exit(f"dra-conformance: bad input: {exc}", returncode=EXIT_BAD_INPUT)
+        except errors.ConformanceError as exc:
+            self.session = None
+            pytest.exit(f"dra-conformance: {type(exc).__name__}: {exc}", returncode=EXIT_ENVIRONMENT)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node):
+        """xdist: hand the run ID and report dir to each worker."""
+        node.workerinput["dra_run_id"] = self.cfg.run_id
+        node.workerinput["dra_report_dir"] = str(self.report_dir)
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        """Deselect by --profile; decide skip/fail for requires(); group cluster-state tests for xdist."""
+        caps = self.session.capabilities if self.session else None
+        keep, dropped = [], []
+        for item in items:
+            required = [c for m in item.iter_markers("requires") for c in m.args]
+            try:
+                decision = selection.decide([m.name for m in item.iter_markers()], required, self.cfg.profile, caps)
+            except errors.ConfigError as exc:
+                raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+            if decision.action == "deselect":
+                dropped.append(item)
+                continue
+            keep.append(item)
+            item.stash[DECISION] = decision
+            if decision.action == "skip":
+                item.add_marker(pytest.mark.skip(reason=decision.reason))
+            if "disruptive" in [m.name for m in item.iter_markers()] or SERIAL_CAPS & set(required):
+                item.add_marker(pytest.mark.xdist_group("dra-cluster-state"))
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+    def pytest_runtest_setup(self, item):
+        """Fail a test whose declared capability is broken; refuse tests when the session is not up."""
+        decision = item.stash.get(DECISION, None)
+        if decision is not None and decision.action == "fail":
+            pytest.fail(decision.reason, pytrace=False)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_dra_collect_evidence(self, item, call):
+        """Evidence pieces for the reporting plugin (conformance.runner.evidence)."""
+        if self.session is None:
+            return []
+        s = self.session
+        return evidence.collect(k8s=s.k8s, tracker=item.stash.get(TRACKER, None),
+                                namespace=item.stash.get(NAMESPACE, None), driver=s.driver, cluster=s.cluster,
+                                node_access=s.node_access)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        """Owner: finish run.json, sweep, remove driver and cluster; leaks turn a green run red."""
+        if not self.owner or self.session is None:
+            return
+        import time  # noqa: PLC0415
+        self.session.write_run_json(finished=time.time())
+        problems = self.session.teardown()
+        for p in problems:
+            self._say(f"TEARDOWN PROBLEM: {p}")
+        if problems and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# -- fixtures --------------------------------------------------------------------------------------------
+def _session(request) -> Session:
+    harness = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if harness is None or harness.session is None:
+        pytest.fail("the dra-conformance harness is not set up: run `dra-conformance run` or pass --driver NAME",
+                    pytrace=False)
+    return harness.session
+
+
+@pytest.fixture(scope="session")
+def run_config(request):
+    """The frozen RunConfig of this run."""
+    return _session(request).cfg
+
+
+@pytest.fixture(scope="session")
+def cluster(request):
+    """The cluster handle (kubeconfig, k8s_version, nodes; local clusters also host paths)."""
+    return _session(request).cluster
+
+
+@pytest.fixture(scope="session")
+def driver(request):
+    """The DriverHandle: name, device_classes, logs(), restart(node) when available."""
+    return _session(request).driver
+
+
+@pytest.fixture(scope="session")
+def profile(request):
+    """The validated driver profile (DriverProfile)."""
+    return _session(request).profile
+
+
+@pytest.fixture(scope="session")
+def capabilities(request):
+    """The run's frozen Capabilities."""
+    return _session(request).capabilities
+
+
+@pytest.fixture(scope="session")
+def k8s(request):
+    """The Kubernetes client (write guard on: only this run's cluster-scoped objects may be modified)."""
+    return _session(request).k8s
+
+
+@pytest.fixture(scope="session")
+def node_access(request):
+    """NodeAccess of this cluster; skips (with evidence) when the cluster offers none."""
+    s = _session(request)
+    if s.node_access is None:
+        pytest.skip(f"node_access not available: {s.capabilities.evidence('node_access')}")
+    return s.node_access
+
+
+@pytest.fixture
+def tracker(request, k8s):
+    """The test's resource tracker; teardown deletes in DRA order and raises LeakError on survivors."""
+    t = Tracker(k8s)
+    request.node.stash[TRACKER] = t
+    yield t
+    t.cleanup()
+
+
+@pytest.fixture
+def namespace(request, tracker, run_config):
+    """A fresh namespace for the test (name), removed after it."""
+    ns = make_namespace(tracker, run_config.run_id, names.test_id(request.node.nodeid))
+    request.node.stash[NAMESPACE] = ns.name
+    return ns.name
+
+
+@pytest.fixture
+def admin_namespace(request, tracker, run_config):
+    """A second namespace labelled ``resource.kubernetes.io/admin-access: "true"`` (KEP-5018)."""
+    return make_namespace(tracker, run_config.run_id, names.test_id(request.node.nodeid) + "-admin",
+                          admin_access=True).name
+
+
+@pytest.fixture
+def builder(request, namespace, run_config, driver, profile, cluster, capabilities):
+    """A Builder bound to the test's namespace, labels, driver and DeviceClass (use
+    ``builder.in_namespace(admin_namespace)`` for another namespace)."""
+    s = _session(request)
+    served = s.facts.get("served_versions", {})
+    rule_version = next((v for v in ("v1", "v1beta2", "v1alpha3") if "devicetaintrules" in served.get(v, [])), "v1")
+    image = profile.visibility.image or (getattr(cluster, "images", {}) or {}).get("busybox") or "busybox:1.36"
+    return Builder(BuilderContext(namespace=namespace, run_id=run_config.run_id,
+                                  test_id=names.test_id(request.node.nodeid), driver=driver.name,
+                                  device_class=driver.device_class, image=image,
+                                  probe_command=profile.visibility.command, taint_rule_version=rule_version))
+
+
+@pytest.fixture
+def make_claim(tracker, builder):
+    """``make_claim(**builder.claim args)`` -> the created ResourceClaim."""
+    return lambda **kw: tracker.create(builder.claim(**kw))
+
+
+@pytest.fixture
+def make_pod(tracker, builder):
+    """``make_pod(**builder.pod args)`` -> the created Pod."""
+    return lambda **kw: tracker.create(builder.pod(**kw))
+
+
+@pytest.fixture
+def device_visible(k8s, profile):
+    """``device_visible(pod, container=None) -> (visible, evidence)``: the profile's visibility probe
+    matched against the container's output (KEP-5970 behaviour 5: driver-injected env)."""
+    def check(pod, container=None):
+        return profile.visibility.matches(k8s.logs(pod, container=container))
+    return check
+

@@ -1,0 +1,57 @@
+"""NodeAccess for kind: ``docker exec`` into the node containers (node name = container name)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from .base import NodeAccessUnavailable
+from .podresources import PodResourcesClient
+
+CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
+REGISTRY = "/var/lib/kubelet/plugins_registry"
+
+
+class KindNodeAccess:
+    """Runs commands in kind node containers. PodResources needs a socket on the host, which kind does not
+    expose: ``pod_resources`` raises NodeAccessUnavailable."""
+
+    mode = "kind"
+
+    def __init__(self, node_names: list[str]) -> None:
+        self.node_names = list(node_names)
+
+    def _exec(self, node: str, *argv: str) -> str:
+        docker = shutil.which("docker")
+        if not docker:
+            raise NodeAccessUnavailable("docker is not installed")
+        proc = subprocess.run([docker, "exec", node, *argv], capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            raise NodeAccessUnavailable(f"docker exec {node} {' '.join(argv)}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def probe(self) -> tuple[bool, str]:
+        try:
+            self._exec(self.node_names[0], "true")
+            return True, f"docker exec into kind nodes {self.node_names}"
+        except (NodeAccessUnavailable, IndexError, OSError) as exc:
+            return False, f"docker exec into kind nodes failed: {exc}"
+
+    def cdi_specs(self, node: str) -> dict[str, str]:
+        out = {}
+        for directory in CDI_DIRS:
+            names = self._exec(node, "sh", "-c", f"ls {directory} 2>/dev/null || true").split()
+            for name in names:
+                out[name] = self._exec(node, "cat", f"{directory}/{name}")
+        return out
+
+    def plugin_sockets(self, node: str) -> list[str]:
+        return sorted(self._exec(node, "ls", REGISTRY).split())
+
+    def pod_resources(self, node: str) -> PodResourcesClient:
+        raise NodeAccessUnavailable("kind does not expose the kubelet PodResources socket to the host")
+
+    def restart_kubelet(self, node: str) -> None:
+        self._exec(node, "systemctl", "restart", "kubelet")
+
+    def can_restart_kubelet(self) -> tuple[bool, str]:
+        return True, "systemctl restart kubelet inside the kind node"

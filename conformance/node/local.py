@@ -1,0 +1,51 @@
+"""NodeAccess for the local cluster: node directories are host paths; kubelet restart through the handle."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import NodeAccessUnavailable
+from .podresources import PodResourcesClient
+
+
+class LocalNodeAccess:
+    """Reads CDI specs and sockets from the local nodes' host paths (LocalNode fields)."""
+
+    mode = "local"
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self._nodes = {n.name: n for n in cluster.nodes}
+
+    def _node(self, name: str):
+        if name not in self._nodes:
+            raise NodeAccessUnavailable(f"node {name!r} is not a local node ({sorted(self._nodes)})")
+        return self._nodes[name]
+
+    def probe(self) -> tuple[bool, str]:
+        """Available when every node's plugin registry directory exists on this host."""
+        missing = [n.name for n in self._nodes.values() if not Path(n.plugin_registry_dir).is_dir()]
+        if missing:
+            return False, f"plugin registry dirs missing on host for nodes {missing}"
+        return True, f"local cluster host paths for nodes {sorted(self._nodes)}"
+
+    def cdi_specs(self, node: str) -> dict[str, str]:
+        """CDI spec files (``*.json``, ``*.yaml``) in the node's CDI directory."""
+        directory = Path(self._node(node).cdi_dir)
+        return {p.name: p.read_text(errors="replace") for p in sorted(directory.glob("*"))
+                if p.suffix in (".json", ".yaml", ".yml") and p.is_file()}
+
+    def plugin_sockets(self, node: str) -> list[str]:
+        """Entries of the node's kubelet plugin registry directory."""
+        return sorted(p.name for p in Path(self._node(node).plugin_registry_dir).iterdir())
+
+    def pod_resources(self, node: str) -> PodResourcesClient:
+        """A client for the node's PodResources socket."""
+        return PodResourcesClient(self._node(node).pod_resources_socket)
+
+    def restart_kubelet(self, node: str) -> None:
+        """Restart the node's kubelet through the local cluster handle."""
+        self.cluster.restart_kubelet(self._node(node).name)
+
+    def can_restart_kubelet(self) -> tuple[bool, str]:
+        ok = hasattr(self.cluster, "restart_kubelet")
+        return ok, "local cluster handle restarts kubelets" if ok else "cluster handle has no restart_kubelet"

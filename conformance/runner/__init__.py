@@ -1,0 +1,1 @@
+"""Running the suites: the session orchestration (cluster -> driver -> capabilities) and the CLI."""

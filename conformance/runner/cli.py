@@ -1,0 +1,127 @@
+"""``dra-conformance run`` and ``dra-conformance list``: pytest over suites/ with the plugin's options.
+
+``run`` prints one verdict line and exits 0 (all selected tests passed or were skipped with evidence),
+1 (a test failed or something leaked), 2 (interrupted), 3 (cluster or driver not usable), 4 (bad input),
+5 (nothing selected). ``list`` prints the tests a --profile selects without touching a cluster.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from conformance.core import names
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITES = REPO_ROOT / "suites"
+EXIT_TEXT = {0: "PASS", 1: "FAIL", 2: "INTERRUPTED", 3: "ERROR (cluster or driver not usable)",
+             4: "ERROR (bad input)", 5: "NO TESTS SELECTED"}
+PASS_THROUGH = ("cluster", "kubeconfig", "context", "k8s_version", "feature_gates", "driver", "driver_deploy",
+                "profile", "image_repo", "timeout_scale", "nodes", "node_access")
+
+
+class _Counter:
+    """Counts test outcomes for the verdict line (a tiny in-process pytest plugin)."""
+
+    def __init__(self) -> None:
+        self.counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            if report.failed:
+                self.counts["failed" if report.when == "call" else "error"] += 1
+            else:
+                self.counts["skipped" if report.skipped else "passed"] += 1
+        elif report.when == "teardown" and report.failed:
+            self.counts["error"] += 1
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--driver", default="reference", help="driver profile name or path (default reference)")
+    p.add_argument("--profile", default="standard", help="core | standard | full | disruptive")
+
+
+def register(subparsers) -> None:
+    """Add ``run`` and ``list``."""
+    run = subparsers.add_parser("run", help="run the conformance suites against a driver")
+    _common(run)
+    run.add_argument("--cluster", default="local", help="local | kind | existing")
+    run.add_argument("--kubeconfig")
+    run.add_argument("--context")
+    run.add_argument("--k8s-version", dest="k8s_version")
+    run.add_argument("--feature-gates", dest="feature_gates", default="all", help="defaults | all")
+    run.add_argument("--driver-deploy", dest="driver_deploy")
+    run.add_argument("--allow-disruptive", action="store_true")
+    run.add_argument("--image-repo", dest="image_repo")
+    run.add_argument("--report-dir", dest="report_dir")
+    run.add_argument("--timeout-scale", dest="timeout_scale")
+    run.add_argument("--nodes")
+    run.add_argument("--node-access", dest="node_access")
+    run.add_argument("--keep-cluster", action="store_true")
+    run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
+    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments (e.g. -k, -n 2)")
+    run.set_defaults(func=run_command)
+    lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
+    _common(lst)
+    lst.set_defaults(func=list_command)
+
+
+def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -> list[str]:
+    """The pytest command line for ``run``."""
+    out = [str(SUITES), "--run-id", run_id, "--report-dir", str(report_dir), "-p", "no:cacheprovider"]
+    for dest in PASS_THROUGH:
+        value = getattr(args, dest, None)
+        if value not in (None, ""):
+            out += ["--" + dest.replace("_", "-"), str(value)]
+    if args.allow_disruptive:
+        out.append("--allow-disruptive")
+    if args.keep_cluster:
+        out.append("--keep-cluster")
+    extra = [a for a in (args.pytest_args or []) if a != "--"]
+    if "-n" in extra or any(a.startswith("--numprocesses") for a in extra):
+        out += ["--dist", "loadgroup"]
+    return out + extra
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run pytest in-process, build the report, print the verdict; return the exit code."""
+    import pytest  # noqa: PLC0415 - the CLI imports pytest only when running
+
+    run_id = names.new_run_id()
+    report_dir = Path(args.report_dir or REPO_ROOT / "reports" / run_id).resolve()
+    counter = _Counter()
+    started = time.monotonic()
+    code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+    verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
+    if code == 0 and counter.counts["passed"] == 0:
+        verdict, code = "NO TESTS PASSED (everything skipped)", 1
+    report_note = ""
+    if not args.no_report and (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
+        try:
+            from conformance.reporting.cli import generate  # noqa: PLC0415
+            generate(report_dir)
+            report_note = f", report {report_dir / 'summary.md'}"
+        except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
+            report_note = f", report not built: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    c = counter.counts
+    print(f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
+          f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {time.monotonic() - started:.0f}s "
+          f"(run {run_id}, {report_dir}{report_note})")
+    return code
+
+
+def list_command(args: argparse.Namespace) -> int:
+    """Collect only; print the selected test IDs and a count."""
+    import pytest  # noqa: PLC0415
+
+    code = int(pytest.main([str(SUITES), "--collect-only", "-q", "-p", "no:cacheprovider", "--driver", args.driver,
+                            "--profile", args.profile]))
+    return 0 if code in (0, 5) else code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    parser = argparse.ArgumentParser(prog="dra-conformance")
+    register(parser.add_subparsers(dest="command", required=True))
+    ns = parser.parse_args()
+    sys.exit(ns.func(ns))

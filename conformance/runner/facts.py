@@ -1,0 +1,80 @@
+"""Capability discovery (once per run) and run.json.
+
+Facts come from the API (discovery, /version, Nodes, ResourceSlices), component metrics
+(``kubernetes_feature_enabled``), the node-access probe and the cluster handle; :func:`discover` turns them
+into frozen :class:`~conformance.core.capabilities.Capabilities` with evidence (design.md §8).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from conformance.core import capabilities as caps_mod
+from conformance.core.profile import DriverProfile
+from conformance.k8s import discovery
+from conformance.k8s.client import K8s
+
+
+def collect(k8s: K8s, profile: DriverProfile, *, cluster: Any = None, node_access: Any = None,
+            restart_plugin: bool = False) -> dict:
+    """The raw facts dict :func:`conformance.core.capabilities.evaluate` reads (plus node facts)."""
+    nodes = [discovery.node_facts(n) for n in discovery.nodes(k8s)]
+    kubelet_gates = {n["name"]: discovery.kubelet_feature_gates(k8s, n["name"]) for n in nodes[:8]}
+    slices = discovery.driver_slices(k8s, profile.driver)
+    facts: dict[str, Any] = {
+        "k8s_version": discovery.server_version(k8s),
+        "served_versions": discovery.served_versions(k8s),
+        "feature_gates": discovery.apiserver_feature_gates(k8s),
+        "kubelet_gates": {k: v for k, v in kubelet_gates.items() if v},
+        "configured_gates": dict(getattr(cluster, "feature_gates", {}) or {}),
+        "nodes": nodes,
+        "devices": discovery.devices_of(slices),
+    }
+    if node_access is not None:
+        facts["node_access"] = node_access.probe()
+        facts["kubelet_restart"] = node_access.can_restart_kubelet()
+    else:
+        facts["node_access"] = (False, "no node access for this cluster kind (use --cluster local, or "
+                                       "--node-access privileged-pod on an existing cluster)")
+        facts["kubelet_restart"] = (False, "no node access")
+    facts["plugin_restart"] = ((True, "driver runs as host processes the harness controls") if restart_plugin
+                               else (False, "the driver was not deployed by the harness in host mode"))
+    return facts
+
+
+def discover(k8s: K8s, profile: DriverProfile, **kwargs: Any) -> tuple[caps_mod.Capabilities, dict]:
+    """``(capabilities, facts)`` for this run."""
+    facts = collect(k8s, profile, **kwargs)
+    return caps_mod.evaluate(facts, profile), facts
+
+
+def run_info(*, run_id: str, started: float, cluster_kind: str, facts: dict, driver: dict, profile: str,
+             feature_gates_mode: str, capabilities: caps_mod.Capabilities, finished: float | None = None) -> dict:
+    """The run.json document read by the reporting plugin (shape agreed with conformance/reporting)."""
+    def stamp(t: float | None) -> str | None:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t else None
+    nodes = facts.get("nodes", [])
+    return {
+        "run_id": run_id, "started": stamp(started), "finished": stamp(finished),
+        "cluster": {"kind": cluster_kind, "k8s_version": facts.get("k8s_version", ""),
+                    "kubelet_versions": sorted({n["kubelet_version"] for n in nodes}),
+                    "container_runtime": ", ".join(sorted({n["container_runtime"] for n in nodes})),
+                    "node_os": ", ".join(sorted({n["os_image"] for n in nodes})),
+                    "nodes": [n["name"] for n in nodes]},
+        "driver": driver, "profile": profile, "feature_gates_mode": feature_gates_mode,
+        "feature_gates": facts.get("feature_gates", {}),
+        "capabilities": {n: {"available": c["available"], "evidence": c["evidence"]}
+                         for n, c in capabilities.as_dict().items()},
+        "devices": [{k: d[k] for k in ("node", "pool", "device", "attributes")} for d in facts.get("devices", [])],
+    }
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """Write ``doc`` atomically (tmp + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)

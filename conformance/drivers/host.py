@@ -83,7 +83,7 @@ class HostDeployer:
                 argv, env = self._argv(node)
                 (self.state_root / node.name).mkdir(parents=True, exist_ok=True)
                 self.processes[node.name] = self.cluster.start_host_process(
-                    node, f"driver-{self.profile.name}", argv, env=env)
+                    node.name, f"driver-{self.profile.name}", argv, env=env)
             self.created_classes = self._device_classes()
             check_device_classes(self.k8s, self.profile)
             handle = self._handle()

@@ -51,8 +51,20 @@ class SlicePublisher:
         self._api, self.node, self.driver, self._snapshot = api, node, driver, snapshot
         self.faults, self.resync = faults, resync
         self.generation = 0
+        self._separate: bool | None = None
         self._stop = threading.Event()
         self._selector = f"spec.nodeName={node},spec.driver={driver}"
+
+    def separate_counters(self) -> bool:
+        """True unless the API server is 1.34 (sharedCounters and devices share a slice there)."""
+        if self._separate is None:
+            try:
+                minor = client.VersionApi(self._api).get_code(_request_timeout=REQUEST_TIMEOUT).minor
+                self._separate = int("".join(ch for ch in minor if ch.isdigit()) or 35) >= 35
+            except Exception as err:  # noqa: BLE001 - assume a current server; the write reports problems
+                log.warning("cannot read the API server version (%s); using the 1.35+ slice layout", err)
+                return True
+        return self._separate
 
     def existing(self) -> list[dict]:
         """This node's slices of this driver, as JSON."""
@@ -64,7 +76,7 @@ class SlicePublisher:
         """The slices this node should have at ``generation`` (none with fault ``no-slices``)."""
         if self.faults.on("no-slices"):
             return []
-        planned = slices.plan(self._snapshot(), self.node, self.driver)
+        planned = slices.plan(self._snapshot(), self.node, self.driver, separate_counters=self.separate_counters())
         count = len(planned) + 1 if self.faults.on("wrong-slice-count") else None
         return slices.render(planned, self.node, uid, self.driver, generation, count)
 

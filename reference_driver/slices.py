@@ -1,8 +1,10 @@
 """Inventory -> ResourceSlices of this node's pool (pure: no kubernetes import).
 
-Layout: one pool per node, pool name = node name; counter sets (``sharedCounters``) in their own slices
-(at most 8 sets each), devices in slices of at most 128 devices, or 64 when any device of the slice
-consumes counters; an empty inventory still yields one slice with no devices ("driver started" signal).
+Layout: one pool per node, pool name = node name; devices in slices of at most 128 devices, or 64 when any
+device of the slice consumes counters; counter sets (``sharedCounters``, at most 8 per slice) in their own
+slices for API servers >= 1.35 (where ``devices`` and ``sharedCounters`` are mutually exclusive), or next
+to the devices that consume them for 1.34 (where a device may only reference counter sets of its own
+slice); an empty inventory still yields one slice with no devices ("driver started" signal).
 Slice names are deterministic (``<node>-<driver>-<index>``), so a restarted plugin finds and keeps the
 same objects. Every slice has ``nodeName`` and a controller ownerReference to its Node.
 Sources: resource.k8s.io/v1 ResourceSlice validation (ResourceSliceMaxDevices 128,
@@ -44,16 +46,45 @@ def _chunks(items: list, size: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def plan(snapshot: Snapshot, node: str, driver: str) -> list[PlannedSlice]:
-    """Split the inventory into slice contents that respect the API limits (counter slices first)."""
+def _combined(snapshot: Snapshot) -> list[tuple[tuple, tuple]]:
+    """1.34 layout: each counter set travels with the devices consuming it (grouped by first counter set),
+    packed into slices of <= 8 sets and <= 64 devices."""
+    units = []
+    for cs in snapshot.counter_sets:
+        devs = [d.to_api() for d in snapshot.devices if d.consumes_counters and d.consumes_counters[0][0] == cs.name]
+        units.append((cs.to_api(), devs))
+    out: list[tuple[list, list]] = []
+    for cs, devs in units:
+        if not out or len(out[-1][1]) >= MAX_COUNTER_SETS or len(out[-1][0]) + len(devs) > MAX_DEVICES_WITH_COUNTERS:
+            out.append(([], []))
+        out[-1][0].extend(devs)
+        out[-1][1].append(cs)
+    return [(tuple(devs), tuple(sets)) for devs, sets in out]
+
+
+def plan(snapshot: Snapshot, node: str, driver: str, separate_counters: bool = True) -> list[PlannedSlice]:
+    """Split the inventory into slice contents that respect the API limits.
+
+    ``separate_counters``: True for API servers >= 1.35 (counter sets in slices of their own, first),
+    False for 1.34 (counter sets next to their devices). Raises ValueError when a device consumes a
+    counter set that the inventory does not define.
+    """
+    known = {c.name for c in snapshot.counter_sets}
+    for dev in snapshot.devices:
+        missing = [cs for cs, _ in dev.consumes_counters if cs not in known]
+        if missing:
+            raise ValueError(f"device {dev.name} consumes undefined counter set(s) {missing}")
     contents: list[tuple[tuple, tuple]] = []
-    for sets in _chunks([c.to_api() for c in snapshot.counter_sets], MAX_COUNTER_SETS):
-        contents.append(((), tuple(sets)))
     plain = [d.to_api() for d in snapshot.devices if not d.consumes_counters]
     counted = [d.to_api() for d in snapshot.devices if d.consumes_counters]
+    if separate_counters:
+        for sets in _chunks([c.to_api() for c in snapshot.counter_sets], MAX_COUNTER_SETS):
+            contents.append(((), tuple(sets)))
+        for group in _chunks(counted, MAX_DEVICES_WITH_COUNTERS):
+            contents.append((tuple(group), ()))
+    else:
+        contents.extend(_combined(snapshot))
     for group in _chunks(plain, MAX_DEVICES):
-        contents.append((tuple(group), ()))
-    for group in _chunks(counted, MAX_DEVICES_WITH_COUNTERS):
         contents.append((tuple(group), ()))
     if not contents:
         contents.append(((), ()))
@@ -73,7 +104,7 @@ def render(planned: list[PlannedSlice], node: str, node_uid: str, driver: str, g
                       "pool": {"name": node, "generation": generation, "resourceSliceCount": count}}
         if item.shared_counters:
             spec["sharedCounters"] = [dict(c) for c in item.shared_counters]
-        else:
+        if item.devices or not item.shared_counters:
             spec["devices"] = [dict(d) for d in item.devices]
         out.append({"apiVersion": API_VERSION, "kind": "ResourceSlice",
                     "metadata": {"name": item.name,
@@ -83,11 +114,16 @@ def render(planned: list[PlannedSlice], node: str, node_uid: str, driver: str, g
     return out
 
 
+def _empty(value: object) -> bool:
+    """Empty lists/maps and False are omitted by the API server on output (omitempty)."""
+    return value in ([], (), {}, False, None)
+
+
 def matches(want: object, have: object, equal_scalars=lambda a, b: a == b) -> bool:
     """True when ``have`` contains everything of ``want`` (extra keys in ``have`` are fields the server
-    defaulted; lists must match element by element). ``equal_scalars`` compares leaves (e.g. quantities)."""
+    defaulted, and empty values in ``want`` may be missing from ``have``; lists must match element by element). ``equal_scalars`` compares leaves (e.g. quantities)."""
     if isinstance(want, dict):
-        return isinstance(have, dict) and all(k in have and matches(v, have[k], equal_scalars)
+        return isinstance(have, dict) and all(matches(v, have[k], equal_scalars) if k in have else _empty(v)
                                               for k, v in want.items())
     if isinstance(want, list | tuple):
         return isinstance(have, list | tuple) and len(want) == len(have) and all(

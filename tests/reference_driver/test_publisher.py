@@ -65,6 +65,7 @@ def make_publisher(monkeypatch):
         pub = publisher.SlicePublisher(None, NODE, DRIVER_NAME,
                                        lambda: SimulatedInventory(parse_spec(spec), NODE).snapshot(), faults)
         pub._resource = api
+        pub._separate = True
         return pub
     return make, api, spec
 

@@ -66,6 +66,16 @@ def test_partitions_use_shared_counters_in_their_own_slice():
                                          "counters": {"memory": {"value": "40Gi"}, "slices": {"value": "1"}}}]
 
 
+def test_partitions_for_1_34_keep_counters_next_to_their_devices():
+    """1.34 API servers require a device's counter set in its own slice: <= 8 sets and <= 64 devices."""
+    planned = slices.plan(sim(count=30, partitions=2), "node-a", DRIVER_NAME, separate_counters=False)
+    for p in planned:
+        names = {c["name"] for c in p.shared_counters}
+        assert len(names) <= 8 and len(p.devices) <= 64
+        assert all(d["consumesCounters"][0]["counterSet"] in names for d in p.devices)
+    assert sum(len(p.devices) for p in planned) == 90 and sum(len(p.shared_counters) for p in planned) == 30
+
+
 def test_plain_devices_split_at_128_and_empty_inventory_gets_one_slice():
     assert [len(p.devices) for p in slices.plan(sim(count=300), "n", DRIVER_NAME)] == [128, 128, 44]
     empty = slices.plan(sim(count=0), "n", DRIVER_NAME)
@@ -86,6 +96,8 @@ def test_render_sets_node_pool_owner_and_generation():
 def test_matches_tolerates_server_defaults_but_not_differences():
     assert slices.matches({"a": [1, {"b": 2}]}, {"a": [1, {"b": 2, "c": 3}], "d": 4})
     assert not slices.matches({"a": [1]}, {"a": [1, 2]})
+    assert slices.matches({"devices": [], "x": 1}, {"x": 1}), "omitempty on the server side"
+    assert not slices.matches({"devices": [{"name": "a"}]}, {})
     assert slices.matches({"v": "1024Mi"}, {"v": "1Gi"}, lambda a, b: quantities.parse(a) == quantities.parse(b))
 
 

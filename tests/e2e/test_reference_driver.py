@@ -176,17 +176,19 @@ def allocated_claim(resource, ns: str, pod: client.V1Pod) -> dict:
 
 
 def test_generated_slices_pass_server_side_dry_run(local_cluster, resource, core, drivers):
-    """Slices for plain, partitioned (shared counters, 64-device slices) and multi-allocatable inventories
-    are accepted by the real API server, and fields of enabled gates survive the round trip."""
+    """Slices for plain (300 devices: 3 slices), partitioned (shared counters, 64-device slices, layout of
+    the server's release) and multi-allocatable inventories are accepted by the real API server, and fields
+    of enabled gates survive the round trip."""
     node = local_cluster.nodes[0].name
     node_uid = core.read_node(node).metadata.uid
     gates = local_cluster.feature_gates
+    minor = int(local_cluster.k8s_version.lstrip("v").split(".")[1])
     cases = {"plain-300": {"count": 300}, "partitions": {"count": 20, "partitions": 4},
              "shared": {"count": 2, "allowMultipleAllocations": True,
                         "capacityRequestPolicy": {"default": "1Gi", "min": "1Gi", "step": "1Gi"}}}
     for case, spec in cases.items():
         snap = SimulatedInventory(parse_spec(spec), node).snapshot()
-        for obj in slices.render(slices.plan(snap, f"dryrun-{case}", DRIVER_NAME), node, node_uid, DRIVER_NAME, 1):
+        for obj in slices.render(slices.plan(snap, f"dryrun-{case}", DRIVER_NAME, separate_counters=minor >= 35), node, node_uid, DRIVER_NAME, 1):
             obj["metadata"]["name"] = "dryrun-" + obj["metadata"]["name"][-60:]
             got = resource.create_resource_slice(obj, dry_run="All", _preload_content=False)
             stored = json.loads(got.data)["spec"]

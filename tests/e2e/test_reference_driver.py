@@ -97,7 +97,7 @@ def drivers(local_cluster, resource, tmp_path_factory):
                     "--plugins-dir", str(node.plugins_dir), "--cdi-dir", str(node.cdi_dir),
                     "--state-dir", str(root / node.name), "--config", str(devices), "--resync-seconds", "20",
                     "--driver-name", DRIVER_NAME]
-            procs[node.name] = local_cluster.start_host_process(node.name, "reference-driver", argv,
+            procs[node.name] = local_cluster.start_host_process(node.name, "refdrv-e2e", argv,
                                                                 env={"PYTHONPATH": str(REPO)})
         for name, proc in procs.items():
             wait_registered(proc, 0)
@@ -227,6 +227,8 @@ def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_c
     assert res["pool"] == pod.spec.node_name
     assert not [line for line in without.splitlines() if line.startswith("DRA_")], without
     node = local_cluster.node(pod.spec.node_name)
+    timings = [line for line in drivers[node.name].tail(200).splitlines() if "NodePrepareResources" in line]
+    print("prepare as logged by the driver:", *timings, sep="\n  ")
     spec_path = CdiStore(node.cdi_dir, DRIVER_NAME).path(claim["metadata"]["uid"])
     assert spec_path.is_file(), f"CDI spec {spec_path} missing while the pod runs"
     core.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=1)

@@ -29,6 +29,7 @@ from . import facts as facts_mod
 
 STATE_FILE = ".dra-session.json"
 LOCAL_CLUSTER_NAME = "conformance"
+LOCAL_SLOT = 2
 
 
 @dataclasses.dataclass
@@ -109,9 +110,14 @@ class Session:
         kind = self.cfg.cluster
         if kind == "local":
             from conformance.clusters.local import LocalCluster, LocalClusterConfig  # noqa: PLC0415
+            from conformance.clusters.local.state import existing_clusters  # noqa: PLC0415
+            # own slot (ports, subnets) so a conformance run coexists with the e2e cluster (slot 0); kube-proxy
+            # owns host-wide iptables chains, so it runs only when no other local cluster does
+            others = [c for c in existing_clusters() if c != LOCAL_CLUSTER_NAME]
             self.cluster_provider = LocalCluster(LocalClusterConfig(
                 name=LOCAL_CLUSTER_NAME, nodes=self.cfg.nodes, kwok_nodes=0, k8s_version=self.cfg.k8s_version,
-                feature_gates=self.cfg.feature_gates, log_dir=self.report_dir / "cluster-logs"), self.progress)
+                feature_gates=self.cfg.feature_gates, log_dir=self.report_dir / "cluster-logs", slot=LOCAL_SLOT,
+                kube_proxy=not others), self.progress)
             self.progress(f"starting local cluster ({self.cfg.nodes} node(s), gates {self.cfg.feature_gates})")
             self.cluster = self.cluster_provider.up()
         elif kind == "kind":

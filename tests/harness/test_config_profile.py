@@ -1,0 +1,79 @@
+"""Unit tests: RunConfig converters and the driver profile schema give clear errors; shipped profiles load."""
+import pytest
+import yaml
+
+from conformance.core import config, profile
+from conformance.core.errors import ConfigError
+from conformance.drivers import profiles
+
+GOOD = {"name": "x", "driver": "gpu.example.com", "device_classes": ["gpu.example.com"],
+        "visibility": {"env_regex": "^GPU_DEVICE_\\d+="}, "deploy": {"mode": "preinstalled"}}
+
+
+def test_every_shipped_profile_is_valid():
+    names = profiles.available()
+    assert {"reference", "dra-example-driver", "k8s-test-driver", "nvidia-gpu", "nvidia-gpu-mock-nvml",
+            "intel-gpu", "amd-gpu"} <= set(names)
+    for name in names:
+        assert profiles.load(name).driver
+
+
+def test_unknown_driver_profile_lists_the_known_ones():
+    with pytest.raises(ConfigError) as info:
+        profiles.load("no-such-driver")
+    assert "--driver" in str(info.value) and "reference" in str(info.value)
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"driver": "Not_A_Name"}, "driver"),
+    ({"device_classes": []}, "device_classes"),
+    ({"capabilities": {"shared_claims": "yes"}}, "capabilities.shared_claims"),
+    ({"capabilities": {"teleport": True}}, "capabilities.teleport"),
+    ({"attributes": {"model": "float"}}, "attributes.model"),
+    ({"visibility": {"command": "env"}}, "visibility"),
+    ({"deploy": {"mode": "ftp"}}, "deploy.mode"),
+    ({"deploy": {"mode": "helm"}}, "deploy.chart"),
+    ({"devices_per_node": 0}, "devices_per_node"),
+    ({"colour": "blue"}, "colour"),
+])
+def test_invalid_profile_field_names_file_field_and_fix(patch, field):
+    with pytest.raises(ConfigError) as info:
+        profile.parse({**GOOD, **patch}, source="p.yaml")
+    assert info.value.field == field and info.value.source == "p.yaml" and info.value.fix
+
+
+def test_profile_file_with_bad_field_fails_through_loader(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump({**GOOD, "devices_per_node": "many"}))
+    with pytest.raises(ConfigError) as info:
+        profiles.load(str(path))
+    assert str(path) in str(info.value) and "devices_per_node" in str(info.value)
+
+
+def test_visibility_matches_and_reports_evidence():
+    vis = profile.parse(GOOD).visibility
+    ok, why = vis.matches("PATH=/bin\nGPU_DEVICE_0=gpu-0\n")
+    assert ok and "GPU_DEVICE_0=" in why
+    ok, why = vis.matches("PATH=/bin\n")
+    assert not ok and "not found" in why
+
+
+@pytest.mark.parametrize("values, option", [
+    ({"cluster": "minikube"}, "--cluster"), ({"profile": "gold"}, "--profile"),
+    ({"profile": "disruptive"}, "--profile"), ({"timeout_scale": "0"}, "--timeout-scale"),
+    ({"timeout_scale": "fast"}, "--timeout-scale"), ({"nodes": "99"}, "--nodes"),
+    ({"k8s_version": "1.99"}, "--k8s-version"), ({"feature_gates": "some"}, "--feature-gates"),
+    ({"driver_deploy": "scp"}, "--driver-deploy"),
+])
+def test_bad_options_name_the_option(values, option):
+    with pytest.raises(ConfigError) as info:
+        config.from_options(values, known_versions=("1.34", "1.35"))
+    assert info.value.source == option and info.value.fix
+
+
+def test_good_options_are_converted_and_frozen():
+    cfg = config.from_options({"timeout_scale": "2", "nodes": "3", "k8s_version": "v1.35.4",
+                               "profile": "disruptive", "allow_disruptive": True}, known_versions=("1.35",))
+    assert (cfg.timeout_scale, cfg.nodes, cfg.k8s_version) == (2.0, 3, "1.35")
+    with pytest.raises(Exception):
+        cfg.nodes = 1

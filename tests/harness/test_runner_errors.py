@@ -1,0 +1,71 @@
+"""Bad inputs end a run with a clear message and a non-zero exit, before anything is created:
+unreachable cluster, ``--cluster kind`` without Docker, unknown driver profile, invalid profile field,
+invalid option. These run the real CLI (``dra-conformance run``) in a subprocess; no cluster is needed."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conformance.runner.session import docker_available
+
+CLI = [sys.executable, "-m", "conformance.cli"]
+UNREACHABLE = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+               "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+               "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+               "users": [{"name": "u", "user": {"token": "t"}}]}
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(CLI + ["run", "--report-dir", str(tmp_path / "report"), "--no-report", *args],
+                          capture_output=True, text=True, timeout=180, cwd=Path(__file__).resolve().parents[2])
+
+
+def test_unreachable_cluster_is_a_clear_environment_error(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(UNREACHABLE))
+    proc = _run(tmp_path, "--cluster", "existing", "--kubeconfig", str(kubeconfig), "--driver-deploy", "preinstalled")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "ClusterUnavailable" in proc.stdout and "127.0.0.1:9" in proc.stdout and "VERDICT: ERROR" in proc.stdout
+
+
+def test_missing_kubeconfig_file_names_the_file(tmp_path):
+    proc = _run(tmp_path, "--cluster", "existing", "--kubeconfig", str(tmp_path / "nope"))
+    assert proc.returncode == 3 and str(tmp_path / "nope") in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_kind_without_docker_says_docker_is_needed(tmp_path):
+    ok, _ = docker_available()
+    proc = _run(tmp_path, "--cluster", "kind")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    expected = "not implemented" if ok else "needs a running Docker engine"
+    assert expected in proc.stdout and "--cluster local" in proc.stdout
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--driver", "no-such-driver"], "unknown driver profile 'no-such-driver'"),
+    (["--profile", "gold"], "--profile: 'gold' is not accepted"),
+    (["--profile", "disruptive"], "--allow-disruptive"),
+    (["--timeout-scale", "-1"], "--timeout-scale"),
+])
+def test_bad_input_exits_4_with_the_fix(tmp_path, args, text):
+    proc = _run(tmp_path, *args)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert text in proc.stdout + proc.stderr and "VERDICT: ERROR (bad input)" in proc.stdout
+
+
+def test_invalid_profile_field_names_file_and_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"name": "bad", "driver": "gpu.example.com", "device_classes": ["gpu.example.com"],
+                                    "visibility": {"env_regex": "x"}, "capabilities": {"shared_claims": "maybe"}}))
+    proc = _run(tmp_path, "--driver", str(path))
+    assert proc.returncode == 4
+    assert f"{path}: capabilities.shared_claims: must be true or false" in proc.stdout + proc.stderr
+
+
+def test_list_prints_profile_selection_without_a_cluster():
+    proc = subprocess.run(CLI + ["list", "--profile", "core"], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "suites/smoke/test_smoke.py::test_pod_with_claim_runs_and_sees_its_device" in proc.stdout

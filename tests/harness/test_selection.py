@@ -1,0 +1,61 @@
+"""Unit tests: capabilities from facts, and selection (deselect by profile, skip with evidence, fail when a
+declared capability is not delivered)."""
+import pytest
+
+from conformance.core import capabilities, profile, selection
+from conformance.core.errors import ConfigError
+
+PROFILE = profile.parse({"name": "p", "driver": "gpu.example.com", "device_classes": ["gpu.example.com"],
+                         "visibility": {"env_regex": "x"},
+                         "capabilities": {"multiple_devices": True, "shared_claims": True, "partitions": False,
+                                          "admin_access": True}}, source="p.yaml")
+
+
+def _facts(devices_per_node=2, gates=None):
+    devices = [{"node": n, "pool": n, "device": f"d{i}", "attributes": {}} for n in ("a", "b")
+               for i in range(devices_per_node)]
+    return {"served_versions": {"v1": ["deviceclasses", "resourceclaims"], "v1beta1": []},
+            "feature_gates": gates if gates is not None else {"DRAAdminAccess": True}, "devices": devices,
+            "node_access": (True, "local"), "k8s_version": "v1.34.4"}
+
+
+def test_capabilities_have_evidence():
+    caps = capabilities.evaluate(_facts(), PROFILE)
+    assert caps.has("api.v1beta1") and not caps.has("api.v1beta2")
+    assert "v1, v1beta1" in caps.evidence("api.v1beta2")
+    assert caps.has("multi_node") and caps.has("driver.multiple_devices") and caps.has("driver.admin_access")
+    assert not caps.has("driver.partitions") and "does not declare" in caps.evidence("driver.partitions")
+    assert not caps.has("gate.DRADeviceTaints") and "not reported" in caps.evidence("gate.DRADeviceTaints")
+
+
+def test_declared_but_undelivered_capability_fails_instead_of_skipping():
+    caps = capabilities.evaluate(_facts(devices_per_node=1), PROFILE)
+    decision = selection.decide(["core"], ["driver.multiple_devices"], "standard", caps)
+    assert decision.action == "fail" and "declared but not delivered" in decision.reason
+
+
+def test_missing_cluster_capability_skips_with_evidence():
+    caps = capabilities.evaluate(_facts(gates={"DRAAdminAccess": False}), PROFILE)
+    decision = selection.decide(["standard"], ["driver.admin_access"], "standard", caps)
+    assert decision.action == "skip"
+    assert decision.reason.startswith("driver.admin_access not available: ") and "DRAAdminAccess" in decision.reason
+
+
+@pytest.mark.parametrize("selected, marker, action", [
+    ("core", "standard", "deselect"), ("standard", "core", "run"), ("full", "disruptive", "deselect"),
+    ("disruptive", "full", "run"),
+])
+def test_profiles_nest(selected, marker, action):
+    assert selection.decide([marker], [], selected, None).action == action
+
+
+def test_unknown_capability_and_double_profile_are_config_errors():
+    with pytest.raises(ConfigError):
+        selection.decide(["core"], ["warp_drive"], "core", None)
+    with pytest.raises(ConfigError):
+        selection.decide(["core", "full"], [], "full", None)
+
+
+def test_capabilities_round_trip_for_workers():
+    caps = capabilities.evaluate(_facts(), PROFILE)
+    assert capabilities.Capabilities.from_dict(caps.as_dict()) == caps

@@ -53,7 +53,8 @@ def generate(run_dir: str | pathlib.Path, *, html_report: bool = True, link_late
     if html_report:
         hist = history.prepare(run_dir)
         name = f"DRA qualification: {runinfo.driver_name(run)} on Kubernetes {runinfo.k8s_minor(run)}"
-        took = html.generate(run_dir, run_dir / "allure-results", hist, name, [runinfo.k8s_minor(run)])
+        took = html.generate(run_dir, run_dir / "allure-results", hist, name, [runinfo.k8s_minor(run)],
+                             ["summary.md", "summary.json"])
         log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")
     if link_latest if link_latest is not None else not history.in_matrix(run_dir):
         history.update_latest(run_dir)

@@ -66,10 +66,12 @@ def write_side_files(results_dir: pathlib.Path, run: dict, overrides: dict[str, 
                                                  encoding="utf-8")
 
 
-def config_text(name: str, output: pathlib.Path, history_file: pathlib.Path, versions: list[str]) -> str:
-    """The ``allurerc.mjs`` text: report name, output, history, categories and (for several Kubernetes
+def config_text(name: str, output: pathlib.Path, history_file: pathlib.Path, versions: list[str],
+                attachments: list[str] = ()) -> str:
+    """The ``allurerc.mjs`` text: report name, output, history, categories, report-level attachments
+    (``attachments``: file names in the run directory, e.g. summary.md) and (for several Kubernetes
     versions) one Allure environment per version matched on the ``k8s`` label."""
-    config = {"name": name, "output": str(output), "historyPath": str(history_file), "historyLimit": 60,
+    config = {"name": name, "globalAttachments": list(attachments), "output": str(output), "historyPath": str(history_file), "historyLimit": 60,
               "hideLabels": ["nodeid"], "categories": classify.allure_categories(),
               "plugins": {"awesome": {"options": {"reportName": name, "reportLanguage": "en",
                                                   "groupBy": ["parentSuite", "suite", "subSuite"]}}}}
@@ -85,9 +87,10 @@ def config_text(name: str, output: pathlib.Path, history_file: pathlib.Path, ver
 
 
 def generate(run_dir: pathlib.Path, results_dir: pathlib.Path, history_file: pathlib.Path, name: str,
-             versions: list[str]) -> float:
+             versions: list[str], attachments: list[str] = ()) -> float:
     """Run ``allure generate`` for ``results_dir`` into ``run_dir/allure-report``; returns seconds taken.
 
+    ``attachments``: run-directory files shown as the report's global attachments.
     Raises :class:`ReportError` with the CLI's output when it fails or runs over ``GENERATE_TIMEOUT_S``.
     """
     cli = allure_cli()
@@ -95,7 +98,7 @@ def generate(run_dir: pathlib.Path, results_dir: pathlib.Path, history_file: pat
     if output.exists():
         shutil.rmtree(output)
     config = run_dir / "allurerc.mjs"
-    config.write_text(config_text(name, output, history_file, versions), encoding="utf-8")
+    config.write_text(config_text(name, output, history_file, versions, attachments), encoding="utf-8")
     cmd = [str(cli), "generate", str(results_dir), "--config", str(config), "--output", str(output)]
     start = time.monotonic()
     try:

@@ -174,7 +174,8 @@ def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
                                       for v in versions)})
     if html_report:
         name = f"DRA qualification matrix: Kubernetes {', '.join(versions)}"
-        html.generate(matrix_dir, merged, history.prepare(matrix_dir), name, versions)
+        html.generate(matrix_dir, merged, history.prepare(matrix_dir), name, versions,
+                      ["matrix.md", "matrix.json"])
     history.update_latest(matrix_dir)
     return data
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from conformance.reporting import browser, cli, history
 
@@ -27,11 +28,12 @@ def test_report_shows_suites_and_the_failing_tests_attachments(failing_run):
         details = browser.visible_text(browser.dump_dom(f"{url}index.html#/{failing}/attachments"))
         shot = browser.screenshot(f"{url}index.html#/{failing}", failing_run / "report-failing-test.png")
     for text in ("Kubernetes 1.35", "allocation", "node", "prioritized_list", "test_claim_allocated", SHARED,
-                 "kubernetes.version", "v1.35.4", "Categories"):
+                 "kubernetes.version", "v1.35.4", "Categories", "Global Attachments"):
         assert text in overview, f"{text!r} not shown on the report overview:\n{overview[:2000]}"
     for text in (SHARED, "claim.yaml", "events.txt", "driver-log.txt", "application/yaml"):
         assert text in details, f"{text!r} not shown on the failing test's page:\n{details[:2000]}"
     assert shot.stat().st_size > 10_000
+    assert re.search(r"Global Attachments\s*\n2\n", overview), "summary.md/summary.json not attached"
     overview_png = cli.screenshot(failing_run)
     assert overview_png.parent == failing_run and overview_png.stat().st_size > 10_000
 

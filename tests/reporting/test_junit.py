@@ -36,3 +36,31 @@ def test_junit_is_built_from_allure_results_when_pytest_wrote_none(failing_run, 
     records = results.load(failing_run / "allure-results")
     junit.from_records(records, tmp_path / "j.xml", "x")
     assert sorted(o for _, _, o in junit.cases(tmp_path / "j.xml")) == ["error", "failure", "passed", "skipped"]
+
+
+def test_xdist_run_has_unique_cases_and_one_result_per_test(tmp_path):
+    """Under pytest-xdist the controller writes JUnit and each worker writes Allure results; the report
+    still has one entry per test."""
+    from .conftest import run_sample
+
+    proc = run_sample(tmp_path, "-n", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    from conformance.reporting import cli
+
+    cli.generate(tmp_path, html_report=False)
+    found = junit.cases(tmp_path / "junit.xml")
+    assert len(found) == len({(c, n) for c, n, _ in found}) == 4
+    records = results.load(tmp_path / "allure-results")
+    assert len(records) == 4 and len({r.label("thread").split("-")[0] for r in records}) == 2
+
+
+def test_allure_retries_collapse_to_the_last_attempt(tmp_path):
+    """pytest-rerunfailures writes one Allure result per attempt; the summary keeps the last one."""
+    import json
+
+    base = {"name": "t", "fullName": "m#t", "historyId": "h1", "labels": [], "parameters": []}
+    for i, (status, stop) in enumerate((("failed", 10), ("passed", 20))):
+        (tmp_path / f"{i}-result.json").write_text(json.dumps({**base, "status": status, "start": stop - 1,
+                                                                 "stop": stop}))
+    (rec,) = results.load(tmp_path)
+    assert (rec.status, rec.retries) == ("passed", 1)

@@ -53,18 +53,34 @@ def report_dir_of(config) -> pathlib.Path | None:
     return pathlib.Path(value).resolve() if value else None
 
 
+ACTIVE_NAME = "dra_conformance_reporting_active"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    """Route allure-pytest and JUnit output into the report directory (before those plugins configure)."""
+    """Activate reporting when ``--report-dir`` was given (before allure-pytest and junitxml configure)."""
+    activate(config)
+
+
+def activate(config) -> bool:
+    """Turn reporting on for ``config`` if it has a report directory; idempotent; returns whether active.
+
+    Call it from a ``tryfirst`` ``pytest_configure`` that sets ``config.option.report_dir`` itself (the
+    harness does when it derives the default ``reports/<run-id>``): allure-pytest and junitxml read their
+    output paths in their own (later) ``pytest_configure``.
+    """
+    if config.pluginmanager.has_plugin(ACTIVE_NAME):
+        return True
     root = report_dir_of(config)
     if root is None:
-        return
+        return False
     root.mkdir(parents=True, exist_ok=True)
     if hasattr(config.option, "allure_report_dir") and not config.option.allure_report_dir:
         config.option.allure_report_dir = str(root / "allure-results")
     if hasattr(config.option, "xmlpath") and not config.option.xmlpath:
         config.option.xmlpath = str(root / "junit.xml")
-    config.pluginmanager.register(ReportingPlugin(root), "dra_conformance_reporting_active")
+    config.pluginmanager.register(ReportingPlugin(root), ACTIVE_NAME)
+    return True
 
 
 class ReportingPlugin:

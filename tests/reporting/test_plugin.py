@@ -94,3 +94,20 @@ def test_report_dir_option_tolerates_a_harness_that_registered_it(tmp_path):
     proc = run_sample(tmp_path / "run", "-k", "claim_allocated", "-p", "harness_stub", pythonpath=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list((tmp_path / "run" / "allure-results").glob("*-result.json"))
+
+
+def test_harness_can_activate_reporting_after_deriving_the_report_dir(tmp_path):
+    """The harness sets report_dir in its own tryfirst pytest_configure (default reports/<run-id>) and calls
+    ``activate``; allure-pytest and JUnit output still land in that directory."""
+    (tmp_path / "harness_default.py").write_text(
+        "import pytest\n"
+        "from conformance.reporting import plugin\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_configure(config):\n"
+        f"    config.option.report_dir = {str(tmp_path / 'derived')!r}\n"
+        "    assert plugin.activate(config) and plugin.activate(config)\n")
+    proc = run_sample(tmp_path / "run", "-k", "claim_allocated", "-p", "harness_default", report_dir=False,
+                      pythonpath=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list((tmp_path / "derived" / "allure-results").glob("*-result.json"))
+    assert (tmp_path / "derived" / "junit.xml").is_file()

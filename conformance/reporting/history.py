@@ -26,9 +26,16 @@ def in_matrix(run_dir: pathlib.Path) -> bool:
 
 
 def previous(run_dir: pathlib.Path) -> pathlib.Path | None:
-    """The history file of the newest sibling run of the same kind (run or matrix), ``None`` if none."""
+    """The history file of the newest sibling run of the same kind (run or matrix; for a matrix cell, the
+    same version's cell of the newest other matrix), ``None`` if none."""
     run_dir = run_dir.resolve()
     candidates = []
+    if in_matrix(run_dir):  # a cell: the same version's cell of the previous matrix
+        for matrix in run_dir.parent.parent.iterdir():
+            hist = matrix / run_dir.name / "history" / "history.jsonl"
+            if matrix != run_dir.parent and not matrix.is_symlink() and is_matrix(matrix) and hist.is_file():
+                candidates.append((hist.stat().st_mtime, hist))
+        return max(candidates)[1] if candidates else None
     for sibling in run_dir.parent.iterdir():
         if sibling == run_dir or sibling.is_symlink() or not sibling.is_dir():
             continue

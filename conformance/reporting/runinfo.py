@@ -5,7 +5,8 @@ Shape (written by conformance/plugin.py at session start and finish)::
     {"run_id", "started", "finished",
      "cluster": {"kind", "k8s_version", "kubelet_versions", "container_runtime", "node_os", "nodes": [...]},
      "driver": {"name", "version", "profile", "deploy"}, "profile", "feature_gates_mode",
-     "feature_gates": {...}, "capabilities": {name: {"available": bool, "evidence": str}},
+     "feature_gates": {...},
+     "capabilities": {name: {"available": bool, "evidence": str, "broken": bool, "declared": bool}},
      "declared_capabilities": [name, ...]   # optional: what the driver profile promises
      "devices": [{"node", "pool", "device", "attributes"}]}
 

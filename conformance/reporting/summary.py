@@ -4,7 +4,9 @@ The shape is fixed by ``summary.schema.json`` (schemaVersion 1, validated with j
 Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passed"):
 
 1. any failed or broken test -> FAIL;
-2. any declared capability (run.json ``declared_capabilities``) failing, unavailable or never executed -> FAIL;
+2. any declared capability failing, unavailable or never executed -> FAIL (declared: listed in run.json
+   ``declared_capabilities``, or a ``capabilities`` entry with ``"declared": true`` or ``"broken": true``,
+   i.e. declared by the driver profile but not delivered);
 3. zero executed tests -> FAIL;
 4. a skipped test without a reason, or a result with an unknown status -> FAIL;
 otherwise PASS.
@@ -89,6 +91,7 @@ def _first_line(text: str | None) -> str:
 def _capabilities(tests: list[dict], run: dict) -> list[dict]:
     known = run.get("capabilities") or {}
     declared = set(run.get("declared_capabilities") or [])
+    declared |= {n for n, i in known.items() if isinstance(i, dict) and (i.get("declared") or i.get("broken"))}
     names = sorted({c for t in tests for c in t["capabilities"]} | set(known) | declared)
     out = []
     for name in names:
@@ -108,7 +111,7 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
             status = "skip"
         else:
             status = "not-tested"
-        if name in declared and available is False:
+        if name in declared and (available is False or info.get("broken")):
             reasons.insert(0, f"declared by the driver profile but not available: {info.get('evidence', '')}")
             status = "fail"
         if status == "skip" and not reasons:

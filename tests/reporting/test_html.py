@@ -59,3 +59,16 @@ def test_report_command_exit_codes(failing_run, tmp_path, capsys):
     assert "FAIL" in capsys.readouterr().out
     assert main_cli.main(["report", str(tmp_path / "missing")]) == 2
     assert "no allure-results" in capsys.readouterr().out
+
+
+def test_matrix_cell_history_comes_from_the_same_version_of_the_previous_matrix(tmp_path):
+    for matrix in ("m1", "m2"):
+        (tmp_path / matrix).mkdir()
+        (tmp_path / matrix / history.MATRIX_MARKER).write_text("{}")
+        for version in ("1.34", "1.35"):
+            hist = tmp_path / matrix / version / "history"
+            hist.mkdir(parents=True)
+            if matrix == "m1":
+                (hist / "history.jsonl").write_text(f'{{"v": "{version}"}}\n')
+    assert history.previous(tmp_path / "m2" / "1.35") == tmp_path / "m1" / "1.35" / "history" / "history.jsonl"
+    assert history.previous(tmp_path / "m1" / "1.35") is None

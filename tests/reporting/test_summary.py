@@ -85,3 +85,15 @@ def test_skip_without_reason_fails():
     tests = [{"id": "t1", "status": "skipped", "reason": ""}, {"id": "t2", "status": "passed", "reason": None}]
     counts = {"executed": 1, "unknown": 0}
     assert summary.verdict_reasons(counts, [], tests) == ["skipped without a reason: t1"]
+
+
+def test_broken_capability_from_the_harness_fails(tmp_path):
+    """run.json capabilities marked ``broken`` (declared by the profile, not delivered) fail the run even
+    when every test requiring them was deselected."""
+    run = sample_run_json(declared_capabilities=[])
+    run["capabilities"]["driver.admin_access"] = {"available": False, "broken": True,
+                                                  "evidence": "profile declares admin_access; slices do not"}
+    run_sample(tmp_path / "run", "-k", "claim_allocated", run_json=run)
+    verdict = cli.generate(tmp_path / "run", html_report=False)
+    assert any(r.startswith("declared capability driver.admin_access is fail") for r in verdict.reasons), \
+        verdict.reasons

@@ -142,31 +142,47 @@ def make_template(resource, ns: str, strategy: str) -> str:
 
 
 def make_pod(core, ns: str, template: str, image: str) -> str:
-    """Pod with two long-running containers: ``with-claim`` references the claim, ``without`` does not."""
+    """Pod with three containers: ``with-claim`` (references the claim) and ``without`` (does not) write
+    their DRA_ env into their termination message and exit; ``holder`` references the claim and keeps
+    running, so the claim stays prepared. Termination messages travel in the pod status, so the test does
+    not depend on the API server reaching the kubelet (logs/exec)."""
     name = "pod-" + uuid.uuid4().hex[:5]
-    script = "env | grep '^DRA_' | sort; echo READY; exec sleep 3600"
-    containers = [{"name": "with-claim", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", script],
-                   "resources": {"claims": [{"name": "gpu"}]}},
-                  {"name": "without", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", script]}]
+    probe = "env | grep '^DRA_' | sort > /dev/termination-log; echo END >> /dev/termination-log"
+    containers = [
+        {"name": "with-claim", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", probe],
+         "resources": {"claims": [{"name": "gpu"}]}},
+        {"name": "without", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", probe]},
+        {"name": "holder", "image": image, "imagePullPolicy": "Never", "command": ["sleep", "3600"],
+         "resources": {"claims": [{"name": "gpu"}]}}]
     core.create_namespaced_pod(ns, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                    "spec": {"terminationGracePeriodSeconds": 1, "containers": containers,
+                                    "spec": {"terminationGracePeriodSeconds": 1, "restartPolicy": "Never",
+                                             "containers": containers,
                                              "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}})
     return name
 
 
 def wait_running(core, ns: str, pod: str) -> client.V1Pod:
+    """Wait until ``holder`` runs and both probe containers exited 0; returns the pod."""
     def probe():
         obj = core.read_namespaced_pod(pod, ns)
         if obj.status.phase in ("Failed", "Succeeded"):
             raise AssertionError(f"pod {ns}/{pod} ended: {obj.status}")
+        states = {c.name: c.state for c in obj.status.container_statuses or []}
+        done = bool(states) and states["holder"].running is not None and all(
+            states[c].terminated is not None and states[c].terminated.exit_code == 0 for c in ("with-claim", "without"))
         events = [(e.reason, e.message) for e in core.list_namespaced_event(
             ns, field_selector=f"involvedObject.name={pod}").items][-4:]
-        return obj.status.phase == "Running", (obj.status.phase, events)
-    wait_for(f"pod {ns}/{pod} Running", probe, POD_TIMEOUT)
-    for container in ("with-claim", "without"):
-        wait_for(f"log of {pod}/{container}", lambda c=container: (
-            "READY" in core.read_namespaced_pod_log(pod, ns, container=c), c), 30)
+        return done, (obj.status.phase, {k: str(v) for k, v in states.items()}, events)
+    wait_for(f"pod {ns}/{pod} running with its probe containers done", probe, POD_TIMEOUT)
     return core.read_namespaced_pod(pod, ns)
+
+
+def env_of(pod: client.V1Pod, container: str) -> list[str]:
+    """The DRA_ env lines a probe container reported in its termination message."""
+    (status,) = [c for c in pod.status.container_statuses if c.name == container]
+    message = status.state.terminated.message or ""
+    assert message.rstrip().endswith("END"), f"{container}: incomplete termination message {message!r}"
+    return [line for line in message.splitlines() if line.startswith("DRA_")]
 
 
 def allocated_claim(resource, ns: str, pod: client.V1Pod) -> dict:
@@ -220,12 +236,11 @@ def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_c
     claim = allocated_claim(resource, namespace, pod)
     (res,) = claim["status"]["allocation"]["devices"]["results"]
     key = res["device"].upper().replace("-", "_")
-    with_claim = core.read_namespaced_pod_log(pod_name, namespace, container="with-claim")
-    without = core.read_namespaced_pod_log(pod_name, namespace, container="without")
+    with_claim, without = env_of(pod, "with-claim"), env_of(pod, "without")
     assert f"DRA_GPU_DEVICE_{key}={res['device']}" in with_claim, with_claim
     assert f"DRA_GPU_{key}_SHARING_STRATEGY=SpacePartitioning" in with_claim, with_claim
     assert res["pool"] == pod.spec.node_name
-    assert not [line for line in without.splitlines() if line.startswith("DRA_")], without
+    assert without == [], without
     node = local_cluster.node(pod.spec.node_name)
     timings = [line for line in drivers[node.name].tail(200).splitlines() if "NodePrepareResources" in line]
     print("prepare as logged by the driver:", *timings, sep="\n  ")
@@ -253,7 +268,8 @@ def test_plugin_restart_keeps_running_pod_and_slices(local_cluster, resource, co
                                                           proc.tail(8)), 60)
     after = {(s["metadata"]["uid"], s["metadata"]["resourceVersion"]) for s in node_slices(resource, node)}
     obj = core.read_namespaced_pod(pod_name, namespace)
-    assert obj.status.phase == "Running" and all(c.restart_count == 0 for c in obj.status.container_statuses)
+    holder = next(c for c in obj.status.container_statuses if c.name == "holder")
+    assert obj.status.phase == "Running" and holder.state.running and holder.restart_count == 0, obj.status
     assert after == before, (before, after)
     spec_path = CdiStore(local_cluster.node(node).cdi_dir, DRIVER_NAME).path(claim_uid)
     assert spec_path.is_file()

@@ -244,12 +244,15 @@ class K8s:
         finally:
             resp.release_conn()
 
-    @_retry
     def logs(self, pod: Obj | str, namespace: str | None = None, container: str | None = None,
-             tail_lines: int | None = None, previous: bool = False) -> str:
-        """The log text of one container of a pod."""
+             tail_lines: int | None = None, previous: bool = False, retry: bool = True) -> str:
+        """The log text of one container of a pod (through the API server's kubelet proxy).
+        ``retry=False`` gives up on the first error (callers with another source of the log)."""
         name = pod.name if isinstance(pod, Obj) else pod
         ns = pod.namespace if isinstance(pod, Obj) else namespace
-        return self._send("GET", resource("Pod").path(ns, name, "log"), query={
-            "container": container, "tailLines": tail_lines, "previous": "true" if previous else None,
-        }).decode(errors="replace")
+
+        def once() -> str:
+            return self._send("GET", resource("Pod").path(ns, name, "log"), query={
+                "container": container, "tailLines": tail_lines, "previous": "true" if previous else None,
+            }).decode(errors="replace")
+        return _retry(once)() if retry else once()

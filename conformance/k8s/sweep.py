@@ -10,6 +10,7 @@ from conformance.core import errors, names, timeouts
 from .client import K8s
 from .tracker import Tracker
 
+OWNER_LABEL = f"{names.LABEL_PREFIX}/owner"  # "driver": removed by the driver deployer, not the sweep
 SWEEP_KINDS = ("Pod", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule", "DeviceClass",
                "ResourceSlice", "Namespace")
 
@@ -30,7 +31,7 @@ def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[st
     """Delete all objects of run ``run_id`` and wait for them to go; return ``kind ns/name`` of anything
     already clean (empty list = nothing was left). Raises LeakError when something survives."""
     tracker = Tracker(k8s.unguarded())
-    found = labelled(k8s, run_id)
+    found = [o for o in labelled(k8s, run_id) if o.labels.get(OWNER_LABEL) != "driver"]
     for obj in found:
         tracker.adopt(obj)
     refs = [o.ref for o in found]

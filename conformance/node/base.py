@@ -16,7 +16,8 @@ class NodeAccess(Protocol):
 
     ``probe()`` -> ``(available, evidence)`` (checked once per run); ``cdi_specs(node)`` -> ``{file name:
     text}`` of the node's CDI spec directories; ``plugin_sockets(node)`` -> file names in the kubelet plugin
-    registry; ``pod_resources(node)`` -> a PodResources client; ``restart_kubelet(node)`` (disruptive).
+    registry; ``pod_resources(node)`` -> a PodResources client; ``container_log(...)`` -> a container's
+    output from the node's log files; ``restart_kubelet(node)`` (disruptive).
     Operations a mode cannot do raise :class:`NodeAccessUnavailable`.
     """
 
@@ -29,6 +30,8 @@ class NodeAccess(Protocol):
     def plugin_sockets(self, node: str) -> list[str]: ...
 
     def pod_resources(self, node: str) -> PodResourcesClient: ...
+
+    def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str: ...
 
     def restart_kubelet(self, node: str) -> None: ...
 

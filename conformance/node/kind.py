@@ -50,6 +50,11 @@ class KindNodeAccess:
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("kind does not expose the kubelet PodResources socket to the host")
 
+    def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
+        directory = f"/var/log/pods/{namespace}_{pod}_{uid}/{container}"
+        text = self._exec(node, "sh", "-c", f"cat $(ls {directory}/*.log | tail -n 1)")
+        return "\n".join(ln.split(" ", 3)[3] if ln.count(" ") >= 3 else ln for ln in text.splitlines()) + "\n"
+
     def restart_kubelet(self, node: str) -> None:
         self._exec(node, "systemctl", "restart", "kubelet")
 

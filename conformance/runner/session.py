@@ -217,7 +217,8 @@ class Session:
             try:
                 swept = sweep.sweep_run(self.k8s, self.cfg.run_id)
                 if swept:
-                    self.progress(f"sweep removed {len(swept)} leftover object(s) of run {self.cfg.run_id}")
+                    self.progress(f"sweep removed {len(swept)} leftover object(s) of run {self.cfg.run_id}: "
+                                  + ", ".join(swept[:10]))
             except errors.LeakError as exc:
                 problems.append(str(exc))
             except Exception as exc:  # noqa: BLE001 - cluster may be gone; report and continue

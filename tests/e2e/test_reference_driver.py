@@ -88,6 +88,9 @@ def drivers(local_cluster, resource, tmp_path_factory):
     devices.write_text(yaml.safe_dump(DEVICES))
     device_class = yaml.safe_load((DEPLOY / "deviceclass.yaml").read_text().replace("gpu.dra-conformance.test",
                                                                                      DRIVER_NAME))
+    class_params = {"apiVersion": CONFIG_API_VERSION, "kind": "GpuConfig", "sharing": {"strategy": "Exclusive"},
+                    "env": {"E2E_FROM_CLASS": "yes"}}
+    device_class["spec"]["config"] = [{"opaque": {"driver": DRIVER_NAME, "parameters": class_params}}]
     resource.create_device_class(device_class)
     procs = {}
     try:
@@ -132,7 +135,8 @@ def namespace(core):
 
 def make_template(resource, ns: str, strategy: str) -> str:
     name = "gpu-" + uuid.uuid4().hex[:5]
-    params = {"apiVersion": CONFIG_API_VERSION, "kind": "GpuConfig", "sharing": {"strategy": strategy}}
+    params = {"apiVersion": CONFIG_API_VERSION, "kind": "GpuConfig", "sharing": {"strategy": strategy},
+              "env": {"E2E_FROM_CLAIM": "yes"}}
     resource.create_namespaced_resource_claim_template(ns, {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": name},
         "spec": {"spec": {"devices": {
@@ -147,7 +151,7 @@ def make_pod(core, ns: str, template: str, image: str) -> str:
     running, so the claim stays prepared. Termination messages travel in the pod status, so the test does
     not depend on the API server reaching the kubelet (logs/exec)."""
     name = "pod-" + uuid.uuid4().hex[:5]
-    probe = "env | grep '^DRA_' | sort > /dev/termination-log; echo END >> /dev/termination-log"
+    probe = "env | grep -E '^(DRA_|E2E_)' | sort > /dev/termination-log; echo END >> /dev/termination-log"
     containers = [
         {"name": "with-claim", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", probe],
          "resources": {"claims": [{"name": "gpu"}]}},
@@ -178,11 +182,11 @@ def wait_running(core, ns: str, pod: str) -> client.V1Pod:
 
 
 def env_of(pod: client.V1Pod, container: str) -> list[str]:
-    """The DRA_ env lines a probe container reported in its termination message."""
+    """The DRA_/E2E_ env lines a probe container reported in its termination message."""
     (status,) = [c for c in pod.status.container_statuses if c.name == container]
     message = status.state.terminated.message or ""
     assert message.rstrip().endswith("END"), f"{container}: incomplete termination message {message!r}"
-    return [line for line in message.splitlines() if line.startswith("DRA_")]
+    return [line for line in message.splitlines() if line.startswith(("DRA_", "E2E_"))]
 
 
 def allocated_claim(resource, ns: str, pod: client.V1Pod) -> dict:
@@ -227,9 +231,10 @@ def test_published_pools_are_node_local_and_consistent(local_cluster, resource, 
 
 def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_cluster, resource, core, drivers,
                                                                          namespace):
-    """The container referencing the claim sees the env naming its allocated device and the configured
-    sharing strategy; the container without the claim sees nothing (PREP-02, SEC-03); deleting the pod
-    unprepares the claim and removes its CDI spec (PREP-10)."""
+    """The container referencing the claim sees the env naming its allocated device, the class config and
+    the claim config, where the claim's sharing strategy overrides the class's (ALLOC-01); the container
+    without the claim sees nothing (PREP-02, SEC-03); deleting the pod unprepares the claim and removes its
+    CDI spec (PREP-10)."""
     pod_name = make_pod(core, namespace, make_template(resource, namespace, "SpacePartitioning"),
                         local_cluster.images["busybox"])
     pod = wait_running(core, namespace, pod_name)
@@ -239,6 +244,8 @@ def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_c
     with_claim, without = env_of(pod, "with-claim"), env_of(pod, "without")
     assert f"DRA_GPU_DEVICE_{key}={res['device']}" in with_claim, with_claim
     assert f"DRA_GPU_{key}_SHARING_STRATEGY=SpacePartitioning" in with_claim, with_claim
+    assert {"E2E_FROM_CLASS=yes", "E2E_FROM_CLAIM=yes"} <= set(with_claim), with_claim
+    assert f"DRA_GPU_{key}_CONFIG_SOURCES=FromClass[0],FromClaim[1]" in with_claim, with_claim
     assert res["pool"] == pod.spec.node_name
     assert without == [], without
     node = local_cluster.node(pod.spec.node_name)

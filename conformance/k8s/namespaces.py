@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-from conformance.core import names
+from conformance.core import names, timeouts
 
+from . import waits
 from .objects import Obj
 from .tracker import Tracker
 
@@ -23,5 +24,9 @@ def make_namespace(tracker: Tracker, run_id: str, test_id: str, *, admin_access:
     all_labels = {**names.run_labels(run_id, test_id), **(labels or {})}
     if admin_access:
         all_labels[names.ADMIN_ACCESS_LABEL] = "true"
-    return tracker.create({"apiVersion": "v1", "kind": "Namespace",
-                           "metadata": {"name": namespace_name(run_id, test_id), "labels": all_labels}})
+    ns = tracker.create({"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": namespace_name(run_id, test_id), "labels": all_labels}})
+    # pods are refused until the ServiceAccount admission has a "default" account to mount
+    waits.until(tracker.k8s, "ServiceAccount", "default", ns.name, done=lambda o: o is not None,
+                timeout=timeouts.API_SHORT, awaited=f"ServiceAccount {ns.name}/default created")
+    return ns

@@ -16,13 +16,13 @@ from conformance.clusters.local import LocalCluster, LocalClusterConfig
 from conformance.clusters.local import api as apilib
 from conformance.clusters.local import gates, hostsys
 from conformance.clusters.local.config import layout_for
-from conformance.clusters.local.state import existing_clusters
-from conformance.clusters.local.teardown import leftovers
+from conformance.clusters.local.teardown import leftovers, other_kube_proxy
 
 from . import kube
 from .conftest import REPO
 
 pytestmark = pytest.mark.e2e
+PROXY_CHAINS = ("KUBE-SERVICES", "KUBE-SVC-", "KUBE-SEP-", "KUBE-POSTROUTING", "KUBE-PROXY-", "KUBE-NODEPORTS")
 
 
 def _api(handle) -> apilib.Api:
@@ -35,8 +35,7 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
     """A fresh 2-node cluster (release-default gates) runs a pod from the offline image on each node;
     tear-down leaves no process, mount, interface, cgroup, CNI chain or directory behind."""
     # given: a cluster of its own (slot 1: own ports/subnets; kube-proxy only if no other cluster runs)
-    alone = not existing_clusters()
-    kube_before = hostsys.iptables_chains(("KUBE-",))
+    alone = not other_kube_proxy("e2elife")
     cfg = LocalClusterConfig(name="e2elife", nodes=2, feature_gates="defaults", slot=1, kube_proxy=alone,
                              log_dir=REPO / "reports" / "e2e-logs" / "e2elife")
     cluster = LocalCluster(cfg, progress=print)
@@ -57,23 +56,27 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
     assert not [p.name for p in procs if p.is_running()]
     assert leftovers("e2elife", layout_for(cfg), [layout_for(cfg).bridge(i) for i in range(2)]) == []
     if alone:
-        assert hostsys.iptables_chains(("KUBE-",)) == kube_before == [], "kube-proxy chains left"
+        assert hostsys.iptables_chains(PROXY_CHAINS) == [], "kube-proxy chains left"
 
 
 def test_pods_on_each_node_reach_the_api_server_through_the_kubernetes_service(local_cluster):
-    """Pods on both nodes get IPs from their node's bridge and reach kube-apiserver via the ClusterIP of
-    the `kubernetes` Service (kube-proxy iptables DNAT)."""
+    """Pods on both nodes get IPs from their node's pod subnet and reach kube-apiserver via the ClusterIP of
+    the `kubernetes` Service (kube-proxy iptables DNAT): an HTTP request to its TLS port gets the Go HTTPS
+    server's answer."""
     api = kube.core_api(local_cluster)
     ns = kube.namespace(api, "svc")
     try:
         kube.wait_default_sa(api, ns)
-        script = ("echo host=$KUBERNETES_SERVICE_HOST; "
-                  "wget -q -T 10 -O - --no-check-certificate https://$KUBERNETES_SERVICE_HOST:443/readyz; echo")
+        script = ("echo host=$KUBERNETES_SERVICE_HOST; printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' | "
+                  "nc -w 10 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT")
         logs = kube.run_on_each_node(api, local_cluster, ns, script, prefix="svc")
+        ips = {p.spec.node_name: p.status.pod_ip for p in api.list_namespaced_pod(ns).items}
     finally:
         kube.delete_namespace(api, ns)
-    for node, log in logs.items():
-        assert f"host={local_cluster.service_ip}" in log and "\nok" in log, (node, log)
+    for i, node in enumerate(local_cluster.nodes):
+        assert ips[node.name].startswith(f"10.88.{i}."), ips
+        assert f"host={local_cluster.service_ip}" in logs[node.name], logs
+        assert "Client sent an HTTP request to an HTTPS server" in logs[node.name], logs
 
 
 def test_all_mode_serves_every_resource_version_of_the_release(local_cluster):

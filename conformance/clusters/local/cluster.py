@@ -26,7 +26,7 @@ from .handle import LocalClusterHandle
 from .pki import Pki, write_kubeconfig
 from .processes import HostProcess
 from .state import ClusterState
-from .teardown import teardown
+from .teardown import other_kube_proxy, teardown
 
 Progress = Callable[[str], None]
 
@@ -98,6 +98,10 @@ class LocalCluster:
                                          f"run `dra-conformance cluster down --name {self.config.name}` first")
             self._say(f"removing stale state of {self.config.name!r}")
             teardown(old)
+        if self.config.kube_proxy and other_kube_proxy(self.config.name):
+            raise ConfigError("another local cluster on this host runs kube-proxy (it owns the host's KUBE-* "
+                              "iptables chains)", field="kube_proxy",
+                              fix="tear that cluster down, or use kube_proxy=False for this one")
         facts = preflight.run(tag, self.layout.all_ports(), need_kwok=self.config.kwok_nodes > 0)
         self._say(f"pre-flight ok (Kubernetes {tag}, cgroup {facts.cgroup}, runc {facts.runc})")
         state = ClusterState(name=self.config.name, slot=self.config.slot, nodes=self.config.nodes,

@@ -48,7 +48,8 @@ def apiserver(bin_: str, lay: Layout, pki: Pki, node_ip: str, gates: dict[str, b
             f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
             f"--service-cluster-ip-range={lay.service_cidr}",
             "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
-            "--allow-privileged=true", f"--cert-dir={lay.state_dir / 'apiserver-certs'}",
+            "--allow-privileged=true", "--kubelet-preferred-address-types=InternalIP,Hostname",
+            f"--cert-dir={lay.state_dir / 'apiserver-certs'}",
             "--profiling=false", "--v=1"]
     if gates:
         argv.append(f"--feature-gates={gatelib.flag_value(gates)}")

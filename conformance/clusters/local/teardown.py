@@ -89,13 +89,27 @@ def _others_running(name: str) -> bool:
     return any(n != name for n in existing_clusters())
 
 
+def other_kube_proxy(name: str) -> bool:
+    """True when another local cluster on this host runs kube-proxy (it owns the KUBE-* chains)."""
+    for other in existing_clusters():
+        if other == name:
+            continue
+        try:
+            proc = ClusterState.load(other).process("kube-proxy")
+        except (FileNotFoundError, ValueError):
+            continue
+        if proc is not None and proc.is_running():
+            return True
+    return False
+
+
 def _network_cleanup(state: ClusterState, lay: Layout) -> None:
     networks = [lay.cni_network(i) for i in range(lay.nodes)]
     hostsys.delete_cni_chains(networks)
     for i in range(lay.nodes):
         hostsys.delete_bridge(lay.bridge(i))
-    if _others_running(state.name):
-        return  # KUBE-* chains are host-global: the last cluster removes them
+    if other_kube_proxy(state.name):
+        return  # KUBE-* chains are host-global: the last cluster running kube-proxy removes them
     kube_proxy = state.host.get("kube_proxy")
     if kube_proxy and Path(kube_proxy).exists():
         hostsys.kube_proxy_cleanup(kube_proxy)

@@ -115,8 +115,10 @@ class ReportingPlugin:
         report = outcome.get_result()
         if not report.failed or call.excinfo is None:
             return
-        failure_class = classify.classify(call.excinfo.value)
-        item.add_marker(pytest.mark.allure_label(failure_class, label_type="failure_class"))
+        if not item.config.pluginmanager.has_plugin("allure_listener"):
+            return
+        # a dynamic label: allure-pytest has already read the markers when a teardown fails
+        allure.dynamic.label("failure_class", classify.classify(call.excinfo.value))
         for index, (name, data, mime) in enumerate(collect_evidence(item, call)):
             path = evidence.write_copy(self.root, item.nodeid, call.when, index, name, data, mime)
             allure.attach(data, name=name, attachment_type=mime, extension=path.suffix.lstrip("."))

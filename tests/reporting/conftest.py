@@ -31,12 +31,13 @@ def sample_run_json(**overrides) -> dict:
 
 
 def run_sample(run_dir: pathlib.Path, *pytest_args: str, run_json: dict | None = None, fail: bool = True,
-               report_dir: bool = True, pythonpath: pathlib.Path | None = None) -> subprocess.CompletedProcess:
+               report_dir: bool = True, pythonpath: pathlib.Path | None = None,
+               target: pathlib.Path = SAMPLE) -> subprocess.CompletedProcess:
     """Run the sample suite in a child pytest with ``--report-dir run_dir`` (the harness would have written
     run.json; here it is copied in first). Returns the finished process (exit code 1 when a test failed)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "run.json").write_text(json.dumps(run_json if run_json is not None else sample_run_json()))
-    args = [sys.executable, "-m", "pytest", str(SAMPLE), "-p", "no:cacheprovider", "-q",
+    args = [sys.executable, "-m", "pytest", str(target), "-p", "no:cacheprovider", "-q",
             "--rootdir", str(REPO), *(["--report-dir", str(run_dir)] if report_dir else []), *pytest_args]
     env = {**os.environ, "SAMPLE_FAIL": "1" if fail else "0"}
     if pythonpath:

@@ -111,3 +111,28 @@ def test_harness_can_activate_reporting_after_deriving_the_report_dir(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list((tmp_path / "derived" / "allure-results").glob("*-result.json"))
     assert (tmp_path / "derived" / "junit.xml").is_file()
+
+
+def test_teardown_failure_is_classified_and_gets_evidence(tmp_path):
+    """A leak found in fixture teardown (the tracker's LeakError) is labelled and carries evidence, although
+    allure-pytest reads markers before the teardown report exists."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("from tests.reporting.sample_suite.conftest import *  # noqa\n")
+    (suite / "test_leak.py").write_text(
+        "import pytest\n"
+        "from conformance.core.errors import LeakError\n"
+        "@pytest.fixture\n"
+        "def tracker():\n"
+        "    yield\n"
+        "    raise LeakError(['ResourceClaim ns/claim-0'])\n"
+        "@pytest.mark.allocation\n@pytest.mark.core\n"
+        "def test_claim_is_cleaned_up(tracker):\n"
+        "    pass\n")
+    from .conftest import REPO
+
+    run_sample(tmp_path / "run", target=suite, pythonpath=REPO)
+    rec = _records(tmp_path / "run")["test_claim_is_cleaned_up"]
+    assert rec.status == "broken" and rec.labels.get("failure_class") == ["driver-defect"], rec
+    pieces = list((tmp_path / "run" / "evidence").glob("*test_claim_is_cleaned_up/teardown-*"))
+    assert len(pieces) == 3, pieces

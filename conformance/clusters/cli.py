@@ -20,7 +20,8 @@ def _up(args: argparse.Namespace) -> int:
     try:
         cfg = LocalClusterConfig(name=args.name, nodes=args.nodes, kwok_nodes=args.kwok_nodes,
                                  k8s_version=args.k8s_version, feature_gates=args.feature_gates,
-                                 log_dir=Path(args.log_dir) if args.log_dir else None, slot=args.slot)
+                                 log_dir=Path(args.log_dir) if args.log_dir else None, slot=args.slot,
+                                 kube_proxy=not args.no_kube_proxy)
         t0 = time.monotonic()
         handle = LocalCluster(cfg, progress=_print).up()
     except ConformanceError as exc:
@@ -98,6 +99,8 @@ def register(subparsers) -> None:
                     help="defaults, or all: every DRA gate of the release on + alpha/beta resource.k8s.io versions")
     up.add_argument("--k8s-version", default=None, help="Kubernetes minor (1.34) or pinned tag; default: pinned default")
     up.add_argument("--slot", type=int, default=0, help="0-9: port/subnet offset for a second cluster on this host")
+    up.add_argument("--no-kube-proxy", action="store_true",
+                    help="do not run kube-proxy (only one cluster per host may; pods then cannot use Services)")
     up.add_argument("--log-dir", default=None, help="component logs (default reports/cluster-logs/<name>)")
     up.set_defaults(func=_up)
     for name, func, text in (("down", _down, "stop the cluster and remove everything it created (logs kept)"),

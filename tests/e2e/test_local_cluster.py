@@ -6,6 +6,8 @@ served per release), KEP-3695 (PodResources socket), NodeRestriction admission.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -32,11 +34,13 @@ def _api(handle) -> apilib.Api:
 
 @pytest.mark.cluster_lifecycle
 def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
-    """A fresh 2-node cluster (release-default gates) runs a pod from the offline image on each node;
-    tear-down leaves no process, mount, interface, cgroup, CNI chain or directory behind."""
+    """A fresh 2-node cluster (release-default gates, one kwok node) runs a pod from the offline image on each
+    real node; kwok leaves the real kubelets' Nodes alone; `cluster down` from another process leaves no
+    process, mount, interface, cgroup, CNI chain or directory behind."""
     # given: a cluster of its own (slot 1: own ports/subnets; kube-proxy only if no other cluster runs)
     alone = not other_kube_proxy("e2elife")
-    cfg = LocalClusterConfig(name="e2elife", nodes=2, feature_gates="defaults", slot=1, kube_proxy=alone,
+    cfg = LocalClusterConfig(name="e2elife", nodes=2, kwok_nodes=1, feature_gates="defaults", slot=1,
+                             kube_proxy=alone,
                              log_dir=REPO / "reports" / "e2e-logs" / "e2elife")
     cluster = LocalCluster(cfg, progress=print)
     handle = cluster.up()
@@ -48,10 +52,17 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
         kube.wait_default_sa(api, ns)
         logs = kube.run_on_each_node(api, handle, ns, "echo hello from $(hostname)")
         assert apilib.served_versions(_api(handle), "resource.k8s.io") == ["v1"]
+        kubelets = {n.metadata.name: n.status.node_info.kubelet_version for n in api.list_node().items}
         kube.delete_namespace(api, ns)
     finally:
-        cluster.down()
-    # then: both pods printed, and nothing of the cluster is left
+        down = subprocess.run([sys.executable, "-m", "conformance.cli", "cluster", "down", "--name", "e2elife"],
+                              capture_output=True, text=True, timeout=120)
+        if down.returncode:
+            cluster.down()
+    # then: both pods printed, kwok faked only its own node, `cluster down` (another process) left nothing
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert kubelets == {"e2elife-node-0": handle.k8s_version, "e2elife-node-1": handle.k8s_version,
+                        "e2elife-kwok-0": "fake"}, kubelets
     assert logs == {n: "hello from p-%d\n" % i for i, n in enumerate(["e2elife-node-0", "e2elife-node-1"])}, logs
     assert not [p.name for p in procs if p.is_running()]
     assert leftovers("e2elife", layout_for(cfg), [layout_for(cfg).bridge(i) for i in range(2)]) == []

@@ -98,7 +98,8 @@ def kube_proxy(bin_: str, lay: Layout, kubeconfig: Path, node_name: str) -> list
 
 def kwok(bin_: str, lay: Layout, kubeconfig: Path, node_ip: str) -> list[str]:
     """kwok managing only nodes annotated ``kwok.x-k8s.io/node=fake`` (never the real kubelets)."""
-    return [bin_, f"--kubeconfig={kubeconfig}", "--manage-all-nodes=false",
+    stages = Path(__file__).with_name("kwok-stages.yaml")
+    return [bin_, f"--kubeconfig={kubeconfig}", f"--config={stages}", "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             f"--node-ip={node_ip}", "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{lay.kwok_port}"]

@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         report = state.recover()
         log.info("checkpoint: %d prepared claim(s), CDI specs rewritten: %s%s", report.claims,
                  list(report.rewritten), f", quarantined {report.quarantined}" if report.quarantined else "")
-        server = PluginServer(cfg.driver_name, state, paths)
+        server = PluginServer(cfg.driver_name, state, paths, health=inv.snapshot, pool=cfg.node_name,
+                              faults=cfg.faults)
         server.start()
     except (CheckpointError, OSError, ValueError) as err:
         log.error("start-up failed: %s", err)

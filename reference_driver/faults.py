@@ -22,6 +22,7 @@ FAULTS: dict[str, str] = {
     "skip-uid-check": "NodePrepareResources does not compare the claim UID with the API object's UID "
                       "(upstream test-driver 'got replaced' check).",
     "unprepare-keeps-cdi": "NodeUnprepareResources forgets the claim but leaves its CDI spec file behind.",
+    "unhealthy-devices": "The DRAResourceHealth stream reports every device UNHEALTHY (HLTH-01).",
     "no-slices": "No ResourceSlice is published for the node (PUB-01/PUB-08).",
     "no-republish": "Slices deleted by someone else (e.g. the kubelet at start-up) are not re-created (PUB-03).",
     "wrong-pool-generation": "Changed pool content is republished without bumping pool.generation, and a "

@@ -10,16 +10,21 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import grpc
 
+from ..faults import Faults
+from ..inventory.base import Snapshot
 from ..state import DeviceState
-from . import dra_v1, dra_v1beta1
+from . import dra_v1, dra_v1beta1, wire
 from .dra import DraService
-from .registration import RegistrationService
+from .health import HealthService
+from .registration import SUPPORTED_VERSIONS, RegistrationService
 
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the terminating NUL
@@ -64,12 +69,28 @@ def _bind(server: grpc.Server, path: Path) -> None:
         raise OSError(f"cannot listen on unix socket {path}")
 
 
-class PluginServer:
-    """Registration + DRA servers for one driver instance."""
+HEALTH_VERSIONS = ("v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth")
 
-    def __init__(self, driver: str, state: DeviceState, paths: SocketPaths, workers: int = 8) -> None:
+
+class PluginServer:
+    """Registration + DRA servers for one driver instance.
+
+    With ``health`` (a callable returning the inventory snapshot) the DRA socket also serves
+    DRAResourceHealth v1 and v1alpha1, and GetInfo advertises them after the DRA services.
+    """
+
+    def __init__(self, driver: str, state: DeviceState, paths: SocketPaths, workers: int = 8,
+                 health: Callable[[], Snapshot] | None = None, pool: str = "", faults: Faults = Faults(),
+                 health_interval: float = 10.0) -> None:
         self.driver, self.state, self.paths = driver, state, paths
-        self.registration = RegistrationService(driver, str(paths.dra.absolute()))
+        self._stopping = threading.Event()
+        self.health: dict[str, HealthService] = {}
+        if health is not None:
+            self.health = {"v1": HealthService(wire.health_v1(), pool, health, self._stopping, faults, health_interval),
+                           "v1alpha1": HealthService(wire.health_v1alpha1(), pool, health, self._stopping, faults,
+                                                     health_interval)}
+        versions = SUPPORTED_VERSIONS + (HEALTH_VERSIONS if self.health else ())
+        self.registration = RegistrationService(driver, str(paths.dra.absolute()), versions)
         self.services: dict[str, DraService] = {"v1": dra_v1.service(state), "v1beta1": dra_v1beta1.service(state)}
         self._workers = workers
         self._dra: grpc.Server | None = None
@@ -77,8 +98,9 @@ class PluginServer:
 
     def start(self) -> None:
         """Serve DRA, then registration. Raises OSError when a socket cannot be bound."""
+        self._stopping.clear()
         self._dra = grpc.server(futures.ThreadPoolExecutor(self._workers, thread_name_prefix="dra"))
-        for service in self.services.values():
+        for service in [*self.services.values(), *self.health.values()]:
             self._dra.add_generic_rpc_handlers((service.handler(),))
         _bind(self._dra, self.paths.dra)
         self._dra.start()
@@ -90,7 +112,8 @@ class PluginServer:
                  self.paths.registration)
 
     def stop(self, grace: float = 2.0) -> None:
-        """Remove the registration socket, stop both servers, remove the DRA socket."""
+        """Remove the registration socket, end health streams, stop both servers, remove the DRA socket."""
+        self._stopping.set()
         if self._reg is not None:
             self.paths.registration.unlink(missing_ok=True)
             self._reg.stop(grace).wait()

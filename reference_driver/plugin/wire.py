@@ -14,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.internal import enum_type_wrapper
 
 PROTO_DIR = Path(__file__).with_name("proto")
 
@@ -37,13 +38,15 @@ def _serialized_descriptor(stem: str) -> bytes:
 
 @functools.cache
 def load(stem: str) -> SimpleNamespace:
-    """Message classes of ``proto/<stem>.proto`` as attributes, plus ``SERVICE`` (full service name) and
+    """Message classes and enums of ``proto/<stem>.proto`` as attributes, plus ``SERVICE`` (full service name) and
     ``PACKAGE``. Raises StubsMissingError when the generated module is absent."""
     pool = descriptor_pool.DescriptorPool()
     fd = pool.AddSerializedFile(_serialized_descriptor(stem))
     ns = SimpleNamespace(PACKAGE=fd.package)
     for name, desc in fd.message_types_by_name.items():
         setattr(ns, name, message_factory.GetMessageClass(desc))
+    for name, desc in fd.enum_types_by_name.items():
+        setattr(ns, name, enum_type_wrapper.EnumTypeWrapper(desc))
     services = list(fd.services_by_name.values())
     ns.SERVICE = services[0].full_name if services else None
     return ns
@@ -62,3 +65,13 @@ def dra_v1():
 def dra_v1beta1():
     """Messages of DRA gRPC v1beta1 (``k8s.io.kubelet.pkg.apis.dra.v1beta1``)."""
     return load("refdrv_dra_v1beta1")
+
+
+def health_v1alpha1():
+    """Messages of the DRA health service v1alpha1 (package ``v1alpha1``)."""
+    return load("refdrv_drahealth_v1alpha1")
+
+
+def health_v1():
+    """Messages of the DRA health service v1 (package ``v1``)."""
+    return load("refdrv_drahealth_v1")

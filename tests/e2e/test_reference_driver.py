@@ -253,6 +253,11 @@ def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_c
     print("prepare as logged by the driver:", *timings, sep="\n  ")
     spec_path = CdiStore(node.cdi_dir, DRIVER_NAME).path(claim["metadata"]["uid"])
     assert spec_path.is_file(), f"CDI spec {spec_path} missing while the pod runs"
+    if local_cluster.feature_gates.get("ResourceHealthStatus"):
+        # the kubelet subscribes to the driver's DRAResourceHealth stream (HLTH-*); pod-status health itself
+        # is left to the suites (kubelet 1.34 logs "Failed to get claim infos" for template claims there)
+        wait_for("the kubelet to open a DRAResourceHealth stream", lambda: (
+            "health stream" in drivers[node.name].tail(400), drivers[node.name].tail(5)), 30)
     core.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=1)
     wait_for(f"CDI spec {spec_path} removed after pod deletion", lambda: (not spec_path.exists(), spec_path), 90)
 

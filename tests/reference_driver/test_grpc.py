@@ -146,3 +146,38 @@ def test_socket_path_limit_is_checked_and_long_names_are_hashed():
     assert DRIVER_NAME not in paths.registration.name and paths.registration.name.endswith("-reg.sock")
     assert len(str(paths.dra)) <= 107 and len(str(paths.registration)) <= 107
     assert SocketPaths.for_driver("/r", "/p", DRIVER_NAME).registration.name == f"{DRIVER_NAME}-reg.sock"
+
+
+def test_health_stream_reports_every_device_on_both_versions(make_state):
+    """DRAResourceHealth v1 and v1alpha1 stream the complete device list, HEALTHY, with a timeout; GetInfo
+    advertises them after the DRA services; the fault unhealthy-devices flips them (HLTH-01)."""
+    from reference_driver.inventory import SimulatedInventory, SimulatedSpec
+    snapshot = SimulatedInventory(SimulatedSpec(count=3), "node-a").snapshot
+    root = short_tmpdir()
+    paths = SocketPaths.for_driver(root / "reg", root / "plugins", DRIVER_NAME)
+    try:
+        for faults, want in ((Faults(), "HEALTHY"), (Faults.parse("unhealthy-devices"), "UNHEALTHY")):
+            server = PluginServer(DRIVER_NAME, make_state(), paths, health=snapshot, pool="node-a", faults=faults,
+                                  health_interval=0.1)
+            server.start()
+            try:
+                m = wire.registration()
+                info = call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
+                assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                         "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
+                for msgs in (wire.health_v1(), wire.health_v1alpha1()):
+                    with grpc.insecure_channel(f"unix://{paths.dra}") as ch:
+                        stream = ch.unary_stream(f"/{msgs.SERVICE}/NodeWatchResources",
+                                                 request_serializer=msgs.NodeWatchResourcesRequest.SerializeToString,
+                                                 response_deserializer=msgs.NodeWatchResourcesResponse.FromString)(
+                            msgs.NodeWatchResourcesRequest(), timeout=5)
+                        first, second = next(stream), next(stream)
+                        stream.cancel()
+                    assert [d.device.device_name for d in first.devices] == ["gpu-0", "gpu-1", "gpu-2"]
+                    assert {msgs.HealthStatus.Name(d.health) for d in second.devices} == {want}
+                    assert all(d.device.pool_name == "node-a" and d.health_check_timeout_seconds > 0
+                               and d.last_updated_time > 0 for d in first.devices)
+            finally:
+                server.stop(0)
+    finally:
+        rmtree(root)

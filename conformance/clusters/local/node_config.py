@@ -81,6 +81,9 @@ state = '{np.containerd_state}'
 [plugins.'io.containerd.nri.v1.nri']
   disable = true
 
+[plugins.'io.containerd.internal.v1.opt']
+  path = '{np.dir / "opt"}'
+
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = 'overlayfs'
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
@@ -97,6 +100,7 @@ state = '{np.containerd_state}'
       runtime_type = 'io.containerd.runc.v2'
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = '{runc}'
+        Root = '{np.run_dir / "runc"}'
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ['{cni_bin_dir}']

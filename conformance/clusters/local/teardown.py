@@ -106,6 +106,11 @@ def other_kube_proxy(name: str) -> bool:
 def _network_cleanup(state: ClusterState, lay: Layout) -> None:
     networks = [lay.cni_network(i) for i in range(lay.nodes)]
     hostsys.delete_cni_chains(networks)
+    results = Path("/var/lib/cni/results")  # libcni's result cache: <network>-<container id>-<ifname>
+    if results.is_dir():
+        for f in results.iterdir():
+            if any(f.name.startswith(n + "-") for n in networks):
+                f.unlink(missing_ok=True)
     for i in range(lay.nodes):
         hostsys.delete_bridge(lay.bridge(i))
     if other_kube_proxy(state.name):
@@ -149,6 +154,14 @@ def leftovers(state_name: str, lay: Layout, bridges: list[str]) -> list[str]:
         if hostsys.cgroup_pids(lay.cgroup_root(i)) or any(
                 (h / lay.cgroup_root(i).strip("/")).exists() for h in hostsys.cgroup_hierarchies()):
             found.append(f"cgroup {lay.cgroup_root(i)}")
-    if hostsys.cni_chains_for([lay.cni_network(i) for i in range(lay.nodes)]):
+    networks = [lay.cni_network(i) for i in range(lay.nodes)]
+    if hostsys.cni_chains_for(networks):
         found.append("CNI iptables chains")
+    results = Path("/var/lib/cni/results")
+    if results.is_dir():
+        found += [f"CNI result {f}" for f in results.iterdir() if any(f.name.startswith(n + "-") for n in networks)]
+    logs = Path("/var/log/containers")
+    if logs.is_dir():
+        found += [f"log link {f}" for f in logs.iterdir()
+                  if f.is_symlink() and str(f.readlink()).startswith(str(lay.state_dir) + "/")]
     return found

@@ -33,10 +33,12 @@ def write_junit(run_dir: pathlib.Path, run: dict, records: list[results.TestReco
     return junit.from_records(records, path, name)
 
 
-def generate(run_dir: str | pathlib.Path, *, html_report: bool = True, link_latest: bool | None = None) -> Verdict:
+def generate(run_dir: str | pathlib.Path, *, html_report: bool = True, link_latest: bool | None = None,
+             single_file: bool = False) -> Verdict:
     """Build every report file of ``run_dir``; returns the run's :class:`Verdict`.
 
-    ``html_report=False`` skips the Allure CLI (summary and JUnit only). ``link_latest``: update
+    ``html_report=False`` skips the Allure CLI (summary and JUnit only); ``single_file`` also writes
+    ``allure-report-single/index.html`` (one self-contained file for CI artifacts). ``link_latest``: update
     ``<parent>/latest`` (default: yes, except for the cells of a matrix). Raises ``FileNotFoundError`` when
     ``run_dir`` has no allure-results, :class:`html.ReportError` when the Allure CLI fails (summary.json and
     junit.xml are written before), ``jsonschema.ValidationError`` on a summary that breaks the schema.
@@ -54,7 +56,7 @@ def generate(run_dir: str | pathlib.Path, *, html_report: bool = True, link_late
         hist = history.prepare(run_dir)
         name = f"DRA qualification: {runinfo.driver_name(run)} on Kubernetes {runinfo.k8s_minor(run)}"
         took = html.generate(run_dir, run_dir / "allure-results", hist, name, [runinfo.k8s_minor(run)],
-                             ["summary.md", "summary.json"])
+                             ["summary.md", "summary.json"], single_file)
         log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")
     if link_latest if link_latest is not None else not history.in_matrix(run_dir):
         history.update_latest(run_dir)
@@ -76,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         argv = ["--merge-only", str(args.run_dir)] + (["--no-html"] if args.no_html else [])
         return matrix.main(argv)
     try:
-        verdict = generate(args.run_dir, html_report=not args.no_html)
+        verdict = generate(args.run_dir, html_report=not args.no_html, single_file=args.single_file)
     except (FileNotFoundError, ValueError, html.ReportError) as exc:
         print(f"error: {exc}")
         return 2
@@ -99,6 +101,8 @@ def register(subparsers) -> None:
     parser.add_argument("run_dir", type=pathlib.Path, metavar="RUN_DIR",
                         help="a run directory, e.g. reports/latest or reports/<run-id>")
     parser.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
+    parser.add_argument("--single-file", action="store_true",
+                        help="also write allure-report-single/index.html (self-contained, for CI artifacts)")
     parser.add_argument("--screenshot", action="store_true",
                         help="also save RUN_DIR/report-overview.png (headless chromium)")
     parser.set_defaults(func=_run)

@@ -67,14 +67,17 @@ def write_side_files(results_dir: pathlib.Path, run: dict, overrides: dict[str, 
 
 
 def config_text(name: str, output: pathlib.Path, history_file: pathlib.Path, versions: list[str],
-                attachments: list[str] = ()) -> str:
+                attachments: list[str] = (), single_file: bool = False) -> str:
     """The ``allurerc.mjs`` text: report name, output, history, categories, report-level attachments
     (``attachments``: file names in the run directory, e.g. summary.md) and (for several Kubernetes
-    versions) one Allure environment per version matched on the ``k8s`` label."""
-    config = {"name": name, "globalAttachments": list(attachments), "output": str(output), "historyPath": str(history_file), "historyLimit": 60,
+    versions) one Allure environment per version matched on the ``k8s`` label. ``single_file``: one
+    self-contained index.html that reads history without appending to it."""
+    options = {"reportName": name, "reportLanguage": "en", "groupBy": ["parentSuite", "suite", "subSuite"],
+               "singleFile": single_file}
+    config = {"name": name, "globalAttachments": list(attachments), "output": str(output),
+              "historyPath": str(history_file), "historyLimit": 60, "appendHistory": not single_file,
               "hideLabels": ["nodeid"], "categories": classify.allure_categories(),
-              "plugins": {"awesome": {"options": {"reportName": name, "reportLanguage": "en",
-                                                  "groupBy": ["parentSuite", "suite", "subSuite"]}}}}
+              "plugins": {"awesome": {"options": options}}}
     envs = ""
     if len(versions) > 1:
         entries = ",\n".join(
@@ -87,27 +90,35 @@ def config_text(name: str, output: pathlib.Path, history_file: pathlib.Path, ver
 
 
 def generate(run_dir: pathlib.Path, results_dir: pathlib.Path, history_file: pathlib.Path, name: str,
-             versions: list[str], attachments: list[str] = ()) -> float:
-    """Run ``allure generate`` for ``results_dir`` into ``run_dir/allure-report``; returns seconds taken.
+             versions: list[str], attachments: list[str] = (), single_file: bool = False) -> float:
+    """Run ``allure generate`` for ``results_dir`` into ``run_dir/allure-report`` (and, with
+    ``single_file``, a self-contained ``run_dir/allure-report-single/index.html`` for CI artifacts);
+    returns seconds taken. ``attachments``: run-directory files shown as the report's global attachments.
 
-    ``attachments``: run-directory files shown as the report's global attachments.
     Raises :class:`ReportError` with the CLI's output when it fails or runs over ``GENERATE_TIMEOUT_S``.
     """
     cli = allure_cli()
-    output = run_dir / "allure-report"
-    if output.exists():
-        shutil.rmtree(output)
-    config = run_dir / "allurerc.mjs"
-    config.write_text(config_text(name, output, history_file, versions, attachments), encoding="utf-8")
-    cmd = [str(cli), "generate", str(results_dir), "--config", str(config), "--output", str(output)]
     start = time.monotonic()
+    outputs = [("allure-report", "allurerc.mjs", False)]
+    if single_file:
+        outputs.append(("allure-report-single", "allurerc-single.mjs", True))
+    for out_name, config_name, single in outputs:
+        output, config = run_dir / out_name, run_dir / config_name
+        if output.exists():
+            shutil.rmtree(output)
+        config.write_text(config_text(name, output, history_file, versions, attachments, single),
+                          encoding="utf-8")
+        _run_cli([str(cli), "generate", str(results_dir), "--config", str(config), "--output", str(output)],
+                 run_dir, output)
+    return time.monotonic() - start
+
+
+def _run_cli(cmd: list[str], cwd: pathlib.Path, output: pathlib.Path) -> None:
     try:
-        proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True, timeout=GENERATE_TIMEOUT_S,
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=GENERATE_TIMEOUT_S,
                               env={**os.environ, "NO_COLOR": "1", "CI": os.environ.get("CI", "1")})
     except subprocess.TimeoutExpired as exc:
         raise ReportError(f"`{' '.join(cmd)}` ran over {GENERATE_TIMEOUT_S}s; partial output in {output}") from exc
-    took = time.monotonic() - start
     if proc.returncode != 0 or not (output / "index.html").is_file():
         tail = (proc.stdout + proc.stderr)[-3000:]
         raise ReportError(f"`{' '.join(cmd)}` exited {proc.returncode} without {output}/index.html:\n{tail}")
-    return took

@@ -72,3 +72,16 @@ def test_matrix_cell_history_comes_from_the_same_version_of_the_previous_matrix(
                 (hist / "history.jsonl").write_text(f'{{"v": "{version}"}}\n')
     assert history.previous(tmp_path / "m2" / "1.35") == tmp_path / "m1" / "1.35" / "history" / "history.jsonl"
     assert history.previous(tmp_path / "m1" / "1.35") is None
+
+
+def test_single_file_report_is_self_contained_and_does_not_append_history(failing_run, tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "copy"
+    shutil.copytree(failing_run, run_dir, ignore=shutil.ignore_patterns("allure-report*"))
+    cli.generate(run_dir, single_file=True, link_latest=False)
+    single = run_dir / "allure-report-single"
+    assert sorted(p.name for p in single.iterdir() if p.suffix == ".html") == ["index.html"]
+    assert not (single / "data").exists()
+    assert history.points(run_dir / "history" / "history.jsonl") == history.points(
+        run_dir / "history" / "base.jsonl") + 1

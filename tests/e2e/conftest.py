@@ -18,7 +18,7 @@ import pytest
 from conformance.clusters.local import LocalCluster, LocalClusterConfig
 from conformance.clusters.local.config import RUN_ROOT
 from conformance.clusters.local.processes import alive
-from conformance.core.errors import ClusterUnavailable
+from conformance.core.errors import ConformanceError
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_NAME = "e2e"
@@ -83,7 +83,7 @@ def local_cluster():
                 pass
             try:
                 existing = LocalCluster(shared_config(), progress=lambda line: print(line, flush=True)).up()
-            except ClusterUnavailable as exc:
+            except ConformanceError as exc:
                 pytest.fail(f"the shared local cluster could not start: {exc}", pytrace=False)
         _users(lambda users: [*users, me])
     yield existing

@@ -19,6 +19,7 @@ from conformance.clusters.local import api as apilib
 from conformance.clusters.local import gates, hostsys
 from conformance.clusters.local.config import layout_for
 from conformance.clusters.local.teardown import leftovers, other_kube_proxy
+from conformance.core.errors import ClusterUnavailable
 
 from . import kube
 from .conftest import REPO
@@ -137,3 +138,19 @@ def test_restart_kubelet_brings_the_node_back_ready(local_cluster):
     local_cluster.restart_kubelet(node)
     after = next(p for p in local_cluster.host_processes() if p.name == "kubelet" and p.node == node)
     assert after.pid != before and after.is_running()
+
+
+@pytest.mark.cluster_lifecycle
+def test_failed_bring_up_names_the_component_and_leaves_nothing():
+    """An unknown feature gate makes kube-apiserver exit: up() raises ClusterUnavailable quoting its log
+    ("unrecognized feature gate") and tears down everything it had started."""
+    # given: a config whose gate the binary does not know
+    cfg = LocalClusterConfig(name="e2ebad", nodes=1, feature_gates="defaults", slot=5, kube_proxy=False,
+                             extra_feature_gates={"NoSuchDRAGate": True},
+                             log_dir=REPO / "reports" / "e2e-logs" / "e2ebad")
+    # when: it is brought up
+    with pytest.raises(ClusterUnavailable) as err:
+        LocalCluster(cfg, progress=print).up()
+    # then: the error names the component and the gate, and nothing is left
+    assert "kube-apiserver exited" in str(err.value) and "NoSuchDRAGate" in str(err.value), err.value
+    assert leftovers("e2ebad", layout_for(cfg), [layout_for(cfg).bridge(0)]) == []

@@ -1,0 +1,88 @@
+"""End-to-end tests of a whole run through the CLI against the shared local cluster (``--cluster existing``,
+the reference driver deployed beforehand under its own name as a "preinstalled" driver): a run passes with a
+verdict line and run.json; a run interrupted with Ctrl-C (SIGINT) mid-test leaves no object of its run."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conformance.core import names
+from conformance.core.profile import parse
+from conformance.drivers import profiles
+from conformance.drivers.host import HostDeployer
+from conformance.k8s import sweep
+from conformance.k8s.client import K8s
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def preinstalled(local_cluster, tmp_path_factory):
+    """(profile path, k8s): the reference driver running on every node under a fresh driver name."""
+    tmp = tmp_path_factory.mktemp("harness-run")
+    suffix = uuid.uuid4().hex[:6]
+    base = profiles.load("reference")
+    raw = {"name": f"r{suffix}", "driver": f"r{suffix}.dra.test",
+           "device_classes": [f"r{suffix}.dra.test"], "devices_per_node": 4,
+           "visibility": {"env_regex": base.visibility.env_regex, "image": local_cluster.images["busybox"]},
+           "capabilities": dict(base.capabilities)}
+    k8s = K8s.from_kubeconfig(local_cluster.kubeconfig)
+    deployer = HostDeployer(local_cluster, parse({**raw, "deploy": {"mode": "bundled"}}, source="e2e"), k8s,
+                            names.new_run_id(), state_root=tmp / "state")
+    deployer.deploy()
+    path = tmp / "profile.yaml"
+    path.write_text(yaml.safe_dump({**raw, "deploy": {"mode": "preinstalled"}}))
+    yield path, k8s
+    deployer.teardown()
+
+
+def _start(local_cluster, profile: Path, report: Path, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "existing", "--kubeconfig",
+           str(local_cluster.kubeconfig), "--driver", str(profile), "--profile", "core", "--report-dir", str(report),
+           "--no-report", "--", *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_run_passes_with_verdict_and_run_json(local_cluster, preinstalled, tmp_path):
+    profile, k8s = preinstalled
+    proc = _start(local_cluster, profile, tmp_path / "report")
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert "VERDICT: PASS" in out and "2 passed" in out, out
+    run = json.loads((tmp_path / "report" / "run.json").read_text())
+    assert run["driver"]["name"] == yaml.safe_load(profile.read_text())["driver"] and run["finished"]
+    assert run["cluster"]["nodes"] and run["devices"] and run["capabilities"]["multi_node"]["available"]
+    assert sweep.labelled(k8s, run["run_id"]) == []
+
+
+def test_interrupted_run_leaves_nothing_labelled(local_cluster, preinstalled, tmp_path):
+    profile, k8s = preinstalled
+    report = tmp_path / "report"
+    proc = _start(local_cluster, profile, report, "-k", "test_pod_with_claim")
+    try:
+        deadline = time.monotonic() + 300
+        while not (report / "run.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+            time.sleep(0.2)
+        run_id = json.loads((report / "run.json").read_text())["run_id"]
+        selector = f"{names.RUN_LABEL}={run_id}"
+        while not k8s.list("Pod", None, label_selector=selector):  # the test's pod exists: we are mid-test
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, out
+    assert "VERDICT: INTERRUPTED" in out, out
+    assert sweep.labelled(k8s, run_id) == [], out

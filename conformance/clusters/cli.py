@@ -21,7 +21,7 @@ def _up(args: argparse.Namespace) -> int:
         cfg = LocalClusterConfig(name=args.name, nodes=args.nodes, kwok_nodes=args.kwok_nodes,
                                  k8s_version=args.k8s_version, feature_gates=args.feature_gates,
                                  log_dir=Path(args.log_dir) if args.log_dir else None, slot=args.slot,
-                                 kube_proxy=not args.no_kube_proxy)
+                                 kube_proxy=False if args.no_kube_proxy else None)
         t0 = time.monotonic()
         handle = LocalCluster(cfg, progress=_print).up()
     except ConformanceError as exc:

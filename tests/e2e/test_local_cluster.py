@@ -75,6 +75,7 @@ def test_pods_on_each_node_reach_the_api_server_through_the_kubernetes_service(l
     """Pods on both nodes get IPs from their node's pod subnet and reach kube-apiserver via the ClusterIP of
     the `kubernetes` Service (kube-proxy iptables DNAT): an HTTP request to its TLS port gets the Go HTTPS
     server's answer."""
+    assert local_cluster.kube_proxy, "kube-proxy is not running: another local cluster on this host holds it"
     api = kube.core_api(local_cluster)
     ns = kube.namespace(api, "svc")
     try:

@@ -62,6 +62,7 @@ class LocalCluster:
         self.layout: Layout = layout_for(config)
         self.progress = progress or (lambda line: None)
         self.handle: LocalClusterHandle | None = None
+        self.run_kube_proxy = self.config.kube_proxy is not False
         self._t0 = time.monotonic()
 
     # ---- public API -------------------------------------------------------------------------------
@@ -98,7 +99,11 @@ class LocalCluster:
                                          f"run `dra-conformance cluster down --name {self.config.name}` first")
             self._say(f"removing stale state of {self.config.name!r}")
             teardown(old)
-        if self.config.kube_proxy and other_kube_proxy(self.config.name):
+        other = other_kube_proxy(self.config.name)
+        self.run_kube_proxy = bool(self.config.kube_proxy if self.config.kube_proxy is not None else not other)
+        if self.config.kube_proxy is None and other:
+            self._say("another local cluster runs kube-proxy: starting this one without it (no Service ClusterIPs)")
+        if self.config.kube_proxy and other:
             raise ConfigError("another local cluster on this host runs kube-proxy (it owns the host's KUBE-* "
                               "iptables chains)", field="kube_proxy",
                               fix="tear that cluster down, or use kube_proxy=False for this one")
@@ -177,7 +182,7 @@ class LocalCluster:
                     self._spawn(state, "kube-controller-manager", "", cp.controller_manager(
                         b["kube-controller-manager"], lay, pki, admin, gates)),
                     self._spawn(state, "kube-scheduler", "", cp.scheduler(b["kube-scheduler"], lay, admin, gates))]
-        if cfg.kube_proxy:
+        if self.run_kube_proxy:
             state.host["kube_proxy"] = b["kube-proxy"]
             cp_procs.append(self._spawn(state, "kube-proxy", "", cp.kube_proxy(
                 b["kube-proxy"], lay, kubeconfigs["kube-proxy"], lay.node_name(0))))

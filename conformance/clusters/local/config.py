@@ -34,7 +34,8 @@ class LocalClusterConfig:
     the alpha/beta ``resource.k8s.io`` versions); log_dir: where component logs go (default
     ``reports/cluster-logs/<name>``); slot: 0..9, offsets ports and subnets so two clusters can coexist;
     kube_proxy: run kube-proxy (it owns the host's KUBE-* iptables chains, so only one cluster per host
-    should run it); images: override of the image references (``busybox``, ``pause``);
+    can run it): True = required (ConfigError if another cluster runs it), False = never, None = run it
+    unless another cluster already does (Service ClusterIPs then do not work in this cluster); images: override of the image references (``busybox``, ``pause``);
     timeouts in seconds.
     Raises ConfigError (field + fix) from :meth:`validate`.
     """
@@ -46,7 +47,7 @@ class LocalClusterConfig:
     feature_gates: str = "all"
     log_dir: Path | None = None
     slot: int = 0
-    kube_proxy: bool = True
+    kube_proxy: bool | None = None
     images: dict[str, str] = dataclasses.field(default_factory=dict)
     ready_timeout: float = 120.0
     extra_feature_gates: dict[str, bool] = dataclasses.field(default_factory=dict)

@@ -54,7 +54,8 @@ class LocalClusterHandle:
 
     kubeconfig: admin (system:masters); k8s_version: exact tag; feature_gates / runtime_config: what every
     component got; nodes: real kubelet nodes; kwok_nodes: names of fake nodes; images: name -> ref on every
-    node; log_dir; server: ``https://127.0.0.1:<port>``; service_ip: ClusterIP of ``kubernetes``.
+    node; log_dir; server: ``https://127.0.0.1:<port>``; service_ip: ClusterIP of ``kubernetes``;
+    kube_proxy: whether this cluster runs kube-proxy (Service ClusterIPs work only then).
     """
 
     def __init__(self, state: ClusterState, lay: Layout, api: apilib.Api, kubeconfig: Path) -> None:
@@ -71,6 +72,7 @@ class LocalClusterHandle:
         self.log_dir = lay.log_dir
         self.server = api.server
         self.service_ip = lay.service_ip
+        self.kube_proxy = state.process("kube-proxy") is not None
 
     def node(self, name: str) -> LocalNode:
         """The node called ``name``; raises KeyError listing the node names."""

@@ -27,21 +27,27 @@ def make_root_rshared() -> None:
         raise RuntimeError(f"`mount --make-rshared /` failed: {proc.stderr.strip()}")
 
 
+_IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+_IP_FORWARD_ORIG = Path("/run/dra-conformance/ip_forward.orig")
+
+
 def enable_ip_forward() -> str:
-    """Set net.ipv4.ip_forward=1 (pod traffic between node bridges); returns the previous value."""
-    path = Path("/proc/sys/net/ipv4/ip_forward")
-    old = path.read_text().strip()
-    if old != "1":
-        path.write_text("1")
-    return old
+    """Set net.ipv4.ip_forward=1 (pod traffic between node bridges). The host's original value is kept in
+    /run/dra-conformance/ip_forward.orig by the first cluster; returns it."""
+    if not _IP_FORWARD_ORIG.exists():
+        _IP_FORWARD_ORIG.parent.mkdir(parents=True, exist_ok=True)
+        _IP_FORWARD_ORIG.write_text(_IP_FORWARD.read_text().strip())
+    _IP_FORWARD.write_text("1")
+    return _IP_FORWARD_ORIG.read_text().strip()
 
 
-def restore_ip_forward(value: str | None) -> None:
-    if value is not None:
-        try:
-            Path("/proc/sys/net/ipv4/ip_forward").write_text(value)
-        except OSError:
-            pass
+def restore_ip_forward() -> None:
+    """Put back the host's original ip_forward (call when the last local cluster goes down)."""
+    try:
+        _IP_FORWARD.write_text(_IP_FORWARD_ORIG.read_text().strip())
+        _IP_FORWARD_ORIG.unlink()
+    except OSError:
+        pass
 
 
 def cgroup_hierarchies() -> list[Path]:

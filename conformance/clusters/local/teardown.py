@@ -72,7 +72,8 @@ def teardown(state: ClusterState) -> None:
         if stuck:
             errors.append(f"cgroups could not be removed: {stuck[:5]}")
     _remove_log_links(lay)
-    hostsys.restore_ip_forward(state.host.get("ip_forward") if not _others_running(state.name) else None)
+    if not _others_running(state.name):
+        hostsys.restore_ip_forward()
     if not left:
         for d in (lay.run_dir, lay.state_dir):
             shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,61 @@
+"""Host cleanup primitives on the real host (root): mounts under a dir, cgroup subtree kill/remove,
+CNI chain lookup by network name. Marked e2e because they need root."""
+import os
+import subprocess
+
+import pytest
+
+from conformance.clusters.local import hostsys
+from conformance.clusters.local.processes import HostProcess
+
+pytestmark = pytest.mark.e2e
+
+
+def test_unmount_under_removes_nested_mounts(tmp_path):
+    outer, inner = tmp_path / "a", tmp_path / "a" / "b"
+    outer.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(outer)], check=True)
+    inner.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(inner)], check=True)
+    assert set(hostsys.mounts_under(tmp_path)) == {str(outer), str(inner)}
+    assert hostsys.unmount_under(tmp_path) == []
+    assert hostsys.mounts_under(tmp_path) == []
+
+
+def test_cgroup_subtree_is_killed_and_removed(tmp_path):
+    name = f"/dra-test-{os.getpid()}"
+    hostsys.create_cgroup_root(name)
+    proc = HostProcess.spawn("sleeper", "", ["sleep", "60"], tmp_path / "s.log")
+    try:
+        for hier in hostsys.cgroup_hierarchies():
+            child = hier / name.strip("/") / "child"
+            child.mkdir(exist_ok=True)
+            if (child / "cpuset.cpus").exists():
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    (child / f).write_text((hier / name.strip("/") / f).read_text())
+            (child / "cgroup.procs").write_text(str(proc.pid))
+        assert hostsys.cgroup_pids(name) == {proc.pid}
+        assert hostsys.kill_cgroup(name) == set()
+        assert not proc.is_running()
+    finally:
+        proc.stop(timeout=1)
+        left = hostsys.remove_cgroup_root(name)
+    assert left == []
+    assert not any((h / name.strip("/")).exists() for h in hostsys.cgroup_hierarchies())
+
+
+def test_cni_chains_are_found_and_deleted_by_network_name():
+    chain, net = f"CNI-drctest{os.getpid() % 100000}", f"dra-test-{os.getpid()}"
+    comment = f'name: "{net}" id: "abc"'
+    subprocess.run(["iptables", "-t", "nat", "-N", chain], check=True)
+    subprocess.run(["iptables", "-t", "nat", "-A", "POSTROUTING", "-s", "10.99.0.5/32", "-m", "comment",
+                    "--comment", comment, "-j", chain], check=True)
+    try:
+        assert [c for _, c in hostsys.cni_chains_for([net])] == [chain]
+        hostsys.delete_cni_chains([net])
+        assert hostsys.cni_chains_for([net]) == []
+        assert f"nat/{chain}" not in hostsys.iptables_chains(("CNI-",))
+    finally:
+        subprocess.run(["iptables", "-t", "nat", "-D", "POSTROUTING", "-s", "10.99.0.5/32", "-m", "comment",
+                        "--comment", comment, "-j", chain], capture_output=True)
+        subprocess.run(["iptables", "-t", "nat", "-X", chain], capture_output=True)

@@ -60,7 +60,7 @@ class HelmDeployer:
             self.installed = True
             self._helm(*args, timeout=int(d.get("timeout_s", 300)) + 60)
             check_device_classes(self.k8s, self.profile)
-            await_slices(self.k8s, self.profile, timeout=self.ready_timeout, logs=self.pod_logs())
+            await_slices(self.k8s, self.profile, timeout=self.ready_timeout, logs=self.pod_logs)
         except BaseException:
             self.teardown()
             raise

@@ -88,15 +88,15 @@ class HostDeployer:
             check_device_classes(self.k8s, self.profile)
             handle = self._handle()
             await_slices(self.k8s, self.profile, [n.name for n in self.cluster.nodes], timeout=self.ready_timeout,
-                         logs=handle.logs())
-            for name, proc in self.processes.items():
-                if not proc.is_running():
-                    raise errors.DriverNotReady(self.profile.driver, f"plugin process on {name} running",
-                                                f"it exited; log: {proc.log_path}")
+                         logs=handle.logs, failed=self._exited)
             return handle
         except BaseException:
             self.teardown()
             raise
+
+    def _exited(self) -> str | None:
+        gone = [f"{node} (log {p.log_path})" for node, p in self.processes.items() if not p.is_running()]
+        return f"the kubelet plugin exited on {', '.join(gone)}" if gone else None
 
     def _device_classes(self) -> list[str]:
         deploy_dir = REPO_ROOT / "reference_driver" / "deploy"

@@ -5,7 +5,7 @@ error"); KEP-4381 (a driver publishes ≥ 1 slice per served node).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from conformance.core import errors, names, timeouts
 from conformance.core.profile import DriverProfile
@@ -53,18 +53,24 @@ def check_device_classes(k8s: K8s, profile: DriverProfile) -> None:
 
 
 def await_slices(k8s: K8s, profile: DriverProfile, nodes: Iterable[str] = (), *,
-                 timeout: float = timeouts.SLICES_PUBLISHED, logs: dict[str, str] | None = None) -> list:
+                 timeout: float = timeouts.SLICES_PUBLISHED, logs: Callable[[], dict[str, str]] | None = None,
+                 failed: Callable[[], str | None] | None = None) -> list:
     """Wait for the driver's ResourceSlices (≥ 1 device on each of ``nodes``, any node when empty).
 
-    Raises DriverNotReady with what was awaited, the slices seen and the tail of the plugin logs.
+    Raises DriverNotReady with what was awaited, the slices seen and the tail of the plugin logs (``logs()``);
+    early when ``failed()`` returns a message (a plugin process exited).
     """
     nodes = list(nodes)
     try:
-        return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=timeout)
+        return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=timeout,
+                                      failed=failed)
     except errors.WaitTimeout as exc:
-        detail = exc.last_state
-        for source, text in (logs or {}).items():
+        detail = exc.last_state or "  (no slices)"
+        if exc.failed:
+            detail = f"  {exc.failed}\n" + detail
+        for source, text in (logs() if logs else {}).items():
             detail += f"\n--- last log lines of {source} ---\n" + "\n".join(text.splitlines()[-15:])
         target = f"nodes {nodes}" if nodes else "any node"
-        raise errors.DriverNotReady(profile.driver, f"ResourceSlices with at least one device on {target} "
-                                    f"within {exc.timeout:.0f}s", "seen:\n" + detail) from None
+        when = "(gave up: a plugin process exited)" if exc.failed else f"within {exc.timeout:.0f}s"
+        raise errors.DriverNotReady(profile.driver, f"ResourceSlices with at least one device on {target} {when}",
+                                    "seen:\n" + detail) from None

@@ -28,13 +28,14 @@ def labelled(k8s: K8s, run_id: str, kinds=SWEEP_KINDS) -> list:
 
 
 def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[str]:
-    """Delete all objects of run ``run_id`` and wait for them to go; return ``kind ns/name`` of anything
-    already clean (empty list = nothing was left). Raises LeakError when something survives."""
+    """Delete all objects of run ``run_id`` and wait for them to go (also those already terminating); return
+    ``kind ns/name`` of the objects that were still live (empty = teardown had left nothing). Raises LeakError
+    when something survives."""
     tracker = Tracker(k8s.unguarded())
     found = [o for o in labelled(k8s, run_id) if o.labels.get(OWNER_LABEL) != "driver"]
     for obj in found:
         tracker.adopt(obj)
-    refs = [o.ref for o in found]
+    refs = [o.ref for o in found if not o.get("metadata.deletionTimestamp")]  # not already being deleted
     if found:
         tracker.cleanup()
     if wait_namespaces:

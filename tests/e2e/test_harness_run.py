@@ -54,7 +54,7 @@ def _start(local_cluster, profile: Path, report: Path, *extra: str) -> subproces
 
 def test_run_passes_with_verdict_and_run_json(local_cluster, preinstalled, tmp_path):
     profile, k8s = preinstalled
-    proc = _start(local_cluster, profile, tmp_path / "report")
+    proc = _start(local_cluster, profile, tmp_path / "report", "-k", "test_smoke")
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert "VERDICT: PASS" in out and "2 passed" in out, out

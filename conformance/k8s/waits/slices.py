@@ -3,7 +3,7 @@ pools: ``resourceSliceCount`` slices of the highest generation (resource.k8s.io/
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Callable, Iterable, Optional
 
 from conformance.core import errors, timeouts
 
@@ -31,10 +31,11 @@ def device_count(slices: Iterable[Obj]) -> int:
 
 
 def slices_published(k8s: K8s, driver: str, *, nodes: Iterable[str] = (), min_devices: int = 1,
-                     timeout: float) -> list[Obj]:
+                     timeout: float, failed: Callable[[], Optional[str]] | None = None) -> list[Obj]:
     """Wait until ``driver`` has complete pools with ≥ ``min_devices`` devices on every node in ``nodes``
     (any node when empty); return the driver's current slices. Polls every 2 s (field selector
-    ``spec.driver``). Raises WaitTimeout listing what was seen per node."""
+    ``spec.driver``). Raises WaitTimeout listing what was seen per node; WaitFailed as soon as ``failed()``
+    returns a message (e.g. the plugin process exited)."""
     wanted = list(nodes)
     budget = timeouts.scaled(timeout)
     deadline = time.monotonic() + budget
@@ -56,6 +57,10 @@ def slices_published(k8s: K8s, driver: str, *, nodes: Iterable[str] = (), min_de
             ok = bool(current) and sum(seen.values()) >= min_devices
         if ok:
             return current
+        why = failed() if failed else None
+        if why:
+            state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items()))
+            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", budget, state, failed=why)
         if time.monotonic() >= deadline:
             state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items())) or \
                 f"  no ResourceSlice with spec.driver={driver}"

@@ -1,0 +1,39 @@
+"""Suite fixtures the harness plugin does not offer yet; area conftests import them by name.
+
+``probe`` (:class:`~suites._support.probe.Probe`), ``inventory`` (the driver's published devices),
+``admin_builder`` (a Builder bound to the admin-access namespace), ``pod_resources`` (a PodResources client
+factory per node).
+Belongs in: conformance/plugin.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conformance.k8s.builders.builder import Builder
+
+from .inventory import Inventory
+from .probe import Probe
+
+
+@pytest.fixture
+def probe(request, k8s, profile):
+    """A :class:`Probe` for this run (node log fallback when the cluster offers node access)."""
+    try:
+        node_access = request.getfixturevalue("node_access")
+    except pytest.skip.Exception:
+        node_access = None
+    return Probe(k8s, profile, node_access)
+
+
+@pytest.fixture
+def inventory(k8s, driver):
+    """The driver's published devices right now (:class:`~suites._support.inventory.Inventory`)."""
+    return Inventory.read(k8s, driver.name)
+
+
+@pytest.fixture
+def admin_builder(builder, admin_namespace):
+    """A Builder like ``builder`` but for the namespace labelled ``resource.kubernetes.io/admin-access``."""
+    return Builder(dataclasses.replace(builder.ctx, namespace=admin_namespace))

@@ -1,0 +1,122 @@
+"""CEL selectors on attributes and capacities, counts, allocationMode All, and what happens when nothing
+matches or a selector fails at runtime. Expected devices are recomputed from the driver's ResourceSlices.
+
+Sources: resource.k8s.io/v1 ExactDeviceRequest.selectors / count / allocationMode; CEL device variable
+(dra-protocols.md §6); upstream "keeps pod pending because of CEL runtime errors" (test/e2e/dra/dra.go).
+"""
+import pytest
+
+from conformance.api import timeouts, waits
+from suites._support import pod_waits
+from suites._support.inventory import cel_attribute, cel_literal
+
+pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381)]
+
+NEVER = "device.driver != device.driver"   # a valid selector no device matches
+MISSING_ATTRIBUTE = "draConformanceMissing"  # an attribute id no driver publishes: CEL "no such key"
+
+
+@pytest.mark.scenario("ALLOC-25")
+def test_attribute_selector_picks_the_matching_device(k8s, tracker, builder, inventory, probe):
+    """A CEL selector on an int attribute yields the one device whose published value matches.
+    Source: resource.k8s.io/v1 DeviceSelector.cel; device.attributes["<domain>"].<id>."""
+    # given: the last published device and one of its int attributes
+    name, wanted = inventory.numeric_attribute(), inventory.devices[-1]
+    selector = f"{cel_attribute(name)} == {cel_literal(wanted.attributes[name])}"
+    # when: a pod's claim selects on it
+    claim = tracker.create(builder.claim(selectors=selector))
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: every allocated device has that value in the slices, and the container sees one device
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    assert [inventory.of(r).attributes[name] for r in allocated.results] == [wanted.attributes[name]]
+    assert len(probe.hits(pod)) == 1, probe.evidence(pod)
+
+
+@pytest.mark.scenario("ALLOC-25")
+def test_capacity_selector_compares_quantities(k8s, tracker, builder, inventory, probe):
+    """A CEL selector comparing a capacity with quantity() allocates a device whose published capacity
+    satisfies it.
+    Source: resource.k8s.io/v1 Device.capacity; CEL quantity library (compareTo)."""
+    # given: a capacity every device publishes, and the largest published value
+    name, largest = inventory.largest_capacity()
+    domain, ident = name.rsplit("/", 1)
+    selector = f'device.capacity["{domain}"].{ident}.compareTo(quantity("{largest}")) >= 0'
+    # when: a pod's claim asks for at least that much
+    claim = tracker.create(builder.claim(selectors=selector))
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: the allocated device publishes exactly the largest value
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    assert inventory.of(allocated.results[0]).capacity[name] == largest, allocated.describe()
+    assert len(probe.hits(pod)) == 1, probe.evidence(pod)
+
+
+@pytest.mark.scenario("ALLOC-25")
+def test_selector_matching_nothing_keeps_pod_unschedulable(k8s, tracker, builder):
+    """A claim whose selector matches no device leaves the pod unschedulable with the scheduler's DRA reason
+    and the claim unallocated.
+    Source: scheduler DynamicResources plugin ("cannot allocate all claims")."""
+    # given: a claim no device satisfies
+    claim = tracker.create(builder.claim(selectors=NEVER))
+    # when: a pod uses it
+    pod = tracker.create(builder.pod(uses=claim))
+    # then: the scheduler reports it cannot allocate, and the claim stays unallocated
+    waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)
+    assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation
+
+
+@pytest.mark.scenario("ALLOC-18")
+def test_cel_runtime_error_keeps_pod_unschedulable(k8s, tracker, builder, driver):
+    """A selector that fails at runtime (an attribute no device has) keeps the pod unschedulable and the
+    scheduler's message names the CEL runtime error.
+    Source: upstream "keeps pod pending because of CEL runtime errors"."""
+    # given: a selector reading an attribute that does not exist
+    claim = tracker.create(builder.claim(selectors=f"{cel_attribute(driver.name + '/' + MISSING_ATTRIBUTE)} == 1"))
+    # when: a pod uses it
+    pod = tracker.create(builder.pod(uses=claim))
+    # then: unschedulable with a CEL runtime error
+    pod = pod_waits.pod_not_scheduled_with(k8s, pod, "CEL runtime error", timeout=timeouts.ALLOCATION)
+    assert not pod.spec.node_name, pod.describe()
+    assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation
+
+
+@pytest.mark.scenario("ALLOC-25")
+@pytest.mark.requires("driver.multiple_devices")
+def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, probe):
+    """A request with count 2 gets two distinct devices and the container sees both.
+    Source: resource.k8s.io/v1 ExactDeviceRequest.count."""
+    # given: a claim for two devices
+    claim = tracker.create(builder.claim(count=2))
+    # when: a pod uses it
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: two distinct results for the one request, two devices visible
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
+    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+
+
+@pytest.mark.scenario("ALLOC-25")
+def test_allocation_mode_all_takes_every_device_of_the_node(k8s, tracker, builder, inventory, probe):
+    """allocationMode All allocates every matching device published for the pod's node.
+    Source: resource.k8s.io/v1 DeviceAllocationMode All."""
+    # given: a node and a claim for all devices
+    node = inventory.nodes()[0]
+    claim = tracker.create(builder.claim(allocation_mode="All"))
+    # when: a pod on that node uses it
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim, node_name=node)), timeout=timeouts.POD_START)
+    # then: the results are exactly the node's devices, all visible
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    assert sorted(r.device for r in allocated.results) == sorted(d.name for d in inventory.on_node(node))
+    assert len(probe.hits(pod)) == len(inventory.on_node(node)), probe.evidence(pod)
+
+
+@pytest.mark.scenario("ALLOC-25")
+def test_count_above_any_node_keeps_pod_unschedulable(k8s, tracker, builder, inventory):
+    """A count larger than any node's device count cannot be allocated: the pod stays unschedulable.
+    Source: resource.k8s.io/v1 ExactDeviceRequest.count; scheduler "cannot allocate all claims"."""
+    # given: a count one above the largest node inventory
+    count = max(len(inventory.on_node(n)) for n in inventory.nodes()) + 1
+    # when: a pod's claim asks for it
+    claim = tracker.create(builder.claim(count=count))
+    pod = tracker.create(builder.pod(uses=claim))
+    # then: it is unschedulable
+    waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)

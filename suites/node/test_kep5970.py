@@ -1,0 +1,127 @@
+"""The seven minimum behaviours of KEP-5970 ("DRA Driver Conformance Test Suite"): the ``core`` profile.
+
+Each test proves one behaviour through the API and, where it reaches a container, through the driver
+profile's visibility probe (CDI-injected env or a vendor command).
+"""
+import pytest
+
+from conformance.api import timeouts, waits
+from suites._support import node_state
+
+pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
+
+
+@pytest.mark.node
+@pytest.mark.scenario("KEP5970-1", "REG-01")
+@pytest.mark.requires("node_access")
+def test_driver_registers_with_every_kubelet(driver, inventory, node_access):
+    """The driver's kubelet plugin has a registration socket in every driver node's plugin registry.
+    Source: KEP-5970 behaviour 1; upstream "kubelet registers plugin" (test/e2e/dra/dra.go)."""
+    # given: the nodes where the driver publishes devices
+    nodes = inventory.nodes()
+    # when: the kubelet plugin registry of each is read
+    sockets = {node: node_state.registered_sockets(node_access, node, driver.name) for node in nodes}
+    # then: each node has a registration socket named after the driver
+    assert nodes, f"driver {driver.name} publishes no node-local devices"
+    assert all(sockets.values()), f"registration sockets per node: {sockets}"
+
+
+@pytest.mark.publishing
+@pytest.mark.scenario("KEP5970-2", "PUB-01")
+def test_driver_publishes_slices_with_devices(k8s, driver, profile):
+    """The driver publishes complete ResourceSlice pools with its name and at least one device per node.
+    Source: KEP-5970 behaviour 2; resource.k8s.io/v1 ResourceSlice spec.driver / spec.pool."""
+    # given: the driver's profile (devices per node)
+    expected = profile.devices_per_node
+    # when: its slices are read
+    slices = waits.slices_published(k8s, driver.name, min_devices=expected, timeout=timeouts.SLICES_PUBLISHED)
+    # then: every slice names the driver, and node-local ones name their node
+    assert all(s.get("spec.driver") == driver.name for s in slices), [s.describe() for s in slices]
+    assert waits.device_count(slices) >= expected, [s.describe() for s in slices]
+
+
+@pytest.mark.allocation
+@pytest.mark.scenario("KEP5970-3", "ALLOC-04", "ALLOC-25")
+def test_claim_is_allocated_when_its_pod_is_scheduled(k8s, tracker, builder, inventory):
+    """A ResourceClaim gets status.allocation with one published device of the driver once its pod is
+    scheduled, and the allocation is limited to the pod's node.
+    Source: KEP-5970 behaviour 3; upstream "supports simple pod referencing external resource claim"."""
+    # given: a claim for one device
+    claim = tracker.create(builder.claim())
+    # when: a pod uses it
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: one result naming a device published on the pod's node, reserved for the pod
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
+    assert [r.driver for r in allocated.results] == [inventory.driver], allocated.describe()
+    assert inventory.of(allocated.results[0]).node == pod.spec.node_name, allocated.describe()
+    assert pod.spec.node_name in str(allocated.get("status.allocation.nodeSelector")), allocated.describe()
+
+
+@pytest.mark.node
+@pytest.mark.scenario("KEP5970-4", "PREP-10", "FAIL-07")
+def test_pod_passes_resource_preparation_without_errors(k8s, tracker, builder):
+    """The kubelet prepares the pod's claim through NodePrepareResources: the pod starts and no
+    FailedPrepareDynamicResources event is recorded.
+    Source: KEP-5970 behaviour 4 (NodePrepareResources)."""
+    # given: a pod with a claim from a template
+    template = tracker.create(builder.claim_template())
+    # when: it is started
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=template)), timeout=timeouts.POD_START)
+    # then: it runs with its claim allocated, and the kubelet reported no preparation failure
+    claims = waits.pod_claims(k8s, pod)
+    assert [bool(c.allocation) for c in claims] == [True], [c.describe() for c in claims]
+    assert waits.events_for(k8s, pod, "FailedPrepareDynamicResources") == [], pod.describe()
+
+
+@pytest.mark.node
+@pytest.mark.scenario("KEP5970-5", "SEC-01")
+def test_running_pod_sees_driver_injected_device(k8s, tracker, builder, probe):
+    """The pod reaches Running and its container shows the driver-injected device (CDI env or the
+    profile's command).
+    Source: KEP-5970 behaviour 5; ai-conformance KAR-0049 PositiveAccessTest."""
+    # given: a claim for one device
+    claim = tracker.create(builder.claim())
+    # when: a pod uses it
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: the probe shows exactly one device
+    visible, evidence = probe.sees(pod)
+    assert visible, evidence
+    assert len(probe.hits(pod)) == 1, probe.evidence(pod)
+
+
+@pytest.mark.node
+@pytest.mark.scenario("KEP5970-6", "ALLOC-13", "ALLOC-15")
+def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder):
+    """Deleting a running pod completes (NodeUnprepareResources succeeded), its generated claim is
+    deallocated and removed, and no FailedUnprepareDynamicResources event appears.
+    Source: KEP-5970 behaviour 6 (NodeUnprepareResources)."""
+    # given: a running pod with a generated claim
+    template = tracker.create(builder.claim_template())
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=template)), timeout=timeouts.POD_START)
+    claim = waits.pod_claims(k8s, pod)[0]
+    # when: the pod is deleted
+    k8s.delete("Pod", pod.name, pod.namespace)
+    waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
+    # then: the claim is gone and the kubelet reported no unprepare failure
+    waits.claim_gone(k8s, claim, timeout=timeouts.DEALLOCATION)
+    assert waits.events_for(k8s, pod, "FailedUnprepareDynamicResources") == [], waits.recent_events(
+        k8s, pod.namespace)
+
+
+@pytest.mark.allocation
+@pytest.mark.scenario("KEP5970-7", "ALLOC-08")
+def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, inventory, probe):
+    """After a pod holding every device of its node is deleted, a second pod with a new claim from the same
+    DeviceClass on that node starts and sees the devices.
+    Source: KEP-5970 behaviour 7 (resource reuse); upstream "supports reusing resources"."""
+    # given: a pod that took every device of one node, then was deleted
+    node = inventory.nodes()[0]
+    first = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
+    waits.pod_running(k8s, first, timeout=timeouts.POD_START)
+    k8s.delete("Pod", first.name, first.namespace)
+    waits.pod_gone(k8s, first, timeout=timeouts.POD_DELETE)
+    # when: a second pod with a new claim of the same class needs every device of that node
+    second = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
+    # then: it runs and sees all of them
+    waits.pod_running(k8s, second, timeout=timeouts.POD_START)
+    assert len(probe.hits(second)) == len(inventory.on_node(node)), probe.evidence(second)

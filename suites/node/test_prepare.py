@@ -1,0 +1,80 @@
+"""NodePrepareResources / NodeUnprepareResources seen from the node: CDI specs while prepared, cleanup after,
+pod-level claims prepared even when no container uses them, init containers.
+
+Sources: upstream test/e2e/dra/dra.go "must call NodePrepareResources even if not used by any container",
+"supports init containers"; CDI spec directories (dra-protocols.md §4); driver contract §6.3-6.5.
+"""
+import pytest
+
+from conformance.api import container, timeouts, waits
+from suites._support import builders, consistently, node_state
+
+pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
+
+
+@pytest.mark.scenario("PREP-01")
+@pytest.mark.requires("node_access")
+def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, builder, probe, node_access):
+    """A claim listed in the pod's resourceClaims but referenced by no container is still prepared (a CDI spec
+    for it exists on the node) while no container sees its device.
+    Source: upstream "must call NodePrepareResources even if not used by any container"."""
+    # given: a claim that the pod lists but no container references
+    claim = tracker.create(builder.claim())
+    pod = builders.with_unreferenced_claim(builder.pod(), claim)
+    # when: the pod runs
+    pod = waits.pod_running(k8s, tracker.create(pod), timeout=timeouts.POD_START)
+    # then: the claim is reserved for it, the node holds its CDI spec, and the container sees nothing
+    waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
+    assert node_state.claim_cdi_specs(node_access, pod.spec.node_name, claim), node_access.cdi_specs(
+        pod.spec.node_name)
+    assert probe.hits(pod) == [], probe.evidence(pod)
+
+
+@pytest.mark.scenario("PREP-10")
+@pytest.mark.requires("node_access")
+def test_cdi_spec_exists_while_prepared_and_is_removed_after(k8s, tracker, builder, node_access):
+    """The driver's CDI spec for a claim exists on the node while its pod runs and is removed after the pod is
+    deleted and the claim unprepared.
+    Source: driver contract §6.3/§6.4 (NodeUnprepareResources cleans up); CDI spec directories."""
+    # given: a running pod with a claim
+    claim = tracker.create(builder.claim())
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    node = pod.spec.node_name
+    assert node_state.claim_cdi_specs(node_access, node, claim), node_access.cdi_specs(node)
+    # when: the pod is deleted
+    k8s.delete("Pod", pod.name, pod.namespace)
+    waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
+    # then: the claim's spec is gone and no unprepare failure was reported
+    assert node_state.claim_cdi_specs(node_access, node, claim) == {}, node_access.cdi_specs(node)
+    assert waits.events_for(k8s, pod, "FailedUnprepareDynamicResources") == []
+
+
+@pytest.mark.scenario("PREP-03")
+def test_pod_bound_to_node_with_unallocated_claim_does_not_run(k8s, tracker, builder, inventory):
+    """A pod bound to a node by spec.nodeName (scheduler bypassed) whose claim is not allocated stays
+    Pending: the kubelet never starts a pod its claim is not reserved for.
+    Source: upstream "must not run a pod if a claim is not ready"; ResourceClaim.status.reservedFor."""
+    # given: a claim nobody allocated
+    claim = tracker.create(builder.claim())
+    # when: a pod using it is bound straight to a driver node
+    pod = tracker.create(builders.bound_to_node(builder.pod(uses=claim), inventory.nodes()[0]))
+    # then: it does not start and the claim stays unallocated
+    phase = consistently.stays_equal(lambda: k8s.get("Pod", pod.name, pod.namespace).phase,
+                                     duration=timeouts.CONSISTENTLY_PENDING)
+    assert phase == "Pending", k8s.get("Pod", pod.name, pod.namespace).describe()
+    assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation
+
+
+@pytest.mark.scenario("ALLOC-07")
+def test_init_container_sees_the_claim(k8s, tracker, builder, probe):
+    """An init container referencing the claim sees the device before the main container starts.
+    Source: upstream "supports init containers" / "supports init containers with external claims"."""
+    # given: a claim
+    claim = tracker.create(builder.claim())
+    # when: an init container and the main container both reference it
+    init = container("init", uses=[claim], command=builder.probe_pod_command(then_sleep=False))
+    pod = tracker.create(builder.pod(containers=[container("main", uses=[claim])], init_containers=[init]))
+    waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    # then: both saw the same device
+    assert len(probe.hits(pod, "init")) == 1, probe.evidence(pod, "init")
+    assert probe.hits(pod, "init") == probe.hits(pod, "main"), probe.evidence(pod, "main")

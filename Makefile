@@ -13,7 +13,7 @@ K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint clean
+        cluster-status cluster-logs lint clean matrix report
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -39,6 +39,13 @@ e2e: ## run only our end-to-end tests (real local cluster)
 conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE suites, report in reports/
 	$(VENV)/bin/dra-conformance run --cluster local --driver $(DRIVER) --profile $(PROFILE) \
 	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(PYTEST_ARGS)
+
+matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table
+	$(PY) -m conformance.reporting.matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
+	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(PYTEST_ARGS)
+
+report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
+	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)
 
 list: ## print the tests a PROFILE selects (no cluster needed)
 	$(VENV)/bin/dra-conformance list --profile $(PROFILE) --driver $(DRIVER)

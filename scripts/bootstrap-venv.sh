@@ -27,9 +27,10 @@ pins = tomllib.load(open("versions.toml", "rb"))["python"]
 open(sys.argv[1], "w").write("".join(f"{k}=={v}\n" for k, v in pins.items()))
 PY
 step "installing dra-conformance (editable) + pinned dependencies"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel \
-  || fail "pip could not upgrade itself" "check that PyPI is reachable and re-run make setup"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" -e '.[dev]' \
-  || fail "pip install -e .[dev] failed" "check that PyPI is reachable (or the pins in versions.toml [python]) and re-run make setup"
+log="$VENV/pip-install.log"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip setuptools wheel >"$log" 2>&1 \
+  || { tail -20 "$log" >&2; fail "pip could not upgrade itself" "check that PyPI is reachable and re-run make setup"; }
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" -e '.[dev]' >>"$log" 2>&1 \
+  || { tail -20 "$log" >&2; fail "pip install -e .[dev] failed (full log: $log)" "check that PyPI is reachable (or the pins in versions.toml [python]) and re-run make setup"; }
 echo "$want" > "$stamp"
 printf '[venv] ready (%d s)\n' "$SECONDS"

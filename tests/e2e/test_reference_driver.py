@@ -296,7 +296,8 @@ def test_helm_chart_manifests_apply_with_server_side_dry_run(local_cluster, core
     helm = cache.tool_binary("helm")
     kubectl = cache.k8s_binary("kubectl", local_cluster.k8s_version)
     rendered = subprocess.run([str(helm), "template", "refdrv", str(DEPLOY / "chart"), "--namespace", namespace,
-                               "--set", "driverName=dryrun.dra-conformance.test"],
+                               "--set", "driverName=dryrun.dra-conformance.test",
+                               "--kube-version", local_cluster.k8s_version.lstrip("v")],
                               check=True, capture_output=True, text=True, timeout=60).stdout
     proc = subprocess.run([str(kubectl), "--kubeconfig", str(local_cluster.kubeconfig), "apply",
                            "--server-side", "--dry-run=server", "-f", "-"],

@@ -25,7 +25,8 @@ def helm() -> Path:
 
 def render(*extra: str) -> list[dict]:
     """`helm template` output as a list of objects."""
-    out = subprocess.run([str(helm()), "template", "refdrv", str(CHART), "--namespace", "dra-ref", *extra],
+    out = subprocess.run([str(helm()), "template", "refdrv", str(CHART), "--namespace", "dra-ref",
+                          "--kube-version", "1.34.0", *extra],
                          check=True, capture_output=True, text=True, timeout=60).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 

@@ -131,3 +131,11 @@ def test_nvml_inventory_reads_devices_from_nvml(monkeypatch):
     assert api["attributes"]["cudaDriverVersion"] == {"version": "12.4.0"}
     assert api["attributes"]["resource.kubernetes.io/pciBusID"] == {"string": "0000:1b:00.0"}
     assert quantities.parse(api["capacity"]["memory"]["value"]) == 150754820096
+
+
+def test_nvml_source_without_nvidia_ml_py_is_a_clear_error_and_auto_falls_back(monkeypatch):
+    """source: nvml without the optional dependency names it; source: auto uses simulated GPUs then."""
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
+    with pytest.raises(InventoryError, match="nvidia-ml-py"):
+        inventory.from_mapping({"source": "nvml"}, "n")
+    assert inventory.from_mapping({"source": "auto", "simulated": {"count": 1}}, "n").kind == "simulated"

@@ -28,8 +28,13 @@ from conformance.k8s.client import K8s
 from . import facts as facts_mod
 
 STATE_FILE = ".dra-session.json"
-LOCAL_CLUSTER_NAME = "conformance"
-LOCAL_SLOT = 2
+LOCAL_SLOT = 2  # first slot for conformance runs (0: the e2e cluster, 1: its lifecycle tests)
+
+
+def local_cluster_name(run_id: str) -> str:
+    """``c<last 4 hex of the run ID>``: unique per run and short, because kubelet plugin sockets live under
+    the cluster directory and unix socket paths are limited (gRPC refuses paths over 105 bytes)."""
+    return "c" + run_id.rsplit("-", 1)[-1][-4:]
 
 
 @dataclasses.dataclass
@@ -78,6 +83,7 @@ class Session:
         self.capabilities: Capabilities | None = None
         self.facts: dict = {}
         self.started = time.time()
+        self.local_name = ""
         timeouts.set_scale(cfg.timeout_scale)
 
     # -- setup ---------------------------------------------------------------------------------------
@@ -110,13 +116,24 @@ class Session:
         kind = self.cfg.cluster
         if kind == "local":
             from conformance.clusters.local import LocalCluster, LocalClusterConfig  # noqa: PLC0415
-            from conformance.clusters.local.state import existing_clusters  # noqa: PLC0415
-            # own slot (ports, subnets) so a conformance run coexists with the e2e cluster (slot 0); kube-proxy
-            # owns host-wide iptables chains, so it runs only when no other local cluster does
-            others = [c for c in existing_clusters() if c != LOCAL_CLUSTER_NAME]
+            from conformance.clusters.local.state import ClusterState, existing_clusters  # noqa: PLC0415
+            # a name and slot (ports, subnets) of its own, so runs coexist with each other and with the e2e
+            # cluster; kube-proxy owns host-wide iptables chains, so it runs only when no other cluster does
+            others = existing_clusters()
+            used = set()
+            for other in others:
+                try:
+                    used.add(ClusterState.load(other).slot)
+                except (OSError, ValueError, KeyError):
+                    continue
+            free = [s for s in range(LOCAL_SLOT, 10) if s not in used]
+            if not free:
+                raise errors.ClusterUnavailable(f"no free local cluster slot: clusters {others} use slots "
+                                                f"{sorted(used)}; stop one with `dra-conformance cluster down`")
+            self.local_name = local_cluster_name(self.cfg.run_id)
             self.cluster_provider = LocalCluster(LocalClusterConfig(
-                name=LOCAL_CLUSTER_NAME, nodes=self.cfg.nodes, kwok_nodes=0, k8s_version=self.cfg.k8s_version,
-                feature_gates=self.cfg.feature_gates, log_dir=self.report_dir / "cluster-logs", slot=LOCAL_SLOT,
+                name=self.local_name, nodes=self.cfg.nodes, kwok_nodes=0, k8s_version=self.cfg.k8s_version,
+                feature_gates=self.cfg.feature_gates, log_dir=self.report_dir / "cluster-logs", slot=free[0],
                 kube_proxy=not others), self.progress)
             self.progress(f"starting local cluster ({self.cfg.nodes} node(s), gates {self.cfg.feature_gates})")
             self.cluster = self.cluster_provider.up()
@@ -143,14 +160,20 @@ class Session:
         if self.cfg.cluster == "kind":
             from conformance.node.kind import KindNodeAccess  # noqa: PLC0415
             return KindNodeAccess([n.name for n in self.cluster.nodes])
-        return None  # existing: the privileged helper pod is opt-in and not implemented yet
+        if self.cfg.node_access == "privileged-pod":
+            from conformance.node.helper_pod import HelperPodNodeAccess  # noqa: PLC0415
+            access = HelperPodNodeAccess(self.k8s.unguarded(), [n.name for n in self.cluster.nodes], self.cfg.run_id,
+                                         image=(getattr(self.cluster, "images", {}) or {}).get("busybox", "busybox:1.36"))
+            access.start()
+            return access
+        return None  # existing clusters: node access only with the explicit --node-access privileged-pod
 
     # -- state shared with xdist workers --------------------------------------------------------------
     def state(self) -> dict:
         """What a worker needs to attach (JSON-able)."""
         return {"run_id": self.cfg.run_id, "config": self.cfg.as_dict(), "profile_source": self.profile.source,
                 "cluster_kind": self.cfg.cluster, "kubeconfig": str(self.cluster.kubeconfig),
-                "local_name": LOCAL_CLUSTER_NAME if self.cfg.cluster == "local" else "",
+                "local_name": self.local_name if self.cfg.cluster == "local" else "",
                 "driver": {"deploy": self.driver.deploy_mode, "version": self.driver.version},
                 "capabilities": self.capabilities.as_dict(), "facts": self.facts, "started": self.started}
 
@@ -223,6 +246,8 @@ class Session:
                 problems.append(str(exc))
             except Exception as exc:  # noqa: BLE001 - cluster may be gone; report and continue
                 problems.append(f"sweep of run {self.cfg.run_id} failed: {exc}")
+        if hasattr(self.node_access, "stop") and not getattr(self, "attached", False):
+            self.node_access.stop()
         if self.deployer is not None:
             try:
                 self.deployer.teardown()

@@ -82,3 +82,11 @@ def test_device_class_selects_driver_and_taint_rule_uses_served_version():
     rule = b.device_taint_rule(key="k", device="gpu-0")
     assert rule.api_version == "resource.k8s.io/v1beta2"
     assert rule.get("spec.deviceSelector") == {"driver": "gpu.example.com", "device": "gpu-0"}
+
+
+def test_in_namespace_keeps_labels_and_unique_names():
+    b = _builder()
+    other = b.in_namespace("admin-ns")
+    first, second = b.claim(), other.claim()
+    assert second.namespace == "admin-ns" and first.name != second.name
+    assert second.labels == first.labels

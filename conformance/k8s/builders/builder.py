@@ -45,6 +45,12 @@ class Builder:
         self.ctx = ctx
         self.namer = names.Namer(ctx.test_id)
 
+    def in_namespace(self, namespace: str) -> "Builder":
+        """A Builder for another namespace (e.g. the ``admin_namespace``), sharing this one's name counter."""
+        other = Builder(dataclasses.replace(self.ctx, namespace=namespace))
+        other.namer = self.namer
+        return other
+
     # -- common ---------------------------------------------------------------------------------------
     def labels(self) -> dict[str, str]:
         """The run and test labels every object carries."""

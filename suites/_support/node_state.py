@@ -36,11 +36,6 @@ def defined_cdi_ids(node_access, node: str) -> set[str]:
     return ids
 
 
-def registered_sockets(node_access, node: str, driver: str) -> list[str]:
-    """Entries of the node's kubelet plugin registry that name ``driver`` (registration sockets)."""
-    return [s for s in node_access.plugin_sockets(node) if driver in s]
-
-
 def claims_by_container(pod_resources: dict) -> dict[str, list[dict]]:
     """``{container: [DynamicResource dict]}`` from one PodResources entry (containers without DRA -> [])."""
     return {c.get("name"): list(c.get("dynamicResources") or []) for c in pod_resources.get("containers") or []}

@@ -34,7 +34,7 @@ def test_claim_shared_by_containers_of_one_pod(k8s, tracker, builder, probe):
     template = tracker.create(builder.claim_template())
     # when: two containers of a pod reference it
     pod = tracker.create(builder.pod(containers=[container("a", uses=[template]), container("b", uses=[template])]))
-    waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    pod = waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     # then: one generated claim; both containers see its one device
     assert len(waits.pod_claims(k8s, pod)) == 1, pod.describe()
     assert len(probe.hits(pod, "a")) == 1, probe.evidence(pod, "a")

@@ -6,7 +6,7 @@ profile's visibility probe (CDI-injected env or a vendor command).
 import pytest
 
 from conformance.api import timeouts, waits
-from suites._support import node_state
+from suites._support import registration
 
 pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
@@ -15,15 +15,18 @@ pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 @pytest.mark.scenario("KEP5970-1", "REG-01")
 @pytest.mark.requires("node_access")
 def test_driver_registers_with_every_kubelet(driver, inventory, node_access):
-    """The driver's kubelet plugin has a registration socket in every driver node's plugin registry.
-    Source: KEP-5970 behaviour 1; upstream "kubelet registers plugin" (test/e2e/dra/dra.go)."""
+    """Every driver node's kubelet plugin registry holds a socket that answers GetInfo as a DRAPlugin named
+    after the driver, offering the v1 DRA service.
+    Source: KEP-5970 behaviour 1; upstream "kubelet registers plugin" (test/e2e/dra/dra.go); pluginregistration v1."""
     # given: the nodes where the driver publishes devices
     nodes = inventory.nodes()
-    # when: the kubelet plugin registry of each is read
-    sockets = {node: node_state.registered_sockets(node_access, node, driver.name) for node in nodes}
-    # then: each node has a registration socket named after the driver
+    # when: every registration socket of each node is asked GetInfo, as the kubelet does
+    answers = {node: [p for p in registration.plugins(node_access, node) if p.get("name") == driver.name]
+               for node in nodes}
+    # then: each node has the driver as a DRAPlugin serving v1.DRAPlugin
     assert nodes, f"driver {driver.name} publishes no node-local devices"
-    assert all(sockets.values()), f"registration sockets per node: {sockets}"
+    assert all(len(a) == 1 and a[0]["type"] == "DRAPlugin" for a in answers.values()), answers
+    assert all("v1.DRAPlugin" in a[0]["supported_versions"] for a in answers.values()), answers
 
 
 @pytest.mark.publishing

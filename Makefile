@@ -31,9 +31,11 @@ test: ## run all of the project's own tests (unit + end-to-end on real local-clu
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 unit: ## run only the unit tests (no cluster)
+	@$(PY) -m conformance.toolchain protos >/dev/null
 	$(PY) -m pytest tests -m "not e2e" $(PYTEST_ARGS)
 
 e2e: ## run only our end-to-end tests (real local cluster)
+	@$(PY) -m conformance.toolchain protos >/dev/null
 	$(PY) -m pytest tests -m e2e $(PYTEST_ARGS)
 
 conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE suites, report in reports/

@@ -42,7 +42,8 @@ def setup_steps(k8s_version: str | None, skip: set[str]) -> list[Step]:
                       f"kube-proxy, kubectl, dra-test-driver)", k8s_step))
     for tool in v.go_tools.values():
         def tool_step(tool=tool):
-            was = cache.is_complete(cache.tool_entry(tool.name, tool.version), tool.binaries)
+            was = cache.is_complete(cache.tool_entry(tool.name, tool.version), tool.binaries,
+                                    gobuild.fingerprint(tool))
             path = gobuild.build_tool(tool, log)
             return f"{'cached' if was else 'built'} in {path}"
         steps.append(Step(f"{tool.name} {tool.version}", tool_step))

@@ -44,11 +44,14 @@ def tool_entry(name: str, version: str) -> Path:
     return root() / "tools" / f"{name}-{version}"
 
 
-def is_complete(entry: Path, binaries: list[str] | tuple[str, ...]) -> bool:
-    """True when ``entry`` has a manifest naming every binary and each file exists with the recorded size."""
+def is_complete(entry: Path, binaries: list[str] | tuple[str, ...], fingerprint: str = "") -> bool:
+    """True when ``entry`` has a manifest naming every binary, each file exists with the recorded size, and
+    (when given) the manifest's build ``fingerprint`` matches, so a changed pin or build flag rebuilds."""
     try:
         manifest = json.loads((entry / MANIFEST).read_text())
     except (OSError, ValueError):
+        return False
+    if fingerprint and manifest.get("fingerprint") != fingerprint:
         return False
     files = manifest.get("files", {})
     for name in binaries:

@@ -7,6 +7,7 @@ packages. Source: golang.org/ref/mod#go-install; shared/reference/local-cluster.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -78,10 +79,17 @@ def build_packages(workdir: Path, packages: list[str], outputs: list[str], bindi
         run_go(args + [pkg], workdir, f"{what}: build {out}", log)
 
 
+def fingerprint(tool: GoTool) -> str:
+    """A stable digest of everything that shapes a tool's build (module, version, packages, tags, ldflags)."""
+    spec = repr((tool.module, tool.version, tool.extra_modules, tool.packages, tool.binaries, tool.tags,
+                 tool.ldflags, tool.replaces))
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]
+
+
 def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
     """Build one pinned Go tool into the cache unless a trusted entry exists; return its bin dir."""
     entry = cache.tool_entry(tool.name, tool.version)
-    if not force and cache.is_complete(entry, tool.binaries):
+    if not force and cache.is_complete(entry, tool.binaries, fingerprint(tool)):
         return entry / "bin"
     tmp = cache.partial_dir(entry)
     try:
@@ -91,7 +99,8 @@ def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
         run_go(["mod", "tidy"], work, f"{tool.name} {tool.version}: resolve modules", log)
         build_packages(work, list(tool.packages), list(tool.binaries), tmp / "bin", tool.tags, tool.ldflags,
                        f"{tool.name} {tool.version}", log)
-        cache.commit(tmp, entry, tool.binaries, {"module": tool.module, "version": tool.version})
+        cache.commit(tmp, entry, tool.binaries, {"module": tool.module, "version": tool.version,
+                                                 "fingerprint": fingerprint(tool)})
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -69,3 +69,18 @@ def test_run_steps_wraps_unexpected_errors_with_the_step_name():
         raise OSError("disk full")
     with pytest.raises(SetupError, match="setup step 'writer' failed: OSError: disk full"):
         run_steps([Step("writer", boom)])
+
+
+def test_changed_build_fingerprint_invalidates_the_entry():
+    entry = cache.tool_entry("demo", "v4")
+    tmp = cache.partial_dir(entry)
+    (tmp / "bin" / "demo").write_bytes(b"x")
+    cache.commit(tmp, entry, ["demo"], {"fingerprint": "aaa"})
+    assert cache.is_complete(entry, ["demo"], "aaa")
+    assert not cache.is_complete(entry, ["demo"], "bbb"), "new ldflags or version must rebuild"
+
+
+def test_fingerprint_follows_ldflags():
+    base = GoTool(name="t", module="m", version="v1", packages=("m",), binaries=("t",))
+    other = GoTool(name="t", module="m", version="v1", packages=("m",), binaries=("t",), ldflags="-X a.b=c")
+    assert gobuild.fingerprint(base) != gobuild.fingerprint(other)

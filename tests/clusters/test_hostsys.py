@@ -59,3 +59,17 @@ def test_cni_chains_are_found_and_deleted_by_network_name():
         subprocess.run(["iptables", "-t", "nat", "-D", "POSTROUTING", "-s", "10.99.0.5/32", "-m", "comment",
                         "--comment", comment, "-j", chain], capture_output=True)
         subprocess.run(["iptables", "-t", "nat", "-X", chain], capture_output=True)
+
+
+def test_delete_bridge_removes_the_bridge_and_its_veths():
+    br, veth = f"dctest{os.getpid() % 10000}", f"vtest{os.getpid() % 10000}"
+    subprocess.run(["ip", "link", "add", br, "type", "bridge"], check=True)
+    try:
+        subprocess.run(["ip", "link", "add", veth, "type", "veth", "peer", "name", veth + "p"], check=True)
+        subprocess.run(["ip", "link", "set", veth, "master", br], check=True)
+        assert hostsys.links()[veth] == br
+        hostsys.delete_bridge(br)
+        assert not {br, veth, veth + "p"} & set(hostsys.links())
+    finally:
+        for name in (veth, br):
+            subprocess.run(["ip", "link", "del", name], capture_output=True)

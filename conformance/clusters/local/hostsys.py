@@ -155,9 +155,10 @@ def links() -> dict[str, str]:
     out = _run(["ip", "-o", "link", "show"]).stdout
     result = {}
     for line in out.splitlines():
-        m = re.match(r"^\d+: ([^:@]+)(?:@[^:]+)?: .*?(?: master (\S+))?", line)
+        m = re.match(r"^\d+: ([^:@]+)(?:@[^:]+)?: ", line)
         if m:
-            result[m.group(1)] = m.group(2) or ""
+            master = re.search(r" master (\S+)", line)
+            result[m.group(1)] = master.group(1) if master else ""
     return result
 
 

@@ -43,3 +43,10 @@ def test_all_mode_runtime_config_enables_alpha_and_beta_resource_versions():
 def test_workload_claims_gate_brings_generic_workload():
     known = {"DRAWorkloadResourceClaims": ("ALPHA", False), "GenericWorkload": ("ALPHA", False)}
     assert gates.select("all", known)["GenericWorkload"] is True
+
+
+def test_generic_workload_enables_the_release_workload_api():
+    rc = gates.runtime_config("all", "v1.37.2", {"GenericWorkload": True})
+    assert rc.endswith(",scheduling.k8s.io/v1beta1=true")
+    assert "scheduling" not in gates.runtime_config("all", "v1.37.2", {})
+    assert gates.served_versions("all", "v1.37.2") == ["v1", "v1beta1", "v1beta2", "v1alpha3"]

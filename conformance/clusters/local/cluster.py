@@ -157,7 +157,7 @@ class LocalCluster:
         cfg, lay, b = self.config, self.layout, facts.binaries
         gates = gatelib.select(cfg.feature_gates, known_gates_cached(b["kube-apiserver"], tag))
         gates.update(cfg.extra_feature_gates)
-        state.feature_gates, state.runtime_config = gates, gatelib.runtime_config(cfg.feature_gates, tag)
+        state.feature_gates, state.runtime_config = gates, gatelib.runtime_config(cfg.feature_gates, tag, gates)
         state.node_ip = cp.host_ip()
         state.images = {**images.DEFAULT_IMAGES, **cfg.images}
         for d in (lay.state_dir, lay.run_dir, lay.log_dir):

@@ -26,6 +26,10 @@ _EXTRA_RESOURCE_VERSIONS = {
     37: ("v1beta1", "v1beta2", "v1alpha3"),
 }
 
+# Workload / PodGroup API (GenericWorkload, needed by DRAWorkloadResourceClaims) per minor: k8s.io/api
+# scheduling/v1alpha2 in v0.36; scheduling/v1beta1 (betaAPIGroupVersionsDisabledByDefault) in v0.37.
+_WORKLOAD_API = {36: "scheduling.k8s.io/v1alpha2", 37: "scheduling.k8s.io/v1beta1"}
+
 
 def known_gates(help_text: str) -> dict[str, tuple[str, bool]]:
     """Parse ``--help`` output: gate name -> (stage, default). Stage is ALPHA, BETA, GA or DEPRECATED."""
@@ -57,18 +61,23 @@ def select(mode: str, known: dict[str, tuple[str, bool]]) -> dict[str, bool]:
     return dict(sorted(chosen.items()))
 
 
-def runtime_config(mode: str, k8s_tag: str) -> str:
-    """The ``--runtime-config`` value for ``mode`` on release ``k8s_tag`` (``v1.35.4``); "" for defaults."""
+def runtime_config(mode: str, k8s_tag: str, gates: dict[str, bool] | None = None) -> str:
+    """The ``--runtime-config`` value for ``mode`` on release ``k8s_tag`` (``v1.35.4``); "" for defaults.
+    With GenericWorkload in ``gates`` it also enables the Workload/PodGroup API of that release."""
     if mode == "defaults":
         return ""
     minor = int(k8s_tag.lstrip("v").split(".")[1])
     versions = _EXTRA_RESOURCE_VERSIONS.get(minor, _EXTRA_RESOURCE_VERSIONS[max(_EXTRA_RESOURCE_VERSIONS)])
-    return ",".join(f"resource.k8s.io/{v}=true" for v in versions)
+    parts = [f"resource.k8s.io/{v}=true" for v in versions]
+    if (gates or {}).get("GenericWorkload") and minor in _WORKLOAD_API:
+        parts.append(f"{_WORKLOAD_API[minor]}=true")
+    return ",".join(parts)
 
 
 def served_versions(mode: str, k8s_tag: str) -> list[str]:
     """resource.k8s.io versions the apiserver is expected to serve in ``mode`` (v1 first)."""
-    extra = [part.split("=")[0].split("/")[1] for part in runtime_config(mode, k8s_tag).split(",") if part]
+    extra = [part.split("=")[0].split("/")[1] for part in runtime_config(mode, k8s_tag).split(",")
+             if part.startswith("resource.k8s.io/")]
     return ["v1", *extra]
 
 

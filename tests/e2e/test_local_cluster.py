@@ -36,7 +36,8 @@ def _api(handle) -> apilib.Api:
 @pytest.mark.cluster_lifecycle
 def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
     """A fresh 2-node cluster (release-default gates, one kwok node) runs a pod from the offline image on each
-    real node; kwok leaves the real kubelets' Nodes alone; `cluster down` from another process leaves no
+    real node; kwok leaves the real kubelets' Nodes alone; restart_kubelet brings a node back Ready with a
+    new kubelet; `cluster down` from another process leaves no
     process, mount, interface, cgroup, CNI chain or directory behind."""
     # given: a cluster of its own (slot 1: own ports/subnets; kube-proxy only if no other cluster runs)
     alone = not other_kube_proxy("e2elife")
@@ -55,6 +56,9 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
         assert apilib.served_versions(_api(handle), "resource.k8s.io") == ["v1"]
         kubelets = {n.metadata.name: n.status.node_info.kubelet_version for n in api.list_node().items}
         kube.delete_namespace(api, ns)
+        old_kubelet = next(p.pid for p in procs if p.name == "kubelet" and p.node == "e2elife-node-1")
+        handle.restart_kubelet("e2elife-node-1")  # disruptive: only on this test's own cluster
+        new_kubelet = next(p.pid for p in handle.host_processes() if p.name == "kubelet" and p.node == "e2elife-node-1")
     finally:
         down = subprocess.run([sys.executable, "-m", "conformance.cli", "cluster", "down", "--name", "e2elife"],
                               capture_output=True, text=True, timeout=120)
@@ -62,6 +66,7 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
             cluster.down()
     # then: both pods printed, kwok faked only its own node, `cluster down` (another process) left nothing
     assert down.returncode == 0, down.stdout + down.stderr
+    assert new_kubelet != old_kubelet
     assert kubelets == {"e2elife-node-0": handle.k8s_version, "e2elife-node-1": handle.k8s_version,
                         "e2elife-kwok-0": "fake"}, kubelets
     assert logs == {n: "hello from p-%d\n" % i for i, n in enumerate(["e2elife-node-0", "e2elife-node-1"])}, logs
@@ -130,15 +135,6 @@ def test_host_process_is_recorded_and_stopped(local_cluster):
     finally:
         proc.stop(timeout=2)
     assert not proc.is_running()
-
-
-def test_restart_kubelet_brings_the_node_back_ready(local_cluster):
-    """restart_kubelet stops the kubelet and waits for a fresh Ready heartbeat."""
-    node = local_cluster.nodes[1].name
-    before = next(p for p in local_cluster.host_processes() if p.name == "kubelet" and p.node == node).pid
-    local_cluster.restart_kubelet(node)
-    after = next(p for p in local_cluster.host_processes() if p.name == "kubelet" and p.node == node)
-    assert after.pid != before and after.is_running()
 
 
 @pytest.mark.cluster_lifecycle

@@ -45,10 +45,27 @@ class K8s:
 
     GUARDED_KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule", "Namespace")
 
-    def __init__(self, api: ApiClient, *, request_timeout: float = 30.0, guard_run_id: str = "") -> None:
+    def __init__(self, api: ApiClient, *, request_timeout: float = 30.0, guard_run_id: str = "",
+                 versions: dict[str, str] | None = None) -> None:
         self.api = api
         self.request_timeout = request_timeout
         self.guard_run_id = guard_run_id
+        self.versions: dict[str, str] = dict(versions or {})  # kind -> version used when a call names none
+
+    def prefer_versions(self, served: dict[str, list[str]]) -> None:
+        """Use, for each resource.k8s.io kind the cluster does not serve in v1, its newest served version
+        (e.g. DeviceTaintRule in v1alpha3 on 1.34). ``served``: ``{version: [plural...]}`` from discovery."""
+        from .resources import DRA_VERSIONS, _TABLE  # noqa: PLC0415
+        for kind, (group, _, plural, _) in _TABLE.items():
+            if group != "resource.k8s.io" or plural in served.get("v1", []):
+                continue
+            for version in DRA_VERSIONS:
+                if plural in served.get(version, []):
+                    self.versions[kind] = version
+                    break
+
+    def _res(self, kind: str, version: str | None) -> Resource:
+        return resource(kind, version or self.versions.get(kind))
 
     @classmethod
     def from_kubeconfig(cls, path: str | Path | None = None, context: str | None = None, **kwargs: Any) -> "K8s":
@@ -110,7 +127,7 @@ class K8s:
     @_retry
     def get(self, kind: str, name: str, namespace: str | None = None, version: str | None = None) -> Obj:
         """The object ``kind`` ``namespace/name``; raises NotFound."""
-        res = resource(kind, version)
+        res = self._res(kind, version)
         return Obj(json.loads(self._send("GET", res.path(namespace, name))))
 
     def exists(self, kind: str, name: str, namespace: str | None = None, version: str | None = None) -> bool:
@@ -125,7 +142,7 @@ class K8s:
     def list_with_version(self, kind: str, namespace: str | None = None, *, label_selector: str = "",
                           field_selector: str = "", version: str | None = None) -> tuple[list[Obj], str]:
         """``(items, resourceVersion)``; ``namespace=None`` lists every namespace. Items get kind/apiVersion."""
-        res = resource(kind, version)
+        res = self._res(kind, version)
         data = json.loads(self._send("GET", res.path(namespace), query={
             "labelSelector": label_selector, "fieldSelector": field_selector}))
         items = []
@@ -180,7 +197,7 @@ class K8s:
     def patch(self, kind: str, name: str, patch: dict | list, namespace: str | None = None, *,
               patch_type: str = "merge", subresource: str = "", version: str | None = None) -> Obj:
         """PATCH with ``patch_type`` ``merge`` | ``strategic`` | ``json``; returns the patched object."""
-        res = resource(kind, version)
+        res = self._res(kind, version)
         self._check_guard(res, name, namespace)
         ctype = {"merge": "application/merge-patch+json", "strategic": "application/strategic-merge-patch+json",
                  "json": "application/json-patch+json"}[patch_type]
@@ -191,7 +208,7 @@ class K8s:
     def delete(self, kind: str, name: str, namespace: str | None = None, *, grace_seconds: int | None = None,
                propagation: str = "Background", version: str | None = None) -> None:
         """Delete the object (NotFound is raised: callers that don't care catch it)."""
-        res = resource(kind, version)
+        res = self._res(kind, version)
         self._check_guard(res, name, namespace)
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if grace_seconds is not None:
@@ -213,7 +230,7 @@ class K8s:
 
     def unguarded(self) -> "K8s":
         """A client over the same connection without the write guard (harness-internal use)."""
-        return K8s(self.api, request_timeout=self.request_timeout)
+        return K8s(self.api, request_timeout=self.request_timeout, versions=self.versions)
 
     # -- watch, logs ---------------------------------------------------------------------------------
     def watch(self, kind: str, namespace: str | None = None, *, resource_version: str = "",
@@ -223,7 +240,7 @@ class K8s:
         server closes the stream after ``timeout_seconds``. Raises Gone (410) for a too-old version, and
         connection errors as they come (callers resume from their last resourceVersion).
         """
-        res = resource(kind, version)
+        res = self._res(kind, version)
         resp = self._send("GET", res.path(namespace), query={
             "watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
             "labelSelector": label_selector, "fieldSelector": field_selector,

@@ -104,6 +104,7 @@ class Session:
             self.capabilities, self.facts = facts_mod.discover(
                 self.k8s, self.profile, cluster=self.cluster, node_access=self.node_access,
                 restart_plugin=bool(self.driver.processes))
+            self.k8s.prefer_versions(self.facts["served_versions"])
             self.progress(f"driver ready: {len(self.facts['devices'])} device(s) on "
                           f"{len({d['node'] for d in self.facts['devices']})} node(s)")
             self.write_state()
@@ -214,6 +215,7 @@ class Session:
         self.k8s = K8s.from_kubeconfig(state["kubeconfig"], cfg.context, guard_run_id=cfg.run_id)
         self.capabilities = Capabilities.from_dict(state["capabilities"])
         self.facts, self.started = state["facts"], state["started"]
+        self.k8s.prefer_versions(self.facts.get("served_versions", {}))
         if state["local_name"]:
             from conformance.clusters.local import LocalCluster  # noqa: PLC0415
             self.cluster = LocalCluster.load(state["local_name"]).handle

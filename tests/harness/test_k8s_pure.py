@@ -78,3 +78,14 @@ def test_timeout_scale():
             timeouts.set_scale(0)
     finally:
         timeouts.set_scale(1)
+
+
+def test_client_prefers_newest_served_version_for_kinds_missing_in_v1():
+    from conformance.k8s.client import K8s
+
+    k8s = K8s(api=None)
+    k8s.prefer_versions({"v1": ["deviceclasses", "resourceclaims"], "v1alpha3": ["devicetaintrules"],
+                         "v1beta2": ["devicetaintrules", "deviceclasses"]})
+    assert k8s.versions == {"DeviceTaintRule": "v1beta2"}
+    assert k8s._res("DeviceTaintRule", None).version == "v1beta2"
+    assert k8s._res("DeviceTaintRule", "v1").version == "v1" and k8s._res("DeviceClass", None).version == "v1"

@@ -87,8 +87,8 @@ def get_with_warnings(k8s, kind: str, name: str | None, namespace: str | None, v
 
 
 def watch_types(k8s, kind: str, namespace: str | None, *, label_selector: str, resource_version: str,
-                action: Callable[[], None], want: Iterable[str], timeout: float = timeouts.API_SHORT
-                ) -> list[tuple[str, str]]:
+                action: Callable[[], None], want: Iterable[str], timeout: float = timeouts.API_SHORT,
+                version: str | None = None) -> list[tuple[str, str]]:
     """Run ``action`` and collect ``(event type, object name)`` of ``kind`` from a watch started at
     ``resource_version`` until every type in ``want`` was seen or ``timeout`` (scaled) passed; bounded."""
     wanted = set(want)
@@ -98,7 +98,7 @@ def watch_types(k8s, kind: str, namespace: str | None, *, label_selector: str, r
     rv = resource_version
     while time.monotonic() < deadline and not wanted <= {t for t, _ in seen}:
         for etype, raw in k8s.watch(kind, namespace, resource_version=rv, label_selector=label_selector,
-                                    timeout_seconds=max(1, int(deadline - time.monotonic()))):
+                                    timeout_seconds=max(1, int(deadline - time.monotonic())), version=version):
             rv = raw.get("metadata", {}).get("resourceVersion", rv)
             if etype in ("ADDED", "MODIFIED", "DELETED"):
                 seen.append((etype, raw.get("metadata", {}).get("name", "")))

@@ -73,3 +73,21 @@ def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, bu
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 2, allocated.describe()
     assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+
+
+@pytest.mark.scenario("ALLOC-25", "CAP-02")
+@pytest.mark.requires("gate.DRAConsumableCapacity")
+def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe):
+    """A distinctAttribute constraint naming two one-device requests gives them devices with different
+    published values.
+    Source: resource.k8s.io/v1 DeviceConstraint.distinctAttribute with requests (KEP-5075)."""
+    # given: two requests constrained to differ on a grouping attribute
+    name = inventory.grouping_attribute()
+    claim = tracker.create(builder.claim(requests=[request("first"), request("second")],
+                                         constraints=[distinct_attribute(name, requests=["first", "second"])]))
+    # when: a pod uses the claim
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: the two devices publish different values, both visible
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 2, allocated.describe()
+    assert len(probe.hits(pod)) == 2, probe.evidence(pod)

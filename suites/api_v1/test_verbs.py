@@ -23,6 +23,11 @@ def _kinds():
             for k in KINDS]
 
 
+def _version(obj) -> str:
+    """The API version an object was built for (DeviceTaintRule is not v1 before 1.37)."""
+    return obj.api_version.rsplit("/", 1)[-1]
+
+
 def _selector(builder) -> str:
     return ",".join(f"{k}={v}" for k, v in builder.labels().items())
 
@@ -34,8 +39,8 @@ def test_created_object_can_be_read_and_listed(k8s, tracker, builder, kind):
     # given: a minimal object of the kind
     created = tracker.create(kind.build(builder))
     # when: it is read back and listed by label
-    got = k8s.get(kind.name, created.name, created.namespace or None)
-    listed = k8s.list(kind.name, created.namespace or None, label_selector=_selector(builder))
+    got = k8s.get(kind.name, created.name, created.namespace or None, _version(created))
+    listed = k8s.list(kind.name, created.namespace or None, label_selector=_selector(builder), version=_version(created))
     # then: same object, same spec
     assert (got.uid, got.get("spec")) == (created.uid, created.get("spec")), got.describe()
     assert [o.uid for o in listed] == [created.uid], [o.ref for o in listed]
@@ -50,7 +55,7 @@ def test_update_changes_labels(k8s, tracker, builder, kind):
     # when: it is replaced with one more label
     updated = k8s.replace(with_label(created, MARK, "update"))
     # then: the label is stored and the version moved
-    assert k8s.get(kind.name, created.name, created.namespace or None).labels.get(MARK) == "update"
+    assert k8s.get(kind.name, created.name, created.namespace or None, _version(created)).labels.get(MARK) == "update"
     assert updated.resource_version != created.resource_version, updated.describe()
 
 
@@ -65,7 +70,7 @@ def test_every_patch_type_changes_labels(k8s, tracker, builder, kind, patch_type
     patched = api_verbs.patch(k8s, created, patch_type, label_patch(created, patch_type, MARK, patch_type))
     # then: the label is stored, the spec untouched
     assert patched.labels.get(MARK) == patch_type, patched.describe()
-    assert k8s.get(kind.name, created.name, created.namespace or None).get("spec") == created.get("spec")
+    assert k8s.get(kind.name, created.name, created.namespace or None, _version(created)).get("spec") == created.get("spec")
 
 
 @pytest.mark.parametrize("kind", _kinds())
@@ -74,14 +79,16 @@ def test_watch_reports_added_modified_deleted(k8s, tracker, builder, kind):
     Source: upstream CRUD conformance tests (watch)."""
     # given: the current resourceVersion of the kind
     obj = kind.build(builder)
-    _, version = k8s.list_with_version(kind.name, obj.namespace or None, label_selector=_selector(builder))
+    _, version = k8s.list_with_version(kind.name, obj.namespace or None, label_selector=_selector(builder),
+                                       version=_version(obj))
     # when: the object is created, relabelled and deleted
     def change():
         created = tracker.create(obj)
         k8s.replace(with_label(created, MARK, "watch"))
-        k8s.delete(kind.name, created.name, created.namespace or None)
+        k8s.delete(kind.name, created.name, created.namespace or None, version=_version(created))
     seen = api_verbs.watch_types(k8s, kind.name, obj.namespace or None, label_selector=_selector(builder),
-                                 resource_version=version, action=change, want=("ADDED", "MODIFIED", "DELETED"))
+                                 resource_version=version, action=change, want=("ADDED", "MODIFIED", "DELETED"),
+                                 version=_version(obj))
     # then: the three event types arrived in order for it
     types = [t for t, name in seen if name == obj.name]
     assert types[:1] == ["ADDED"] and "MODIFIED" in types and types[-1:] == ["DELETED"], seen
@@ -95,11 +102,11 @@ def test_delete_and_deletecollection_remove_objects(k8s, tracker, builder, kind)
     objs = [tracker.create(kind.build(builder)) for _ in range(3)]
     ns = objs[0].namespace or None
     # when: one is deleted, then the collection by label
-    k8s.delete(kind.name, objs[0].name, ns)
-    api_verbs.delete_collection(k8s, kind.name, ns, _selector(builder))
+    k8s.delete(kind.name, objs[0].name, ns, version=_version(objs[0]))
+    api_verbs.delete_collection(k8s, kind.name, ns, _selector(builder), version=_version(objs[0]))
     # then: none is left (objects with finalizers may linger briefly only while terminating)
-    left = [o for o in k8s.list(kind.name, ns, label_selector=_selector(builder))
+    left = [o for o in k8s.list(kind.name, ns, label_selector=_selector(builder), version=_version(objs[0]))
             if not o.get("metadata.deletionTimestamp")]
     assert left == [], [o.ref for o in left]
     with pytest.raises(NotFound):
-        k8s.get(kind.name, objs[0].name, ns)
+        k8s.get(kind.name, objs[0].name, ns, _version(objs[0]))

@@ -86,3 +86,15 @@ def test_interrupted_run_leaves_nothing_labelled(local_cluster, preinstalled, tm
     assert proc.returncode == 2, out
     assert "VERDICT: INTERRUPTED" in out, out
     assert sweep.labelled(k8s, run_id) == [], out
+
+
+def test_xdist_workers_share_the_controllers_session(local_cluster, preinstalled, tmp_path):
+    """With ``-n 2`` the controller sets up once and both workers attach through the state file; the run
+    passes and leaves nothing (the state file is removed at the end)."""
+    profile, k8s = preinstalled
+    proc = _start(local_cluster, profile, tmp_path / "report", "-n", "2", "-k", "test_smoke")
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0 and "2 workers" in out and "VERDICT: PASS" in out, out
+    run = json.loads((tmp_path / "report" / "run.json").read_text())
+    assert sweep.labelled(k8s, run["run_id"]) == []
+    assert not (tmp_path / "report" / ".dra-session.json").exists()

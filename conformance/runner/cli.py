@@ -88,6 +88,11 @@ def run_command(args: argparse.Namespace) -> int:
     """Run pytest in-process, build the report, print the verdict; return the exit code."""
     import pytest  # noqa: PLC0415 - the CLI imports pytest only when running
 
+    try:  # stubs are gitignored: make sure a fresh checkout has them (no-op when up to date)
+        from conformance.toolchain import protos  # noqa: PLC0415
+        protos.generate_all()
+    except Exception as exc:  # noqa: BLE001 - the run reports the missing stubs where they are needed
+        print(f"warning: could not generate gRPC stubs ({exc}); run `make setup`", file=sys.stderr)
     run_id = names.new_run_id()
     report_dir = Path(args.report_dir or REPO_ROOT / "reports" / run_id).resolve()
     counter = _Counter()

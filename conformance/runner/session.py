@@ -248,8 +248,13 @@ class Session:
                 problems.append(str(exc))
             except Exception as exc:  # noqa: BLE001 - cluster may be gone; report and continue
                 problems.append(f"sweep of run {self.cfg.run_id} failed: {exc}")
-        if hasattr(self.node_access, "stop") and not getattr(self, "attached", False):
-            self.node_access.stop()
+            self.k8s = None  # teardown is idempotent: a second call (sessionfinish after a failed setup) is a no-op
+        if hasattr(self.node_access, "stop"):
+            try:
+                self.node_access.stop()
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"node access helper removal failed: {exc}")
+            self.node_access = None
         if self.deployer is not None:
             try:
                 self.deployer.teardown()

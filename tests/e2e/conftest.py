@@ -1,4 +1,4 @@
-"""Shared fixtures of the project's end-to-end tests.
+"""Shared fixtures of the project's end-to-end tests (env E2E_K8S_VERSION=1.37 picks the Kubernetes minor).
 
 ``local_cluster``: ONE real 2-node local cluster (feature_gates="all", name "e2e", logs under
 reports/e2e-logs/) for the whole test session, torn down at the end. Under pytest-xdist the workers share
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conformance.clusters.local import LocalCluster, LocalClusterConfig
+from conformance.clusters.local.cluster import resolve_version
 from conformance.clusters.local.config import RUN_ROOT
 from conformance.clusters.local.processes import alive
 from conformance.core.errors import ConformanceError
@@ -24,6 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED_NAME = "e2e"
 SHARED_LOGS = REPO / "reports" / "e2e-logs"
 LIFECYCLE_MARK = "cluster_lifecycle"
+# Kubernetes minor for every e2e cluster (default: the pinned default), e.g. E2E_K8S_VERSION=1.37
+K8S_VERSION = os.environ.get("E2E_K8S_VERSION") or None
 
 
 def pytest_configure(config):
@@ -62,7 +65,8 @@ def _users(update=None) -> list[int]:
 
 def shared_config() -> LocalClusterConfig:
     """The config of the session's shared cluster."""
-    return LocalClusterConfig(name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS)
+    return LocalClusterConfig(name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS,
+                              k8s_version=K8S_VERSION)
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +89,11 @@ def local_cluster():
                 existing = LocalCluster(shared_config(), progress=lambda line: print(line, flush=True)).up()
             except ConformanceError as exc:
                 pytest.fail(f"the shared local cluster could not start: {exc}", pytrace=False)
+        want = resolve_version(K8S_VERSION)
+        if existing.k8s_version != want:
+            pytest.fail(f"the shared cluster {SHARED_NAME!r} (used by pids {_users()}) runs Kubernetes "
+                        f"{existing.k8s_version}, this session wants {want}; wait for those sessions to end",
+                        pytrace=False)
         _users(lambda users: [*users, me])
     yield existing
     with _locked():

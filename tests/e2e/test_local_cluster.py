@@ -6,6 +6,7 @@ served per release), KEP-3695 (PodResources socket), NodeRestriction admission.
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -20,9 +21,10 @@ from conformance.clusters.local import gates, hostsys
 from conformance.clusters.local.config import layout_for
 from conformance.clusters.local.teardown import leftovers, other_kube_proxy
 from conformance.core.errors import ClusterUnavailable
+from conformance.toolchain import cache
 
 from . import kube
-from .conftest import REPO
+from .conftest import K8S_VERSION, REPO
 
 pytestmark = pytest.mark.e2e
 PROXY_CHAINS = ("KUBE-SERVICES", "KUBE-SVC-", "KUBE-SEP-", "KUBE-POSTROUTING", "KUBE-PROXY-", "KUBE-NODEPORTS")
@@ -42,7 +44,7 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
     # given: a cluster of its own (slot 1: own ports/subnets; kube-proxy only if no other cluster runs)
     alone = not other_kube_proxy("e2elife")
     cfg = LocalClusterConfig(name="e2elife", nodes=2, kwok_nodes=1, feature_gates="defaults", slot=1,
-                             kube_proxy=alone,
+                             kube_proxy=alone, k8s_version=K8S_VERSION,
                              log_dir=REPO / "reports" / "e2e-logs" / "e2elife")
     cluster = LocalCluster(cfg, progress=print)
     handle = cluster.up()
@@ -98,12 +100,17 @@ def test_pods_on_each_node_reach_the_api_server_through_the_kubernetes_service(l
 
 
 def test_all_mode_serves_every_resource_version_of_the_release(local_cluster):
-    """feature_gates=all: discovery lists v1 plus the alpha/beta versions the release serves; every DRA gate
-    the binary knows is on."""
-    served = apilib.served_versions(_api(local_cluster), "resource.k8s.io")
+    """feature_gates=all: discovery lists v1 plus the alpha/beta versions the release serves, and every DRA
+    gate the binary lists is enabled in the running kube-apiserver (/metrics kubernetes_feature_enabled)."""
+    api = _api(local_cluster)
+    served = apilib.served_versions(api, "resource.k8s.io")
     assert set(served) == set(gates.served_versions("all", local_cluster.k8s_version)), served
-    assert local_cluster.feature_gates and all(local_cluster.feature_gates.values())
-    assert "DRADeviceTaints" in local_cluster.feature_gates or "DRAPrioritizedList" in local_cluster.feature_gates
+    known = gates.binary_gates(cache.k8s_binary("kube-apiserver", local_cluster.k8s_version))
+    dra = sorted(name for name in known if name.startswith("DRA"))
+    status, metrics = api.request("GET", "/metrics")
+    enabled = set(re.findall(r'kubernetes_feature_enabled\{name="(\w+)",stage="\w*"\} 1', metrics))
+    assert status == 200 and dra and set(dra) <= enabled, sorted(set(dra) - enabled)
+    assert all(local_cluster.feature_gates[name] for name in dra), local_cluster.feature_gates
 
 
 def test_node_paths_exist_and_node_credentials_are_restricted(local_cluster):
@@ -143,6 +150,7 @@ def test_failed_bring_up_names_the_component_and_leaves_nothing():
     ("unrecognized feature gate") and tears down everything it had started."""
     # given: a config whose gate the binary does not know
     cfg = LocalClusterConfig(name="e2ebad", nodes=1, feature_gates="defaults", slot=5, kube_proxy=False,
+                             k8s_version=K8S_VERSION,
                              extra_feature_gates={"NoSuchDRAGate": True},
                              log_dir=REPO / "reports" / "e2e-logs" / "e2ebad")
     # when: it is brought up

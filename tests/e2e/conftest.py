@@ -100,3 +100,4 @@ def local_cluster():
         left = _users(lambda users: [p for p in users if p != me])
         if not left:
             LocalCluster.load(SHARED_NAME).down()
+            (RUN_ROOT / f"{SHARED_NAME}.users.json").unlink(missing_ok=True)

@@ -48,3 +48,23 @@ def test_state_round_trip(tmp_path, monkeypatch):
         proc.stop(timeout=1)
     with pytest.raises(FileNotFoundError, match="no local cluster named 'nope'"):
         statelib.ClusterState.load("nope")
+
+
+def test_other_kube_proxy_sees_running_and_starting_clusters(tmp_path, monkeypatch):
+    from conformance.clusters.local import teardown
+    monkeypatch.setattr(statelib, "STATE_ROOT", tmp_path)
+    assert not teardown.other_kube_proxy("me")
+    starting = statelib.ClusterState(name="other", slot=1, nodes=1, log_dir=str(tmp_path),
+                                     host={"kube_proxy": "/bin/kube-proxy"})
+    starting.save()
+    assert teardown.other_kube_proxy("me") and not teardown.other_kube_proxy("other")
+    starting.phase, starting.host = "running", {}
+    starting.save()
+    assert not teardown.other_kube_proxy("me")
+    proc = HostProcess.spawn("kube-proxy", "", ["sleep", "60"], tmp_path / "kp.log")
+    try:
+        starting.add_process(proc)
+        assert teardown.other_kube_proxy("me")
+    finally:
+        proc.stop(timeout=1)
+    assert not teardown.other_kube_proxy("me")

@@ -25,7 +25,7 @@ from .config import Layout, LocalClusterConfig, layout_for
 from .handle import LocalClusterHandle
 from .pki import Pki, write_kubeconfig
 from .processes import HostProcess
-from .state import ClusterState
+from .state import ClusterState, host_lock
 from .teardown import other_kube_proxy, teardown
 
 Progress = Callable[[str], None]
@@ -99,20 +99,23 @@ class LocalCluster:
                                          f"run `dra-conformance cluster down --name {self.config.name}` first")
             self._say(f"removing stale state of {self.config.name!r}")
             teardown(old)
-        other = other_kube_proxy(self.config.name)
-        self.run_kube_proxy = bool(self.config.kube_proxy if self.config.kube_proxy is not None else not other)
+        with host_lock():  # one kube-proxy per host: decide and record the intent atomically
+            other = other_kube_proxy(self.config.name)
+            if self.config.kube_proxy and other:
+                raise ConfigError("another local cluster on this host runs kube-proxy (it owns the host's KUBE-* "
+                                  "iptables chains)", field="kube_proxy",
+                                  fix="tear that cluster down, or use kube_proxy=False for this one")
+            self.run_kube_proxy = bool(self.config.kube_proxy if self.config.kube_proxy is not None else not other)
+            facts = preflight.run(tag, self.layout.all_ports(), need_kwok=self.config.kwok_nodes > 0)
+            state = ClusterState(name=self.config.name, slot=self.config.slot, nodes=self.config.nodes,
+                                 log_dir=str(self.layout.log_dir), k8s_version=tag,
+                                 feature_gate_mode=self.config.feature_gates, binaries=facts.binaries)
+            if self.run_kube_proxy:
+                state.host["kube_proxy"] = facts.binaries["kube-proxy"]
+            state.save()
+        self._say(f"pre-flight ok (Kubernetes {tag}, cgroup {facts.cgroup}, runc {facts.runc})")
         if self.config.kube_proxy is None and other:
             self._say("another local cluster runs kube-proxy: starting this one without it (no Service ClusterIPs)")
-        if self.config.kube_proxy and other:
-            raise ConfigError("another local cluster on this host runs kube-proxy (it owns the host's KUBE-* "
-                              "iptables chains)", field="kube_proxy",
-                              fix="tear that cluster down, or use kube_proxy=False for this one")
-        facts = preflight.run(tag, self.layout.all_ports(), need_kwok=self.config.kwok_nodes > 0)
-        self._say(f"pre-flight ok (Kubernetes {tag}, cgroup {facts.cgroup}, runc {facts.runc})")
-        state = ClusterState(name=self.config.name, slot=self.config.slot, nodes=self.config.nodes,
-                             log_dir=str(self.layout.log_dir), k8s_version=tag,
-                             feature_gate_mode=self.config.feature_gates, binaries=facts.binaries)
-        state.save()
         try:
             self.handle = self._bring_up(state, facts, tag)
         except BaseException as exc:
@@ -183,7 +186,6 @@ class LocalCluster:
                         b["kube-controller-manager"], lay, pki, admin, gates)),
                     self._spawn(state, "kube-scheduler", "", cp.scheduler(b["kube-scheduler"], lay, admin, gates))]
         if self.run_kube_proxy:
-            state.host["kube_proxy"] = b["kube-proxy"]
             cp_procs.append(self._spawn(state, "kube-proxy", "", cp.kube_proxy(
                 b["kube-proxy"], lay, kubeconfigs["kube-proxy"], lay.node_name(0))))
         kubelets = []

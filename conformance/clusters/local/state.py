@@ -4,13 +4,15 @@ bridge, cgroup and directory the cluster made.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import threading
 from pathlib import Path
 
-from .config import STATE_ROOT
+from .config import RUN_ROOT, STATE_ROOT
 from .processes import HostProcess
 
 SCHEMA = 1
@@ -90,3 +92,15 @@ def existing_clusters() -> list[str]:
     if not STATE_ROOT.is_dir():
         return []
     return sorted(p.parent.name for p in STATE_ROOT.glob("*/state.json"))
+
+
+@contextlib.contextmanager
+def host_lock():
+    """Exclusive host-wide lock (``/run/dra-conformance/host.lock``) for decisions that span clusters."""
+    RUN_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(RUN_ROOT / "host.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -10,6 +10,7 @@ cgroups -> directories. Each step collects errors; the last step raises one erro
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
@@ -91,15 +92,20 @@ def _others_running(name: str) -> bool:
 
 
 def other_kube_proxy(name: str) -> bool:
-    """True when another local cluster on this host runs kube-proxy (it owns the KUBE-* chains)."""
+    """True when another local cluster on this host runs kube-proxy, or is starting and means to (it owns
+    the KUBE-* chains). A starting cluster counts while one of its processes lives or for 2 minutes."""
     for other in existing_clusters():
         if other == name:
             continue
         try:
-            proc = ClusterState.load(other).process("kube-proxy")
+            st = ClusterState.load(other)
         except (FileNotFoundError, ValueError):
             continue
+        proc = st.process("kube-proxy")
         if proc is not None and proc.is_running():
+            return True
+        starting = st.phase == "starting" and st.host.get("kube_proxy")
+        if starting and (any(p.is_running() for p in st.processes) or time.time() - st.path.stat().st_mtime < 120):
             return True
     return False
 

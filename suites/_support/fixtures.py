@@ -37,3 +37,16 @@ def inventory(k8s, driver):
 def admin_builder(builder, admin_namespace):
     """A Builder like ``builder`` but for the namespace labelled ``resource.kubernetes.io/admin-access``."""
     return Builder(dataclasses.replace(builder.ctx, namespace=admin_namespace))
+
+
+@pytest.fixture
+def grouping_attribute(inventory):
+    """A string/int attribute some devices of a node share while others differ (for matchAttribute and
+    distinctAttribute tests). Skips, before the test body and with the published attributes as evidence,
+    when the driver publishes none: the constraint cannot be shown to be enforced with such an inventory.
+    Belongs in: conformance/core/capabilities.py (a ``driver.grouping_attribute`` capability from the slices)."""
+    try:
+        return inventory.grouping_attribute()
+    except LookupError as exc:
+        sample = {d.name: d.attributes for d in inventory.devices[:3]}
+        pytest.skip(f"grouping attribute not available: {exc}; published attributes (first devices): {sample}")

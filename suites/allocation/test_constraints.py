@@ -13,12 +13,12 @@ pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inventory, probe):
+def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inventory, probe, grouping_attribute):
     """Two devices under matchAttribute on a grouping attribute (shared by some devices, not all) carry the
     same published value.
     Source: resource.k8s.io/v1 DeviceConstraint.matchAttribute."""
     # given: an attribute whose value groups devices of a node
-    name = inventory.grouping_attribute()
+    name = grouping_attribute
     claim = tracker.create(builder.claim(count=2, constraints=[match_attribute(name)]))
     # when: a pod uses the claim
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
@@ -29,11 +29,11 @@ def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inv
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, probe):
+def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, probe, grouping_attribute):
     """A matchAttribute constraint naming two requests makes their devices share the value.
     Source: resource.k8s.io/v1 DeviceConstraint.requests."""
     # given: two requests constrained together on a grouping attribute
-    name = inventory.grouping_attribute()
+    name = grouping_attribute
     claim = tracker.create(builder.claim(requests=[request("first"), request("second")],
                                          constraints=[match_attribute(name, requests=["first", "second"])]))
     # when: a pod uses the claim
@@ -61,11 +61,11 @@ def test_match_attribute_on_unique_values_is_unsatisfiable(k8s, tracker, builder
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
 @pytest.mark.requires("gate.DRAConsumableCapacity")
-def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, builder, inventory, probe):
+def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, builder, inventory, probe, grouping_attribute):
     """Two devices under distinctAttribute on a grouping attribute carry different published values.
     Source: resource.k8s.io/v1 DeviceConstraint.distinctAttribute (KEP-5075)."""
     # given: a grouping attribute and a claim for two devices that must differ in it
-    name = inventory.grouping_attribute()
+    name = grouping_attribute
     claim = tracker.create(builder.claim(count=2, constraints=[distinct_attribute(name)]))
     # when: a pod uses it
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
@@ -77,12 +77,12 @@ def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, bu
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
 @pytest.mark.requires("gate.DRAConsumableCapacity")
-def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe):
+def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe, grouping_attribute):
     """A distinctAttribute constraint naming two one-device requests gives them devices with different
     published values.
     Source: resource.k8s.io/v1 DeviceConstraint.distinctAttribute with requests (KEP-5075)."""
     # given: two requests constrained to differ on a grouping attribute
-    name = inventory.grouping_attribute()
+    name = grouping_attribute
     claim = tracker.create(builder.claim(requests=[request("first"), request("second")],
                                          constraints=[distinct_attribute(name, requests=["first", "second"])]))
     # when: a pod uses the claim

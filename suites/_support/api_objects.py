@@ -13,8 +13,6 @@ from typing import Callable
 
 from conformance.api import Obj, device
 
-from . import api_verbs
-
 DEVICE_NAME = "dev-0"
 TAINT_KEY = "dra-conformance.test/api-crud"
 NEVER = "device.driver != device.driver"
@@ -107,5 +105,5 @@ def with_spec_change(obj: Obj, path: str, value) -> Obj:
     return Obj(raw)
 
 
-__all__ = ["CORE_KINDS", "EMPTY_ALLOCATION", "KINDS", "PATCH_TYPES", "Kind", "api_verbs", "class_with_selectors",
+__all__ = ["CORE_KINDS", "EMPTY_ALLOCATION", "KINDS", "PATCH_TYPES", "Kind", "class_with_selectors",
            "label_patch", "slice_with_device", "status_patch", "with_label", "with_spec_change"]

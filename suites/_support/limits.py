@@ -66,7 +66,8 @@ LIMITS = (
           ("FieldValueInvalid", "FieldValueTooMany"), str(MAX_ATTRIBUTES_AND_CAPACITIES)),
     Limit("LIM-08-pool-name-length", lambda b: b.resource_slice([], all_nodes=True, pool="p" * (DNS_SUBDOMAIN_MAX + 1)),
           "spec.pool.name", ("FieldValueTooLong", "FieldValueInvalid"), str(DNS_SUBDOMAIN_MAX)),
-    Limit("LIM-09-driver-name-length", lambda b: b.resource_slice([], all_nodes=True, driver="d" * DNS_LABEL_MAX + ".test"),
+    Limit("LIM-09-driver-name-length",
+          lambda b: b.resource_slice([], all_nodes=True, driver="d" * DNS_LABEL_MAX + ".test"),
           "spec.driver", ("FieldValueTooLong", "FieldValueInvalid"), str(DNS_LABEL_MAX)),
     Limit("LIM-09-requests-per-claim", lambda b: b.claim(
         requests=[request(f"r{i}") for i in range(MAX_REQUESTS_PER_CLAIM + 1)]),

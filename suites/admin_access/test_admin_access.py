@@ -54,7 +54,8 @@ def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_bu
     # given: a normal pod holding all devices of one node
     node = inventory.nodes()[0]
     user_claim = tracker.create(builder.claim(allocation_mode="All"))
-    user = waits.pod_running(k8s, tracker.create(builder.pod(uses=user_claim, node_name=node)), timeout=timeouts.POD_START)
+    user = waits.pod_running(k8s, tracker.create(builder.pod(uses=user_claim, node_name=node)),
+                             timeout=timeouts.POD_START)
     # when: an admin pod asks for all devices of the same node
     admin_claim = tracker.create(admin_builder.claim(allocation_mode="All", admin_access=True))
     admin = waits.pod_running(k8s, tracker.create(admin_builder.pod(uses=admin_claim, node_name=node)),

@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inventory, probe, grouping_attribute):
+def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inventory, probe,
+                                                       grouping_attribute):
     """Two devices under matchAttribute on a grouping attribute (shared by some devices, not all) carry the
     same published value.
     Source: resource.k8s.io/v1 DeviceConstraint.matchAttribute."""
@@ -29,7 +30,8 @@ def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inv
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, probe, grouping_attribute):
+def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, probe,
+                                                       grouping_attribute):
     """A matchAttribute constraint naming two requests makes their devices share the value.
     Source: resource.k8s.io/v1 DeviceConstraint.requests."""
     # given: two requests constrained together on a grouping attribute
@@ -61,7 +63,8 @@ def test_match_attribute_on_unique_values_is_unsatisfiable(k8s, tracker, builder
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
 @pytest.mark.requires("gate.DRAConsumableCapacity")
-def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, builder, inventory, probe, grouping_attribute):
+def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, builder, inventory, probe,
+                                                       grouping_attribute):
     """Two devices under distinctAttribute on a grouping attribute carry different published values.
     Source: resource.k8s.io/v1 DeviceConstraint.distinctAttribute (KEP-5075)."""
     # given: a grouping attribute and a claim for two devices that must differ in it
@@ -77,7 +80,8 @@ def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, bu
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
 @pytest.mark.requires("gate.DRAConsumableCapacity")
-def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe, grouping_attribute):
+def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe,
+                                                       grouping_attribute):
     """A distinctAttribute constraint naming two one-device requests gives them devices with different
     published values.
     Source: resource.k8s.io/v1 DeviceConstraint.distinctAttribute with requests (KEP-5075)."""

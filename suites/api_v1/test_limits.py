@@ -49,7 +49,8 @@ def test_reserved_for_over_256_is_refused(k8s, tracker, builder):
     # given: a claim
     claim = tracker.create(builder.claim())
     # when: its status is written with 257 consumers
-    error = api_verbs.refused(lambda: api_verbs.replace_status(k8s, claim, limits.reserved_for(limits.MAX_RESERVED_FOR + 1)))
+    too_many = limits.reserved_for(limits.MAX_RESERVED_FOR + 1)
+    error = api_verbs.refused(lambda: api_verbs.replace_status(k8s, claim, too_many))
     # then: Invalid naming status.reservedFor, while 256 fit
     assert isinstance(error, Invalid), error
     assert ("status.reservedFor", "FieldValueTooMany") in api_verbs.causes(error), error.causes

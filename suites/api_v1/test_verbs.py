@@ -40,7 +40,8 @@ def test_created_object_can_be_read_and_listed(k8s, tracker, builder, kind):
     created = tracker.create(kind.build(builder))
     # when: it is read back and listed by label
     got = k8s.get(kind.name, created.name, created.namespace or None, _version(created))
-    listed = k8s.list(kind.name, created.namespace or None, label_selector=_selector(builder), version=_version(created))
+    listed = k8s.list(kind.name, created.namespace or None, label_selector=_selector(builder),
+                      version=_version(created))
     # then: same object, same spec
     assert (got.uid, got.get("spec")) == (created.uid, created.get("spec")), got.describe()
     assert [o.uid for o in listed] == [created.uid], [o.ref for o in listed]
@@ -70,7 +71,8 @@ def test_every_patch_type_changes_labels(k8s, tracker, builder, kind, patch_type
     patched = api_verbs.patch(k8s, created, patch_type, label_patch(created, patch_type, MARK, patch_type))
     # then: the label is stored, the spec untouched
     assert patched.labels.get(MARK) == patch_type, patched.describe()
-    assert k8s.get(kind.name, created.name, created.namespace or None, _version(created)).get("spec") == created.get("spec")
+    stored = k8s.get(kind.name, created.name, created.namespace or None, _version(created))
+    assert stored.get("spec") == created.get("spec"), stored.describe()
 
 
 @pytest.mark.parametrize("kind", _kinds())

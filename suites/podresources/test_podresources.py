@@ -30,7 +30,8 @@ def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker,
     pod, claim = _running_with_claim(k8s, tracker, builder)
     claim = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     # when: the node's kubelet lists pod resources
-    per_container = node_state.claims_by_container(node_state.listed(node_access.pod_resources(pod.spec.node_name), pod))
+    client = node_access.pod_resources(pod.spec.node_name)
+    per_container = node_state.claims_by_container(node_state.listed(client, pod))
     # then: "user" has exactly this claim with the allocated devices; "other" has none
     user = per_container.get("user", [])
     assert [(d.get("claimName"), d.get("claimNamespace")) for d in user] == [(claim.name, claim.namespace)], user

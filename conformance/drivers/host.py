@@ -82,6 +82,8 @@ class HostDeployer:
             for node in self.cluster.nodes:
                 argv, env = self._argv(node)
                 (self.state_root / node.name).mkdir(parents=True, exist_ok=True)
+                # the per-driver socket dir: some plugins (upstream dra-test-driver) only create its parent
+                (Path(node.plugins_dir) / self.profile.driver).mkdir(parents=True, exist_ok=True)
                 self.processes[node.name] = self.cluster.start_host_process(
                     node.name, f"driver-{self.profile.name}", argv, env=env)
             self.created_classes = self._device_classes()

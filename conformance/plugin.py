@@ -177,7 +177,7 @@ class Harness:
             items[:] = keep
 
     def pytest_runtest_setup(self, item):
-        """Fail a test whose declared capability is broken; refuse tests when the session is not up."""
+        """Fail a test whose required capability the profile declares but the driver does not deliver."""
         decision = item.stash.get(DECISION, None)
         if decision is not None and decision.action == "fail":
             pytest.fail(decision.reason, pytrace=False)

@@ -50,3 +50,35 @@ def grouping_attribute(inventory):
     except LookupError as exc:
         sample = {d.name: d.attributes for d in inventory.devices[:3]}
         pytest.skip(f"grouping attribute not available: {exc}; published attributes (first devices): {sample}")
+
+
+def _inventory_skip(inventory, what: str, exc: Exception):
+    sample = {d.name: {"attributes": d.attributes, "capacity": d.capacity} for d in inventory.devices[:2]}
+    pytest.skip(f"{what} not available: {exc}; published (first devices): {sample}")
+
+
+@pytest.fixture
+def numeric_attribute(inventory):
+    """An int attribute every device publishes (CEL selector tests); skips with evidence when none."""
+    try:
+        return inventory.numeric_attribute()
+    except LookupError as exc:
+        _inventory_skip(inventory, "int attribute", exc)
+
+
+@pytest.fixture
+def unique_attribute(inventory):
+    """An attribute with a different value on every device of a node; skips with evidence when none."""
+    try:
+        return inventory.distinct_attribute()
+    except LookupError as exc:
+        _inventory_skip(inventory, "per-device unique attribute", exc)
+
+
+@pytest.fixture
+def largest_capacity(inventory):
+    """``(capacity name, largest published value)`` of a capacity every device publishes; skips when none."""
+    try:
+        return inventory.largest_capacity()
+    except LookupError as exc:
+        _inventory_skip(inventory, "capacity", exc)

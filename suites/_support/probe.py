@@ -42,6 +42,18 @@ class Probe:
         pattern = vis.env_regex or vis.expected_output
         return sorted(set(m.group(0) for m in re.finditer(pattern, self.output(pod, container), re.M)))
 
+    def shows_devices(self, pod, devices, universe, container: str | None = None) -> tuple[bool, str]:
+        """Whether the container shows exactly ``devices`` (names) among ``universe`` (all device names the
+        driver publishes on that node). Probes that name devices (``GPU_DEVICE_0=gpu-0``) are compared by
+        name; probes that only name claims/requests (upstream test driver ``claim_<c>_<r>=true``) can only
+        prove visibility, so then one hit suffices. Returns ``(ok, evidence)``."""
+        hits = self.hits(pod, container)
+        named = {d for d in universe if any(re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", h) for h in hits)}
+        if hits and not named:
+            return True, f"probe names no device (per-request probe); visible: {hits}"
+        return named == set(devices), f"expected {sorted(devices)}, probe shows {sorted(named)}; " + \
+            self.evidence(pod, container)
+
     def sees(self, pod, container: str | None = None) -> tuple[bool, str]:
         """``(visible, evidence)`` like the harness's ``device_visible``."""
         return self.profile.visibility.matches(self.output(pod, container))

@@ -66,7 +66,9 @@ def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_bu
     assert sorted(r.device for r in admin_claim.results) == sorted(r.device for r in user_claim.results)
     assert all(r.admin_access for r in admin_claim.results), admin_claim.describe()
     assert k8s.get("Pod", user.name, user.namespace).phase == "Running"
-    assert len(probe.hits(admin)) == len(inventory.on_node(node)), probe.evidence(admin)
+    shown, evidence = probe.shows_devices(admin, [r.device for r in admin_claim.results],
+                                          [d.name for d in inventory.on_node(node)])
+    assert shown, evidence
 
 
 @pytest.mark.scenario("ADM-03")
@@ -86,7 +88,7 @@ def test_driver_signals_admin_access_to_the_container(k8s, tracker, builder, adm
 
 @pytest.mark.scenario("ADM-03")
 @pytest.mark.requires("driver.multiple_devices")
-def test_admin_claim_devices_are_distinct_within_the_claim(k8s, tracker, admin_builder, probe):
+def test_admin_claim_devices_are_distinct_within_the_claim(k8s, tracker, admin_builder, inventory, probe):
     """An admin claim for two devices gets two distinct devices (admin access lifts sharing between claims,
     not within one).
     Source: resource.k8s.io/v1 ExactDeviceRequest.count with adminAccess (allocator)."""
@@ -97,4 +99,5 @@ def test_admin_claim_devices_are_distinct_within_the_claim(k8s, tracker, admin_b
     # then: two distinct devices, both visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
-    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    assert shown, evidence

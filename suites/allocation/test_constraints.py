@@ -26,7 +26,8 @@ def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inv
     # then: both devices publish the same value, and both are visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 1, allocated.describe()
-    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    assert shown, evidence
 
 
 @pytest.mark.scenario("ALLOC-25")
@@ -44,16 +45,17 @@ def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, p
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert sorted(r.request for r in allocated.results) == ["first", "second"], allocated.describe()
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 1, allocated.describe()
-    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    assert shown, evidence
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_match_attribute_on_unique_values_is_unsatisfiable(k8s, tracker, builder, inventory):
+def test_match_attribute_on_unique_values_is_unsatisfiable(k8s, tracker, builder, unique_attribute):
     """matchAttribute on an attribute that is unique per device cannot hold for two devices: the pod stays
     unschedulable with the scheduler's reason and the claim unallocated.
     Source: resource.k8s.io/v1 DeviceConstraint.matchAttribute; scheduler "cannot allocate all claims"."""
     # given: a claim for two devices that must share a per-device unique value
-    claim = tracker.create(builder.claim(count=2, constraints=[match_attribute(inventory.distinct_attribute())]))
+    claim = tracker.create(builder.claim(count=2, constraints=[match_attribute(unique_attribute)]))
     # when: a pod uses it
     pod = tracker.create(builder.pod(uses=claim))
     # then: unschedulable, claim unallocated
@@ -75,7 +77,8 @@ def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, bu
     # then: the values differ, both devices are visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 2, allocated.describe()
-    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    assert shown, evidence
 
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
@@ -94,4 +97,5 @@ def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory
     # then: the two devices publish different values, both visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 2, allocated.describe()
-    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    assert shown, evidence

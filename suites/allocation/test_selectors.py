@@ -17,11 +17,11 @@ MISSING_ATTRIBUTE = "draConformanceMissing"  # an attribute id no driver publish
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_attribute_selector_picks_the_matching_device(k8s, tracker, builder, inventory, probe):
+def test_attribute_selector_picks_the_matching_device(k8s, tracker, builder, inventory, probe, numeric_attribute):
     """A CEL selector on an int attribute yields the one device whose published value matches.
     Source: resource.k8s.io/v1 DeviceSelector.cel; device.attributes["<domain>"].<id>."""
     # given: the last published device and one of its int attributes
-    name, wanted = inventory.numeric_attribute(), inventory.devices[-1]
+    name, wanted = numeric_attribute, inventory.devices[-1]
     selector = f"{cel_attribute(name)} == {cel_literal(wanted.attributes[name])}"
     # when: a pod's claim selects on it
     claim = tracker.create(builder.claim(selectors=selector))
@@ -33,12 +33,12 @@ def test_attribute_selector_picks_the_matching_device(k8s, tracker, builder, inv
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_capacity_selector_compares_quantities(k8s, tracker, builder, inventory, probe):
+def test_capacity_selector_compares_quantities(k8s, tracker, builder, inventory, probe, largest_capacity):
     """A CEL selector comparing a capacity with quantity() allocates a device whose published capacity
     satisfies it.
     Source: resource.k8s.io/v1 Device.capacity; CEL quantity library (compareTo)."""
     # given: a capacity every device publishes, and the largest published value
-    name, largest = inventory.largest_capacity()
+    name, largest = largest_capacity
     domain, ident = name.rsplit("/", 1)
     selector = f'device.capacity["{domain}"].{ident}.compareTo(quantity("{largest}")) >= 0'
     # when: a pod's claim asks for at least that much
@@ -81,7 +81,7 @@ def test_cel_runtime_error_keeps_pod_unschedulable(k8s, tracker, builder, driver
 
 @pytest.mark.scenario("ALLOC-25")
 @pytest.mark.requires("driver.multiple_devices")
-def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, probe):
+def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, inventory, probe):
     """A request with count 2 gets two distinct devices and the container sees both.
     Source: resource.k8s.io/v1 ExactDeviceRequest.count."""
     # given: a claim for two devices
@@ -91,7 +91,8 @@ def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, probe
     # then: two distinct results for the one request, two devices visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
-    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    assert shown, evidence
 
 
 @pytest.mark.scenario("ALLOC-25")
@@ -106,7 +107,9 @@ def test_allocation_mode_all_takes_every_device_of_the_node(k8s, tracker, builde
     # then: the results are exactly the node's devices, all visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert sorted(r.device for r in allocated.results) == sorted(d.name for d in inventory.on_node(node))
-    assert len(probe.hits(pod)) == len(inventory.on_node(node)), probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
+                                          [d.name for d in inventory.on_node(node)])
+    assert shown, evidence
 
 
 @pytest.mark.scenario("ALLOC-25")

@@ -127,4 +127,6 @@ def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, 
     second = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
     # then: it runs and sees all of them
     waits.pod_running(k8s, second, timeout=timeouts.POD_START)
-    assert len(probe.hits(second)) == len(inventory.on_node(node)), probe.evidence(second)
+    devices = [d.name for d in inventory.on_node(node)]
+    shown, evidence = probe.shows_devices(second, devices, devices)
+    assert shown, evidence

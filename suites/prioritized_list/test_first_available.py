@@ -44,19 +44,20 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
     # then: both results name gpu/two; the container sees two devices
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert [r.request for r in allocated.results] == ["gpu/two", "gpu/two"], allocated.describe()
-    assert len(probe.hits(pod)) == 2, probe.evidence(pod)
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    assert shown, evidence
 
 
 @pytest.mark.scenario("PL-03")
 @pytest.mark.requires("driver.multiple_devices")
-def test_constraints_on_the_parent_request_steer_the_choice(k8s, tracker, builder, inventory, probe):
+def test_constraints_on_the_parent_request_steer_the_choice(k8s, tracker, builder, probe, unique_attribute):
     """A matchAttribute constraint on the parent request applies to its subrequests: two devices that must
     share a per-device unique value cannot exist, so the one-device subrequest is chosen.
     Source: upstream "chooses the correct subrequest subject to constraints"; DeviceConstraint.requests."""
     # given: "two" (impossible under the constraint) then "one"
     request = first_available("gpu", subrequest("two", count=2), subrequest("one"))
     claim = tracker.create(builder.claim(requests=[request],
-                                         constraints=[match_attribute(inventory.distinct_attribute(), ["gpu"])]))
+                                         constraints=[match_attribute(unique_attribute, ["gpu"])]))
     # when: a pod uses the claim
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: gpu/one was chosen

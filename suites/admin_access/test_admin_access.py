@@ -99,5 +99,6 @@ def test_admin_claim_devices_are_distinct_within_the_claim(k8s, tracker, admin_b
     # then: two distinct devices, both visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
+                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
     assert shown, evidence

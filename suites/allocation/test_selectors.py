@@ -91,7 +91,8 @@ def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, inven
     # then: two distinct results for the one request, two devices visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
+                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
     assert shown, evidence
 
 

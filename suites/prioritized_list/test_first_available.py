@@ -44,7 +44,8 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
     # then: both results name gpu/two; the container sees two devices
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert [r.request for r in allocated.results] == ["gpu/two", "gpu/two"], allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results], [d.name for d in inventory.on_node(pod.spec.node_name)])
+    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
+                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
     assert shown, evidence
 
 

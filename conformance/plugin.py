@@ -94,6 +94,9 @@ def pytest_configure(config):
     values["run_id"] = (worker or {}).get("dra_run_id") or values["run_id"] or names.new_run_id()
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
+    reporting = config.pluginmanager.get_plugin("dra_conformance_reporting")  # sibling layer: no import
+    if reporting is not None:  # allure/junit read their paths in their own, later pytest_configure
+        reporting.activate(config)
     values["allow_disruptive"] = bool(values["allow_disruptive"])
     values["keep_cluster"] = bool(values["keep_cluster"])
     try:
@@ -175,6 +178,8 @@ class Harness:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
+        if self.session is not None:  # declared capabilities the selected tests exercise (run.json)
+            self.session.exercised = {c for i in keep for m in i.iter_markers("requires") for c in m.args}
 
     def pytest_runtest_setup(self, item):
         """Fail a test whose required capability the profile declares but the driver does not deliver."""

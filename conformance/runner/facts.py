@@ -52,8 +52,13 @@ def discover(k8s: K8s, profile: DriverProfile, **kwargs: Any) -> tuple[caps_mod.
 
 
 def run_info(*, run_id: str, started: float, cluster_kind: str, facts: dict, driver: dict, profile: str,
-             feature_gates_mode: str, capabilities: caps_mod.Capabilities, finished: float | None = None) -> dict:
-    """The run.json document read by the reporting plugin (shape agreed with conformance/reporting)."""
+             feature_gates_mode: str, capabilities: caps_mod.Capabilities, finished: float | None = None,
+             declared: tuple[str, ...] = ()) -> dict:
+    """The run.json document read by the reporting plugin (shape agreed with conformance/reporting).
+
+    ``declared``: the ``driver.*`` capabilities the driver profile promises; the verdict fails when one of
+    them fails, is unavailable or is never exercised (conformance/reporting/summary.py).
+    """
     def stamp(t: float | None) -> str | None:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t else None
     nodes = facts.get("nodes", [])
@@ -66,8 +71,8 @@ def run_info(*, run_id: str, started: float, cluster_kind: str, facts: dict, dri
                     "nodes": [n["name"] for n in nodes]},
         "driver": driver, "profile": profile, "feature_gates_mode": feature_gates_mode,
         "feature_gates": facts.get("feature_gates", {}),
-        "capabilities": {n: {"available": c["available"], "evidence": c["evidence"]}
-                         for n, c in capabilities.as_dict().items()},
+        "capabilities": {n: {**c, "declared": n in declared} for n, c in capabilities.as_dict().items()},
+        "declared_capabilities": sorted(declared),
         "devices": [{k: d[k] for k in ("node", "pool", "device", "attributes")} for d in facts.get("devices", [])],
     }
 

@@ -195,7 +195,9 @@ class Session:
         facts_mod.write_json(self.report_dir / "run.json", facts_mod.run_info(
             run_id=self.cfg.run_id, started=self.started, finished=finished, cluster_kind=self.cfg.cluster,
             facts=self.facts, driver=driver, profile=self.cfg.profile, feature_gates_mode=self.cfg.feature_gates,
-            capabilities=self.capabilities))
+            capabilities=self.capabilities,
+            declared=tuple(c for c in (f"driver.{k}" for k, v in self.profile.capabilities.items() if v is True)
+                           if c in getattr(self, "exercised", ()))))
 
     @classmethod
     def attach(cls, report_dir: Path, wait_s: float = 1800.0) -> "Session":

@@ -27,7 +27,7 @@ from .health import HealthService
 from .registration import SUPPORTED_VERSIONS, RegistrationService
 
 log = logging.getLogger(__name__)
-MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the terminating NUL
+MAX_SOCKET_PATH = 105  # sun_path is 108 bytes incl. NUL; grpc-python refuses 106 and 107 (measured)
 
 
 class SocketPathError(ValueError):

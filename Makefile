@@ -9,6 +9,7 @@ PROFILE ?= standard
 FEATURE_GATES ?= all
 NODES ?= 2
 PYTEST_ARGS ?=
+RUN_ARGS ?=
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 .DEFAULT_GOAL := help
@@ -40,11 +41,11 @@ e2e: ## run only our end-to-end tests (real local cluster)
 
 conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE suites, report in reports/
 	$(VENV)/bin/dra-conformance run --cluster local --driver $(DRIVER) --profile $(PROFILE) \
-	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(PYTEST_ARGS)
+	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table
 	$(PY) -m conformance.reporting.matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
-	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(PYTEST_ARGS)
+	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
 	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)

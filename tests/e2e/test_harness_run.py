@@ -6,50 +6,29 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conformance.core import names
-from conformance.core.profile import parse
-from conformance.drivers import profiles
-from conformance.drivers.host import HostDeployer
 from conformance.k8s import sweep
-from conformance.k8s.client import K8s
+
+from .preinstalled import reference_driver, start_run
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def preinstalled(local_cluster, tmp_path_factory):
     """(profile path, k8s): the reference driver running on every node under a fresh driver name."""
-    tmp = tmp_path_factory.mktemp("harness-run")
-    suffix = uuid.uuid4().hex[:6]
-    base = profiles.load("reference")
-    raw = {"name": f"r{suffix}", "driver": f"r{suffix}.dra.test",
-           "device_classes": [f"r{suffix}.dra.test"], "devices_per_node": 4,
-           "visibility": {"env_regex": base.visibility.env_regex, "image": local_cluster.images["busybox"]},
-           "capabilities": dict(base.capabilities)}
-    k8s = K8s.from_kubeconfig(local_cluster.kubeconfig)
-    deployer = HostDeployer(local_cluster, parse({**raw, "deploy": {"mode": "bundled"}}, source="e2e"), k8s,
-                            names.new_run_id(), state_root=tmp / "state")
-    deployer.deploy()
-    path = tmp / "profile.yaml"
-    path.write_text(yaml.safe_dump({**raw, "deploy": {"mode": "preinstalled"}}))
-    yield path, k8s
-    deployer.teardown()
+    with reference_driver(local_cluster, tmp_path_factory.mktemp("harness-run")) as deployed:
+        yield deployed
 
 
 def _start(local_cluster, profile: Path, report: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "existing", "--kubeconfig",
-           str(local_cluster.kubeconfig), "--driver", str(profile), "--profile", "core", "--report-dir", str(report),
-           "--no-report", "--", *extra]
-    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return start_run(local_cluster, profile, report, *extra)
 
 
 def test_run_passes_with_verdict_and_run_json(local_cluster, preinstalled, tmp_path):

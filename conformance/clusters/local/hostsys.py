@@ -224,3 +224,21 @@ def delete_chains(prefix: str = "KUBE-") -> None:
             _run(["iptables", "-t", table, "-F", chain])
         for chain in chains:
             _run(["iptables", "-t", table, "-X", chain])
+
+
+SHIM_SOCKET_DIR = Path("/run/containerd/s")  # containerd 2 puts every shim's socket here (not configurable)
+
+
+def remove_dead_shim_sockets() -> list[str]:
+    """Delete socket files in /run/containerd/s that no process listens on any more (shims killed by
+    tear-down leave them); sockets of live shims (any containerd) are kept. Returns what was removed."""
+    if not SHIM_SOCKET_DIR.is_dir():
+        return []
+    live = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+            if len(line.split()) >= 8}
+    removed = []
+    for f in SHIM_SOCKET_DIR.iterdir():
+        if f.is_socket() and str(f) not in live:
+            f.unlink(missing_ok=True)
+            removed.append(str(f))
+    return removed

@@ -62,6 +62,7 @@ def teardown(state: ClusterState) -> None:
     _stop(state, [p for p in state.processes if p.name == "containerd"], errors, timeout=5.0)
     for i in range(lay.nodes):
         kill_pids(processes_matching(str(node_paths(lay, i).containerd_socket)))
+    hostsys.remove_dead_shim_sockets()
     for name in _LAST:
         _stop(state, [p for p in state.processes if p.name == name], errors)
     left = hostsys.unmount_under(lay.state_dir, lay.run_dir)

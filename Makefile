@@ -14,7 +14,7 @@ K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint clean matrix report
+        cluster-status cluster-logs lint clean matrix report bench-cluster
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ cluster-status: ## show the local cluster's nodes, versions and feature gates
 
 cluster-logs: ## print where the component logs are
 	$(VENV)/bin/dra-conformance cluster logs
+
+bench-cluster: ## print local-cluster bring-up and tear-down times (3 runs)
+	$(PY) benchmarks/cluster_bringup.py --repeat 3
 
 lint: ## layer contract (import-linter)
 	$(VENV)/bin/lint-imports

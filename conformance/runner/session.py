@@ -119,7 +119,8 @@ class Session:
             from conformance.clusters.local import LocalCluster, LocalClusterConfig  # noqa: PLC0415
             from conformance.clusters.local.state import ClusterState, existing_clusters  # noqa: PLC0415
             # a name and slot (ports, subnets) of its own, so runs coexist with each other and with the e2e
-            # cluster; kube-proxy owns host-wide iptables chains, so it runs only when no other cluster does
+            # cluster; kube-proxy owns host-wide iptables chains: up() decides under a host-wide lock whether
+            # this cluster runs it (kube_proxy=None)
             others = existing_clusters()
             used = set()
             for other in others:
@@ -135,7 +136,7 @@ class Session:
             self.cluster_provider = LocalCluster(LocalClusterConfig(
                 name=self.local_name, nodes=self.cfg.nodes, kwok_nodes=0, k8s_version=self.cfg.k8s_version,
                 feature_gates=self.cfg.feature_gates, log_dir=self.report_dir / "cluster-logs", slot=free[0],
-                kube_proxy=not others), self.progress)
+                kube_proxy=None), self.progress)
             self.progress(f"starting local cluster ({self.cfg.nodes} node(s), gates {self.cfg.feature_gates})")
             self.cluster = self.cluster_provider.up()
         elif kind == "kind":

@@ -111,6 +111,28 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
     return Capability(name, True, f"{src} declares {key}: true")
 
 
+# Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->
+# {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4
+# fails, v1.35.4 / v1.36.3 / v1.37.2 pass); upstream kubernetes/kubernetes#140438.
+KNOWN_ALLOCATOR_GAPS = {
+    "allocator.distinct_attribute": {
+        "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
+                "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"},
+}
+
+
+def _allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> Capability:
+    gate = gates["gate.DRAConsumableCapacity"]  # distinctAttribute is part of KEP-5075
+    if not gate.available:
+        return Capability(name, False, f"distinctAttribute needs DRAConsumableCapacity: {gate.evidence}")
+    version = str(facts.get("k8s_version") or "")
+    minor = ".".join(version.lstrip("v").split(".")[:2])
+    gap = KNOWN_ALLOCATOR_GAPS.get(name, {}).get(minor)
+    if gap:
+        return Capability(name, False, f"Kubernetes {version}: {gap}")
+    return Capability(name, True, f"Kubernetes {version} with DRAConsumableCapacity on; no known allocator gap")
+
+
 def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
     """Capabilities from ``facts``: ``served_versions`` {version: [plurals]}, ``feature_gates`` (apiserver
     metrics), ``kubelet_gates`` {node: gates}, ``configured_gates``, ``k8s_version``, ``devices`` (see
@@ -137,4 +159,6 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
     for name in CAPABILITIES:
         if name.startswith("driver."):
             items[name] = _driver(name, facts, profile, items)
+        elif name.startswith("allocator."):
+            items[name] = _allocator(name, facts, items)
     return Capabilities(items)

@@ -79,6 +79,8 @@ CAPABILITIES = {
     "gate.DRAExtendedResource": "feature gate DRAExtendedResource on",
     "gate.KubeletPodResourcesDynamicResources": "kubelet feature gate KubeletPodResourcesDynamicResources on",
     "gate.KubeletPodResourcesGet": "kubelet feature gate KubeletPodResourcesGet on",
+    # the cluster's allocator delivers a gated behaviour (no known upstream gap in this release)
+    "allocator.distinct_attribute": "the scheduler enforces distinctAttribute constraints (KEP-5075)",
     # declared by the driver profile (a declared capability that does not work is a failure)
     "driver.shared_claims": "driver lets several pods share one claim",
     "driver.admin_access": "driver supports adminAccess claims",

@@ -68,8 +68,12 @@ def register(subparsers) -> None:
 
 
 def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -> list[str]:
-    """The pytest command line for ``run``."""
-    out = [str(SUITES), "--run-id", run_id, "--report-dir", str(report_dir), "-p", "no:cacheprovider"]
+    """The pytest command line for ``run``: all of suites/, or only the suite paths given in the extra
+    pytest arguments (e.g. ``suites/node`` or ``suites/api_v1/test_limits.py::test_x``)."""
+    extra = [a for a in (args.pytest_args or []) if a != "--"]
+    paths = [a for a in extra if not a.startswith("-") and Path(a.split("::")[0]).exists()]
+    out = [] if paths else [str(SUITES)]
+    out += ["--run-id", run_id, "--report-dir", str(report_dir), "-p", "no:cacheprovider"]
     for dest in PASS_THROUGH:
         value = getattr(args, dest, None)
         if value not in (None, ""):
@@ -78,7 +82,6 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
         out.append("--allow-disruptive")
     if args.keep_cluster:
         out.append("--keep-cluster")
-    extra = [a for a in (args.pytest_args or []) if a != "--"]
     if "-n" in extra or any(a.startswith("--numprocesses") for a in extra):
         out += ["--dist", "loadgroup"]
     return out + extra

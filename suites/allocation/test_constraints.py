@@ -66,7 +66,7 @@ def test_match_attribute_on_unique_values_is_unsatisfiable(k8s, tracker, builder
 
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
-@pytest.mark.requires("gate.DRAConsumableCapacity")
+@pytest.mark.requires("allocator.distinct_attribute")
 def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, builder, inventory, probe,
                                                        grouping_attribute):
     """Two devices under distinctAttribute on a grouping attribute carry different published values.
@@ -85,7 +85,7 @@ def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, bu
 
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
-@pytest.mark.requires("gate.DRAConsumableCapacity")
+@pytest.mark.requires("allocator.distinct_attribute")
 def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe,
                                                        grouping_attribute):
     """A distinctAttribute constraint naming two one-device requests gives them devices with different

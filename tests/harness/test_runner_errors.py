@@ -69,3 +69,16 @@ def test_list_prints_profile_selection_without_a_cluster():
                           cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "suites/smoke/test_smoke.py::test_pod_with_claim_runs_and_sees_its_device" in proc.stdout
+
+
+def test_run_selects_only_the_suite_paths_it_is_given():
+    import argparse
+
+    from conformance.runner import cli as runner_cli
+
+    def args(*extra):
+        return argparse.Namespace(pytest_args=["--", *extra], allow_disruptive=False, keep_cluster=False)
+    everything = runner_cli.build_pytest_args(args("-k", "smoke"), "r1", runner_cli.REPO_ROOT / "reports" / "r1")
+    assert everything[0] == str(runner_cli.SUITES)
+    one_area = runner_cli.build_pytest_args(args(str(runner_cli.SUITES / "node")), "r1", runner_cli.REPO_ROOT / "r")
+    assert str(runner_cli.SUITES) not in one_area and one_area[-1] == str(runner_cli.SUITES / "node")

@@ -59,3 +59,13 @@ def test_unknown_capability_and_double_profile_are_config_errors():
 def test_capabilities_round_trip_for_workers():
     caps = capabilities.evaluate(_facts(), PROFILE)
     assert capabilities.Capabilities.from_dict(caps.as_dict()) == caps
+
+
+@pytest.mark.parametrize("version,available", [("v1.34.4", False), ("v1.35.4", True), ("v1.37.2", True)])
+def test_distinct_attribute_follows_the_release_and_the_gate(version, available):
+    facts = {**_facts(gates={"DRAConsumableCapacity": True}), "k8s_version": version}
+    cap = capabilities.evaluate(facts, PROFILE).items["allocator.distinct_attribute"]
+    assert cap.available is available and version in cap.evidence, cap
+    off = capabilities.evaluate({**_facts(gates={"DRAConsumableCapacity": False}), "k8s_version": "v1.37.2"},
+                                PROFILE).items["allocator.distinct_attribute"]
+    assert not off.available and "DRAConsumableCapacity" in off.evidence

@@ -84,6 +84,11 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
             ) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
+    if key == "admin_access_signal":
+        if not profile.admin_access_signal:
+            return Capability(name, False, f"{src} names no admin_access_signal (the driver shows nothing "
+                                           "for adminAccess results)")
+        return _driver("driver.admin_access", facts, profile, gates)
     if not profile.declares(key):
         return Capability(name, False, f"{src} does not declare {key}")
     devices = list(facts.get("devices") or [])

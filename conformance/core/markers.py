@@ -84,6 +84,7 @@ CAPABILITIES = {
     # declared by the driver profile (a declared capability that does not work is a failure)
     "driver.shared_claims": "driver lets several pods share one claim",
     "driver.admin_access": "driver supports adminAccess claims",
+    "driver.admin_access_signal": "driver shows adminAccess to the container (profile admin_access_signal)",
     "driver.partitions": "driver publishes partitionable devices (shared counters)",
     "driver.consumable_capacity": "driver publishes devices with allowMultipleAllocations",
     "driver.prioritized_list": "driver's devices can satisfy firstAvailable alternatives",

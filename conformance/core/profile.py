@@ -42,8 +42,19 @@ DEPLOY_KEYS = {
     "preinstalled": set(),
 }
 TOP_KEYS = {"name", "driver", "description", "device_classes", "attributes", "devices_per_node", "visibility",
-            "opaque_config", "capabilities", "node_selector", "requires_hardware", "deploy", "notes", "version"}
+            "opaque_config", "capabilities", "node_selector", "requires_hardware", "deploy", "notes", "version",
+            "admin_access_signal"}
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _regex(raw: Mapping[str, Any], key: str, src: str) -> str:
+    value = str(raw.get(key) or "")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ConfigError(f"not a regular expression: {exc}", source=src, field=key,
+                          fix="a Python regex matched per line, e.g. '^DRA_ADMIN_ACCESS=true$'") from None
+    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +92,8 @@ class DriverProfile:
     extended_resource_name: str = ""
     opaque_parameters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     opaque_shows_as: str = ""
+    # regex a container of an adminAccess claim shows (e.g. '^DRA_ADMIN_ACCESS=true$'); "" = no signal
+    admin_access_signal: str = ""
     node_selector: Mapping[str, str] = dataclasses.field(default_factory=dict)
     requires_hardware: bool = False
     description: str = ""
@@ -203,4 +216,5 @@ def parse(raw: Any, source: str = "<profile>") -> DriverProfile:
         capabilities=flags, extended_resource_name=ext, opaque_parameters=dict(opaque.get("parameters") or {}),
         opaque_shows_as=str(opaque.get("shows_as") or ""), node_selector={str(k): str(v) for k, v in node_selector.items()},
         requires_hardware=bool(raw.get("requires_hardware", False)), description=str(raw.get("description") or ""),
-        version=str(raw.get("version") or ""), source=source)
+        version=str(raw.get("version") or ""), admin_access_signal=_regex(raw, "admin_access_signal", src),
+        source=source)

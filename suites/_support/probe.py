@@ -13,10 +13,6 @@ import re
 
 from conformance.api import ApiError
 
-# dra-example-driver (cmd/dra-example-kubeletplugin/cdi.go) and our reference driver inject this env for
-# results with adminAccess; the profile schema has no field for it yet.
-ADMIN_ACCESS_SHOWS_AS = r"^DRA_ADMIN_ACCESS=true$"
-
 
 class Probe:
     """Reads a container's output (API pods/log, else the node's CRI log files) and matches the profile."""
@@ -63,8 +59,8 @@ class Probe:
         return bool(re.search(self.profile.opaque_shows_as, self.output(pod, container), re.M))
 
     def shows_admin_access(self, pod, container: str | None = None) -> bool:
-        """Whether the driver signalled admin access (:data:`ADMIN_ACCESS_SHOWS_AS`) in the output."""
-        return bool(re.search(ADMIN_ACCESS_SHOWS_AS, self.output(pod, container), re.M))
+        """Whether the driver's admin-access signal (profile ``admin_access_signal``) is in the output."""
+        return bool(re.search(self.profile.admin_access_signal, self.output(pod, container), re.M))
 
     def evidence(self, pod, container: str | None = None) -> str:
         """The output's tail, for assertion messages."""

@@ -72,6 +72,7 @@ def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_bu
 
 
 @pytest.mark.scenario("ADM-03")
+@pytest.mark.requires("driver.admin_access_signal")
 def test_driver_signals_admin_access_to_the_container(k8s, tracker, builder, admin_builder, probe):
     """The container of an admin claim shows the driver's admin-access signal; a normal claim's does not.
     Source: dra-example-driver ``DRA_ADMIN_ACCESS`` CDI env (cmd/dra-example-kubeletplugin/cdi.go)."""

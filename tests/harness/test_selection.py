@@ -5,10 +5,10 @@ import pytest
 from conformance.core import capabilities, profile, selection
 from conformance.core.errors import ConfigError
 
-PROFILE = profile.parse({"name": "p", "driver": "gpu.example.com", "device_classes": ["gpu.example.com"],
-                         "visibility": {"env_regex": "x"},
-                         "capabilities": {"multiple_devices": True, "shared_claims": True, "partitions": False,
-                                          "admin_access": True}}, source="p.yaml")
+_RAW = {"name": "p", "driver": "gpu.example.com", "device_classes": ["gpu.example.com"],
+        "visibility": {"env_regex": "x"},
+        "capabilities": {"multiple_devices": True, "shared_claims": True, "partitions": False, "admin_access": True}}
+PROFILE = profile.parse(_RAW, source="p.yaml")
 
 
 def _facts(devices_per_node=2, gates=None):
@@ -69,3 +69,13 @@ def test_distinct_attribute_follows_the_release_and_the_gate(version, available)
     off = capabilities.evaluate({**_facts(gates={"DRAConsumableCapacity": False}), "k8s_version": "v1.37.2"},
                                 PROFILE).items["allocator.distinct_attribute"]
     assert not off.available and "DRAConsumableCapacity" in off.evidence
+
+
+def test_admin_access_signal_needs_a_profile_regex():
+    facts = _facts(gates={"DRAAdminAccess": True})
+    without = capabilities.evaluate(facts, PROFILE).items["driver.admin_access_signal"]
+    assert not without.available and "admin_access_signal" in without.evidence
+    with_signal = profile.parse({**_RAW, "admin_access_signal": "^ADMIN=1$"}, source="p.yaml")
+    assert capabilities.evaluate(facts, with_signal).items["driver.admin_access_signal"].available
+    with pytest.raises(ConfigError, match="admin_access_signal"):
+        profile.parse({**_RAW, "admin_access_signal": "(["}, source="p.yaml")

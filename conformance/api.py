@@ -7,12 +7,12 @@ Fixtures (``k8s``, ``namespace``, ``builder``, ``tracker``, ``driver``, ``profil
 See conformance/k8s/README.md for the cheat sheet.
 """
 from conformance.core import errors, timeouts
-from conformance.core.errors import ApiError, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
+from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
 from conformance.k8s import waits
 from conformance.k8s.builders import (Version, container, device, distinct_attribute, first_available,
                                       match_attribute, opaque_config, request, subrequest, toleration)
 from conformance.k8s.objects import Obj
 
-__all__ = ["ApiError", "Invalid", "LeakError", "NotFound", "Obj", "Version", "WaitFailed", "WaitTimeout",
+__all__ = ["ApiError", "Conflict", "Invalid", "LeakError", "NotFound", "Obj", "Version", "WaitFailed", "WaitTimeout",
            "container", "device", "distinct_attribute", "errors", "first_available", "match_attribute",
            "opaque_config", "request", "subrequest", "timeouts", "toleration", "waits"]

@@ -16,9 +16,10 @@ import time
 import urllib.parse
 from typing import Callable, Iterable
 
-from conformance.api import ApiError, Obj
+from conformance.api import ApiError, Conflict, Obj
 from conformance.core import timeouts
 from conformance.k8s.resources import for_object, resource
+from suites._support.api_objects import with_label
 
 _WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
 FIELD_MANAGER = "dra-conformance"
@@ -64,6 +65,21 @@ def patch(k8s, obj: Obj, patch_type: str, body, *, subresource: str = "") -> Obj
         return apply(k8s, applied, subresource=subresource)
     return k8s.patch(obj.kind, obj.name, body, obj.namespace or None, patch_type=patch_type,
                      subresource=subresource, version=obj.api_version.rsplit("/", 1)[-1])
+
+
+def replace_relabelled(k8s, obj: Obj, key: str, value: str, *, attempts: int = 5) -> Obj:
+    """PUT ``obj`` with label ``key=value``, re-reading it and retrying on 409 Conflict (client-go
+    RetryOnConflict): controllers may write an object (e.g. DeviceTaintRule status from 1.35) between our
+    read and our update, which is optimistic concurrency working, not an API failure."""
+    current = obj
+    for attempt in range(attempts):
+        try:
+            return k8s.replace(with_label(current, key, value))
+        except Conflict:
+            if attempt == attempts - 1:
+                raise
+            current = k8s.get(obj.kind, obj.name, obj.namespace or None, obj.api_version.rsplit("/", 1)[-1])
+    raise AssertionError("unreachable")
 
 
 def replace_status(k8s, obj: Obj, status: dict) -> Obj:

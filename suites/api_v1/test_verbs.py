@@ -9,7 +9,7 @@ import pytest
 
 from conformance.api import NotFound
 from suites._support import api_verbs
-from suites._support.api_objects import KINDS, PATCH_TYPES, label_patch, with_label
+from suites._support.api_objects import KINDS, PATCH_TYPES, label_patch
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381),
               pytest.mark.scenario("API-01", "API-02", "API-03", "API-04", "API-05"),
@@ -54,7 +54,7 @@ def test_update_changes_labels(k8s, tracker, builder, kind):
     # given: an object
     created = tracker.create(kind.build(builder))
     # when: it is replaced with one more label
-    updated = k8s.replace(with_label(created, MARK, "update"))
+    updated = api_verbs.replace_relabelled(k8s, created, MARK, "update")
     # then: the label is stored and the version moved
     assert k8s.get(kind.name, created.name, created.namespace or None, _version(created)).labels.get(MARK) == "update"
     assert updated.resource_version != created.resource_version, updated.describe()
@@ -86,7 +86,7 @@ def test_watch_reports_added_modified_deleted(k8s, tracker, builder, kind):
     # when: the object is created, relabelled and deleted
     def change():
         created = tracker.create(obj)
-        k8s.replace(with_label(created, MARK, "watch"))
+        api_verbs.replace_relabelled(k8s, created, MARK, "watch")
         k8s.delete(kind.name, created.name, created.namespace or None, version=_version(created))
     seen = api_verbs.watch_types(k8s, kind.name, obj.namespace or None, label_selector=_selector(builder),
                                  resource_version=version, action=change, want=("ADDED", "MODIFIED", "DELETED"),

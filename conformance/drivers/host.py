@@ -113,10 +113,28 @@ class HostDeployer:
                     created.append(doc["metadata"]["name"])
         return created + ensure_device_classes(self.k8s, self.profile, self.run_id)
 
+    def _version(self) -> str:
+        """Best known driver version: the profile's, else what we run (the dra-conformance distribution for
+        the bundled driver, the pinned Go module version of a cached tool, the cluster's tag for k8s binaries)."""
+        if self.profile.version:
+            return self.profile.version
+        if self.profile.deploy_mode == "bundled":
+            import importlib.metadata  # noqa: PLC0415
+            try:
+                return f"reference_driver {importlib.metadata.version('dra-conformance')}"
+            except importlib.metadata.PackageNotFoundError:
+                return ""
+        binary = self.profile.deploy.get("binary") or {}
+        if binary.get("tool"):
+            from conformance.toolchain import versions  # noqa: PLC0415
+            tool = versions.load().go_tools.get(binary["tool"])
+            return f"{tool.module}@{tool.version}" if tool else ""
+        return f"k8s.io/kubernetes@{self.cluster.k8s_version}" if binary.get("k8s") else ""
+
     def _handle(self) -> DriverHandle:
         return DriverHandle(name=self.profile.driver, device_classes=self.profile.device_classes,
                             profile=self.profile, deploy_mode=self.profile.deploy_mode,
-                            version=self.profile.version, processes=dict(self.processes), restart=self.restart)
+                            version=self._version(), processes=dict(self.processes), restart=self.restart)
 
     def restart(self, node: str) -> None:
         """Restart the plugin process on ``node`` (disruptive tests)."""

@@ -82,3 +82,16 @@ def test_run_selects_only_the_suite_paths_it_is_given():
     assert everything[0] == str(runner_cli.SUITES)
     one_area = runner_cli.build_pytest_args(args(str(runner_cli.SUITES / "node")), "r1", runner_cli.REPO_ROOT / "r")
     assert str(runner_cli.SUITES) not in one_area and one_area[-1] == str(runner_cli.SUITES / "node")
+
+
+def test_host_deployers_report_the_driver_version_they_run(tmp_path):
+    from conformance.drivers import profiles
+    from conformance.drivers.host import HostDeployer
+
+    class Cluster:
+        k8s_version = "v1.34.4"
+    got = {n: HostDeployer(Cluster(), profiles.load(n), None, "r", state_root=tmp_path)._version()
+           for n in ("reference", "dra-example-driver", "k8s-test-driver")}
+    assert got["reference"].startswith("reference_driver ")
+    assert got["dra-example-driver"] == "sigs.k8s.io/dra-example-driver@v0.4.0"
+    assert got["k8s-test-driver"] == "k8s.io/kubernetes@v1.34.4"

@@ -93,5 +93,7 @@ def test_host_deployers_report_the_driver_version_they_run(tmp_path):
     got = {n: HostDeployer(Cluster(), profiles.load(n), None, "r", state_root=tmp_path)._version()
            for n in ("reference", "dra-example-driver", "k8s-test-driver")}
     assert got["reference"].startswith("reference_driver ")
-    assert got["dra-example-driver"] == "sigs.k8s.io/dra-example-driver@v0.4.0"
+    from conformance.toolchain import versions
+    assert got["dra-example-driver"] == "sigs.k8s.io/dra-example-driver@" + versions.load().go_tools[
+        "dra-example-driver"].version
     assert got["k8s-test-driver"] == "k8s.io/kubernetes@v1.34.4"

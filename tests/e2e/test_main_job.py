@@ -1,0 +1,37 @@
+"""The main job end to end, as `make conformance` runs it: `dra-conformance run --cluster local` brings up
+its own local cluster, deploys the driver in host mode, runs the standard profile and writes the report.
+
+The reference driver is our known-good driver: every selected test must pass or skip with a capability
+reason, and the verdict must be PASS (issue 5 and 6 acceptance). dra-example-driver v0.4.0 runs the
+same suites. Sources: KEP-5970 (core behaviours), feature-catalog.md §6 (driver contract).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(driver: str, report: Path) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", driver,
+           "--profile", "standard", "--feature-gates", "all", "--report-dir", str(report)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("driver", ["reference", "dra-example-driver"])
+def test_standard_profile_passes_on_the_local_cluster(driver, tmp_path):
+    code, out = _run(driver, tmp_path / "report")
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    failed = [t["fullName"] for t in summary["tests"] if t["status"] in ("failed", "broken")]
+    assert code == 0 and summary["verdict"] == "PASS", (failed, summary["verdictReasons"], out[-4000:])
+    skipped = [t for t in summary["tests"] if t["status"] == "skipped"]
+    assert all(t.get("reason") for t in skipped), skipped
+    assert summary["counts"]["passed"] >= 40, summary["counts"]
+    assert (tmp_path / "report" / "allure-report").is_dir() and (tmp_path / "report" / "junit.xml").is_file()

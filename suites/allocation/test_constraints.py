@@ -26,9 +26,7 @@ def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inv
     # then: both devices publish the same value, and both are visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 1, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
-    assert shown, evidence
+    _assert_pod_shows(probe, inventory, pod, allocated)
 
 
 @pytest.mark.scenario("ALLOC-25")
@@ -46,9 +44,7 @@ def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, p
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert sorted(r.request for r in allocated.results) == ["first", "second"], allocated.describe()
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 1, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
-    assert shown, evidence
+    _assert_pod_shows(probe, inventory, pod, allocated)
 
 
 @pytest.mark.scenario("ALLOC-25")
@@ -79,9 +75,7 @@ def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, bu
     # then: the values differ, both devices are visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 2, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
-    assert shown, evidence
+    _assert_pod_shows(probe, inventory, pod, allocated)
 
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
@@ -100,6 +94,11 @@ def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory
     # then: the two devices publish different values, both visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({inventory.of(r).attributes[name] for r in allocated.results}) == 2, allocated.describe()
+    _assert_pod_shows(probe, inventory, pod, allocated)
+
+
+def _assert_pod_shows(probe, inventory, pod, allocated) -> None:
+    """The pod's container shows exactly the allocated devices among those published on its node."""
     shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
                                           [d.name for d in inventory.on_node(pod.spec.node_name)])
     assert shown, evidence

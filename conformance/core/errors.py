@@ -106,7 +106,8 @@ class AlreadyExists(ApiError):
 
 
 class Conflict(ApiError):
-    """409 Conflict (stale resourceVersion): transient, retried by the client."""
+    """409 Conflict (stale resourceVersion or failed precondition). Never resent unchanged: the caller re-reads
+    the object and re-applies its change (``K8s.update`` does this)."""
 
 
 class Invalid(ApiError):

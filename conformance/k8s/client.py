@@ -2,15 +2,17 @@
 
 No hidden global client: build one with :meth:`K8s.from_kubeconfig` and pass it around (the ``k8s``
 fixture). Every failure is an :class:`~conformance.core.errors.ApiError` subclass carrying the server
-Status; tenacity retries only transient errors (connection reset, 429, 5xx, and Conflict for idempotent
-verbs), never states.
+Status; tenacity retries only transient errors (connection reset, 429, 5xx), never states. A 409 Conflict
+(stale resourceVersion) is never retried with the same body, which could not succeed: :meth:`K8s.replace`
+raises it, and :meth:`K8s.update` re-reads the object and re-applies the change (client-go
+``retry.RetryOnConflict``).
 """
 from __future__ import annotations
 
 import json
 import urllib.parse
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import urllib3
 from kubernetes import config as kconfig
@@ -28,11 +30,15 @@ _CONNECTION_ERRORS = (urllib3.exceptions.ProtocolError, urllib3.exceptions.MaxRe
 
 
 def _transient(exc: BaseException) -> bool:
-    return isinstance(exc, (errors.TransientApiError, errors.Conflict) + _CONNECTION_ERRORS)
+    """Whether resending the same request may succeed: connection errors, 429 and 5xx. Not Conflict: its
+    request carries a stale resourceVersion (or precondition) that a resend cannot refresh."""
+    return isinstance(exc, (errors.TransientApiError,) + _CONNECTION_ERRORS)
 
 
 _retry = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(6),
                wait=wait_exponential(multiplier=0.3, max=5), reraise=True)
+_retry_conflict = retry(retry=retry_if_exception(lambda exc: isinstance(exc, errors.Conflict)),
+                        stop=stop_after_attempt(5), wait=wait_exponential(multiplier=0.1, max=2), reraise=True)
 
 
 class K8s:
@@ -185,13 +191,31 @@ class K8s:
 
     @_retry
     def replace(self, obj: Obj | dict, subresource: str = "") -> Obj:
-        """PUT ``obj`` (with its resourceVersion). Conflict on a stale version is raised after retries."""
+        """PUT ``obj`` (with its resourceVersion) and return what the server stored.
+
+        Raises Conflict at once when the resourceVersion is stale (resending the same body cannot succeed:
+        re-read and re-apply, or use :meth:`update`), Invalid, NotFound.
+        """
         raw = as_dict(obj)
         res = for_object(raw)
         meta = raw["metadata"]
         self._check_guard(res, meta["name"], meta.get("namespace"))
         return Obj(json.loads(self._send("PUT", res.path(meta.get("namespace"), meta["name"], subresource),
                                          body=raw)))
+
+    def update(self, kind: str, name: str, change: Callable[[Obj], Obj | dict], namespace: str | None = None,
+               *, subresource: str = "", version: str | None = None) -> Obj:
+        """Read the object, PUT ``change(current)``, and on 409 Conflict read it again and re-apply ``change``
+        to the fresh copy (up to 5 attempts; client-go ``retry.RetryOnConflict``). ``change`` must be a pure
+        function of the object it is given (it may be called several times) and return the whole object.
+
+        Returns the stored object; raises Conflict when every attempt conflicted, NotFound, Invalid.
+        """
+        @_retry_conflict
+        def once() -> Obj:
+            return self.replace(change(self.get(kind, name, namespace, version)), subresource)
+
+        return once()
 
     @_retry
     def patch(self, kind: str, name: str, patch: dict | list, namespace: str | None = None, *,

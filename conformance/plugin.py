@@ -23,6 +23,7 @@ from conformance.core.config import from_options
 from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
 from conformance.k8s.tracker import Tracker
+from conformance.node.prepared import PreparedClaims
 from conformance.runner import evidence
 from conformance.runner.session import Session
 
@@ -267,8 +268,11 @@ def node_access(request):
 
 @pytest.fixture
 def tracker(request, k8s):
-    """The test's resource tracker; teardown deletes in DRA order and raises LeakError on survivors."""
-    t = Tracker(k8s)
+    """The test's resource tracker; teardown deletes in DRA order and raises LeakError on survivors (and,
+    with node access, on claims a node still has prepared)."""
+    s = _session(request)
+    prepared = PreparedClaims(s.node_access, [n.name for n in s.cluster.nodes]) if s.node_access else None
+    t = Tracker(k8s, prepared=prepared)
     request.node.stash[TRACKER] = t
     yield t
     t.cleanup()

@@ -44,12 +44,14 @@ class DriverNotReady(ConformanceError):
         super().__init__(text + (f"; {detail}" if detail else ""))
 
 
-class WaitTimeout(ConformanceError):
-    """A bounded wait ended without reaching its state.
+class WaitError(ConformanceError):
+    """A bounded wait ended without reaching its state: the base of :class:`WaitTimeout` (the deadline
+    passed) and :class:`WaitFailed` (a failure predicate ended it early). Catch this when either means
+    "did not get there"; catch a subclass when the difference matters (reporting tells them apart).
 
     ``awaited``: the state (``claim ns/x allocated``); ``timeout``: seconds; ``last_state``: a short text of
     the last observed object; ``events``: recent event lines; ``failed``: the failure predicate's message
-    when the wait ended early because the state became impossible (pod Failed, object deleted...).
+    (empty for a timeout).
     """
 
     def __init__(self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None,
@@ -64,8 +66,20 @@ class WaitTimeout(ConformanceError):
         super().__init__("\n".join(parts))
 
 
-class WaitFailed(WaitTimeout):
-    """A wait ended early because its failure predicate matched (the awaited state can no longer come)."""
+class WaitTimeout(WaitError):
+    """A bounded wait reached its deadline (``timeout`` seconds) without reaching its state."""
+
+    def __init__(self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None) -> None:
+        super().__init__(awaited, timeout, last_state, events)
+
+
+class WaitFailed(WaitError):
+    """A wait ended early because its failure predicate matched (the awaited state can no longer come:
+    pod Failed, object deleted, ``FailedPrepareDynamicResources``). Not a timeout: ``failed`` says why."""
+
+    def __init__(self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None,
+                 failed: str = "the failure predicate matched") -> None:
+        super().__init__(awaited, timeout, last_state, events, failed or "the failure predicate matched")
 
 
 class LeakError(ConformanceError):

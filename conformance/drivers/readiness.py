@@ -64,7 +64,7 @@ def await_slices(k8s: K8s, profile: DriverProfile, nodes: Iterable[str] = (), *,
     try:
         return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=timeout,
                                       failed=failed)
-    except errors.WaitTimeout as exc:
+    except errors.WaitError as exc:  # a timeout, or failed() ended it early
         detail = exc.last_state or "  (no slices)"
         if exc.failed:
             detail = f"  {exc.failed}\n" + detail

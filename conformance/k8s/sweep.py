@@ -44,7 +44,7 @@ def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[st
             try:
                 from .waits import object_gone  # noqa: PLC0415
                 object_gone(k8s, ns, timeout=timeouts.NAMESPACE_DELETE)
-            except errors.WaitTimeout:
+            except errors.WaitError:
                 survivors.append(ns.ref)
         if survivors:
             raise errors.LeakError(survivors)

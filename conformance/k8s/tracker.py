@@ -1,27 +1,31 @@
 """The resource tracker: the only way suites create objects (design.md §6; csi-sanity's resource tracker).
 
 It records each object right after create and deletes everything in the DRA teardown order, written once:
-pods (wait gone) -> claims (wait deallocated, then gone) -> templates -> DeviceTaintRules, DeviceClasses,
-test-made ResourceSlices -> namespaces. Within a phase it deletes LIFO. NotFound is ignored; every other
-error is collected and one :class:`~conformance.core.errors.LeakError` lists the survivors. Pods holding
-claims are never force-deleted (that would skip NodeUnprepareResources).
+pods (wait gone) -> claims (wait deallocated and gone, then nothing prepared on any node) -> templates ->
+DeviceTaintRules, DeviceClasses, test-made ResourceSlices -> namespaces. Within a phase it deletes LIFO; each
+phase has one deadline. NotFound is ignored; a delete that fails with another error is recorded and not
+waited for; every error is collected and one :class:`~conformance.core.errors.LeakError` lists the survivors
+(and each claim still prepared, with its node). Pods holding claims are never force-deleted (that would skip
+NodeUnprepareResources).
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Callable
+import time
+from typing import Callable, Sequence
 
 from conformance.core import errors, timeouts
 
+from . import waits
 from .client import K8s
 from .objects import Obj, as_dict
-from . import waits
 
 # phase rank per kind: lower is deleted first
 PHASES = {"Pod": 0, "ResourceClaim": 1, "ResourceClaimTemplate": 2, "DeviceTaintRule": 3, "DeviceClass": 3,
           "ResourceSlice": 3, "Namespace": 9}
 OTHER_PHASE = 4
+PREPARED_POLL_S = 0.5  # seconds between two looks at the nodes' prepared claims
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,15 +42,36 @@ class Tracked:
     def ref(self) -> str:
         return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
 
+    @classmethod
+    def of(cls, obj: Obj | dict) -> "Tracked":
+        """The record of an object dict or :class:`Obj` (kind, metadata.name/namespace/uid, apiVersion)."""
+        raw = as_dict(obj)
+        meta = raw["metadata"]
+        return cls(raw["kind"], meta["name"], meta.get("namespace", ""), meta.get("uid", ""),
+                   raw.get("apiVersion", "v1").rsplit("/", 1)[-1])
+
+
+# claims -> [(claim, node name, evidence)] for each claim some node still has prepared (a NodeAccess view,
+# injected by the pytest glue: this layer cannot reach nodes)
+PreparedCheck = Callable[[Sequence[Tracked]], list[tuple[Tracked, str, str]]]
+
 
 class Tracker:
     """Creates and tracks objects for one test (or one session). ``on_create`` callbacks get each created
-    :class:`Obj` (the reporting evidence collector uses it)."""
+    :class:`Obj` (the reporting evidence collector uses it).
 
-    def __init__(self, k8s: K8s, *, phase_timeout: float | None = None) -> None:
+    ``phase_timeout``: seconds (scaled by ``--timeout-scale``) for every teardown phase; default per phase
+    from :mod:`conformance.core.timeouts`. ``prepared``: when the run can look at nodes, a
+    :data:`PreparedCheck` telling which deleted claims a node still has prepared (CDI specs, PodResources);
+    teardown then waits, within the claims phase's deadline, until none is.
+    """
+
+    def __init__(self, k8s: K8s, *, phase_timeout: float | None = None,
+                 prepared: PreparedCheck | None = None) -> None:
         self.k8s = k8s
         self.items: list[Tracked] = []
         self.phase_timeout = phase_timeout
+        self.prepared = prepared
         self.on_create: list[Callable[[Obj], None]] = []
         self._lock = threading.Lock()
 
@@ -60,11 +85,9 @@ class Tracker:
 
     def adopt(self, obj: Obj) -> Obj:
         """Record an object created elsewhere so teardown deletes it."""
-        raw = as_dict(obj)
         with self._lock:
-            self.items.append(Tracked(raw["kind"], raw["metadata"]["name"], raw["metadata"].get("namespace", ""),
-                                      raw["metadata"].get("uid", ""), raw.get("apiVersion", "v1").rsplit("/", 1)[-1]))
-        return obj if isinstance(obj, Obj) else Obj(raw)
+            self.items.append(Tracked.of(obj))
+        return obj if isinstance(obj, Obj) else Obj(as_dict(obj))
 
     def objects(self) -> list[Obj]:
         """Current state of every tracked object that still exists (for evidence)."""
@@ -83,7 +106,8 @@ class Tracker:
         return sorted(found)
 
     def cleanup(self) -> None:
-        """Delete everything in DRA order and wait per phase; raise LeakError listing survivors."""
+        """Delete everything in DRA order, waiting per phase within its deadline; raise LeakError listing
+        survivors, claims still prepared on a node, and every error."""
         with self._lock:
             items, self.items = list(self.items), []
         survivors: list[str] = []
@@ -94,18 +118,26 @@ class Tracker:
             phases.setdefault(PHASES.get(t.kind, OTHER_PHASE), []).append(t)
         for rank in sorted(phases):
             batch = phases[rank]
-            deleted = [t for t in batch if self._delete(t, problems)]
+            deadline = time.monotonic() + timeouts.scaled(max(self._timeout(t.kind) for t in batch))
+            deleted = [t for t in batch if self._delete(t, problems, survivors)]
+            released: list[Tracked] = []
             for t in deleted:
                 if t.kind == "Namespace":
                     continue  # namespace removal finishes asynchronously; the session sweep waits for it
                 if t.kind == "Pod":
-                    self._wait_generated_claims_released(t, problems)
-                if not self._wait_gone(t, problems):
+                    released += self._wait_generated_claims_released(t, deadline, problems)
+                if not self._wait_gone(t, deadline, problems):
                     survivors.append(t.ref)
+                elif t.kind == "ResourceClaim":
+                    released.append(t)
+            if released:
+                survivors += self._wait_unprepared(released, deadline, problems)
         if survivors or problems:
             raise errors.LeakError(survivors, problems)
 
-    def _delete(self, t: Tracked, problems: list[str]) -> bool:
+    def _delete(self, t: Tracked, problems: list[str], survivors: list[str]) -> bool:
+        """Delete ``t``; True when it must be waited for. A delete refused with another error than NotFound
+        is recorded and not waited for (it cannot go away): ``t`` is a survivor unless it is gone already."""
         try:
             self.k8s.delete(t.kind, t.name, t.namespace or None, version=t.version)
             return True
@@ -113,33 +145,65 @@ class Tracker:
             return False
         except errors.ApiError as exc:
             problems.append(f"delete {t.ref}: {exc}")
-            return True
+        try:
+            current = self.k8s.get(t.kind, t.name, t.namespace or None, t.version)
+            if not t.uid or current.uid == t.uid:
+                survivors.append(t.ref)
+        except errors.NotFound:
+            pass
+        except errors.ApiError:
+            survivors.append(t.ref)
+        return False
 
     def _timeout(self, kind: str) -> float:
         if self.phase_timeout:
             return self.phase_timeout
         return {"Pod": timeouts.POD_DELETE, "ResourceClaim": timeouts.DEALLOCATION}.get(kind, timeouts.API_SHORT)
 
-    def _wait_gone(self, t: Tracked, problems: list[str]) -> bool:
+    @staticmethod
+    def _left(deadline: float) -> float:
+        """Unscaled seconds left until ``deadline`` (at least 1: a last look at an object costs little)."""
+        return max(1.0, (deadline - time.monotonic()) / timeouts.scaled(1.0))
+
+    def _wait_gone(self, t: Tracked, deadline: float, problems: list[str]) -> bool:
         try:
             waits.until(self.k8s, t.kind, t.name, t.namespace or None,
-                        done=lambda o: o is None or (t.uid and o.uid != t.uid), timeout=self._timeout(t.kind),
+                        done=lambda o: o is None or bool(t.uid and o.uid != t.uid), timeout=self._left(deadline),
                         awaited=f"{t.ref} deleted", version=t.version)
             return True
-        except errors.WaitTimeout as exc:
+        except (errors.WaitError, errors.ApiError) as exc:
             problems.append(str(exc))
             return False
 
-    def _wait_generated_claims_released(self, t: Tracked, problems: list[str]) -> None:
-        """After a pod is gone, claims generated from its templates must deallocate and disappear too."""
+    def _wait_generated_claims_released(self, t: Tracked, deadline: float, problems: list[str]) -> list[Tracked]:
+        """After a pod is gone, claims generated from its templates must deallocate and disappear too.
+        Returns the deallocated ones (to check that no node still has them prepared)."""
         try:
             claims = self.k8s.list("ResourceClaim", t.namespace)
         except errors.ApiError:
-            return
+            return []
+        released = []
         for claim in claims:
             owners = claim.get("metadata.ownerReferences") or []
             if any(o.get("kind") == "Pod" and o.get("name") == t.name for o in owners):
                 try:
-                    waits.claim_deallocated(self.k8s, claim, timeout=self._timeout("ResourceClaim"))
-                except errors.WaitTimeout as exc:
+                    waits.claim_deallocated(self.k8s, claim, timeout=self._left(deadline))
+                    released.append(Tracked.of(claim))
+                except (errors.WaitError, errors.ApiError) as exc:
                     problems.append(str(exc))
+        return released
+
+    def _wait_unprepared(self, claims: list[Tracked], deadline: float, problems: list[str]) -> list[str]:
+        """Poll :attr:`prepared` until no node has any of ``claims`` prepared or ``deadline`` passes; return
+        ``"<claim ref> still prepared on node <node> (<evidence>)"`` for each one left (none without a check)."""
+        if self.prepared is None:
+            return []
+        while True:
+            try:
+                left = self.prepared(claims)
+            except Exception as exc:  # noqa: BLE001 - node access is evidence here: a failing look is reported
+                problems.append(f"could not check that nodes unprepared {[c.ref for c in claims]}: {exc}")
+                return []
+            if not left or time.monotonic() >= deadline:
+                return [f"{claim.ref} still prepared on node {node} ({evidence})" for claim, node, evidence in left]
+            time.sleep(PREPARED_POLL_S)

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-from conformance.core.errors import WaitTimeout
+from conformance.core.errors import WaitFailed, WaitTimeout
 
 
 class Api:
@@ -48,7 +48,7 @@ def wait_for(awaited: str, probe: Callable[[], tuple[bool, str]], timeout: float
              failed: Callable[[], str | None] | None = None) -> None:
     """Poll ``probe`` (-> (done, observed state)) until done; raises WaitTimeout with the last state.
 
-    ``failed`` (-> message or None) ends the wait early, e.g. when the awaited process exited.
+    ``failed`` (-> message or None) ends the wait early with WaitFailed, e.g. when the awaited process exited.
     """
     deadline = time.monotonic() + timeout
     last = ""
@@ -58,7 +58,7 @@ def wait_for(awaited: str, probe: Callable[[], tuple[bool, str]], timeout: float
             return
         why = failed() if failed else None
         if why:
-            raise WaitTimeout(awaited, timeout, last, failed=why)
+            raise WaitFailed(awaited, timeout, last, failed=why)
         if time.monotonic() >= deadline:
             raise WaitTimeout(awaited, timeout, last)
         time.sleep(interval)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from conformance.core.errors import ClusterUnavailable, ConfigError, WaitTimeout
+from conformance.core.errors import ClusterUnavailable, ConfigError, WaitError
 from conformance.toolchain import cache, versions
 
 from . import api as apilib
@@ -126,7 +126,7 @@ class LocalCluster:
                 self._say(str(td))
             if isinstance(exc, (ClusterUnavailable, ConfigError)):
                 raise
-            if isinstance(exc, (WaitTimeout, images.ImageError, OSError, RuntimeError)):
+            if isinstance(exc, (WaitError, images.ImageError, OSError, RuntimeError)):
                 raise ClusterUnavailable(f"local cluster {self.config.name!r} failed to come up: {exc}") from exc
             raise
         return self.handle

@@ -98,7 +98,7 @@ class LocalClusterHandle:
 
     def restart_kubelet(self, node: str, timeout: float = 60.0) -> None:
         """Stop the node's kubelet (SIGTERM), start it again, wait until the node is Ready with a fresh
-        heartbeat. Raises WaitTimeout with the node's last conditions."""
+        heartbeat. Raises WaitTimeout with the node's last conditions, WaitFailed when the kubelet exits."""
         proc = self._state.process("kubelet", self.node(node).name)
         if proc is None:
             raise KeyError(f"no kubelet recorded for node {node}")

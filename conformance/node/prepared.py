@@ -1,0 +1,57 @@
+"""Which ResourceClaims a node still has prepared, seen through NodeAccess (teardown's last claims check,
+design.md §6 "claims deallocated and nothing prepared on any node").
+
+A driver's checkpoint is private to it, so the portable evidence is what the kubelet and the container runtime
+see: a CDI spec file in the node's CDI directory that names the claim UID (drivers name per-claim spec files
+after the claim UID: dra-example-driver, upstream test/e2e/dra test-driver, our reference driver), and the
+kubelet's PodResources ``List`` still reporting the claim for a pod (KEP-3695 ``DynamicResource.claim_name``,
+``claim_namespace``; dra-protocols.md §3-4).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import grpc
+
+from conformance.k8s.tracker import Tracked
+
+from .base import NodeAccess, NodeAccessUnavailable
+
+
+class PreparedClaims:
+    """A :data:`conformance.k8s.tracker.PreparedCheck` over ``node_access`` and the real kubelet ``nodes``
+    (node names). Calling it with claims returns ``[(claim, node, evidence)]`` for each claim a node still
+    has prepared. A node the access cannot read (NodeAccessUnavailable, OSError, a failed exec or gRPC call)
+    counts as showing nothing: absence of evidence is not a leak, and a teardown look must not fail a test."""
+
+    def __init__(self, node_access: NodeAccess, nodes: Sequence[str]) -> None:
+        self.node_access, self.nodes = node_access, list(nodes)
+
+    def __call__(self, claims: Sequence[Tracked]) -> list[tuple[Tracked, str, str]]:
+        found = []
+        for node in self.nodes:
+            specs = self._cdi_specs(node)
+            in_use = self._pod_resources_claims(node)
+            for claim in claims:
+                spec = next((name for name, text in specs.items()
+                             if claim.uid and (claim.uid in name or claim.uid in text)), None)
+                if spec:
+                    found.append((claim, node, f"CDI spec {spec} names its UID {claim.uid}"))
+                elif (claim.namespace, claim.name) in in_use:
+                    found.append((claim, node, "PodResources List still reports it for a pod"))
+        return found
+
+    def _cdi_specs(self, node: str) -> dict[str, str]:
+        try:
+            return self.node_access.cdi_specs(node)
+        except Exception:  # noqa: BLE001 - NodeAccessUnavailable, OSError, exec/stream errors of each mode
+            return {}
+
+    def _pod_resources_claims(self, node: str) -> set[tuple[str, str]]:
+        """``{(claim namespace, claim name)}`` of every DynamicResource the node's kubelet lists."""
+        try:
+            pods = self.node_access.pod_resources(node).list()
+        except (NodeAccessUnavailable, OSError, grpc.RpcError):  # no socket in this mode, kubelet restarting
+            return set()
+        return {(dr.get("claimNamespace", ""), dr.get("claimName", ""))
+                for pod in pods for ctr in pod.get("containers") or [] for dr in ctr.get("dynamicResources") or []}

@@ -34,3 +34,13 @@ def test_allure2_category_regexes_match_their_classes():
     assert re.match(cats["Cluster / infrastructure errors"]["messageRegex"],
                     "conformance.core.errors.ClusterUnavailable: down")
     assert not re.match(cats["Driver defects"]["messageRegex"], "conformance.core.errors.ClusterUnavailable: x")
+
+
+def test_a_failed_wait_is_not_a_timeout_and_both_are_wait_errors():
+    failed = errors.WaitFailed("pod running", 30, failed="pod Failed")
+    timeout = errors.WaitTimeout("pod running", 30)
+    assert not isinstance(failed, errors.WaitTimeout) and not isinstance(timeout, errors.WaitFailed)
+    assert isinstance(failed, errors.WaitError) and isinstance(timeout, errors.WaitError)
+    assert "while waiting for pod running: pod Failed" in str(failed) and "timed out after 30s" in str(timeout)
+    assert classify.classify_message("conformance.core.errors.WaitFailed: while waiting", "failed") == \
+        classify.DRIVER_DEFECT

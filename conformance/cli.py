@@ -1,35 +1,33 @@
 """The `dra-conformance` command line.
 
 Subcommands live in their own modules, each exposing ``register(subparsers)`` that adds a parser whose
-``func(args) -> int`` runs it. A module listed here that does not exist yet is simply not offered.
+``func(args) -> int`` runs it. :data:`SUBCOMMANDS` lists them in ``--help`` order; a new subcommand module is
+imported here and added to it.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-# (module, description) - each module defines register(subparsers)
-SUBCOMMAND_MODULES = (
-    "conformance.toolchain.cli",   # versions
-    "conformance.clusters.cli",    # cluster up|down|status|logs
-    "conformance.runner.cli",      # run, list
-    "conformance.reporting.cli",   # report
+from conformance.clusters import cli as cluster_cli
+from conformance.reporting import cli as report_cli
+from conformance.runner import cli as run_cli
+from conformance.toolchain import cli as toolchain_cli
+
+SUBCOMMANDS = (
+    toolchain_cli,   # versions
+    cluster_cli,     # cluster up|down|status|logs
+    run_cli,         # run, list
+    report_cli,      # report
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every available subcommand registered."""
+    """The full argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(prog="dra-conformance",
                                      description="Conformance and qualification suite for Kubernetes DRA drivers.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue
-            raise
+    for module in SUBCOMMANDS:
         module.register(sub)
     return parser
 

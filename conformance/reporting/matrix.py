@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from conformance.reporting import cli, history, html, junit, runinfo
+from conformance.reporting import build, history, html, junit, runinfo
 
 SIDE_FILES = {"environment.properties", "executor.json", "categories.json"}
 CELL_TIMEOUT_S = 4 * 3600
@@ -71,7 +71,7 @@ def _cell_summary(cell_dir: pathlib.Path) -> dict | None:
     if not (cell_dir / "allure-results").is_dir():
         return None
     if not (cell_dir / "summary.json").is_file():
-        cli.generate(cell_dir, html_report=False, link_latest=False)
+        build.generate(cell_dir, html_report=False, link_latest=False)
     return json.loads((cell_dir / "summary.json").read_text(encoding="utf-8"))
 
 

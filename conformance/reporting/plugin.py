@@ -10,7 +10,7 @@ registered here only when no other plugin did). Then it:
   ``pytest_dra_collect_evidence`` (:mod:`conformance.reporting.hookspecs`), attaching every piece to the
   Allure result and copying it under ``<report_dir>/evidence/<test-id>/``.
 
-The report itself (summary.json, HTML...) is built after pytest by :func:`conformance.reporting.cli.generate`.
+The report itself (summary.json, HTML...) is built after pytest by :func:`conformance.reporting.build.generate`.
 """
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def run_command(args: argparse.Namespace) -> int:
     report_note = ""
     if not args.no_report and (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
         try:
-            from conformance.reporting.cli import generate  # noqa: PLC0415
+            from conformance.reporting.build import generate  # noqa: PLC0415
             generate(report_dir)
             report_note = f", report {report_dir / 'summary.md'}"
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report

@@ -48,10 +48,10 @@ def run_sample(run_dir: pathlib.Path, *pytest_args: str, run_json: dict | None =
 @pytest.fixture(scope="session")
 def failing_run(tmp_path_factory) -> pathlib.Path:
     """A generated run (HTML included) of the whole sample suite with one failing test; its directory."""
-    from conformance.reporting import cli
+    from conformance.reporting import build
 
     run_dir = tmp_path_factory.mktemp("reports") / "run-1"
     proc = run_sample(run_dir)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    cli.generate(run_dir)
+    build.generate(run_dir)
     return run_dir

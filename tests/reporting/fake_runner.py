@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from conformance.reporting import cli
+from conformance.reporting import build
 from tests.reporting.conftest import REPO, SAMPLE, sample_run_json
 
 parser = argparse.ArgumentParser()
@@ -25,5 +25,5 @@ with open(os.path.join(args.report_dir, "run.json"), "w") as fh:
 env = {**os.environ, "SAMPLE_FAIL": "1" if args.k8s_version in args.fail_versions else "0"}
 code = subprocess.run([sys.executable, "-m", "pytest", str(SAMPLE), "-q", "-p", "no:cacheprovider",
                        "--rootdir", str(REPO), "--report-dir", args.report_dir], env=env, timeout=120).returncode
-verdict = cli.generate(args.report_dir, html_report=False)
+verdict = build.generate(args.report_dir, html_report=False)
 sys.exit(code or verdict.exit_code)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from conformance.reporting import browser, cli, history
+from conformance.reporting import browser, build, history
 
 from .conftest import run_sample
 
@@ -34,7 +34,7 @@ def test_report_shows_suites_and_the_failing_tests_attachments(failing_run):
         assert text in details, f"{text!r} not shown on the failing test's page:\n{details[:2000]}"
     assert shot.stat().st_size > 10_000
     assert re.search(r"Global Attachments\s*\n2\n", overview), "summary.md/summary.json not attached"
-    overview_png = cli.screenshot(failing_run)
+    overview_png = build.screenshot(failing_run)
     assert overview_png.parent == failing_run and overview_png.stat().st_size > 10_000
 
 
@@ -42,13 +42,13 @@ def test_history_carries_over_and_latest_points_at_newest(tmp_path):
     """The second run's report starts from the first run's Allure history; reports/latest follows."""
     first, second = tmp_path / "run-a", tmp_path / "run-b"
     run_sample(first, "-k", "claim_allocated")
-    cli.generate(first)
+    build.generate(first)
     assert history.points(first / "history" / "history.jsonl") == 1
     run_sample(second, "-k", "claim_allocated")
-    cli.generate(second)
+    build.generate(second)
     assert history.points(second / "history" / "history.jsonl") == 2
     assert (tmp_path / "latest").resolve() == second.resolve()
-    cli.generate(second)  # regenerating does not append the same run twice
+    build.generate(second)  # regenerating does not append the same run twice
     assert history.points(second / "history" / "history.jsonl") == 2
 
 
@@ -79,7 +79,7 @@ def test_single_file_report_is_self_contained_and_does_not_append_history(failin
 
     run_dir = tmp_path / "copy"
     shutil.copytree(failing_run, run_dir, ignore=shutil.ignore_patterns("allure-report*"))
-    cli.generate(run_dir, single_file=True, link_latest=False)
+    build.generate(run_dir, single_file=True, link_latest=False)
     single = run_dir / "allure-report-single"
     assert sorted(p.name for p in single.iterdir() if p.suffix == ".html") == ["index.html"]
     assert not (single / "data").exists()

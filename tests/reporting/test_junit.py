@@ -45,9 +45,9 @@ def test_xdist_run_has_unique_cases_and_one_result_per_test(tmp_path):
 
     proc = run_sample(tmp_path, "-n", "2")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    from conformance.reporting import cli
+    from conformance.reporting import build
 
-    cli.generate(tmp_path, html_report=False)
+    build.generate(tmp_path, html_report=False)
     found = junit.cases(tmp_path / "junit.xml")
     assert len(found) == len({(c, n) for c, n, _ in found}) == 4
     records = results.load(tmp_path / "allure-results")

@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from conformance.reporting import cli, summary
+from conformance.reporting import build, summary
 
 from .conftest import run_sample, sample_run_json
 
@@ -56,14 +56,14 @@ def test_passing_run_passes(tmp_path):
     proc = run_sample(tmp_path / "run", fail=False, run_json=sample_run_json(declared_capabilities=[]),
                       *["-k", "claim_allocated or sharing or first_available"])
     assert proc.returncode == 0, proc.stdout
-    verdict = cli.generate(tmp_path / "run", html_report=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
     assert verdict.passed and verdict.text == "PASS" and verdict.reasons == (), verdict
 
 
 def test_declared_capability_never_executed_fails(tmp_path):
     """A capability the driver profile declares must be exercised: all-skipped/deselected -> FAIL."""
     run_sample(tmp_path / "run", "-k", "claim_allocated", fail=False)
-    verdict = cli.generate(tmp_path / "run", html_report=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
     assert not verdict.passed
     assert any("driver.shared_claims is not-tested" in r for r in verdict.reasons), verdict.reasons
 
@@ -71,13 +71,13 @@ def test_declared_capability_never_executed_fails(tmp_path):
 def test_declared_capability_unavailable_fails(tmp_path):
     run = sample_run_json(declared_capabilities=["gate.DRAPrioritizedList"])
     run_sample(tmp_path / "run", "-k", "claim_allocated or first_available", run_json=run)
-    verdict = cli.generate(tmp_path / "run", html_report=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
     assert any("gate.DRAPrioritizedList is fail" in r and "not available" in r for r in verdict.reasons)
 
 
 def test_zero_executed_tests_fails(tmp_path):
     run_sample(tmp_path / "run", "-k", "first_available", run_json=sample_run_json(declared_capabilities=[]))
-    verdict = cli.generate(tmp_path / "run", html_report=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
     assert verdict.reasons == ("zero tests executed (everything skipped or deselected)",)
 
 
@@ -94,6 +94,6 @@ def test_broken_capability_from_the_harness_fails(tmp_path):
     run["capabilities"]["driver.admin_access"] = {"available": False, "broken": True,
                                                   "evidence": "profile declares admin_access; slices do not"}
     run_sample(tmp_path / "run", "-k", "claim_allocated", run_json=run)
-    verdict = cli.generate(tmp_path / "run", html_report=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
     assert any(r.startswith("declared capability driver.admin_access is fail") for r in verdict.reasons), \
         verdict.reasons

@@ -1,0 +1,72 @@
+"""The report builder: :func:`generate` writes every report file of one run directory.
+
+From ``RUN_DIR/allure-results`` and ``RUN_DIR/run.json`` it writes: ``summary.json`` (schema-validated),
+``summary.md``, a normalised ``junit.xml`` (built from the Allure results when pytest wrote none), Allure
+side files, ``allure-report/`` (Allure 3 HTML, with history from the previous run) and the ``latest``
+symlink next to the run. Idempotent: running it twice gives the same report. Used by ``dra-conformance
+report`` (:mod:`conformance.reporting.cli`), the matrix merge (:mod:`conformance.reporting.matrix`) and the
+end of ``dra-conformance run``.
+"""
+from __future__ import annotations
+
+import logging
+import pathlib
+
+from conformance.reporting import browser, history, html, junit, markdown, results, runinfo, summary
+
+Verdict = summary.Verdict
+log = logging.getLogger(__name__)
+
+
+def check_run_dir(run_dir: pathlib.Path) -> None:
+    """Raise FileNotFoundError naming ``run_dir`` when it has no ``allure-results/``."""
+    if not (run_dir / "allure-results").is_dir():
+        raise FileNotFoundError(f"{run_dir}: no allure-results/ inside; pass a run directory such as "
+                                f"reports/<run-id> written by `dra-conformance run` (or pytest --report-dir)")
+
+
+def write_junit(run_dir: pathlib.Path, run: dict, records: list[results.TestRecord]) -> dict:
+    """Normalise (or build) ``run_dir/junit.xml``; returns its counts."""
+    name = f"dra-conformance k8s-{runinfo.k8s_minor(run)} {runinfo.driver_name(run)}"
+    path = run_dir / "junit.xml"
+    if path.is_file() and path.stat().st_size > 0:
+        return junit.normalise(path, name)
+    return junit.from_records(records, path, name)
+
+
+def generate(run_dir: str | pathlib.Path, *, html_report: bool = True, link_latest: bool | None = None,
+             single_file: bool = False) -> Verdict:
+    """Build every report file of ``run_dir``; returns the run's :class:`Verdict`.
+
+    ``html_report=False`` skips the Allure CLI (summary and JUnit only); ``single_file`` also writes
+    ``allure-report-single/index.html`` (one self-contained file for CI artifacts). ``link_latest``: update
+    ``<parent>/latest`` (default: yes, except for the cells of a matrix). Raises ``FileNotFoundError`` when
+    ``run_dir`` has no allure-results, :class:`html.ReportError` when the Allure CLI fails (summary.json and
+    junit.xml are written before), ``jsonschema.ValidationError`` on a summary that breaks the schema.
+    """
+    run_dir = pathlib.Path(run_dir).resolve()
+    check_run_dir(run_dir)
+    run = runinfo.load(run_dir)
+    records = results.load(run_dir / "allure-results")
+    data = summary.build(run_dir)
+    path = summary.write(run_dir, data)
+    (run_dir / "summary.md").write_text(markdown.render(data), encoding="utf-8")
+    write_junit(run_dir, run, records)
+    html.write_side_files(run_dir / "allure-results", run)
+    if html_report:
+        hist = history.prepare(run_dir)
+        name = f"DRA qualification: {runinfo.driver_name(run)} on Kubernetes {runinfo.k8s_minor(run)}"
+        took = html.generate(run_dir, run_dir / "allure-results", hist, name, [runinfo.k8s_minor(run)],
+                             ["summary.md", "summary.json"], single_file)
+        log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")
+    if link_latest if link_latest is not None else not history.in_matrix(run_dir):
+        history.update_latest(run_dir)
+    return Verdict(passed=data["verdict"] == "PASS", reasons=tuple(data["verdictReasons"]), summary_path=path)
+
+
+def screenshot(run_dir: str | pathlib.Path, name: str = "report-overview.png") -> pathlib.Path:
+    """Serve ``run_dir/allure-report`` on 127.0.0.1 and save a screenshot of its overview into ``run_dir``.
+    Raises :class:`browser.BrowserError` when chromium is missing or fails."""
+    run_dir = pathlib.Path(run_dir).resolve()
+    with browser.serve(run_dir / "allure-report") as url:
+        return browser.screenshot(url + "index.html", run_dir / name)

@@ -27,7 +27,7 @@ setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/contai
 venv: ## create .venv with the package (editable) and pinned dependencies
 	@bash scripts/bootstrap-venv.sh
 
-test: ## run all of the project's own tests (unit + end-to-end on real local-cluster processes)
+test: lint ## lint, then run all of the project's own tests (unit + end-to-end on real local-cluster processes)
 	@$(PY) -m conformance.toolchain protos >/dev/null
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
@@ -74,8 +74,10 @@ cluster-logs: ## print where the component logs are
 bench-cluster: ## print local-cluster bring-up and tear-down times (3 runs)
 	$(PY) benchmarks/cluster_bringup.py --repeat 3
 
-lint: ## layer contract (import-linter)
+lint: ## layer contract (import-linter), lint rules and formatting (ruff; config in pyproject.toml)
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 clean: ## remove build outputs and reports (keeps the binary cache)
 	rm -rf build reports/*/ reports/latest .pytest_cache

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import urllib3
 from kubernetes import config as kconfig
@@ -61,7 +62,7 @@ class K8s:
     def prefer_versions(self, served: dict[str, list[str]]) -> None:
         """Use, for each resource.k8s.io kind the cluster does not serve in v1, its newest served version
         (e.g. DeviceTaintRule in v1alpha3 on 1.34). ``served``: ``{version: [plural...]}`` from discovery."""
-        from .resources import DRA_VERSIONS, _TABLE  # noqa: PLC0415
+        from .resources import _TABLE, DRA_VERSIONS  # noqa: PLC0415
         for kind, (group, _, plural, _) in _TABLE.items():
             if group != "resource.k8s.io" or plural in served.get("v1", []):
                 continue
@@ -74,7 +75,7 @@ class K8s:
         return resource(kind, version or self.versions.get(kind))
 
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None = None, context: str | None = None, **kwargs: Any) -> "K8s":
+    def from_kubeconfig(cls, path: str | Path | None = None, context: str | None = None, **kwargs: Any) -> K8s:
         """Client for ``path`` (``KUBECONFIG``/``~/.kube/config`` when None) and ``context``.
 
         Raises ClusterUnavailable naming the file when it cannot be loaded.
@@ -252,7 +253,7 @@ class K8s:
                                      f"{RUN_LABEL}={self.guard_run_id}", source="write guard",
                                      fix="create the object through the tracker, or use an unguarded client")
 
-    def unguarded(self) -> "K8s":
+    def unguarded(self) -> K8s:
         """A client over the same connection without the write guard (harness-internal use)."""
         return K8s(self.api, request_timeout=self.request_timeout, versions=self.versions)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from conformance.core import errors, timeouts
 
@@ -43,7 +43,7 @@ class Tracked:
         return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
 
     @classmethod
-    def of(cls, obj: Obj | dict) -> "Tracked":
+    def of(cls, obj: Obj | dict) -> Tracked:
         """The record of an object dict or :class:`Obj` (kind, metadata.name/namespace/uid, apiVersion)."""
         raw = as_dict(obj)
         meta = raw["metadata"]

@@ -9,7 +9,7 @@ kubelet's PodResources ``List`` still reporting the claim for a pod (KEP-3695 ``
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import grpc
 

@@ -11,6 +11,7 @@ import time
 
 from conformance.reporting import browser, build, history, html, matrix
 
+
 def _run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     if history.is_matrix(args.run_dir):

@@ -32,7 +32,7 @@ VERSION_RE = re.compile(r"^1\.\d+$")
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def plan(matrix_dir: pathlib.Path, versions: list[str], run_args: list[str], runner: list[str]) -> dict:
@@ -65,6 +65,11 @@ def run_cells(matrix_dir: pathlib.Path, versions: list[str], run_args: list[str]
                             "command": shlex.join(cmd)}
     (matrix_dir / "cells.json").write_text(json.dumps(outcome, indent=2), encoding="utf-8")
     return outcome
+
+
+def _kubelet_versions(run: dict) -> str:
+    """``"v1.35.1, v1.35.1"``: the kubelet versions run.json recorded for a cell, ``?`` when none."""
+    return ", ".join(map(str, (run.get("cluster") or {}).get("kubelet_versions") or [])) or "?"
 
 
 def _cell_summary(cell_dir: pathlib.Path) -> dict | None:
@@ -122,7 +127,7 @@ def table(versions: list[str], summaries: dict[str, dict | None], cells: dict[st
                      "durationS": cell.get("durationS"),
                      "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
                      "driver": data["driver"] if data else None, "counts": data["counts"] if data else None})
-    for name, by_version in capabilities.items():
+    for by_version in capabilities.values():
         for version in versions:
             by_version.setdefault(version, {"status": "not-run" if summaries.get(version) is None
                                             else "not-tested", "reasons": [], "declared": False})
@@ -170,8 +175,7 @@ def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
     html.write_side_files(merged, runs[first.name] if first else {}, {
         "run.id": matrix_dir.name,
         "kubernetes.version": ", ".join(f"{v}: {runinfo.k8s_version(runs[v])}" for v in versions),
-        "kubelet.versions": "; ".join(f"{v}: {', '.join(map(str, (runs[v].get('cluster') or {}).get('kubelet_versions') or [])) or '?'}"
-                                      for v in versions)})
+        "kubelet.versions": "; ".join(f"{v}: {_kubelet_versions(runs[v])}" for v in versions)})
     if html_report:
         name = f"DRA qualification matrix: Kubernetes {', '.join(versions)}"
         html.generate(matrix_dir, merged, history.prepare(matrix_dir), name, versions,

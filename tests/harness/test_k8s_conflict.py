@@ -74,8 +74,12 @@ def test_replace_with_a_stale_resource_version_raises_conflict_after_one_put():
 
 
 def test_update_re_reads_and_re_applies_the_change_after_a_conflict():
-    writes = iter([lambda s: s.bump(controller="wrote")])
-    server = FakeApiServer(writer=lambda s: next(writes, lambda _: None)(s))
+    writes = iter([lambda s: s.bump(controller="wrote")])  # one concurrent write, after our first GET
+
+    def writer(server):
+        next(writes, lambda _: None)(server)
+
+    server = FakeApiServer(writer=writer)
     updated = K8s(server).update("DeviceClass", "cls", lambda current: _labelled(current, mine="x"))
     assert server.requests == ["GET", "PUT", "GET", "PUT"]
     assert updated.labels == {"controller": "wrote", "mine": "x"}  # the concurrent write is kept

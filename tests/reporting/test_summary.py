@@ -53,8 +53,8 @@ def test_schema_rejects_a_fail_without_reasons_and_a_skip_without_reason(failing
 
 
 def test_passing_run_passes(tmp_path):
-    proc = run_sample(tmp_path / "run", fail=False, run_json=sample_run_json(declared_capabilities=[]),
-                      *["-k", "claim_allocated or sharing or first_available"])
+    proc = run_sample(tmp_path / "run", "-k", "claim_allocated or sharing or first_available", fail=False,
+                      run_json=sample_run_json(declared_capabilities=[]))
     assert proc.returncode == 0, proc.stdout
     verdict = build.generate(tmp_path / "run", html_report=False)
     assert verdict.passed and verdict.text == "PASS" and verdict.reasons == (), verdict

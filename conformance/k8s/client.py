@@ -2,10 +2,10 @@
 
 No hidden global client: build one with :meth:`K8s.from_kubeconfig` and pass it around (the ``k8s``
 fixture). Every failure is an :class:`~conformance.core.errors.ApiError` subclass carrying the server
-Status; tenacity retries only transient errors (connection reset, 429, 5xx), never states. A 409 Conflict
-(stale resourceVersion) is never retried with the same body, which could not succeed: :meth:`K8s.replace`
-raises it, and :meth:`K8s.update` re-reads the object and re-applies the change (client-go
-``retry.RetryOnConflict``).
+Status; only transient errors are resent (connection reset, 429, 5xx: :mod:`.retries`), never states. A 409
+Conflict (stale resourceVersion) is never resent with the same body, which could not succeed:
+:meth:`K8s.replace` raises it, and :meth:`K8s.update` re-reads the object and re-applies the change
+(client-go ``retry.RetryOnConflict``).
 """
 from __future__ import annotations
 
@@ -15,31 +15,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import urllib3
 from kubernetes import config as kconfig
 from kubernetes.client import ApiClient
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from conformance.core import errors
 
 from .objects import Obj, as_dict
 from .resources import Resource, for_object, resource
-
-_CONNECTION_ERRORS = (urllib3.exceptions.ProtocolError, urllib3.exceptions.MaxRetryError,
-                      urllib3.exceptions.NewConnectionError, urllib3.exceptions.ReadTimeoutError,
-                      ConnectionError)
-
-
-def _transient(exc: BaseException) -> bool:
-    """Whether resending the same request may succeed: connection errors, 429 and 5xx. Not Conflict: its
-    request carries a stale resourceVersion (or precondition) that a resend cannot refresh."""
-    return isinstance(exc, (errors.TransientApiError,) + _CONNECTION_ERRORS)
-
-
-_retry = retry(retry=retry_if_exception(_transient), stop=stop_after_attempt(6),
-               wait=wait_exponential(multiplier=0.3, max=5), reraise=True)
-_retry_conflict = retry(retry=retry_if_exception(lambda exc: isinstance(exc, errors.Conflict)),
-                        stop=stop_after_attempt(5), wait=wait_exponential(multiplier=0.1, max=2), reraise=True)
+from .retries import retry_conflict, retry_transient
 
 
 class K8s:
@@ -121,7 +104,7 @@ class K8s:
                                         body, request)
         return errors.api_error_for(status, reason, str(body)[:500], body, request)
 
-    @_retry
+    @retry_transient
     def get_raw(self, path: str, query: dict | None = None) -> str:
         """GET any path (``/metrics``, ``/api/v1/nodes/n/proxy/metrics``, ``/version``) as text."""
         return self._send("GET", path, query=query).decode(errors="replace")
@@ -131,7 +114,7 @@ class K8s:
         return json.loads(self.get_raw(path, query))
 
     # -- typed verbs -----------------------------------------------------------------------------------
-    @_retry
+    @retry_transient
     def get(self, kind: str, name: str, namespace: str | None = None, version: str | None = None) -> Obj:
         """The object ``kind`` ``namespace/name``; raises NotFound."""
         res = self._res(kind, version)
@@ -145,7 +128,7 @@ class K8s:
         except errors.NotFound:
             return False
 
-    @_retry
+    @retry_transient
     def list_with_version(self, kind: str, namespace: str | None = None, *, label_selector: str = "",
                           field_selector: str = "", version: str | None = None) -> tuple[list[Obj], str]:
         """``(items, resourceVersion)``; ``namespace=None`` lists every namespace. Items get kind/apiVersion."""
@@ -175,7 +158,7 @@ class K8s:
         ns = namespace or raw.get("metadata", {}).get("namespace")
         attempts = [0]
 
-        @_retry
+        @retry_transient
         def once() -> Obj:
             attempts[0] += 1
             try:
@@ -190,7 +173,7 @@ class K8s:
 
         return once()
 
-    @_retry
+    @retry_transient
     def replace(self, obj: Obj | dict, subresource: str = "") -> Obj:
         """PUT ``obj`` (with its resourceVersion) and return what the server stored.
 
@@ -212,13 +195,13 @@ class K8s:
 
         Returns the stored object; raises Conflict when every attempt conflicted, NotFound, Invalid.
         """
-        @_retry_conflict
+        @retry_conflict
         def once() -> Obj:
             return self.replace(change(self.get(kind, name, namespace, version)), subresource)
 
         return once()
 
-    @_retry
+    @retry_transient
     def patch(self, kind: str, name: str, patch: dict | list, namespace: str | None = None, *,
               patch_type: str = "merge", subresource: str = "", version: str | None = None) -> Obj:
         """PATCH with ``patch_type`` ``merge`` | ``strategic`` | ``json``; returns the patched object."""
@@ -229,7 +212,7 @@ class K8s:
         return Obj(json.loads(self._send("PATCH", res.path(namespace, name, subresource), body=patch,
                                          content_type=ctype)))
 
-    @_retry
+    @retry_transient
     def delete(self, kind: str, name: str, namespace: str | None = None, *, grace_seconds: int | None = None,
                propagation: str = "Background", version: str | None = None) -> None:
         """Delete the object (NotFound is raised: callers that don't care catch it)."""
@@ -297,4 +280,4 @@ class K8s:
             return self._send("GET", resource("Pod").path(ns, name, "log"), query={
                 "container": container, "tailLines": tail_lines, "previous": "true" if previous else None,
             }).decode(errors="replace")
-        return _retry(once)() if retry else once()
+        return retry_transient(once)() if retry else once()

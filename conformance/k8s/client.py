@@ -8,6 +8,7 @@ verbs), never states.
 from __future__ import annotations
 
 import json
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,6 +23,7 @@ from conformance.core import errors
 from .objects import Obj, as_dict
 from .resources import Resource, for_object, resource
 
+_WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
 _CONNECTION_ERRORS = (urllib3.exceptions.ProtocolError, urllib3.exceptions.MaxRetryError,
                       urllib3.exceptions.NewConnectionError, urllib3.exceptions.ReadTimeoutError,
                       ConnectionError)
@@ -113,6 +115,24 @@ class K8s:
             return errors.api_error_for(status, body.get("reason") or reason, body.get("message") or reason,
                                         body, request)
         return errors.api_error_for(status, reason, str(body)[:500], body, request)
+
+    def request(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
+                content_type: str = "application/json") -> tuple[Any, list[str]]:
+        """One request to any API path, not retried (verbs the typed methods do not cover: apply patches,
+        deletecollection, reads that must show the server's warnings). Returns ``(decoded JSON body or {},
+        Warning header texts)``; raises the ApiError kind of the server Status.
+        Source: RFC 7234 ``Warning: 299 - "text"`` headers as kube-apiserver sends them (KEP-1693)."""
+        resp = self._send(method, path, query=query, body=body, content_type=content_type, stream=True)
+        try:
+            data, values = resp.data, resp.headers.getlist("Warning")
+        finally:
+            resp.release_conn()
+        warnings = []
+        for value in values or []:
+            for part in re.split(r',(?=\s*\d{3}\s)', value):
+                m = _WARNING.match(part)
+                warnings.append(m.group(1) if m else part.strip())
+        return (json.loads(data) if data else {}), warnings
 
     @_retry
     def get_raw(self, path: str, query: dict | None = None) -> str:

@@ -91,6 +91,9 @@ class HelperPodNodeAccess:
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())
 
+    def plugin_info(self, node: str) -> list[dict]:
+        raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the registration sockets")
+
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the PodResources socket")
 

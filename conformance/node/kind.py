@@ -47,6 +47,9 @@ class KindNodeAccess:
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, "ls", REGISTRY).split())
 
+    def plugin_info(self, node: str) -> list[dict]:
+        raise NodeAccessUnavailable("kind does not expose the plugin registration sockets to the host")
+
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("kind does not expose the kubelet PodResources socket to the host")
 

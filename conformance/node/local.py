@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
@@ -37,6 +38,11 @@ class LocalNodeAccess:
     def plugin_sockets(self, node: str) -> list[str]:
         """Entries of the node's kubelet plugin registry directory."""
         return sorted(p.name for p in Path(self._node(node).plugin_registry_dir).iterdir())
+
+    def plugin_info(self, node: str) -> list[dict]:
+        """GetInfo answers of every socket in the node's plugin registry (see
+        :func:`conformance.node.registration.plugins_in`)."""
+        return registration.plugins_in(self._node(node).plugin_registry_dir)
 
     def pod_resources(self, node: str) -> PodResourcesClient:
         """A client for the node's PodResources socket."""

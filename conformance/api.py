@@ -19,7 +19,7 @@ from conformance.k8s.builders.edits import (PATCH_TYPES, label_patch, status_pat
                                             with_label, with_selectors)
 from conformance.k8s.builders.parts import NEVER_MATCHES
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
-from conformance.k8s.inventory import cel_attribute, cel_capacity, cel_literal, device_fields
+from conformance.k8s.inventory import cel_attribute, cel_capacity, cel_literal, device_fields, driver_slices
 from conformance.k8s.objects import Obj
 from conformance.node import cdi
 from conformance.node.podresources import (PodResourcesError, allocated_devices, claims_by_container,
@@ -28,7 +28,7 @@ from conformance.node.podresources import (PodResourcesError, allocated_devices,
 __all__ = ["CORE_KINDS", "EMPTY_ALLOCATION", "KINDS", "NEVER_MATCHES", "PATCH_TYPES", "ApiError", "Conflict",
            "Invalid", "LeakError", "NotFound", "Obj", "PodResourcesError", "Version", "WaitFailed", "WaitTimeout",
            "allocated_devices", "api_verbs", "cdi", "cel_attribute", "cel_capacity", "cel_literal",
-           "claims_by_container", "container", "device", "device_fields", "distinct_attribute", "errors",
+           "claims_by_container", "container", "device", "device_fields", "driver_slices", "distinct_attribute", "errors",
            "expects_deprecation_warning", "first_available", "label_patch", "limits", "markers",
            "match_attribute", "opaque_config", "reported_cdi_ids", "reported_devices", "request", "reserved_for",
            "server_minor", "status_patch", "subrequest", "timeouts", "toleration", "waits", "with_added_device",

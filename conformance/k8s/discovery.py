@@ -11,6 +11,7 @@ import re
 from conformance.core import errors
 
 from . import inventory
+from .inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from .client import K8s
 from .objects import Obj
 from .resources import RESOURCE_GROUP
@@ -85,11 +86,6 @@ def node_facts(node: Obj) -> dict:
     return {"name": node.name, "kubelet_version": info.get("kubeletVersion", ""),
             "container_runtime": info.get("containerRuntimeVersion", ""), "os_image": info.get("osImage", ""),
             "ready": ready}
-
-
-def driver_slices(k8s: K8s, driver: str) -> list[Obj]:
-    """The driver's current ResourceSlices (field selector ``spec.driver``)."""
-    return k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}")
 
 
 def devices_of(slices: list[Obj]) -> list[dict]:

@@ -29,6 +29,12 @@ def complete_pools(slices: list[Obj]) -> dict[str, list[Obj]]:
     return out
 
 
+def driver_slices(k8s, driver: str, version: str | None = None) -> list[Obj]:
+    """The driver's current ResourceSlices (field selector ``spec.driver``), every pool and generation, read
+    through API ``version`` (default: the client's)."""
+    return k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}", version=version)
+
+
 def device_body(device: dict) -> dict:
     """The fields of one slice device in any served version (v1beta1's ``basic`` unwrapped)."""
     return device.get("basic") or device
@@ -118,7 +124,7 @@ class Inventory:
     @classmethod
     def read(cls, k8s, driver: str) -> "Inventory":
         """The driver's devices right now (slices listed with ``spec.driver=<driver>``)."""
-        return cls.from_slices(driver, k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}"))
+        return cls.from_slices(driver, driver_slices(k8s, driver))
 
     def of(self, result) -> Device:
         """The device an allocation result (``driver``/``pool``/``device``) names; KeyError if unpublished."""

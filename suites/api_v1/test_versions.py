@@ -7,7 +7,8 @@ Sources: upstream "kubelet with v1beta1 API supports simple ResourceClaim" / "wi
 """
 import pytest
 
-from conformance.api import api_verbs, device_fields, expects_deprecation_warning, server_minor, timeouts, waits
+from conformance.api import (api_verbs, device_fields, driver_slices, expects_deprecation_warning, server_minor,
+                            timeouts, waits)
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.full, pytest.mark.kep(4381)]
 
@@ -49,9 +50,9 @@ def test_driver_slices_read_the_same_through_a_beta_version(k8s, driver, version
     """The driver's slices expose the same devices, attributes and capacities through the beta version.
     Source: integration "Convert" + PublishResourceSlices under v1beta1/v1beta2 (VER-05)."""
     # given: the driver's slices through v1
-    v1 = {s.name: s for s in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver.name}")}
+    v1 = {s.name: s for s in driver_slices(k8s, driver.name)}
     # when: they are listed through the beta version
-    beta = {s.name: s for s in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver.name}", version=version)}
+    beta = {s.name: s for s in driver_slices(k8s, driver.name, version)}
     # then: same slices, same devices
     assert set(beta) == set(v1) and v1, (sorted(v1), sorted(beta))
     for name, s in v1.items():

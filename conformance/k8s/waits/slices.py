@@ -7,7 +7,7 @@ from typing import Callable, Iterable, Optional
 from conformance.core import errors, timeouts
 
 from ..client import K8s
-from ..inventory import complete_pools
+from ..inventory import complete_pools, driver_slices
 from ..objects import Obj
 from .core import poll
 
@@ -31,7 +31,7 @@ def slices_published(k8s: K8s, driver: str, *, nodes: Iterable[str] = (), min_de
 
     def check() -> bool:
         try:
-            slices = k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}")
+            slices = driver_slices(k8s, driver)
         except errors.TransientApiError:
             slices = []
         current[:] = [s for items in complete_pools(slices).values() for s in items]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import registration
+from . import crilog, registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
@@ -51,15 +51,12 @@ class LocalNodeAccess:
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         """A container's output read from the node's CRI log files (``<pod logs dir>/<ns>_<pod>_<uid>/<ctr>/*.log``,
         lines ``<time> <stream> <tag> <text>``). Raises NodeAccessUnavailable when there is no such log."""
-        logs_dir = Path(self._node(node).kubeconfig).parent / "pod-logs" / f"{namespace}_{pod}_{uid}" / container
+        logs_dir = Path(crilog.log_dir(namespace, pod, uid, container,
+                                       root=str(Path(self._node(node).kubeconfig).parent / "pod-logs")))
         files = sorted(logs_dir.glob("*.log"))
         if not files:
             raise NodeAccessUnavailable(f"no CRI log files in {logs_dir}")
-        lines = []
-        for line in files[-1].read_text(errors="replace").splitlines():
-            parts = line.split(" ", 3)
-            lines.append(parts[3] if len(parts) == 4 else line)
-        return "\n".join(lines) + "\n"
+        return crilog.output(files[-1].read_text(errors="replace"))
 
     def restart_kubelet(self, node: str) -> None:
         """Restart the node's kubelet through the local cluster handle."""

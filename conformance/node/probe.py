@@ -71,6 +71,12 @@ class Probe:
         return named == set(devices), (f"expected {sorted(devices)}, probe shows {sorted(named)}; "
                                        + self.evidence(pod, container))
 
+    def shows_allocation(self, pod: Obj, claim: Obj, inventory, container: str | None = None) -> tuple[bool, str]:
+        """:meth:`shows_devices` for the devices of ``claim``'s allocation results among those ``inventory``
+        (:class:`~conformance.k8s.inventory.Inventory`) publishes on the pod's node. Returns ``(ok, evidence)``."""
+        return self.shows_devices(pod, [r.device for r in claim.results], inventory.names_on(pod.get("spec.nodeName")),
+                                  container)
+
     def shows_config(self, pod: Obj, container: str | None = None) -> bool:
         """Whether the profile's opaque-config marker (``opaque_config.shows_as``) is in the output."""
         return bool(re.search(self.profile.opaque_shows_as, self.output(pod, container), re.M))

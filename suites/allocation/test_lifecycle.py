@@ -64,5 +64,5 @@ def test_devices_are_reused_by_pods_one_after_another(k8s, tracker, builder, inv
         k8s.delete("Pod", pod.name, pod.namespace)
         waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     # then: every pod got, and saw, every device of the node
-    devices = sorted(d.name for d in inventory.on_node(node))
+    devices = sorted(inventory.names_on(node))
     assert seen == [(devices, True)] * 3, seen

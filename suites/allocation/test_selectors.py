@@ -87,8 +87,7 @@ def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, inven
     # then: two distinct results for the one request, two devices visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          inventory.names_on(pod.spec.node_name))
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
 
 
@@ -103,9 +102,8 @@ def test_allocation_mode_all_takes_every_device_of_the_node(k8s, tracker, builde
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim, node_name=node)), timeout=timeouts.POD_START)
     # then: the results are exactly the node's devices, all visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
-    assert sorted(r.device for r in allocated.results) == sorted(d.name for d in inventory.on_node(node))
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          inventory.names_on(node))
+    assert sorted(r.device for r in allocated.results) == sorted(inventory.names_on(node))
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
 
 
@@ -114,7 +112,7 @@ def test_count_above_any_node_keeps_pod_unschedulable(k8s, tracker, builder, inv
     """A count larger than any node's device count cannot be allocated: the pod stays unschedulable.
     Source: resource.k8s.io/v1 ExactDeviceRequest.count; scheduler "cannot allocate all claims"."""
     # given: a count one above the largest node inventory
-    count = max(len(inventory.on_node(n)) for n in inventory.nodes()) + 1
+    count = inventory.per_node_max() + 1
     # when: a pod's claim asks for it
     claim = tracker.create(builder.claim(count=count))
     pod = tracker.create(builder.pod(uses=claim))

@@ -34,7 +34,7 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
     order; the first satisfiable one (two devices) is chosen over a later one (one device).
     Source: upstream "selects the first subrequest that can be satisfied"."""
     # given: too-many, none, two, one
-    too_many = max(len(inventory.on_node(n)) for n in inventory.nodes()) + 1
+    too_many = inventory.per_node_max() + 1
     request = first_available("gpu", subrequest("too-many", count=too_many), subrequest("none", selectors=NEVER_MATCHES),
                               subrequest("two", count=2), subrequest("one"))
     claim = tracker.create(builder.claim(requests=[request]))
@@ -43,8 +43,7 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
     # then: both results name gpu/two; the container sees two devices
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert [r.request for r in allocated.results] == ["gpu/two", "gpu/two"], allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          inventory.names_on(pod.spec.node_name))
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
 
 

@@ -19,10 +19,15 @@ def parse(text: str) -> dict:
         return yaml.safe_load(text) or {}
 
 
+def specs_naming(specs: dict[str, str], uid: str) -> dict[str, str]:
+    """The entries of ``specs`` (``{file name: text}``) that belong to the claim with ``uid`` (UID in the file
+    name or text); {} for an empty ``uid``."""
+    return {name: text for name, text in specs.items() if uid and (uid in name or uid in text)}
+
+
 def claim_specs(node_access, node: str, claim) -> dict[str, str]:
-    """``{file name: text}`` of ``node``'s CDI specs that belong to ``claim`` (UID in the name or text)."""
-    return {name: text for name, text in node_access.cdi_specs(node).items()
-            if claim.uid in name or claim.uid in text}
+    """``{file name: text}`` of ``node``'s CDI specs that belong to ``claim`` (see :func:`specs_naming`)."""
+    return specs_naming(node_access.cdi_specs(node), claim.uid)
 
 
 def defined_ids(node_access, node: str) -> set[str]:

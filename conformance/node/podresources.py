@@ -17,13 +17,22 @@ from conformance.core import errors
 MAX_MESSAGE = 16 * 1024 * 1024  # bytes: clients raise the 4 MiB default for List (kubelet podresources client)
 
 
-class PodResourcesError(errors.ConformanceError):
-    """A PodResources call failed: ``code`` is the gRPC status name (``NOT_FOUND``, ``UNAVAILABLE``...),
-    ``details`` the kubelet's message (e.g. ``pod x in namespace y not found``)."""
+class PodResourcesError(errors.ConformanceError, grpc.RpcError):
+    """A PodResources call failed. Like a ``grpc.Call`` error, ``code()`` is the ``grpc.StatusCode``
+    (``NOT_FOUND``, ``UNAVAILABLE``...) and ``details()`` the kubelet's message (e.g. ``pod x in namespace y
+    not found``), so harness code catching ``grpc.RpcError`` keeps working; suites catch it by this name."""
 
-    def __init__(self, method: str, code: str, details: str) -> None:
-        super().__init__(f"PodResources {method}: {code}: {details}")
-        self.method, self.code, self.details = method, code, details
+    def __init__(self, method: str, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(f"PodResources {method}: {code.name}: {details}")
+        self.method, self._code, self._details = method, code, details
+
+    def code(self) -> grpc.StatusCode:
+        """The gRPC status code of the failed call."""
+        return self._code
+
+    def details(self) -> str:
+        """The server's (or the channel's) message."""
+        return self._details
 
 
 def _stubs():
@@ -49,8 +58,9 @@ class PodResourcesClient:
                 stub = pb_grpc.PodResourcesListerStub(channel)
                 reply = getattr(stub, method)(getattr(pb, request_name)(**fields), timeout=self.timeout)
         except grpc.RpcError as exc:
-            code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
-            raise PodResourcesError(method, code, exc.details() if hasattr(exc, "details") else str(exc)) from exc
+            call = exc if isinstance(exc, grpc.Call) else None
+            raise PodResourcesError(method, call.code() if call else grpc.StatusCode.UNKNOWN,
+                                    call.details() if call else str(exc)) from exc
         return MessageToDict(reply, preserving_proto_field_name=False)
 
     def list(self) -> list[dict]:

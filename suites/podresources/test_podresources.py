@@ -65,7 +65,7 @@ def test_get_for_an_unknown_pod_fails_with_not_found(builder, inventory, node_ac
     with pytest.raises(PodResourcesError) as error:
         node_access.pod_resources(inventory.nodes()[0]).get(pod.name, pod.namespace)
     # then: not found
-    assert "not found" in error.value.details, error.value
+    assert "not found" in error.value.details(), error.value
 
 
 @pytest.mark.scenario("PRA-04")

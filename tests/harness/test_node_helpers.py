@@ -55,7 +55,8 @@ def test_podresources_call_errors_are_typed(tmp_path):
     client = PodResourcesClient(tmp_path / "missing.sock", timeout=1)
     with pytest.raises(PodResourcesError) as error:
         client.list()
-    assert error.value.code == "UNAVAILABLE" and isinstance(error.value, errors.ConformanceError)
+    assert error.value.code() == grpc.StatusCode.UNAVAILABLE and error.value.details()
+    assert isinstance(error.value, errors.ConformanceError) and isinstance(error.value, grpc.RpcError)
 
 
 def test_podresources_reshaping_per_container():

@@ -1,18 +1,35 @@
-"""The one public module suites import (design.md §2): builders' parts, waits, timeouts, errors.
+"""The one public module suites import (design.md §2): builders' parts, edits and catalogs, waits, timeouts,
+errors, API verbs, inventory and node-state helpers.
 
     from conformance.api import waits, timeouts, request, first_available, match_attribute, opaque_config
 
 Fixtures (``k8s``, ``namespace``, ``builder``, ``tracker``, ``driver``, ``profile``, ``capabilities``,
-``node_access``, ``run_config``, ``cluster``) come from the ``dra_conformance`` pytest plugin by name.
-See conformance/k8s/README.md for the cheat sheet.
+``node_access``, ``run_config``, ``cluster``; ``probe``, ``inventory``, ``admin_builder``, attribute pickers)
+come from the ``dra_conformance`` pytest plugin by name. An import-linter contract keeps suites on this
+module. See conformance/k8s/README.md for the cheat sheet.
 """
-from conformance.core import errors, timeouts
+from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
-from conformance.k8s import waits
+from conformance.k8s import api_verbs, waits
 from conformance.k8s.builders import (Version, container, device, distinct_attribute, first_available,
                                       match_attribute, opaque_config, request, subrequest, toleration)
+from conformance.k8s.builders import limits
+from conformance.k8s.builders.catalog import CORE_KINDS, EMPTY_ALLOCATION, KINDS, reserved_for
+from conformance.k8s.builders.edits import (PATCH_TYPES, label_patch, status_patch, with_added_device, with_field,
+                                            with_label, with_selectors)
+from conformance.k8s.builders.parts import NEVER_MATCHES
+from conformance.k8s.discovery import expects_deprecation_warning, server_minor
+from conformance.k8s.inventory import cel_attribute, cel_capacity, cel_literal, device_fields, driver_slices
 from conformance.k8s.objects import Obj
+from conformance.node import cdi
+from conformance.node.podresources import (PodResourcesError, allocated_devices, claims_by_container,
+                                           reported_cdi_ids, reported_devices)
 
-__all__ = ["ApiError", "Conflict", "Invalid", "LeakError", "NotFound", "Obj", "Version", "WaitFailed", "WaitTimeout",
-           "container", "device", "distinct_attribute", "errors", "first_available", "match_attribute",
-           "opaque_config", "request", "subrequest", "timeouts", "toleration", "waits"]
+__all__ = ["CORE_KINDS", "EMPTY_ALLOCATION", "KINDS", "NEVER_MATCHES", "PATCH_TYPES", "ApiError", "Conflict",
+           "Invalid", "LeakError", "NotFound", "Obj", "PodResourcesError", "Version", "WaitFailed", "WaitTimeout",
+           "allocated_devices", "api_verbs", "cdi", "cel_attribute", "cel_capacity", "cel_literal",
+           "claims_by_container", "container", "device", "device_fields", "driver_slices", "distinct_attribute", "errors",
+           "expects_deprecation_warning", "first_available", "label_patch", "limits", "markers",
+           "match_attribute", "opaque_config", "reported_cdi_ids", "reported_devices", "request", "reserved_for",
+           "server_minor", "status_patch", "subrequest", "timeouts", "toleration", "waits", "with_added_device",
+           "with_field", "with_label", "with_selectors"]

@@ -7,7 +7,8 @@ know pytest (design.md §2, §9; pytest-xdist/pytest-django pattern).
 * collection: deselect by ``--profile``; skip with evidence for missing ``requires(...)``; fail a test whose
   required capability the profile declares but the driver does not deliver;
 * fixtures: run_config, cluster, driver, profile, capabilities, k8s, namespace, admin_namespace, tracker,
-  builder, node_access, make_claim, make_pod, device_visible;
+  builder, node_access, make_claim, make_pod; suite fixtures (probe, device_visible, inventory...) in
+  :mod:`conformance.fixtures`;
 * evidence for the reporting plugin (``pytest_dra_collect_evidence``) and run.json.
 
 Inactive (options and markers only) unless ``--driver`` is given or the run collects suites/.
@@ -213,6 +214,10 @@ class Harness:
 
 
 # -- fixtures --------------------------------------------------------------------------------------------
+# Suite fixtures over these (probe, device_visible, inventory, admin_builder, attribute pickers).
+pytest_plugins = ["conformance.fixtures"]
+
+
 def _session(request) -> Session:
     harness = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
     if harness is None or harness.session is None:
@@ -317,26 +322,3 @@ def make_claim(tracker, builder):
 def make_pod(tracker, builder):
     """``make_pod(**builder.pod args)`` -> the created Pod."""
     return lambda **kw: tracker.create(builder.pod(**kw))
-
-
-@pytest.fixture
-def device_visible(request, k8s, profile):
-    """``device_visible(pod, container=None) -> (visible, evidence)``: the profile's visibility probe
-    matched against the container's output (KEP-5970 behaviour 5: driver-injected env). The output comes from
-    the API (pods/log); when the API server cannot reach the kubelet, from the node's log files."""
-    s = _session(request)
-
-    def check(pod, container=None):
-        try:
-            output = k8s.logs(pod, container=container, retry=False)
-        except errors.ApiError as exc:
-            if s.node_access is None:
-                raise
-            current = k8s.get("Pod", pod.name, pod.namespace)
-            name = container or current.get("spec.containers.0.name")
-            output = s.node_access.container_log(current.get("spec.nodeName"), pod.namespace, pod.name,
-                                                 current.uid, name)
-            visible, why = profile.visibility.matches(output)
-            return visible, f"{why}\n(read from the node's log files: pods/log failed with {exc.status} {exc.reason})"
-        return profile.visibility.matches(output)
-    return check

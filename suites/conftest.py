@@ -3,7 +3,7 @@ this file only enforces the marker vocabulary (design.md §3: exactly one profil
 area marker per test), so a suite cannot silently escape profile selection or report grouping."""
 import pytest
 
-from conformance.core import markers
+from conformance.api import markers
 
 _AREAS = {m.name for m in markers.AREAS}
 _PROFILES = {m.name for m in markers.PROFILES}

@@ -10,6 +10,7 @@ Conflict (stale resourceVersion) is never resent with the same body, which could
 from __future__ import annotations
 
 import json
+import re
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ from conformance.core import errors
 from .objects import Obj, as_dict
 from .resources import Resource, for_object, resource
 from .retries import retry_conflict, retry_transient
+
+_WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
 
 
 class K8s:
@@ -103,6 +106,24 @@ class K8s:
             return errors.api_error_for(status, body.get("reason") or reason, body.get("message") or reason,
                                         body, request)
         return errors.api_error_for(status, reason, str(body)[:500], body, request)
+
+    def request(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
+                content_type: str = "application/json") -> tuple[Any, list[str]]:
+        """One request to any API path, not retried (verbs the typed methods do not cover: apply patches,
+        deletecollection, reads that must show the server's warnings). Returns ``(decoded JSON body or {},
+        Warning header texts)``; raises the ApiError kind of the server Status.
+        Source: RFC 7234 ``Warning: 299 - "text"`` headers as kube-apiserver sends them (KEP-1693)."""
+        resp = self._send(method, path, query=query, body=body, content_type=content_type, stream=True)
+        try:
+            data, values = resp.data, resp.headers.getlist("Warning")
+        finally:
+            resp.release_conn()
+        warnings = []
+        for value in values or []:
+            for part in re.split(r',(?=\s*\d{3}\s)', value):
+                m = _WARNING.match(part)
+                warnings.append(m.group(1) if m else part.strip())
+        return (json.loads(data) if data else {}), warnings
 
     @retry_transient
     def get_raw(self, path: str, query: dict | None = None) -> str:

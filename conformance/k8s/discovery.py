@@ -10,6 +10,8 @@ import re
 
 from conformance.core import errors
 
+from . import inventory
+from .inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from .client import K8s
 from .objects import Obj
 from .resources import RESOURCE_GROUP
@@ -86,23 +88,24 @@ def node_facts(node: Obj) -> dict:
             "ready": ready}
 
 
-def driver_slices(k8s: K8s, driver: str) -> list[Obj]:
-    """The driver's current ResourceSlices (field selector ``spec.driver``)."""
-    return k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}")
-
-
 def devices_of(slices: list[Obj]) -> list[dict]:
-    """``[{node, pool, device, attributes}]`` flattened from slices (v1 shape; ``basic`` unwrapped)."""
-    out = []
-    for s in slices:
-        for d in s.get("spec.devices") or []:
-            body = d.get("basic") or d
-            attrs = {k: next(iter(v.values())) if isinstance(v, dict) and v else v
-                     for k, v in (body.get("attributes") or {}).items()}
-            out.append({"node": s.get("spec.nodeName") or "", "pool": s.get("spec.pool.name"),
-                        "device": d.get("name"), "attributes": attrs,
-                        "capacity": {k: (v or {}).get("value") for k, v in (body.get("capacity") or {}).items()},
-                        "shared_counters": bool(s.get("spec.sharedCounters")),
-                        "consumes_counters": bool(body.get("consumesCounters")),
-                        "allow_multiple_allocations": bool(body.get("allowMultipleAllocations"))})
-    return out
+    """``[{node, pool, device, attributes, capacity, ...}]`` flattened from slices (see
+    :func:`conformance.k8s.inventory.facts`; v1beta1 ``basic`` unwrapped)."""
+    return inventory.facts(slices)
+
+
+# Release (minor) from which reading each beta version of resource.k8s.io answers with a deprecation Warning:
+# feature-catalog.md §1.2 (v1beta1 deprecated in v1.35, removal planned v1.38; v1beta2 deprecated in v1.36,
+# removal v1.39 — k/k staging/src/k8s.io/api/resource/*/zz_generated.prerelease-lifecycle.go); KEP-1693.
+# Observed: v1.34.4 sends none for either.
+DEPRECATED_IN_MINOR = {"v1beta1": 35, "v1beta2": 36}
+
+
+def server_minor(k8s: K8s) -> int:
+    """The API server's minor version (``/version`` ``minor``, "34+" -> 34; 0 when absent)."""
+    return int(re.sub(r"\D.*$", "", str(k8s.get_json("/version").get("minor", "0"))) or 0)
+
+
+def expects_deprecation_warning(k8s: K8s, version: str) -> bool:
+    """Whether reading resource.k8s.io/``version`` (``v1beta1`` | ``v1beta2``) must warn on this server."""
+    return server_minor(k8s) >= DEPRECATED_IN_MINOR[version]

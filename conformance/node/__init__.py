@@ -1,1 +1,2 @@
-"""Node access: CDI spec files, plugin registry sockets, PodResources, kubelet restarts (design.md §2)."""
+"""Node access: CDI spec files (cdi), plugin registration GetInfo (registration), PodResources, container
+output and the visibility probe (crilog, probe), kubelet restarts (design.md §2)."""

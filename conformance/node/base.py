@@ -16,7 +16,8 @@ class NodeAccess(Protocol):
 
     ``probe()`` -> ``(available, evidence)`` (checked once per run); ``cdi_specs(node)`` -> ``{file name:
     text}`` of the node's CDI spec directories; ``plugin_sockets(node)`` -> file names in the kubelet plugin
-    registry; ``pod_resources(node)`` -> a PodResources client; ``container_log(...)`` -> a container's
+    registry; ``plugin_info(node)`` -> the GetInfo answers of those sockets (``[{type, name, endpoint,
+    supported_versions, socket}]``); ``pod_resources(node)`` -> a PodResources client; ``container_log(...)`` -> a container's
     output from the node's log files; ``restart_kubelet(node)`` (disruptive).
     Operations a mode cannot do raise :class:`NodeAccessUnavailable`.
     """
@@ -28,6 +29,8 @@ class NodeAccess(Protocol):
     def cdi_specs(self, node: str) -> dict[str, str]: ...
 
     def plugin_sockets(self, node: str) -> list[str]: ...
+
+    def plugin_info(self, node: str) -> list[dict]: ...
 
     def pod_resources(self, node: str) -> PodResourcesClient: ...
 

@@ -17,6 +17,7 @@ from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
 
+from . import crilog
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
@@ -91,13 +92,15 @@ class HelperPodNodeAccess:
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())
 
+    def plugin_info(self, node: str) -> list[dict]:
+        raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the registration sockets")
+
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the PodResources socket")
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
-        directory = f"/host/var/log/pods/{namespace}_{pod}_{uid}/{container}"
-        text = self._exec(node, f"cat $(ls {shlex.quote(directory)}/*.log | tail -n 1)")
-        return "\n".join(ln.split(" ", 3)[3] if ln.count(" ") >= 3 else ln for ln in text.splitlines()) + "\n"
+        directory = crilog.log_dir(namespace, pod, uid, container, root="/host" + crilog.POD_LOGS)
+        return crilog.output(self._exec(node, f"cat $(ls {shlex.quote(directory)}/*.log | tail -n 1)"))
 
     def restart_kubelet(self, node: str) -> None:
         self._exec(node, "nsenter -t 1 -m -u -i -n -p -- systemctl restart kubelet")

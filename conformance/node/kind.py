@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from . import crilog
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
@@ -47,13 +48,15 @@ class KindNodeAccess:
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, "ls", REGISTRY).split())
 
+    def plugin_info(self, node: str) -> list[dict]:
+        raise NodeAccessUnavailable("kind does not expose the plugin registration sockets to the host")
+
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("kind does not expose the kubelet PodResources socket to the host")
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
-        directory = f"/var/log/pods/{namespace}_{pod}_{uid}/{container}"
-        text = self._exec(node, "sh", "-c", f"cat $(ls {directory}/*.log | tail -n 1)")
-        return "\n".join(ln.split(" ", 3)[3] if ln.count(" ") >= 3 else ln for ln in text.splitlines()) + "\n"
+        directory = crilog.log_dir(namespace, pod, uid, container)
+        return crilog.output(self._exec(node, "sh", "-c", f"cat $(ls {directory}/*.log | tail -n 1)"))
 
     def restart_kubelet(self, node: str) -> None:
         self._exec(node, "systemctl", "restart", "kubelet")

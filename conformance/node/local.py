@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import crilog, registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
@@ -38,6 +39,11 @@ class LocalNodeAccess:
         """Entries of the node's kubelet plugin registry directory."""
         return sorted(p.name for p in Path(self._node(node).plugin_registry_dir).iterdir())
 
+    def plugin_info(self, node: str) -> list[dict]:
+        """GetInfo answers of every socket in the node's plugin registry (see
+        :func:`conformance.node.registration.plugins_in`)."""
+        return registration.plugins_in(self._node(node).plugin_registry_dir)
+
     def pod_resources(self, node: str) -> PodResourcesClient:
         """A client for the node's PodResources socket."""
         return PodResourcesClient(self._node(node).pod_resources_socket)
@@ -45,15 +51,12 @@ class LocalNodeAccess:
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         """A container's output read from the node's CRI log files (``<pod logs dir>/<ns>_<pod>_<uid>/<ctr>/*.log``,
         lines ``<time> <stream> <tag> <text>``). Raises NodeAccessUnavailable when there is no such log."""
-        logs_dir = Path(self._node(node).kubeconfig).parent / "pod-logs" / f"{namespace}_{pod}_{uid}" / container
+        logs_dir = Path(crilog.log_dir(namespace, pod, uid, container,
+                                       root=str(Path(self._node(node).kubeconfig).parent / "pod-logs")))
         files = sorted(logs_dir.glob("*.log"))
         if not files:
             raise NodeAccessUnavailable(f"no CRI log files in {logs_dir}")
-        lines = []
-        for line in files[-1].read_text(errors="replace").splitlines():
-            parts = line.split(" ", 3)
-            lines.append(parts[3] if len(parts) == 4 else line)
-        return "\n".join(lines) + "\n"
+        return crilog.output(files[-1].read_text(errors="replace"))
 
     def restart_kubelet(self, node: str) -> None:
         """Restart the node's kubelet through the local cluster handle."""

@@ -8,8 +8,7 @@ ExactDeviceRequest.adminAccess, DeviceRequestAllocationResult.adminAccess.
 """
 import pytest
 
-from conformance.api import ApiError, timeouts, waits
-from suites._support import api_verbs
+from conformance.api import ApiError, api_verbs, timeouts, waits
 
 pytestmark = [pytest.mark.admin_access, pytest.mark.full, pytest.mark.kep(5018),
               pytest.mark.requires("gate.DRAAdminAccess", "driver.admin_access")]
@@ -66,8 +65,7 @@ def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_bu
     assert sorted(r.device for r in admin_claim.results) == sorted(r.device for r in user_claim.results)
     assert all(r.admin_access for r in admin_claim.results), admin_claim.describe()
     assert k8s.get("Pod", user.name, user.namespace).phase == "Running"
-    shown, evidence = probe.shows_devices(admin, [r.device for r in admin_claim.results],
-                                          [d.name for d in inventory.on_node(node)])
+    shown, evidence = probe.shows_allocation(admin, admin_claim, inventory)
     assert shown, evidence
 
 
@@ -100,6 +98,5 @@ def test_admin_claim_devices_are_distinct_within_the_claim(k8s, tracker, admin_b
     # then: two distinct devices, both visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence

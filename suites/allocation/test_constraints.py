@@ -99,6 +99,5 @@ def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory
 
 def _assert_pod_shows(probe, inventory, pod, allocated) -> None:
     """The pod's container shows exactly the allocated devices among those published on its node."""
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence

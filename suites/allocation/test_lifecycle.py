@@ -60,9 +60,9 @@ def test_devices_are_reused_by_pods_one_after_another(k8s, tracker, builder, inv
         pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=template, node_name=node)),
                                 timeout=timeouts.POD_START)
         got = sorted(r.device for r in waits.pod_claims(k8s, pod)[0].results)
-        seen.append((got, probe.shows_devices(pod, got, [d.name for d in inventory.on_node(node)])[0]))
+        seen.append((got, probe.shows_devices(pod, got, inventory.names_on(node))[0]))
         k8s.delete("Pod", pod.name, pod.namespace)
         waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     # then: every pod got, and saw, every device of the node
-    devices = sorted(d.name for d in inventory.on_node(node))
+    devices = sorted(inventory.names_on(node))
     assert seen == [(devices, True)] * 3, seen

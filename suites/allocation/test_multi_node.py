@@ -27,6 +27,5 @@ def test_pods_taking_a_whole_node_each_land_on_different_nodes(k8s, tracker, bui
     for pod in pods:
         claim = waits.pod_claims(k8s, pod)[0]
         assert {inventory.of(r).node for r in claim.results} == {pod.spec.node_name}, claim.describe()
-        shown, evidence = probe.shows_devices(pod, [r.device for r in claim.results],
-                                              [d.name for d in inventory.on_node(pod.spec.node_name)])
+        shown, evidence = probe.shows_allocation(pod, claim, inventory)
         assert shown, evidence

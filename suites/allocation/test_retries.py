@@ -7,13 +7,10 @@ scheduling after updating device class"; resource.k8s.io/v1 DeviceClass.spec.sel
 """
 import pytest
 
-from conformance.api import timeouts, waits
-from suites._support import api_verbs
+from conformance.api import NEVER_MATCHES, api_verbs, timeouts, waits
 
 pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381),
               pytest.mark.xdist_group("dra-cluster-state")]
-
-NEVER = "device.driver != device.driver"
 
 
 @pytest.mark.scenario("ALLOC-10")
@@ -38,7 +35,7 @@ def test_pod_runs_after_its_device_class_is_fixed(k8s, tracker, builder, probe):
     updated to match the driver's devices.
     Source: upstream "retries pod scheduling after updating device class"."""
     # given: a class matching nothing and a pod using it
-    broken = tracker.create(builder.device_class(selectors=NEVER))
+    broken = tracker.create(builder.device_class(selectors=NEVER_MATCHES))
     pod = tracker.create(builder.pod(uses=tracker.create(builder.claim(device_class=broken.name))))
     waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)
     # when: the class is applied again without the impossible selector

@@ -6,13 +6,10 @@ Sources: resource.k8s.io/v1 ExactDeviceRequest.selectors / count / allocationMod
 """
 import pytest
 
-from conformance.api import timeouts, waits
-from suites._support import pod_waits
-from suites._support.inventory import cel_attribute, cel_literal
+from conformance.api import NEVER_MATCHES, cel_attribute, cel_capacity, cel_literal, timeouts, waits
 
 pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381)]
 
-NEVER = "device.driver != device.driver"   # a valid selector no device matches
 MISSING_ATTRIBUTE = "draConformanceMissing"  # an attribute id no driver publishes: CEL "no such key"
 
 
@@ -39,8 +36,7 @@ def test_capacity_selector_compares_quantities(k8s, tracker, builder, inventory,
     Source: resource.k8s.io/v1 Device.capacity; CEL quantity library (compareTo)."""
     # given: a capacity every device publishes, and the largest published value
     name, largest = largest_capacity
-    domain, ident = name.rsplit("/", 1)
-    selector = f'device.capacity["{domain}"].{ident}.compareTo(quantity("{largest}")) >= 0'
+    selector = f'{cel_capacity(name)}.compareTo(quantity("{largest}")) >= 0'
     # when: a pod's claim asks for at least that much
     claim = tracker.create(builder.claim(selectors=selector))
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
@@ -56,7 +52,7 @@ def test_selector_matching_nothing_keeps_pod_unschedulable(k8s, tracker, builder
     and the claim unallocated.
     Source: scheduler DynamicResources plugin ("cannot allocate all claims")."""
     # given: a claim no device satisfies
-    claim = tracker.create(builder.claim(selectors=NEVER))
+    claim = tracker.create(builder.claim(selectors=NEVER_MATCHES))
     # when: a pod uses it
     pod = tracker.create(builder.pod(uses=claim))
     # then: the scheduler reports it cannot allocate, and the claim stays unallocated
@@ -74,7 +70,7 @@ def test_cel_runtime_error_keeps_pod_unschedulable(k8s, tracker, builder, driver
     # when: a pod uses it
     pod = tracker.create(builder.pod(uses=claim))
     # then: unschedulable with a CEL runtime error
-    pod = pod_waits.pod_not_scheduled_with(k8s, pod, "CEL runtime error", timeout=timeouts.ALLOCATION)
+    pod = waits.pod_unschedulable_with(k8s, pod, "CEL runtime error", reason=None, timeout=timeouts.ALLOCATION)
     assert not pod.spec.node_name, pod.describe()
     assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation
 
@@ -91,8 +87,7 @@ def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, inven
     # then: two distinct results for the one request, two devices visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
 
 
@@ -107,9 +102,8 @@ def test_allocation_mode_all_takes_every_device_of_the_node(k8s, tracker, builde
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim, node_name=node)), timeout=timeouts.POD_START)
     # then: the results are exactly the node's devices, all visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
-    assert sorted(r.device for r in allocated.results) == sorted(d.name for d in inventory.on_node(node))
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(node)])
+    assert sorted(r.device for r in allocated.results) == sorted(inventory.names_on(node))
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
 
 
@@ -118,7 +112,7 @@ def test_count_above_any_node_keeps_pod_unschedulable(k8s, tracker, builder, inv
     """A count larger than any node's device count cannot be allocated: the pod stays unschedulable.
     Source: resource.k8s.io/v1 ExactDeviceRequest.count; scheduler "cannot allocate all claims"."""
     # given: a count one above the largest node inventory
-    count = max(len(inventory.on_node(n)) for n in inventory.nodes()) + 1
+    count = inventory.per_node_max() + 1
     # when: a pod's claim asks for it
     claim = tracker.create(builder.claim(count=count))
     pod = tracker.create(builder.pod(uses=claim))

@@ -7,7 +7,6 @@ resource.k8s.io/v1 ResourceClaimTemplate; annotation resource.kubernetes.io/pod-
 import pytest
 
 from conformance.api import timeouts, waits
-from suites._support import builders
 
 pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381)]
 
@@ -53,8 +52,7 @@ def test_generated_claim_survives_container_restarts(k8s, tracker, builder):
     Source: upstream "does not delete generated claims when pod is restarting"."""
     # given: a template and a pod whose container exits with an error and is restarted
     template = tracker.create(builder.claim_template())
-    pod = builders.with_restart_policy(builder.pod(uses=template, command=["false"]), "Always")
-    pod = tracker.create(pod)
+    pod = tracker.create(builder.pod(uses=template, command=["false"], restart_policy="Always"))
     # when: the container restarted twice
     pod = waits.object_matches(k8s, pod, lambda p: (p.get("status.containerStatuses.0.restartCount") or 0) >= 2,
                                timeout=timeouts.POD_START, awaited="container restarted twice")

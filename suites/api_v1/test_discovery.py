@@ -6,7 +6,7 @@ Sources: ai-conformance KAR-0051 proposed TestAcceleratorResourceExposureAllocat
 """
 import pytest
 
-from suites._support.api_objects import CORE_KINDS
+from conformance.api import CORE_KINDS
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.scenario("API-06")]
 

@@ -8,9 +8,7 @@ import re
 
 import pytest
 
-from conformance.api import Invalid
-from suites._support import api_verbs
-from suites._support.api_objects import EMPTY_ALLOCATION, with_spec_change
+from conformance.api import EMPTY_ALLOCATION, Invalid, api_verbs, with_field
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.scenario("API-08")]
 
@@ -37,7 +35,7 @@ def test_immutable_field_cannot_change(k8s, tracker, builder, build, path, value
     # given: a stored object
     created = tracker.create(build(builder))
     # when: the immutable field is changed by update
-    error = api_verbs.refused(lambda: k8s.replace(with_spec_change(created, path, value)))
+    error = api_verbs.refused(lambda: k8s.replace(with_field(created, path, value)))
     # then: Invalid, naming the field; stored spec unchanged
     assert isinstance(error, Invalid), error
     assert any(c.get("field") == field and IMMUTABLE.search(c.get("message", "")) for c in error.causes), error.causes
@@ -50,7 +48,7 @@ def test_allocation_cannot_change_once_set(k8s, tracker, builder):
     # given: a claim whose status holds an empty allocation
     claim = api_verbs.replace_status(k8s, tracker.create(builder.claim()), EMPTY_ALLOCATION)
     # when: the allocation is replaced by one naming a device
-    changed = with_spec_change(claim, "status.allocation", {"devices": {"results": [{
+    changed = with_field(claim, "status.allocation", {"devices": {"results": [{
         "request": "device", "driver": builder.test_driver_name(), "pool": "pool", "device": "dev-0"}]}})
     error = api_verbs.refused(lambda: k8s.replace(changed, subresource="status"))
     # then: Invalid on status.allocation
@@ -66,6 +64,6 @@ def test_device_class_spec_is_mutable(k8s, tracker, builder):
     # given: a class
     created = tracker.create(builder.device_class(selectors="1 == 0"))
     # when: its first selector is updated
-    updated = k8s.replace(with_spec_change(created, "spec.selectors.1.cel.expression", "2 == 0"))
+    updated = k8s.replace(with_field(created, "spec.selectors.1.cel.expression", "2 == 0"))
     # then: stored
     assert updated.get("spec.selectors.1.cel.expression") == "2 == 0", updated.describe()

@@ -6,8 +6,7 @@ Sources: k/k pkg/apis/resource/validation; integration "InvalidResourceSlices", 
 """
 import pytest
 
-from conformance.api import Invalid
-from suites._support import api_verbs, limits
+from conformance.api import Invalid, api_verbs, limits, reserved_for
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381)]
 
@@ -18,7 +17,7 @@ pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381)]
 def test_object_over_a_limit_is_refused_naming_the_field(tracker, builder, limit):
     """An object one step over a v1 limit is refused with 422 Invalid whose cause names the field, the
     expected reason and the limit.
-    Source: resource.k8s.io/v1 validation (see suites/_support/limits.py for each constant)."""
+    Source: resource.k8s.io/v1 validation (see conformance/k8s/builders/limits.py for each constant)."""
     # given: an object breaking exactly this limit
     obj = limit.build(builder)
     # when: it is created
@@ -49,10 +48,10 @@ def test_reserved_for_over_256_is_refused(k8s, tracker, builder):
     # given: a claim
     claim = tracker.create(builder.claim())
     # when: its status is written with 257 consumers
-    too_many = limits.reserved_for(limits.MAX_RESERVED_FOR + 1)
+    too_many = reserved_for(limits.MAX_RESERVED_FOR + 1)
     error = api_verbs.refused(lambda: api_verbs.replace_status(k8s, claim, too_many))
     # then: Invalid naming status.reservedFor, while 256 fit
     assert isinstance(error, Invalid), error
     assert ("status.reservedFor", "FieldValueTooMany") in api_verbs.causes(error), error.causes
-    stored = api_verbs.replace_status(k8s, claim, limits.reserved_for(limits.MAX_RESERVED_FOR))
+    stored = api_verbs.replace_status(k8s, claim, reserved_for(limits.MAX_RESERVED_FOR))
     assert len(stored.get("status.reservedFor")) == limits.MAX_RESERVED_FOR

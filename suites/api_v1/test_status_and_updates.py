@@ -6,9 +6,8 @@ device-0; ResourceClaim status updated and patched with ``allocation: {}``); res
 """
 import pytest
 
-from suites._support import api_verbs
-from suites._support.api_objects import (EMPTY_ALLOCATION, NEVER, PATCH_TYPES, class_with_selectors,
-                                         slice_with_device, status_patch)
+from conformance.api import (EMPTY_ALLOCATION, NEVER_MATCHES, PATCH_TYPES, api_verbs, status_patch, with_added_device,
+                            with_selectors)
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381)]
 
@@ -19,9 +18,9 @@ def test_device_class_selectors_can_be_updated(k8s, tracker, builder):
     """A DeviceClass's selectors are mutable: an update replaces them.
     Source: upstream "CRUD Tests resource.k8s.io/v1 DeviceClass" (selector updated to "1 == 0")."""
     # given: a class with one selector
-    created = tracker.create(builder.device_class(selectors=NEVER))
+    created = tracker.create(builder.device_class(selectors=NEVER_MATCHES))
     # when: its selectors are replaced
-    k8s.replace(class_with_selectors(created, "1 == 0"))
+    k8s.replace(with_selectors(created, "1 == 0"))
     # then: the stored class has exactly the new selector
     stored = k8s.get("DeviceClass", created.name)
     assert [s["cel"]["expression"] for s in stored.get("spec.selectors")] == ["1 == 0"], stored.describe()
@@ -35,7 +34,7 @@ def test_resource_slice_gains_a_device_on_update(k8s, tracker, builder):
     # given: an empty slice of a fictional driver
     created = tracker.create(builder.resource_slice([], all_nodes=True))
     # when: a device is added by update
-    k8s.replace(slice_with_device(created))
+    k8s.replace(with_added_device(created))
     # then: the stored slice lists it
     stored = k8s.get("ResourceSlice", created.name)
     assert len(stored.get("spec.devices") or []) == 1, stored.describe()

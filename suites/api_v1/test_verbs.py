@@ -7,9 +7,7 @@ ResourceClaimTemplate|ResourceSlice [Conformance]" (v1.35) and "... DeviceTaintR
 """
 import pytest
 
-from conformance.api import NotFound
-from suites._support import api_verbs
-from suites._support.api_objects import KINDS, PATCH_TYPES, label_patch
+from conformance.api import KINDS, PATCH_TYPES, NotFound, api_verbs, label_patch
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381),
               pytest.mark.scenario("API-01", "API-02", "API-03", "API-04", "API-05"),

@@ -7,8 +7,8 @@ Sources: upstream "kubelet with v1beta1 API supports simple ResourceClaim" / "wi
 """
 import pytest
 
-from conformance.api import timeouts, waits
-from suites._support import api_verbs, versions
+from conformance.api import (api_verbs, device_fields, driver_slices, expects_deprecation_warning, server_minor,
+                            timeouts, waits)
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.full, pytest.mark.kep(4381)]
 
@@ -50,14 +50,14 @@ def test_driver_slices_read_the_same_through_a_beta_version(k8s, driver, version
     """The driver's slices expose the same devices, attributes and capacities through the beta version.
     Source: integration "Convert" + PublishResourceSlices under v1beta1/v1beta2 (VER-05)."""
     # given: the driver's slices through v1
-    v1 = {s.name: s for s in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver.name}")}
+    v1 = {s.name: s for s in driver_slices(k8s, driver.name)}
     # when: they are listed through the beta version
-    beta = {s.name: s for s in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver.name}", version=version)}
+    beta = {s.name: s for s in driver_slices(k8s, driver.name, version)}
     # then: same slices, same devices
     assert set(beta) == set(v1) and v1, (sorted(v1), sorted(beta))
     for name, s in v1.items():
-        assert [versions.device_fields(d) for d in beta[name].get("spec.devices") or []] == [
-            versions.device_fields(d) for d in s.get("spec.devices") or []], name
+        assert [device_fields(d) for d in beta[name].get("spec.devices") or []] == [
+            device_fields(d) for d in s.get("spec.devices") or []], name
 
 
 @pytest.mark.scenario("VER-01", "VER-02")
@@ -81,8 +81,8 @@ def test_beta_access_warns_once_the_version_is_deprecated(k8s, namespace, versio
     version is deprecated (v1beta1 from 1.35, v1beta2 from 1.36), and without one before.
     Source: KEP-1693 warnings; prerelease-lifecycle of resource.k8s.io betas (feature-catalog §1.2)."""
     # given: whether this server must warn
-    expected = versions.expects_deprecation_warning(k8s, version)
+    expected = expects_deprecation_warning(k8s, version)
     # when: claims are listed through the beta version
     _, warnings = api_verbs.get_with_warnings(k8s, "ResourceClaim", None, namespace, version)
     # then: a deprecation warning exactly when expected
-    assert any("deprecated" in w for w in warnings) == expected, (versions.server_minor(k8s), warnings)
+    assert any("deprecated" in w for w in warnings) == expected, (server_minor(k8s), warnings)

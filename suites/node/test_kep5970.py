@@ -6,7 +6,6 @@ profile's visibility probe (CDI-injected env or a vendor command).
 import pytest
 
 from conformance.api import timeouts, waits
-from suites._support import registration
 
 pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
@@ -21,7 +20,7 @@ def test_driver_registers_with_every_kubelet(driver, inventory, node_access):
     # given: the nodes where the driver publishes devices
     nodes = inventory.nodes()
     # when: every registration socket of each node is asked GetInfo, as the kubelet does
-    answers = {node: [p for p in registration.plugins(node_access, node) if p.get("name") == driver.name]
+    answers = {node: [p for p in node_access.plugin_info(node) if p.get("name") == driver.name]
                for node in nodes}
     # then: each node has the driver as a DRAPlugin serving v1.DRAPlugin
     assert nodes, f"driver {driver.name} publishes no node-local devices"
@@ -127,6 +126,6 @@ def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, 
     second = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
     # then: it runs and sees all of them
     waits.pod_running(k8s, second, timeout=timeouts.POD_START)
-    devices = [d.name for d in inventory.on_node(node)]
+    devices = inventory.names_on(node)
     shown, evidence = probe.shows_devices(second, devices, devices)
     assert shown, evidence

@@ -6,8 +6,7 @@ Sources: upstream test/e2e/dra/dra.go "must call NodePrepareResources even if no
 """
 import pytest
 
-from conformance.api import container, timeouts, waits
-from suites._support import builders, consistently, node_state
+from conformance.api import cdi, container, timeouts, waits
 
 pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
 
@@ -20,12 +19,11 @@ def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, b
     Source: upstream "must call NodePrepareResources even if not used by any container"."""
     # given: a claim that the pod lists but no container references
     claim = tracker.create(builder.claim())
-    pod = builders.with_unreferenced_claim(builder.pod(), claim)
-    # when: the pod runs
-    pod = waits.pod_running(k8s, tracker.create(pod), timeout=timeouts.POD_START)
+    # when: a pod listing it runs
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(unreferenced=[claim])), timeout=timeouts.POD_START)
     # then: the claim is reserved for it, the node holds its CDI spec, and the container sees nothing
     waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
-    assert node_state.claim_cdi_specs(node_access, pod.spec.node_name, claim), node_access.cdi_specs(
+    assert cdi.claim_specs(node_access, pod.spec.node_name, claim), node_access.cdi_specs(
         pod.spec.node_name)
     assert probe.hits(pod) == [], probe.evidence(pod)
 
@@ -40,12 +38,12 @@ def test_cdi_spec_exists_while_prepared_and_is_removed_after(k8s, tracker, build
     claim = tracker.create(builder.claim())
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     node = pod.spec.node_name
-    assert node_state.claim_cdi_specs(node_access, node, claim), node_access.cdi_specs(node)
+    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     # when: the pod is deleted
     k8s.delete("Pod", pod.name, pod.namespace)
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     # then: the claim's spec is gone and no unprepare failure was reported
-    assert node_state.claim_cdi_specs(node_access, node, claim) == {}, node_access.cdi_specs(node)
+    assert cdi.claim_specs(node_access, node, claim) == {}, node_access.cdi_specs(node)
     assert waits.events_for(k8s, pod, "FailedUnprepareDynamicResources") == []
 
 
@@ -57,10 +55,10 @@ def test_pod_bound_to_node_with_unallocated_claim_does_not_run(k8s, tracker, bui
     # given: a claim nobody allocated
     claim = tracker.create(builder.claim())
     # when: a pod using it is bound straight to a driver node
-    pod = tracker.create(builders.bound_to_node(builder.pod(uses=claim), inventory.nodes()[0]))
+    pod = tracker.create(builder.pod(uses=claim, node_name=inventory.nodes()[0], bypass_scheduler=True))
     # then: it does not start and the claim stays unallocated
-    phase = consistently.stays_equal(lambda: k8s.get("Pod", pod.name, pod.namespace).phase,
-                                     duration=timeouts.CONSISTENTLY_PENDING)
+    phase = waits.stays_equal(lambda: k8s.get("Pod", pod.name, pod.namespace).phase,
+                              duration=timeouts.CONSISTENTLY_PENDING)
     assert phase == "Pending", k8s.get("Pod", pod.name, pod.namespace).describe()
     assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation
 

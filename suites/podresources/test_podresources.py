@@ -4,11 +4,10 @@ the CDI devices the driver prepared.
 Sources: KEP-3695 (KubeletPodResourcesDynamicResources, KubeletPodResourcesGet); kubelet
 pkg/kubelet/apis/podresources/server_v1.go; dra-protocols.md §3.4 (compare CDI IDs as sets).
 """
-import grpc
 import pytest
 
-from conformance.api import container, timeouts, waits
-from suites._support import consistently, node_state
+from conformance.api import (PodResourcesError, allocated_devices, cdi, claims_by_container, container,
+                            reported_cdi_ids, reported_devices, timeouts, waits)
 
 pytestmark = [pytest.mark.podresources, pytest.mark.standard, pytest.mark.kep(3695),
               pytest.mark.requires("node_access", "gate.KubeletPodResourcesDynamicResources")]
@@ -31,11 +30,11 @@ def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker,
     claim = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     # when: the node's kubelet lists pod resources
     client = node_access.pod_resources(pod.spec.node_name)
-    per_container = node_state.claims_by_container(node_state.listed(client, pod))
+    per_container = client.dynamic_resources(pod.name, pod.namespace)
     # then: "user" has exactly this claim with the allocated devices; "other" has none
     user = per_container.get("user", [])
     assert [(d.get("claimName"), d.get("claimNamespace")) for d in user] == [(claim.name, claim.namespace)], user
-    assert node_state.devices_of(user) == node_state.result_devices(claim), (user, claim.describe())
+    assert reported_devices(user) == allocated_devices(claim), (user, claim.describe())
     assert per_container.get("other") == [], per_container
     assert len(probe.hits(pod, "user")) == 1 and probe.hits(pod, "other") == [], probe.evidence(pod, "user")
 
@@ -49,10 +48,10 @@ def test_get_reports_the_same_as_list(k8s, tracker, builder, node_access):
     pod, _ = _running_with_claim(k8s, tracker, builder)
     client = node_access.pod_resources(pod.spec.node_name)
     # when: it is read with Get and with List
-    got, listed = client.get(pod.name, pod.namespace), node_state.listed(client, pod)
+    got, listed = client.get(pod.name, pod.namespace), client.entry(pod.name, pod.namespace)
     # then: the per-container DRA entries agree
-    assert node_state.claims_by_container(got) == node_state.claims_by_container(listed), (got, listed)
-    assert node_state.claims_by_container(got)["user"], got
+    assert claims_by_container(got) == claims_by_container(listed), (got, listed)
+    assert claims_by_container(got)["user"], got
 
 
 @pytest.mark.scenario("PRA-02")
@@ -63,7 +62,7 @@ def test_get_for_an_unknown_pod_fails_with_not_found(builder, inventory, node_ac
     # given: a pod that was built but never created
     pod = builder.pod()
     # when: the kubelet is asked for it
-    with pytest.raises(grpc.RpcError) as error:
+    with pytest.raises(PodResourcesError) as error:
         node_access.pod_resources(inventory.nodes()[0]).get(pod.name, pod.namespace)
     # then: not found
     assert "not found" in error.value.details(), error.value
@@ -78,11 +77,10 @@ def test_reported_cdi_ids_are_defined_by_the_driver(k8s, tracker, builder, node_
     pod, claim = _running_with_claim(k8s, tracker, builder)
     node = pod.spec.node_name
     # when: PodResources and the node's CDI specs are read
-    reported = node_state.cdi_ids_of(node_state.claims_by_container(node_state.listed(
-        node_access.pod_resources(node), pod))["user"])
+    reported = reported_cdi_ids(node_access.pod_resources(node).dynamic_resources(pod.name, pod.namespace)["user"])
     # then: the reported IDs are non-empty and all defined in the claim's spec files
     assert reported, "no CDI device reported"
-    assert reported <= node_state.defined_cdi_ids(node_access, node), (reported, node_access.cdi_specs(node))
+    assert reported <= cdi.defined_ids(node_access, node), (reported, node_access.cdi_specs(node))
 
 
 @pytest.mark.scenario("PRA-01")
@@ -93,7 +91,7 @@ def test_template_claim_is_reported_under_its_generated_name(k8s, tracker, build
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim_template()))),
                             timeout=timeouts.POD_START)
     # when: the kubelet lists it
-    entries = node_state.claims_by_container(node_state.listed(node_access.pod_resources(pod.spec.node_name), pod))
+    entries = node_access.pod_resources(pod.spec.node_name).dynamic_resources(pod.name, pod.namespace)
     # then: the claim name is the generated claim's
     assert [d.get("claimName") for d in entries["ctr"]] == [c.name for c in waits.pod_claims(k8s, pod)], entries
 
@@ -106,8 +104,8 @@ def test_report_stays_stable_while_the_pod_runs(k8s, tracker, builder, node_acce
     pod, _ = _running_with_claim(k8s, tracker, builder)
     client = node_access.pod_resources(pod.spec.node_name)
     # when: List is called repeatedly for the consistently-pending window
-    stable = consistently.stays_equal(lambda: node_state.claims_by_container(node_state.listed(client, pod)),
-                                      duration=timeouts.CONSISTENTLY_PENDING)
+    stable = waits.stays_equal(lambda: client.dynamic_resources(pod.name, pod.namespace),
+                               duration=timeouts.CONSISTENTLY_PENDING)
     # then: the answer never changed and holds the claim
     assert stable["user"], stable
 
@@ -119,12 +117,12 @@ def test_deleted_pod_disappears_from_list(k8s, tracker, builder, node_access):
     # given: a running pod with a claim
     pod, _ = _running_with_claim(k8s, tracker, builder)
     client = node_access.pod_resources(pod.spec.node_name)
-    assert node_state.listed(client, pod), "the running pod is not listed"
+    assert client.entry(pod.name, pod.namespace), "the running pod is not listed"
     # when: it is deleted
     k8s.delete("Pod", pod.name, pod.namespace)
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     # then: List does not report it
-    assert node_state.listed(client, pod) == {}
+    assert client.entry(pod.name, pod.namespace) == {}
 
 
 @pytest.mark.scenario("PRA-01")
@@ -133,11 +131,11 @@ def test_allocatable_resources_are_unaffected_by_dra_claims(k8s, tracker, builde
     Source: dra-protocols.md §3.4 (GetAllocatableResources covers device plugins, CPUs, memory only)."""
     # given: the node's allocatable resources before any claim
     node = inventory.nodes()[0]
-    before = node_state.allocatable(node_access.pod_resources(node))
+    before = node_access.pod_resources(node).allocatable()
     # when: a pod with a claim runs on that node
     waits.pod_running(k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node)),
                       timeout=timeouts.POD_START)
     # then: the answer is unchanged and names none of the driver's devices
-    after = node_state.allocatable(node_access.pod_resources(node))
+    after = node_access.pod_resources(node).allocatable()
     assert after == before, (before, after)
     assert not {d.name for d in inventory.on_node(node)} & set(str(after).split("'")), after

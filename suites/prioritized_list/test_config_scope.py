@@ -12,12 +12,11 @@ from conformance.api import container, first_available, opaque_config, subreques
 pytestmark = [pytest.mark.prioritized_list, pytest.mark.full, pytest.mark.kep(4816),
               pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list", "driver.opaque_config")]
 
-NEVER = "device.driver != device.driver"
 
 
 def _fallback_request():
     """gpu: "none" (matches nothing) then "one": the scheduler always picks gpu/one."""
-    return first_available("gpu", subrequest("none", selectors=NEVER), subrequest("one"))
+    return first_available("gpu", subrequest("none", selectors=NEVER_MATCHES), subrequest("one"))
 
 
 @pytest.mark.scenario("PL-02")

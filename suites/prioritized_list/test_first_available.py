@@ -11,7 +11,6 @@ from conformance.api import first_available, match_attribute, subrequest, timeou
 pytestmark = [pytest.mark.prioritized_list, pytest.mark.full, pytest.mark.kep(4816),
               pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list")]
 
-NEVER = "device.driver != device.driver"
 
 
 @pytest.mark.scenario("PL-01")
@@ -35,8 +34,8 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
     order; the first satisfiable one (two devices) is chosen over a later one (one device).
     Source: upstream "selects the first subrequest that can be satisfied"."""
     # given: too-many, none, two, one
-    too_many = max(len(inventory.on_node(n)) for n in inventory.nodes()) + 1
-    request = first_available("gpu", subrequest("too-many", count=too_many), subrequest("none", selectors=NEVER),
+    too_many = inventory.per_node_max() + 1
+    request = first_available("gpu", subrequest("too-many", count=too_many), subrequest("none", selectors=NEVER_MATCHES),
                               subrequest("two", count=2), subrequest("one"))
     claim = tracker.create(builder.claim(requests=[request]))
     # when: a pod uses the claim
@@ -44,8 +43,7 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
     # then: both results name gpu/two; the container sees two devices
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     assert [r.request for r in allocated.results] == ["gpu/two", "gpu/two"], allocated.describe()
-    shown, evidence = probe.shows_devices(pod, [r.device for r in allocated.results],
-                                          [d.name for d in inventory.on_node(pod.spec.node_name)])
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
 
 
@@ -72,7 +70,7 @@ def test_no_satisfiable_subrequest_keeps_pod_unschedulable(k8s, tracker, builder
     """When no subrequest can be satisfied the pod stays unschedulable and the claim unallocated.
     Source: resource.k8s.io/v1 DeviceRequest.firstAvailable; scheduler "cannot allocate all claims"."""
     # given: two impossible subrequests
-    request = first_available("gpu", subrequest("none", selectors=NEVER), subrequest("still-none", selectors=NEVER))
+    request = first_available("gpu", subrequest("none", selectors=NEVER_MATCHES), subrequest("still-none", selectors=NEVER_MATCHES))
     claim = tracker.create(builder.claim(requests=[request]))
     # when: a pod uses the claim
     pod = tracker.create(builder.pod(uses=claim))

@@ -170,24 +170,32 @@ class Builder:
     def pod(self, *, uses: Any = None, containers: Iterable[dict] | None = None,
             init_containers: Iterable[dict] = (), command: list[str] | None = None, node_name: str | None = None,
             restart_policy: str = "Never", extended_resources: Mapping[str, str] | None = None,
-            name: str | None = None, labels: Mapping[str, str] | None = None) -> Obj:
+            name: str | None = None, labels: Mapping[str, str] | None = None, bypass_scheduler: bool = False,
+            unreferenced: Iterable[Obj] = ()) -> Obj:
         """A Pod. ``uses``: a claim/template Obj, a ``(obj, request)`` pair, or a list of those, referenced by
         one default container that runs the profile's probe then sleeps. ``containers``: explicit
         :func:`~.parts.container` specs instead. Pod claim names are ``c0``, ``c1``... in order of first use;
-        ``extended_resources``: container limits such as ``{"deviceclass.resource.kubernetes.io/x": "1"}``."""
+        ``extended_resources``: container limits such as ``{"deviceclass.resource.kubernetes.io/x": "1"}``.
+        ``node_name``: a node selector, or with ``bypass_scheduler`` ``spec.nodeName`` (the scheduler never sees
+        the pod). ``unreferenced``: claims/templates listed in ``spec.resourceClaims`` that no container
+        references (KEP-4381: still prepared). ``restart_policy``: ``Never`` | ``OnFailure`` | ``Always``."""
         if containers is None:
             uses_list = [] if uses is None else (uses if isinstance(uses, list) else [uses])
             containers = [parts.container("ctr", uses=uses_list, command=command)]
         pod_claims: dict[str, dict] = {}
         rendered_init = [self._container(c, pod_claims, extended_resources) for c in init_containers]
         rendered = [self._container(c, pod_claims, extended_resources) for c in containers]
+        for obj in unreferenced:
+            self._pod_claim(obj, pod_claims)
         spec: dict[str, Any] = {"restartPolicy": restart_policy, "containers": rendered,
                                 "terminationGracePeriodSeconds": 5}
         if rendered_init:
             spec["initContainers"] = rendered_init
         if pod_claims:
             spec["resourceClaims"] = list(pod_claims.values())
-        if node_name:
+        if node_name and bypass_scheduler:
+            spec["nodeName"] = node_name
+        elif node_name:
             spec["nodeSelector"] = {"kubernetes.io/hostname": node_name}
         return Obj({"apiVersion": "v1", "kind": "Pod", "metadata": self._meta("Pod", name, True, labels),
                     "spec": spec})
@@ -197,17 +205,20 @@ class Builder:
         script = self.ctx.probe_command + ("; exec sleep 100000" if then_sleep else "")
         return ["sh", "-c", script]
 
+    @staticmethod
+    def _pod_claim(obj: Obj, pod_claims: dict[str, dict]) -> str:
+        """The pod claim name of ``obj`` (a claim or template), added to ``pod_claims`` on first use."""
+        key = f"{obj.kind}/{obj.name}"
+        if key not in pod_claims:
+            field = "resourceClaimTemplateName" if obj.kind == "ResourceClaimTemplate" else "resourceClaimName"
+            pod_claims[key] = {"name": f"{POD_CLAIM_PREFIX}{len(pod_claims)}", field: obj.name}
+        return pod_claims[key]["name"]
+
     def _container(self, spec: dict, pod_claims: dict[str, dict], extended: Mapping[str, str] | None) -> dict:
         claims = []
         for use in spec.get("_uses", []):
             obj, req = use if isinstance(use, tuple) else (use, None)
-            key = f"{obj.kind}/{obj.name}"
-            if key not in pod_claims:
-                entry = {"name": f"{POD_CLAIM_PREFIX}{len(pod_claims)}"}
-                field = "resourceClaimTemplateName" if obj.kind == "ResourceClaimTemplate" else "resourceClaimName"
-                entry[field] = obj.name
-                pod_claims[key] = entry
-            ref = {"name": pod_claims[key]["name"]}
+            ref = {"name": self._pod_claim(obj, pod_claims)}
             if req:
                 ref["request"] = req
             claims.append(ref)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping
 
+# A valid CEL selector no device matches (upstream CRUD test's DeviceClass "matching nothing"; scheduler tests).
+NEVER_MATCHES = "device.driver != device.driver"
+
 
 @dataclasses.dataclass(frozen=True)
 class Version:

@@ -1,6 +1,8 @@
-"""The one wait loop: list, then watch from the resourceVersion, resume on disconnect, bounded.
+"""The wait loops: :func:`until` (list, then watch from the resourceVersion, resume on disconnect) for one
+object's state, and :func:`poll` (call, pause, repeat) for answers no watch delivers (lists, events, node
+answers). Both are bounded; every pause of the waits package is :func:`poll`'s.
 
-Every named wait in this package is a pair of predicates handed to :func:`until` (design.md §7):
+Every named object wait in this package is a pair of predicates handed to :func:`until` (design.md §7):
 ``done(obj) -> bool`` and ``failed(obj, events) -> str | None`` where ``obj`` is the latest object (None once
 deleted) and ``events`` the involved object's recent core/v1 Events. The timeout is required and is
 multiplied by ``--timeout-scale`` (:func:`conformance.core.timeouts.scaled`).
@@ -8,7 +10,7 @@ multiplied by ``--timeout-scale`` (:func:`conformance.core.timeouts.scaled`).
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
 from conformance.core import errors, timeouts
 
@@ -18,7 +20,9 @@ from ..objects import Obj
 Done = Callable[[Optional[Obj]], bool]
 Failed = Callable[[Optional[Obj], list[Obj]], Optional[str]]
 
+T = TypeVar("T")
 WATCH_SLICE_S = 5  # seconds per watch request: how often event-based failure predicates are re-checked
+RECONNECT_PAUSE_S = 0.5  # seconds before a watch resumes after a disconnect
 
 
 def recent_events(k8s: K8s, namespace: str | None, name: str | None = None, kind: str | None = None,
@@ -97,8 +101,8 @@ def until(k8s: K8s, kind: str, name: str, namespace: str | None, *, done: Done, 
         except errors.Gone:
             rv = ""  # too old: re-list
         except (errors.TransientApiError, ConnectionError, OSError) + _urllib3_errors():
-            time.sleep(0.5)  # disconnect: resume from rv
-            continue
+            poll(lambda: False, timeout=RECONNECT_PAUSE_S, interval=RECONNECT_PAUSE_S, scale=False)
+            continue  # disconnect: resume from rv after a short pause
 
 
 def _urllib3_errors() -> tuple:
@@ -119,3 +123,38 @@ def has_event(events: list[Obj], reason: str) -> Optional[Obj]:
         if event.get("reason") == reason:
             return event
     return None
+
+
+def poll(check: Callable[[], bool], *, timeout: float, interval: float, scale: bool = True) -> bool:
+    """Call ``check()`` now and then every ``interval`` seconds until it returns True (-> True) or the
+    deadline passed (-> False, after a last call at the deadline). ``timeout``: seconds, multiplied by
+    ``--timeout-scale`` unless ``scale`` is False. Exceptions of ``check`` propagate (a failure predicate
+    raises WaitFailed to end the wait early). Raises ValueError for a timeout that is not positive."""
+    if timeout is None or timeout <= 0:
+        raise ValueError("every wait needs a positive timeout (seconds)")
+    deadline = time.monotonic() + (timeouts.scaled(timeout) if scale else timeout)
+    while True:
+        if check():
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(interval, remaining))
+
+
+def stays_equal(fetch: Callable[[], T], *, duration: float, interval: float = 2.0) -> T:
+    """Call ``fetch`` every ``interval`` seconds for ``duration`` (scaled) seconds and require the same answer
+    each time (upstream ``gomega.Consistently``: 20 s control plane, 60 s node windows); return it.
+
+    Raises AssertionError showing the first and the differing answer as soon as one differs.
+    """
+    first = fetch()
+
+    def changed() -> bool:
+        again = fetch()
+        if again != first:
+            raise AssertionError(f"answer changed within {duration:.0f}s:\nfirst: {first!r}\nlater: {again!r}")
+        return False
+
+    poll(changed, timeout=duration, interval=interval)
+    return first

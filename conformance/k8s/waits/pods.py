@@ -2,16 +2,16 @@
 ``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) that end a wait early."""
 from __future__ import annotations
 
-import time
 from typing import Optional
 
 from conformance.core import errors, timeouts
 
 from ..client import K8s
 from ..objects import Obj
-from .core import has_event, recent_events, until, event_line
+from .core import event_line, has_event, poll, recent_events, until
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
+EVENT_POLL_S = 2.0  # seconds between event lists
 
 
 def _pod_failed(allow_prepare_errors: bool):
@@ -61,10 +61,14 @@ def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:
           awaited=f"pod {pod.namespace}/{pod.name} deleted")
 
 
-def pod_unschedulable_with(k8s: K8s, pod: Obj, *reasons: str, timeout: float) -> Obj:
-    """Wait until the scheduler marks the pod unschedulable (PodScheduled=False, reason Unschedulable) with a
-    message containing every text in ``reasons`` (e.g. ``"cannot allocate all claims"``); return the pod.
+def pod_unschedulable_with(k8s: K8s, pod: Obj, *texts: str, timeout: float,
+                           reason: str | None = "Unschedulable") -> Obj:
+    """Wait until the scheduler reports the pod not scheduled (PodScheduled=False) with ``reason`` (default
+    ``Unschedulable``; None: any reason) and a message containing every text in ``texts`` (e.g.
+    ``"cannot allocate all claims"``); return the pod.
 
+    A CEL runtime error in a selector is reported with reason ``SchedulerError``, not ``Unschedulable``
+    (observed on 1.34; upstream "keeps pod pending because of CEL runtime errors" checks only the message).
     Fails early when the pod gets scheduled or is deleted.
     """
     def cond(obj):
@@ -82,10 +86,11 @@ def pod_unschedulable_with(k8s: K8s, pod: Obj, *reasons: str, timeout: float) ->
 
     def done(obj):
         c = obj is not None and cond(obj)
-        return bool(c) and c.get("status") == "False" and c.get("reason") == "Unschedulable" and all(
-            r in (c.get("message") or "") for r in reasons)
+        return bool(c) and c.get("status") == "False" and reason in (None, c.get("reason")) and all(
+            t in (c.get("message") or "") for t in texts)
+    why = f" ({reason})" if reason else ""
     return until(k8s, "Pod", pod.name, pod.namespace, done=done, failed=failed, timeout=timeout,
-                 awaited=f"pod {pod.namespace}/{pod.name} unschedulable with {list(reasons)}")
+                 awaited=f"pod {pod.namespace}/{pod.name} not scheduled{why} with {list(texts)}")
 
 
 def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
@@ -121,13 +126,13 @@ def event(k8s: K8s, obj: Obj, reason: str, *, timeout: float, message_contains: 
 
     Polls the namespace's events every 2 s (events are not worth a watch). Raises WaitTimeout.
     """
-    budget = timeouts.scaled(timeout)
-    deadline = time.monotonic() + budget
-    while True:
-        for e in reversed(events_for(k8s, obj, reason)):
-            if message_contains in (e.get("message") or ""):
-                return e
-        if time.monotonic() >= deadline:
-            lines = [event_line(e) for e in recent_events(k8s, obj.namespace, obj.name)]
-            raise errors.WaitTimeout(f"event {reason} about {obj.ref}", budget, "", lines)
-        time.sleep(2)
+    found: list[Obj] = []
+
+    def check() -> bool:
+        found[:] = [e for e in reversed(events_for(k8s, obj, reason)) if message_contains in (e.get("message") or "")]
+        return bool(found)
+
+    if poll(check, timeout=timeout, interval=EVENT_POLL_S):
+        return found[0]
+    lines = [event_line(e) for e in recent_events(k8s, obj.namespace, obj.name)]
+    raise errors.WaitTimeout(f"event {reason} about {obj.ref}", timeouts.scaled(timeout), "", lines)

@@ -2,27 +2,16 @@
 pools: ``resourceSliceCount`` slices of the highest generation (resource.k8s.io/v1 ResourcePool)."""
 from __future__ import annotations
 
-import time
 from typing import Callable, Iterable, Optional
 
 from conformance.core import errors, timeouts
 
 from ..client import K8s
+from ..inventory import complete_pools, driver_slices
 from ..objects import Obj
+from .core import poll
 
-
-def complete_pools(slices: list[Obj]) -> dict[str, list[Obj]]:
-    """``{pool name: slices of its highest generation}`` for pools whose slice count is complete."""
-    by_pool: dict[str, list[Obj]] = {}
-    for s in slices:
-        by_pool.setdefault(s.get("spec.pool.name"), []).append(s)
-    out = {}
-    for pool, items in by_pool.items():
-        gen = max(int(s.get("spec.pool.generation") or 0) for s in items)
-        current = [s for s in items if int(s.get("spec.pool.generation") or 0) == gen]
-        if len(current) >= int(current[0].get("spec.pool.resourceSliceCount") or 1):
-            out[pool] = current
-    return out
+SLICES_POLL_S = 2.0  # seconds between slice lists
 
 
 def device_count(slices: Iterable[Obj]) -> int:
@@ -37,34 +26,34 @@ def slices_published(k8s: K8s, driver: str, *, nodes: Iterable[str] = (), min_de
     ``spec.driver``). Raises WaitTimeout listing what was seen per node; WaitFailed as soon as ``failed()``
     returns a message (e.g. the plugin process exited)."""
     wanted = list(nodes)
-    budget = timeouts.scaled(timeout)
-    deadline = time.monotonic() + budget
     seen: dict[str, int] = {}
-    while True:
+    current: list[Obj] = []
+
+    def check() -> bool:
         try:
-            slices = k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}")
+            slices = driver_slices(k8s, driver)
         except errors.TransientApiError:
             slices = []
-        pools = complete_pools(slices)
-        current = [s for items in pools.values() for s in items]
-        seen = {}
+        current[:] = [s for items in complete_pools(slices).values() for s in items]
+        seen.clear()
         for s in current:
             node = s.get("spec.nodeName") or ("<all nodes>" if s.get("spec.allNodes") else "<node selector>")
             seen[node] = seen.get(node, 0) + len(s.get("spec.devices") or [])
-        if wanted:
-            ok = all(seen.get(n, 0) >= min_devices for n in wanted)
-        else:
-            ok = bool(current) and sum(seen.values()) >= min_devices
-        if ok:
-            return current
+        if wanted and all(seen.get(n, 0) >= min_devices for n in wanted):
+            return True
+        if not wanted and current and sum(seen.values()) >= min_devices:
+            return True
         why = failed() if failed else None
         if why:
             state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items()))
-            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", budget, state, failed=why)
-        if time.monotonic() >= deadline:
-            state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items())) or \
-                f"  no ResourceSlice with spec.driver={driver}"
-            target = f"nodes {wanted}" if wanted else "any node"
-            raise errors.WaitTimeout(f"ResourceSlices of driver {driver} with ≥ {min_devices} device(s) on {target}",
-                                     budget, state)
-        time.sleep(2)
+            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", timeouts.scaled(timeout), state,
+                                    failed=why)
+        return False
+
+    if poll(check, timeout=timeout, interval=SLICES_POLL_S):
+        return current
+    state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items())) or \
+        f"  no ResourceSlice with spec.driver={driver}"
+    target = f"nodes {wanted}" if wanted else "any node"
+    raise errors.WaitTimeout(f"ResourceSlices of driver {driver} with ≥ {min_devices} device(s) on {target}",
+                             timeouts.scaled(timeout), state)

@@ -4,14 +4,14 @@ Sources: k/k pkg/apis/resource/types.go constants and pkg/apis/resource/validati
 128, attributes+capacities per device 32, DeviceRequestsMaxSize 32, ResourceClaimReservedForMaxSize 256,
 CELSelectorExpressionMaxLength 10 KiB, CELSelectorExpressionMaxCost 1,000,000); DNS label/subdomain lengths
 (63/253); dra-protocols.md §5-§6. Reasons and fields observed on kube-apiserver v1.34.4.
-Belongs in: conformance/k8s/builders (a ``limits`` module).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable
 
-from conformance.api import Obj, device, request
+from ..objects import Obj
+from .parts import device, request
 
 MAX_DEVICES_PER_SLICE = 128
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
@@ -86,9 +86,3 @@ LIMITS = (
           "spec.devices.requests[0].exactly.selectors[0].cel.expression", ("FieldValueInvalid",),
           "compilation failed"),
 )
-
-
-def reserved_for(count: int) -> dict:
-    """A ResourceClaim status with an empty allocation and ``count`` fictional pod consumers."""
-    return {"allocation": {}, "reservedFor": [
-        {"resource": "pods", "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}"} for i in range(count)]}

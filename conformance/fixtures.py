@@ -1,0 +1,79 @@
+"""Suite fixtures built on the harness fixtures of :mod:`conformance.plugin` (which registers this module
+through ``pytest_plugins``): what a container shows (``probe``), the driver's published devices
+(``inventory``) and attributes picked from them, and a builder for the admin-access namespace.
+
+Fixtures that pick an attribute or capacity skip, before the test body and with the published devices as
+evidence, when the driver publishes none that fits (design.md §8): the rule under test cannot be shown with
+such an inventory.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conformance.k8s.inventory import Inventory
+from conformance.node.probe import Probe
+
+
+def _optional_node_access(request):
+    try:
+        return request.getfixturevalue("node_access")
+    except pytest.skip.Exception:
+        return None
+
+
+@pytest.fixture
+def probe(request, k8s, profile) -> Probe:
+    """A :class:`~conformance.node.probe.Probe` for this run (reads the node's log files when pods/log
+    fails and the cluster offers node access)."""
+    return Probe(k8s, profile, _optional_node_access(request))
+
+
+@pytest.fixture
+def device_visible(probe):
+    """``device_visible(pod, container=None) -> (visible, evidence)``: :meth:`Probe.sees` (KEP-5970
+    behaviour 5: driver-injected env)."""
+    return probe.sees
+
+
+@pytest.fixture
+def inventory(k8s, driver) -> Inventory:
+    """The driver's published devices right now (:class:`~conformance.k8s.inventory.Inventory`)."""
+    return Inventory.read(k8s, driver.name)
+
+
+@pytest.fixture
+def admin_builder(builder, admin_namespace):
+    """A Builder like ``builder`` for the namespace labelled ``resource.kubernetes.io/admin-access``."""
+    return builder.in_namespace(admin_namespace)
+
+
+def _pick(inventory: Inventory, what: str, pick):
+    try:
+        return pick()
+    except LookupError as exc:
+        pytest.skip(f"{what} not available: {exc}; published (first devices): {inventory.sample()}")
+
+
+@pytest.fixture
+def grouping_attribute(inventory) -> str:
+    """A string/int attribute some devices of a node share while others differ (matchAttribute and
+    distinctAttribute tests); skips with evidence when none."""
+    return _pick(inventory, "grouping attribute", inventory.grouping_attribute)
+
+
+@pytest.fixture
+def numeric_attribute(inventory) -> str:
+    """An int attribute every device publishes (CEL selector tests); skips with evidence when none."""
+    return _pick(inventory, "int attribute", inventory.numeric_attribute)
+
+
+@pytest.fixture
+def unique_attribute(inventory) -> str:
+    """An attribute with a different value on every device of a node; skips with evidence when none."""
+    return _pick(inventory, "per-device unique attribute", inventory.distinct_attribute)
+
+
+@pytest.fixture
+def largest_capacity(inventory) -> tuple[str, str]:
+    """``(capacity name, largest published value)`` of a capacity every device publishes; skips when none."""
+    return _pick(inventory, "capacity", inventory.largest_capacity)

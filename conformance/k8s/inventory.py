@@ -1,0 +1,217 @@
+"""A driver's devices as published in its ResourceSlices: the one place that flattens slices into devices
+(capability discovery, run.json and suites all read them through here) and picks attributes or capacities
+that let a test recompute an allocation rule from the slices instead of trusting the allocation.
+
+Sources: resource.k8s.io/v1 ResourceSlice ``spec.devices[].attributes`` / ``capacity`` (KEP-4381); v1beta1
+wraps a device's fields in ``basic``; complete pools are ``resourceSliceCount`` slices of the highest
+``generation`` (resource.k8s.io/v1 ResourcePool); attribute names are qualified with the driver's domain when
+unprefixed (dra-protocols.md §5.3); CEL ``device.attributes["<domain>"].<id>`` (dra-protocols.md §6).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Iterator
+
+from .objects import Obj
+
+
+def complete_pools(slices: list[Obj]) -> dict[str, list[Obj]]:
+    """``{pool name: slices of its highest generation}`` for pools whose slice count is complete."""
+    by_pool: dict[str, list[Obj]] = {}
+    for s in slices:
+        by_pool.setdefault(s.get("spec.pool.name"), []).append(s)
+    out = {}
+    for pool, items in by_pool.items():
+        gen = max(int(s.get("spec.pool.generation") or 0) for s in items)
+        current = [s for s in items if int(s.get("spec.pool.generation") or 0) == gen]
+        if len(current) >= int(current[0].get("spec.pool.resourceSliceCount") or 1):
+            out[pool] = current
+    return out
+
+
+def driver_slices(k8s, driver: str, version: str | None = None) -> list[Obj]:
+    """The driver's current ResourceSlices (field selector ``spec.driver``), every pool and generation, read
+    through API ``version`` (default: the client's)."""
+    return k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}", version=version)
+
+
+def device_body(device: dict) -> dict:
+    """The fields of one slice device in any served version (v1beta1's ``basic`` unwrapped)."""
+    return device.get("basic") or device
+
+
+def device_fields(device: dict) -> tuple[str, dict, dict]:
+    """``(name, attributes, capacity)`` of a slice device in any version, as the API wrote them."""
+    body = device_body(device)
+    return device.get("name"), body.get("attributes") or {}, body.get("capacity") or {}
+
+
+def slice_devices(slices: Iterable[Obj]) -> Iterator[tuple[Obj, dict]]:
+    """``(slice, device dict)`` for every device of ``slices``, in order."""
+    for s in slices:
+        for d in s.get("spec.devices") or []:
+            yield s, d
+
+
+def _typed(attributes: dict) -> dict[str, tuple[str, object]]:
+    """``{name: (type, value)}`` of typed attribute values (``{"int": 3}`` -> ``("int", 3)``)."""
+    return {k: next(iter(v.items())) for k, v in attributes.items() if isinstance(v, dict) and v}
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """One published device: ``node`` ("" for non-node-local), ``pool``, ``name``, ``attributes`` and
+    ``capacity`` keyed by fully-qualified name (attribute values unwrapped: int, bool, str, version str),
+    ``types`` (qualified attribute name -> ``int`` | ``bool`` | ``string`` | ``version``)."""
+
+    node: str
+    pool: str
+    name: str
+    attributes: dict
+    capacity: dict
+    types: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(pool, name)``: what an allocation result names."""
+        return self.pool, self.name
+
+
+def _qualify(driver: str, name: str) -> str:
+    return name if "/" in name else f"{driver}/{name}"
+
+
+def facts(slices: Iterable[Obj]) -> list[dict]:
+    """``[{node, pool, device, attributes, capacity, shared_counters, consumes_counters,
+    allow_multiple_allocations}]`` of every device in ``slices`` (attribute names as published, values
+    unwrapped): the device facts of capability discovery and run.json."""
+    out = []
+    for s, d in slice_devices(slices):
+        name, attrs, cap = device_fields(d)
+        body = device_body(d)
+        out.append({"node": s.get("spec.nodeName") or "", "pool": s.get("spec.pool.name"), "device": name,
+                    "attributes": {k: next(iter(v.values())) if isinstance(v, dict) and v else v
+                                   for k, v in attrs.items()},
+                    "capacity": {k: (v or {}).get("value") for k, v in cap.items()},
+                    "shared_counters": bool(s.get("spec.sharedCounters")),
+                    "consumes_counters": bool(body.get("consumesCounters")),
+                    "allow_multiple_allocations": bool(body.get("allowMultipleAllocations"))})
+    return out
+
+
+class Inventory:
+    """All devices of one driver from its complete pools (highest generation)."""
+
+    def __init__(self, driver: str, devices: Iterable[Device]) -> None:
+        self.driver = driver
+        self.devices = list(devices)
+        self._by_key = {d.key: d for d in self.devices}
+
+    @classmethod
+    def from_slices(cls, driver: str, slices: list[Obj]) -> "Inventory":
+        """The devices of ``driver``'s complete pools among ``slices``."""
+        devices = []
+        for pool_slices in complete_pools(slices).values():
+            for s, d in slice_devices(pool_slices):
+                name, attrs, cap = device_fields(d)
+                typed = {_qualify(driver, k): tv for k, tv in _typed(attrs).items()}
+                devices.append(Device(s.get("spec.nodeName") or "", s.get("spec.pool.name"), name,
+                                      {k: v for k, (_, v) in typed.items()},
+                                      {_qualify(driver, k): (v or {}).get("value") for k, v in cap.items()},
+                                      {k: t for k, (t, _) in typed.items()}))
+        return cls(driver, devices)
+
+    @classmethod
+    def read(cls, k8s, driver: str) -> "Inventory":
+        """The driver's devices right now (slices listed with ``spec.driver=<driver>``)."""
+        return cls.from_slices(driver, driver_slices(k8s, driver))
+
+    def of(self, result) -> Device:
+        """The device an allocation result (``driver``/``pool``/``device``) names; KeyError if unpublished."""
+        return self._by_key[(result.pool, result.device)]
+
+    def on_node(self, node: str) -> list[Device]:
+        """Devices published for ``node``."""
+        return [d for d in self.devices if d.node == node]
+
+    def names_on(self, node: str) -> list[str]:
+        """Names of the devices published for ``node``, in published order."""
+        return [d.name for d in self.on_node(node)]
+
+    def nodes(self) -> list[str]:
+        """Nodes with at least one device, sorted."""
+        return sorted({d.node for d in self.devices if d.node})
+
+    def per_node_min(self) -> int:
+        """The smallest number of devices any driver node has (0 when none)."""
+        return min((len(self.on_node(n)) for n in self.nodes()), default=0)
+
+    def per_node_max(self) -> int:
+        """The largest number of devices any driver node has (0 when none)."""
+        return max((len(self.on_node(n)) for n in self.nodes()), default=0)
+
+    def _common(self, devices: list[Device], field: str) -> set[str]:
+        return set.intersection(*[set(getattr(d, field)) for d in devices]) if devices else set()
+
+    def grouping_attribute(self) -> str:
+        """A string/int attribute that, on some node, several devices share while others differ (so both
+        matchAttribute and distinctAttribute can be satisfied and violated); raises LookupError when none."""
+        for node in self.nodes():
+            devices = self.on_node(node)
+            for name in sorted(self._common(devices, "attributes")):
+                if any(d.types.get(name) not in ("string", "int") for d in devices):
+                    continue
+                values = [d.attributes[name] for d in devices]
+                if 1 < len(set(values)) < len(values):
+                    return name
+        raise LookupError(f"no attribute of {self.driver} groups devices (shared by some, not all, on one node)")
+
+    def distinct_attribute(self) -> str:
+        """An attribute whose values differ between the devices of every node (for distinctAttribute, e.g. a
+        UUID or index); raises LookupError when none."""
+        for name in sorted(self._common(self.devices, "attributes")):
+            if any(d.types.get(name) not in ("string", "int") for d in self.devices):
+                continue
+            if all(len({d.attributes[name] for d in self.on_node(n)}) == len(self.on_node(n)) for n in self.nodes()):
+                return name
+        raise LookupError(f"no attribute has distinct values per node for {self.driver}")
+
+    def largest_capacity(self) -> tuple[str, str]:
+        """A capacity every device publishes and its largest published value (as the slice wrote it);
+        raises LookupError when no capacity is published by every device."""
+        from kubernetes.utils.quantity import parse_quantity  # noqa: PLC0415 - only for quantities
+
+        for name in sorted(self._common(self.devices, "capacity")):
+            best = max(self.devices, key=lambda d: parse_quantity(d.capacity[name]))
+            return name, best.capacity[name]
+        raise LookupError(f"no capacity is published by every device of {self.driver}")
+
+    def numeric_attribute(self) -> str:
+        """An int attribute every device has (for CEL selectors); raises LookupError when none."""
+        for name in sorted(self._common(self.devices, "attributes")):
+            if all(d.types.get(name) == "int" for d in self.devices):
+                return name
+        raise LookupError(f"no int attribute on every device of {self.driver}")
+
+    def sample(self, count: int = 2) -> dict:
+        """``{device: {attributes, capacity}}`` of the first ``count`` devices (evidence for skips)."""
+        return {d.name: {"attributes": d.attributes, "capacity": d.capacity} for d in self.devices[:count]}
+
+
+def cel_attribute(qualified: str) -> str:
+    """CEL access for a qualified attribute: ``device.attributes["<domain>"].<id>``."""
+    domain, ident = qualified.rsplit("/", 1)
+    return f'device.attributes["{domain}"].{ident}'
+
+
+def cel_capacity(qualified: str) -> str:
+    """CEL access for a qualified capacity: ``device.capacity["<domain>"].<id>`` (a quantity)."""
+    domain, ident = qualified.rsplit("/", 1)
+    return f'device.capacity["{domain}"].{ident}'
+
+
+def cel_literal(value) -> str:
+    """A CEL literal for an attribute value (str quoted, int as is)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)

@@ -1,0 +1,40 @@
+"""CDI specs on a node: the spec files a driver wrote for a claim and the device IDs the node defines.
+
+Sources: CDI spec format (``cdiVersion``, ``kind``, ``devices[].name``; fully-qualified ID ``<kind>=<name>``,
+dra-protocols.md §4); drivers name spec files after the claim UID (dra-example-driver, test/e2e/dra
+test-driver, our reference driver), so a claim's specs carry its UID in the name or the text.
+"""
+from __future__ import annotations
+
+import json
+
+import yaml
+
+
+def parse(text: str) -> dict:
+    """One CDI spec file (JSON or YAML) as a dict ({} when empty)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return yaml.safe_load(text) or {}
+
+
+def specs_naming(specs: dict[str, str], uid: str) -> dict[str, str]:
+    """The entries of ``specs`` (``{file name: text}``) that belong to the claim with ``uid`` (UID in the file
+    name or text); {} for an empty ``uid``."""
+    return {name: text for name, text in specs.items() if uid and (uid in name or uid in text)}
+
+
+def claim_specs(node_access, node: str, claim) -> dict[str, str]:
+    """``{file name: text}`` of ``node``'s CDI specs that belong to ``claim`` (see :func:`specs_naming`)."""
+    return specs_naming(node_access.cdi_specs(node), claim.uid)
+
+
+def defined_ids(node_access, node: str) -> set[str]:
+    """Every fully-qualified CDI device ID (``<kind>=<device>``) ``node``'s spec files define."""
+    ids = set()
+    for text in node_access.cdi_specs(node).values():
+        spec = parse(text)
+        for dev in spec.get("devices") or []:
+            ids.add(f"{spec.get('kind')}={dev.get('name')}")
+    return ids

@@ -1,0 +1,54 @@
+"""Ask kubelet plugin registration sockets who they are: the pluginregistration v1 ``Registration.GetInfo``
+call the kubelet itself makes, over the real unix socket, with messages compiled from our own .proto
+(``python -m conformance.toolchain protos``), like the PodResources client.
+
+Sources: k8s.io/kubelet/pkg/apis/pluginregistration/v1 (service ``pluginregistration.Registration``, method
+``GetInfo(InfoRequest) returns (PluginInfo)``); dra-protocols.md §1 (a DRA plugin answers type
+``DRAPlugin``). Socket file names are not a contract (our reference driver hashes long paths), so a driver
+is identified by its answer.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+from conformance.core import errors
+
+GET_INFO = "/pluginregistration.Registration/GetInfo"  # wire method name (upstream proto package)
+TIMEOUT_S = 10.0
+
+
+def _messages():
+    try:
+        from . import pluginregistration_v1_pb2 as pb  # noqa: PLC0415
+    except ImportError as exc:
+        raise errors.ConfigError("plugin registration stubs are not generated", source="conformance/node",
+                                 fix="run `python -m conformance.toolchain protos` (make test does)") from exc
+    return pb
+
+
+def get_info(socket: Path | str, timeout: float = TIMEOUT_S) -> dict:
+    """GetInfo of one registration socket: ``{type, name, endpoint, supported_versions}`` (missing fields
+    empty). Raises grpc.RpcError when the socket does not answer."""
+    pb = _messages()
+    with grpc.insecure_channel(f"unix://{socket}") as channel:
+        call = channel.unary_unary(GET_INFO, request_serializer=pb.InfoRequest.SerializeToString,
+                                   response_deserializer=pb.PluginInfo.FromString)
+        reply = call(pb.InfoRequest(), timeout=timeout)
+    info = MessageToDict(reply, preserving_proto_field_name=True)
+    return {"type": info.get("type", ""), "name": info.get("name", ""), "endpoint": info.get("endpoint", ""),
+            "supported_versions": list(info.get("supported_versions") or [])}
+
+
+def plugins_in(registry: Path | str, timeout: float = TIMEOUT_S) -> list[dict]:
+    """GetInfo answers of every ``*.sock`` in a plugin registry directory, each with its ``socket`` file
+    name; a socket that does not answer gives ``{"socket": ..., "error": <gRPC status name>}``."""
+    out = []
+    for sock in sorted(Path(registry).glob("*.sock")):
+        try:
+            out.append({**get_info(sock, timeout), "socket": sock.name})
+        except grpc.RpcError as exc:
+            out.append({"socket": sock.name, "error": str(exc.code())})
+    return out

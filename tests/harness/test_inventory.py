@@ -1,0 +1,84 @@
+"""Unit tests of conformance.k8s.inventory: the one slice -> device flattening (v1 and v1beta1 shapes,
+complete pools only), the attribute/capacity pickers suites take as fixtures, and the CEL helpers."""
+import pytest
+
+from conformance.k8s import discovery
+from conformance.k8s.inventory import (Inventory, cel_attribute, cel_capacity, cel_literal, complete_pools,
+                                       device_fields, facts)
+from conformance.k8s.objects import Obj
+
+DRIVER = "gpu.example.com"
+
+
+def _slice(node, devices, *, pool=None, generation=1, count=1, name="s"):
+    return Obj({"kind": "ResourceSlice", "metadata": {"name": name},
+                "spec": {"driver": DRIVER, "nodeName": node, "devices": devices,
+                         "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": count}}})
+
+
+def _dev(name, model, index, memory="8Gi", basic=False):
+    body = {"attributes": {"model": {"string": model}, "index": {"int": index}, "healthy": {"bool": True}},
+            "capacity": {"memory": {"value": memory}}}
+    return {"name": name, "basic": body} if basic else {"name": name, **body}
+
+
+def _inventory():
+    return Inventory.from_slices(DRIVER, [
+        _slice("n1", [_dev("gpu-0", "a", 0), _dev("gpu-1", "a", 1), _dev("gpu-2", "b", 2, "16Gi")]),
+        _slice("n2", [_dev("gpu-0", "a", 0, basic=True), _dev("gpu-1", "b", 1, basic=True)])])
+
+
+def test_devices_are_qualified_unwrapped_and_typed():
+    inv = _inventory()
+    dev = inv.on_node("n2")[0]
+    assert dev.attributes == {f"{DRIVER}/model": "a", f"{DRIVER}/index": 0, f"{DRIVER}/healthy": True}
+    assert dev.types[f"{DRIVER}/index"] == "int" and dev.capacity == {f"{DRIVER}/memory": "8Gi"}
+    assert inv.nodes() == ["n1", "n2"] and inv.names_on("n1") == ["gpu-0", "gpu-1", "gpu-2"]
+    assert (inv.per_node_min(), inv.per_node_max()) == (2, 3)
+
+
+def test_of_finds_the_device_an_allocation_result_names():
+    result = Obj({"pool": "n1", "device": "gpu-2"})
+    assert _inventory().of(result).attributes[f"{DRIVER}/model"] == "b"
+    with pytest.raises(KeyError):
+        _inventory().of(Obj({"pool": "n1", "device": "gpu-9"}))
+
+
+def test_pickers_choose_attributes_that_can_show_the_rule():
+    inv = _inventory()
+    assert inv.grouping_attribute() == f"{DRIVER}/model"   # shared by some devices of n1, not all
+    assert inv.distinct_attribute() == f"{DRIVER}/index"   # different on every device of each node
+    assert inv.numeric_attribute() == f"{DRIVER}/index"
+    assert inv.largest_capacity() == (f"{DRIVER}/memory", "16Gi")
+
+
+def test_pickers_raise_lookup_error_when_nothing_fits():
+    inv = Inventory.from_slices(DRIVER, [_slice("n1", [{"name": "d0"}, {"name": "d1"}])])
+    for pick in (inv.grouping_attribute, inv.distinct_attribute, inv.numeric_attribute, inv.largest_capacity):
+        with pytest.raises(LookupError):
+            pick()
+    assert inv.sample() == {"d0": {"attributes": {}, "capacity": {}}, "d1": {"attributes": {}, "capacity": {}}}
+
+
+def test_only_complete_pools_of_the_newest_generation_count():
+    old = _slice("n1", [_dev("old", "a", 0)], generation=1, name="s0")
+    new_half = _slice("n1", [_dev("new", "a", 0)], generation=2, count=2, name="s1")
+    assert complete_pools([old, new_half]) == {}
+    other_half = _slice("n1", [_dev("new2", "a", 1)], generation=2, count=2, name="s2")
+    assert [s.name for s in complete_pools([old, new_half, other_half])["n1"]] == ["s1", "s2"]
+    assert Inventory.from_slices(DRIVER, [old]).names_on("n1") == ["old"]
+
+
+def test_device_fields_and_facts_read_both_shapes_alike():
+    v1, beta = _dev("g", "a", 0), _dev("g", "a", 0, basic=True)
+    assert device_fields(v1) == device_fields(beta)
+    rows = facts([_slice("n1", [v1]), _slice("n2", [beta])])
+    assert [(r["node"], r["device"], r["attributes"]["model"], r["capacity"]["memory"]) for r in rows] == [
+        ("n1", "g", "a", "8Gi"), ("n2", "g", "a", "8Gi")]
+    assert discovery.devices_of([_slice("n1", [v1])]) == rows[:1]
+
+
+def test_cel_helpers_quote_and_address():
+    assert cel_attribute(f"{DRIVER}/model") == f'device.attributes["{DRIVER}"].model'
+    assert cel_capacity(f"{DRIVER}/memory") == f'device.capacity["{DRIVER}"].memory'
+    assert cel_literal('a"b\\') == '"a\\"b\\\\"' and cel_literal(3) == "3"

@@ -59,11 +59,11 @@ def test_visibility_matches_and_reports_evidence():
 
 
 @pytest.mark.parametrize("values, option", [
-    ({"cluster": "minikube"}, "--cluster"), ({"profile": "gold"}, "--profile"),
+    ({"cluster": "Mini Kube"}, "--cluster"), ({"profile": "gold"}, "--profile"),
     ({"profile": "disruptive"}, "--profile"), ({"timeout_scale": "0"}, "--timeout-scale"),
     ({"timeout_scale": "fast"}, "--timeout-scale"), ({"nodes": "99"}, "--nodes"),
     ({"k8s_version": "1.99"}, "--k8s-version"), ({"feature_gates": "some"}, "--feature-gates"),
-    ({"driver_deploy": "scp"}, "--driver-deploy"),
+    ({"driver_deploy": "s/c/p"}, "--driver-deploy"),
 ])
 def test_bad_options_name_the_option(values, option):
     with pytest.raises(ConfigError) as info:

@@ -42,6 +42,18 @@ def test_invalid_profile_field_names_file_field_and_fix(patch, field):
     assert info.value.field == field and info.value.source == "p.yaml" and info.value.fix
 
 
+@pytest.mark.parametrize("deploy, key, mode", [
+    ({"mode": "bundled", "chart": "oci://x"}, "chart", "helm"),
+    ({"mode": "helm", "chart": "c", "binary": {"k8s": "x"}}, "binary", "host"),
+    ({"mode": "preinstalled", "dir": "manifests/"}, "dir", "manifests"),
+])
+def test_deploy_key_of_another_mode_names_file_field_and_mode(deploy, key, mode):
+    with pytest.raises(ConfigError) as info:
+        profile.parse({**GOOD, "deploy": deploy}, source="p.yaml")
+    assert info.value.source == "p.yaml" and info.value.field == f"deploy.{key}"
+    assert mode in str(info.value) and f"deploy.mode: {mode}" in info.value.fix
+
+
 def test_profile_file_with_bad_field_fails_through_loader(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump({**GOOD, "devices_per_node": "many"}))

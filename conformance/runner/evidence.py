@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
 import yaml
 
 from conformance.core.handles import ClusterHandle, DriverHandle, HasComponentLogs, NodeAccess
+from conformance.k8s.client import K8s
+from conformance.k8s.tracker import Tracker
 from conformance.k8s.waits.core import event_line
 
 Piece = tuple[str, str, str]
@@ -27,7 +27,7 @@ def _tail(path: Path, lines: int = LOG_TAIL, grep: str = "") -> str:
     return "\n".join(text[-lines:])
 
 
-def collect(*, k8s: Any = None, tracker: Any = None, namespace: str | None = None,
+def collect(*, k8s: K8s | None = None, tracker: Tracker | None = None, namespace: str | None = None,
             driver: DriverHandle | None = None, cluster: ClusterHandle | None = None,
             node_access: NodeAccess | None = None) -> list[Piece]:
     """All evidence pieces available from the given handles."""

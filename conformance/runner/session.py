@@ -16,7 +16,8 @@ from typing import Callable
 from conformance.core import errors, timeouts
 from conformance.core.capabilities import Capabilities
 from conformance.core.config import RunConfig
-from conformance.core.handles import ClusterHandle, ClusterProvider, DriverHandle, NodeAccess, ProviderContext, Stoppable
+from conformance.core.handles import (ClusterHandle, ClusterProvider, DriverHandle, NodeAccess, ProviderContext,
+                                     Stoppable)
 from conformance.core.profile import DriverProfile
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer

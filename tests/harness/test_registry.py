@@ -98,8 +98,18 @@ def test_optional_abilities_are_checked_with_isinstance(tmp_path):
         HostDeployer(existing, profile, None, "r", state_root=tmp_path).deploy()
 
 
+class HostCluster(ExistingCluster):
+    """A cluster handle with the RunsHostProcesses ability (one recorded plugin process on n0)."""
+
+    def start_host_process(self, node, name, argv, env=None):
+        raise AssertionError("not started in this test")
+
+    def host_processes(self):
+        return [SimpleNamespace(name="driver-reference", node="n0", pid=1, log_path=Path("/dev/null"))]
+
+
 class FakeProvider:
-    """A cluster provider registered by a test: hands out one ExistingCluster and records down()."""
+    """A cluster provider registered by a test: hands out one HostCluster and records down()."""
 
     downs = 0
 
@@ -107,7 +117,7 @@ class FakeProvider:
         self.ctx = ctx
 
     def up(self):
-        return ExistingCluster(Path("/nonexistent/kubeconfig"), "v1.34.4", [ExistingNode("n0")])
+        return HostCluster(Path("/nonexistent/kubeconfig"), "v1.34.4", [ExistingNode("n0")])
 
     def down(self):
         FakeProvider.downs += 1
@@ -148,6 +158,9 @@ def test_session_takes_provider_and_deployer_from_the_registry(tmp_path, monkeyp
     assert json.loads((tmp_path / "run.json").read_text())["driver"]["deploy"] == "vendor-operator"
     state = json.loads((tmp_path / session_mod.STATE_FILE).read_text())
     assert state["cluster"]["provider"] == "fake" and state["driver"]["deploy"] == "vendor-operator"
+    worker = session_mod.Session.attach(tmp_path, registry, wait_s=1)
+    assert worker.driver.deploy_mode == "vendor-operator" and sorted(worker.driver.processes) == ["n0"]
+    assert worker.deployer is None and worker.cluster_provider is None  # a worker owns nothing
     assert session.teardown() == [] and FakeProvider.downs == 1
 
 

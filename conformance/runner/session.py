@@ -1,8 +1,10 @@
 """The run's session, outside pytest: cluster provider ``up()`` -> driver ``deploy()`` -> capabilities, and the
 teardown in reverse (sweep by run label -> driver -> cluster ``down()``); design.md §1.
 
-The xdist controller (or the only process) calls :meth:`Session.setup` and :meth:`Session.teardown`; it writes
-a state file that workers read with :meth:`Session.attach` so every process talks to the same cluster.
+The provider and the deployer come from :class:`conformance.runner.registry.Registry` by name; the session
+never branches on those names. The xdist controller (or the only process) calls :meth:`Session.setup` and
+:meth:`Session.teardown`; it writes a state file (provider name + the provider's own state, deploy mode) that
+workers read with :meth:`Session.attach`: the provider re-opens its handle, the deployer its driver handle.
 """
 from __future__ import annotations
 

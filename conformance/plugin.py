@@ -134,8 +134,8 @@ def pytest_configure(config):
     try:
         cfg = from_options(values, known_versions=known)
         from conformance.drivers import profiles  # noqa: PLC0415
-        profile = profiles.load(cfg.driver)
         registry = build_registry(config)
+        profile = profiles.load(cfg.driver, registry.deploy_modes())
         registry.check("cluster provider", cfg.cluster)
         registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
     except errors.ConfigError as exc:

@@ -51,6 +51,15 @@ class DriverDeployer(Protocol):
 DriverDeployerFactory = Callable[[DeployContext], DriverDeployer]
 
 
+@runtime_checkable
+class DeclaresProfileKeys(Protocol):
+    """A third-party deployer factory (usually the class) that names the ``deploy`` keys a profile may give
+    for its mode (``profile_keys = frozenset({"operator_namespace"})``); a profile with ``deploy.mode`` set to
+    that deployer's name is then accepted. Without it, such a profile may give no key besides ``mode``."""
+
+    profile_keys: frozenset[str]
+
+
 @dataclasses.dataclass
 class DeployedDriver:
     """A deployed driver (implements :class:`conformance.core.handles.DriverHandle`): ``name``

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from conformance.core.errors import ConfigError
 from conformance.core.handles import ClusterProviderFactory
-from conformance.drivers.base import DriverDeployerFactory
+from conformance.core.profile import DEPLOY_KEYS
+from conformance.drivers.base import DeclaresProfileKeys, DriverDeployerFactory
 
 PROVIDER_GROUP = "dra_conformance.cluster_providers"
 DEPLOYER_GROUP = "dra_conformance.driver_deployers"
@@ -118,6 +119,16 @@ class Registry:
     def driver_deployer(self, name: str) -> DriverDeployerFactory:
         """The factory of deploy mode ``name``. Raises ConfigError for an unknown name."""
         return self._lookup("driver deployer", name).load()
+
+    def deploy_modes(self) -> dict[str, frozenset[str]]:
+        """Registered deployers beyond the shipped modes -> the profile ``deploy`` keys each declares
+        (:class:`~conformance.drivers.base.DeclaresProfileKeys`; none declared: no keys). Loads them."""
+        out = {}
+        for name in self.names("driver deployer"):
+            if name not in DEPLOY_KEYS:
+                factory = self.driver_deployer(name)
+                out[name] = frozenset(factory.profile_keys) if isinstance(factory, DeclaresProfileKeys) else frozenset()
+        return out
 
 
 def _checked(factory: Any, kind: str, name: Any, source: str) -> Callable[[], Callable[[Any], Any]]:

@@ -40,7 +40,7 @@ class Session:
     def __init__(self, cfg: RunConfig, report_dir: Path, registry: Registry,
                  progress: Callable[[str], None] = lambda s: None) -> None:
         self.cfg, self.report_dir, self.registry, self.progress = cfg, Path(report_dir), registry, progress
-        self.profile: DriverProfile = profiles.load(cfg.driver)
+        self.profile: DriverProfile = profiles.load(cfg.driver, registry.deploy_modes())
         self.deploy_mode = cfg.driver_deploy or self.profile.deploy_mode
         self.cluster: ClusterHandle | None = None
         self.cluster_provider: ClusterProvider | None = None

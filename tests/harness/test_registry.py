@@ -59,6 +59,21 @@ def test_a_third_party_deployer_registers_without_touching_conformance():
     assert registry.source("driver deployer", "vendor-operator") == "vendor-plugin"
 
 
+def test_a_profile_may_name_a_registered_third_party_mode_with_its_declared_keys(tmp_path):
+    path = tmp_path / "vendor.yaml"
+    path.write_text(Path(profiles.resolve("reference")).read_text().replace("mode: bundled", "mode: vendor-operator"))
+    with pytest.raises(ConfigError, match="unknown deploy mode 'vendor-operator'"):
+        profiles.load(str(path), shipped().deploy_modes())
+    registry = shipped()
+    registry.add_hook_result("driver deployer", vendor_deployer.pytest_dra_driver_deployers(), "vendor-plugin")
+    assert registry.deploy_modes() == {"vendor-operator": frozenset({"devices"})}
+    assert profiles.load(str(path), registry.deploy_modes()).deploy_mode == "vendor-operator"
+    path.write_text(path.read_text().replace("mode: vendor-operator", "mode: vendor-operator\n  chart: x"))
+    with pytest.raises(ConfigError) as info:
+        profiles.load(str(path), registry.deploy_modes())
+    assert info.value.field == "deploy.chart" and "vendor-operator takes devices" in info.value.fix
+
+
 def test_a_name_registered_twice_names_both_sources():
     registry = shipped()
     with pytest.raises(ConfigError) as info:

@@ -22,15 +22,22 @@ VERSION = "vendor-operator 0.1"
 
 
 class VendorOperatorDeployer:
-    """``vendor-operator``: the reference driver's plugins as host processes, deployed "by the operator"."""
+    """``vendor-operator``: the reference driver's plugins as host processes, deployed "by the operator".
+
+    Chosen with ``--driver-deploy vendor-operator`` for a ``bundled`` profile, or by a profile's own
+    ``deploy: {mode: vendor-operator, devices: FILE}`` (``profile_keys``: the keys such a profile may give)."""
+
+    profile_keys = frozenset({"devices"})
 
     def __init__(self, ctx: DeployContext) -> None:
-        if ctx.profile.deploy_mode != "bundled":
+        if ctx.profile.deploy_mode not in ("bundled", NAME):
             raise ConfigError(f"{NAME} deploys the bundled reference driver, not profile {ctx.profile.name}",
                               source="--driver-deploy", fix="use --driver reference")
         self.ctx = ctx
         self.state_dir = ctx.state_root / NAME
-        self.inner = HostDeployer(ctx.cluster, ctx.profile, ctx.k8s, ctx.run_id, state_root=self.state_dir)
+        bundled = dataclasses.replace(ctx.profile, deploy_mode="bundled",
+                                      deploy={**ctx.profile.deploy, "mode": "bundled"})
+        self.inner = HostDeployer(ctx.cluster, bundled, ctx.k8s, ctx.run_id, state_root=self.state_dir)
 
     def _named(self, handle: DeployedDriver) -> DeployedDriver:
         return dataclasses.replace(handle, deploy_mode=NAME)

@@ -2,6 +2,10 @@
 know pytest (design.md §2, §9; pytest-xdist/pytest-django pattern).
 
 * options in one group (``--cluster``, ``--driver``, ``--profile``...) -> a frozen RunConfig;
+* the registry of cluster providers and driver deployers: every ``pytest_dra_cluster_providers`` /
+  ``pytest_dra_driver_deployers`` implementation (conformance/hookspecs.py; the shipped ones in
+  conformance/clusters/builtin.py and conformance/drivers/builtin.py) plus the ``dra_conformance.*`` entry
+  points (conformance/runner/registry.py);
 * session: :class:`conformance.runner.session.Session` brings up cluster, driver and capabilities once (the
   xdist controller, or the only process); workers attach through the state file in the report dir;
 * collection: deselect by ``--profile``; skip with evidence for missing ``requires(...)``; fail a test whose
@@ -19,13 +23,17 @@ from pathlib import Path
 
 import pytest
 
+from conformance import hookspecs
+from conformance.clusters import builtin as builtin_clusters
 from conformance.core import errors, markers, names, selection
 from conformance.core.config import from_options
+from conformance.drivers import builtin as builtin_drivers
 from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
 from conformance.k8s.tracker import Tracker
 from conformance.node.prepared import PreparedClaims
 from conformance.runner import evidence
+from conformance.runner.registry import Registry
 from conformance.runner.session import Session
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +63,27 @@ OPTIONS = (  # flag, dest, help, extra
     ("--run-id", "run_id", "run ID labelling every object (default: generated)", {}),
     ("--keep-cluster", "keep_cluster", "leave the local cluster running after the run", {"action": "store_true"}),
 )
+
+
+def pytest_addhooks(pluginmanager):
+    """Add the harness hookspecs (registry hooks, ``pytest_dra_report_dir``) and register the shipped cluster
+    providers and deploy modes as plugins, the way a vendor's plugin registers its own."""
+    pluginmanager.add_hookspecs(hookspecs)
+    for module in (builtin_clusters, builtin_drivers):
+        if not pluginmanager.is_registered(module):
+            pluginmanager.register(module, module.__name__)
+
+
+def build_registry(config) -> Registry:
+    """One Registry from every registry hook implementation (source: the plugin's name) and the entry
+    points. Raises ConfigError for a malformed or duplicate registration."""
+    registry = Registry()
+    for kind, hook in (("cluster provider", config.hook.pytest_dra_cluster_providers),
+                       ("driver deployer", config.hook.pytest_dra_driver_deployers)):
+        for impl in hook.get_hookimpls():
+            registry.add_hook_result(kind, impl.function(), source=impl.plugin_name)
+    registry.add_entry_points()
+    return registry
 
 
 def _taken(parser, flag: str) -> bool:
@@ -96,9 +125,7 @@ def pytest_configure(config):
     values["run_id"] = (worker or {}).get("dra_run_id") or values["run_id"] or names.new_run_id()
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
-    reporting = config.pluginmanager.get_plugin("dra_conformance_reporting")  # sibling layer: no import
-    if reporting is not None:  # allure/junit read their paths in their own, later pytest_configure
-        reporting.activate(config)
+    config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
     values["allow_disruptive"] = bool(values["allow_disruptive"])
     values["keep_cluster"] = bool(values["keep_cluster"])
     try:
@@ -109,17 +136,20 @@ def pytest_configure(config):
     try:
         cfg = from_options(values, known_versions=known)
         from conformance.drivers import profiles  # noqa: PLC0415
-        profiles.load(cfg.driver)
+        registry = build_registry(config)
+        profile = profiles.load(cfg.driver, registry.deploy_modes())
+        registry.check("cluster provider", cfg.cluster)
+        registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
     except errors.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.pluginmanager.register(Harness(config, cfg), PLUGIN_NAME)
+    config.pluginmanager.register(Harness(config, cfg, registry), PLUGIN_NAME)
 
 
 class Harness:
     """Per-run hooks and state (``session`` is the live :class:`Session`)."""
 
-    def __init__(self, config, cfg) -> None:
-        self.config, self.cfg = config, cfg
+    def __init__(self, config, cfg, registry: Registry) -> None:
+        self.config, self.cfg, self.registry = config, cfg, registry
         self.report_dir = Path(cfg.report_dir)
         self.session: Session | None = None
         self.is_worker = hasattr(config, "workerinput")
@@ -140,10 +170,10 @@ class Harness:
             return
         try:
             if self.is_worker:
-                self.session = Session.attach(self.report_dir)
+                self.session = Session.attach(self.report_dir, self.registry)
             else:
                 self.owner = True
-                self.session = Session(self.cfg, self.report_dir, self._say)
+                self.session = Session(self.cfg, self.report_dir, self.registry, self._say)
                 self.session.setup()
         except errors.ConfigError as exc:
             self.session = None
@@ -305,7 +335,7 @@ def builder(request, namespace, run_config, driver, profile, cluster, capabiliti
     s = _session(request)
     served = s.facts.get("served_versions", {})
     rule_version = next((v for v in ("v1", "v1beta2", "v1alpha3") if "devicetaintrules" in served.get(v, [])), "v1")
-    image = profile.visibility.image or (getattr(cluster, "images", {}) or {}).get("busybox") or "busybox:1.36"
+    image = profile.visibility.image or cluster.images.get("busybox") or "busybox:1.36"
     return Builder(BuilderContext(namespace=namespace, run_id=run_config.run_id,
                                   test_id=names.test_id(request.node.nodeid), driver=driver.name,
                                   device_class=driver.device_class, image=image,

@@ -1,2 +1,3 @@
-"""Cluster providers: one Protocol in :mod:`conformance.clusters.base` and one package per implementation
-(``local``: a real Kubernetes cluster run as host processes)."""
+"""Cluster providers: one module or package per implementation (``local``: a real Kubernetes cluster run as
+host processes; ``existing``; ``kind``), registered by name in :mod:`conformance.clusters.builtin`. The
+Protocols they implement live in :mod:`conformance.core.handles`."""

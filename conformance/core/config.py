@@ -13,9 +13,7 @@ from typing import Any, Mapping
 from .errors import ConfigError
 from .markers import PROFILE_ORDER
 
-CLUSTERS = ("local", "kind", "existing")
 FEATURE_GATE_MODES = ("defaults", "all")
-DEPLOY_MODES = ("bundled", "host", "helm", "manifests", "preinstalled")
 NODE_ACCESS_MODES = ("auto", "none", "privileged-pod")
 
 
@@ -23,6 +21,15 @@ def choice(option: str, value: Any, allowed: tuple[str, ...]) -> str:
     """``value`` if it is one of ``allowed``; ConfigError naming ``option`` otherwise."""
     if value not in allowed:
         raise ConfigError(f"{value!r} is not accepted", source=option, fix=f"use one of {', '.join(allowed)}")
+    return value
+
+
+def registry_name(option: str, value: Any) -> str:
+    """``value`` if it has the shape of a registry name (``local``, ``vendor-operator``); whether such a cluster
+    provider or driver deployer is registered is checked by conformance.runner.registry."""
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", value):
+        raise ConfigError(f"{value!r} is not a provider or deployer name", source=option,
+                          fix="lower-case letters, digits, '.', '_' and '-', e.g. local or helm")
     return value
 
 
@@ -65,9 +72,9 @@ def node_count(option: str, value: Any) -> int:
 class RunConfig:
     """One run's configuration.
 
-    cluster: local|kind|existing; kubeconfig/context: for ``existing`` (and kind); k8s_version: ``1.NN`` or
+    cluster: a registered cluster provider (local|kind|existing shipped); kubeconfig/context: for ``existing`` (and kind); k8s_version: ``1.NN`` or
     None (default of versions.toml); feature_gates: defaults|all; driver: profile name or path;
-    driver_deploy: override of the profile's deploy mode (None = the profile's); profile: core|standard|full|
+    driver_deploy: a registered deployer overriding the profile's deploy mode (None = the profile's); profile: core|standard|full|
     disruptive; allow_disruptive: required for ``disruptive``; image_repo: registry prefix for driver images;
     report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every wait; nodes: node
     count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the explicit opt-in for
@@ -92,18 +99,15 @@ class RunConfig:
     keep_cluster: bool = False
 
     def __post_init__(self) -> None:
-        choice("--cluster", self.cluster, CLUSTERS)
+        registry_name("--cluster", self.cluster)
         choice("--feature-gates", self.feature_gates, FEATURE_GATE_MODES)
         choice("--profile", self.profile, PROFILE_ORDER)
         choice("--node-access", self.node_access, NODE_ACCESS_MODES)
         if self.driver_deploy is not None:
-            choice("--driver-deploy", self.driver_deploy, DEPLOY_MODES)
+            registry_name("--driver-deploy", self.driver_deploy)
         if self.profile == "disruptive" and not self.allow_disruptive:
             raise ConfigError("the disruptive profile restarts kubelets and driver plugins", source="--profile",
                               fix="add --allow-disruptive to confirm, or pick core, standard or full")
-        if self.cluster == "existing" and self.driver_deploy == "bundled":
-            raise ConfigError("the bundled reference driver runs in host mode on local clusters only",
-                              source="--driver-deploy", fix="use helm, manifests or preinstalled")
         if not self.driver:
             raise ConfigError("no driver given", source="--driver", fix="e.g. --driver reference")
         positive_float("--timeout-scale", self.timeout_scale)

@@ -132,8 +132,27 @@ def _mapping(raw: Mapping, key: str, src: str) -> Mapping:
     return value
 
 
-def parse(raw: Any, source: str = "<profile>") -> DriverProfile:
-    """Validate a profile dict; return a :class:`DriverProfile`. Raises ConfigError (file, field, fix)."""
+def _check_deploy_keys(deploy: Mapping, mode: str, src: str, modes: Mapping[str, frozenset[str] | set[str]]) -> None:
+    """Every ``deploy`` key must belong to ``mode``: a key of another mode (``chart`` under ``mode: bundled``)
+    would be silently ignored by the deployer, so it is an error naming the mode it belongs to."""
+    extra = sorted(set(deploy) - set(modes[mode]) - {"mode"})
+    if not extra:
+        return
+    takes = f"deploy mode {mode} takes {', '.join(sorted(modes[mode])) or 'no other keys'}"
+    owners = [m for m, keys in modes.items() if extra[0] in keys]
+    if owners:
+        raise ConfigError(f"{extra[0]!r} is a key of deploy mode {' / '.join(owners)}, but deploy.mode is {mode}",
+                          source=src, field=f"deploy.{extra[0]}",
+                          fix=f"remove {', '.join(extra)} ({takes}) or set deploy.mode: {owners[0]}")
+    raise ConfigError(f"unknown field(s) {extra}", source=src, field=f"deploy.{extra[0]}", fix=takes)
+
+
+def parse(raw: Any, source: str = "<profile>",
+          extra_modes: Mapping[str, frozenset[str]] | None = None) -> DriverProfile:
+    """Validate a profile dict; return a :class:`DriverProfile`. Raises ConfigError (file, field, fix).
+
+    ``extra_modes``: deploy modes of registered third-party deployers -> the ``deploy`` keys each takes
+    (conformance.runner.registry.Registry.deploy_modes), accepted besides the shipped :data:`DEPLOY_KEYS`."""
     src = source
     if not isinstance(raw, Mapping):
         raise ConfigError("a driver profile must be a YAML mapping", source=src, fix="see fixtures/drivers/reference.yaml")
@@ -191,13 +210,11 @@ def parse(raw: Any, source: str = "<profile>") -> DriverProfile:
         flags[key] = value
     deploy = _mapping(raw, "deploy", src)
     mode = deploy.get("mode", "preinstalled")
-    if mode not in DEPLOY_KEYS:
+    modes = {**(extra_modes or {}), **DEPLOY_KEYS}
+    if mode not in modes:
         raise ConfigError(f"unknown deploy mode {mode!r}", source=src, field="deploy.mode",
-                          fix=f"use one of {', '.join(DEPLOY_KEYS)}")
-    extra = sorted(set(deploy) - DEPLOY_KEYS[mode] - {"mode"} - {k for m in DEPLOY_KEYS.values() for k in m})
-    if extra:
-        raise ConfigError(f"unknown field(s) {extra}", source=src, field=f"deploy.{extra[0]}",
-                          fix=f"deploy mode {mode} takes {', '.join(sorted(DEPLOY_KEYS[mode])) or 'nothing'}")
+                          fix=f"use one of {', '.join(modes)}, or load the plugin that registers {mode!r} (-p MODULE)")
+    _check_deploy_keys(deploy, mode, src, modes)
     if mode == "helm" and not deploy.get("chart"):
         raise ConfigError("helm deploy needs a chart", source=src, field="deploy.chart",
                           fix="chart: oci://registry/charts/name or a chart directory")

@@ -1,1 +1,2 @@
-"""Driver deployers: one Protocol in base.py, one module per deploy mode (design.md §2)."""
+"""Driver deployers: the contract in base.py, one module per deploy mode, registered by name in
+:mod:`conformance.drivers.builtin` (design.md §2)."""

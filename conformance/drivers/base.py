@@ -1,65 +1,84 @@
-"""The driver-deployer contract (design.md §1): ``deploy(cluster, profile) -> DriverHandle``, ``teardown()``.
+"""The driver-deployer contract (design.md §1): a registered factory ``(DeployContext) -> DriverDeployer``;
+``deploy() -> DriverHandle``, ``attach(state) -> DriverHandle`` (xdist workers), idempotent ``teardown()``.
 
-Deployers receive the cluster as the structural :class:`ClusterLike` Protocol (drivers never import
-conformance.clusters). Pattern: kubernetes-sigs/e2e-framework ``env.Setup`` steps; csi-sanity driver config.
+Deployers receive the cluster as the :class:`~conformance.core.handles.ClusterHandle` Protocol (drivers never
+import conformance.clusters). Third parties register their own deployers (``conformance.runner.registry``).
+Pattern: kubernetes-sigs/e2e-framework ``env.Setup`` steps; csi-sanity driver config.
 """
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
+from conformance.core.handles import ClusterHandle, HostProcess
 from conformance.core.profile import DriverProfile
+from conformance.k8s.client import K8s
+
+
+@dataclasses.dataclass(frozen=True)
+class DeployContext:
+    """What a deployer factory receives.
+
+    mode: the registry name it was chosen by (``--driver-deploy`` or the profile's ``deploy.mode``);
+    cluster: the cluster handle; profile: the validated driver profile; k8s: a client without the write guard
+    (drivers create cluster-scoped objects the run does not label); run_id; state_root: a directory of its own
+    under the report dir; image_repo: ``--image-repo`` or None.
+    """
+
+    mode: str
+    cluster: ClusterHandle
+    profile: DriverProfile
+    k8s: K8s
+    run_id: str
+    state_root: Path
+    image_repo: str | None = None
 
 
 @runtime_checkable
-class NodeLike(Protocol):
-    """A kubelet node seen from the host: name and the kubelet/CDI host paths."""
+class DriverDeployer(Protocol):
+    """Deploys one driver. ``deploy()`` raises ConfigError/DriverNotReady after removing what it started;
+    ``attach(state)`` -> the handle in another process of the same run (state: ``{"version": ...}`` as
+    written by the session); ``teardown()`` is idempotent and removes everything ``deploy`` created."""
 
-    name: str
-    plugin_registry_dir: Path
-    plugins_dir: Path
-    cdi_dir: Path
+    def deploy(self) -> "DeployedDriver": ...
+
+    def attach(self, state: Mapping[str, Any]) -> "DeployedDriver": ...
+
+    def teardown(self) -> None: ...
 
 
-@runtime_checkable
-class ClusterLike(Protocol):
-    """What a deployer needs from a cluster handle: admin kubeconfig, version, nodes. Local clusters also
-    offer ``start_host_process(node, name, argv, env=None)`` for host-mode plugins."""
-
-    kubeconfig: Path
-    k8s_version: str
-    nodes: list
+DriverDeployerFactory = Callable[[DeployContext], DriverDeployer]
 
 
 @runtime_checkable
-class ProcessLike(Protocol):
-    """A host process (local cluster ``HostProcess``)."""
+class DeclaresProfileKeys(Protocol):
+    """A third-party deployer factory (usually the class) that names the ``deploy`` keys a profile may give
+    for its mode (``profile_keys = frozenset({"operator_namespace"})``); a profile with ``deploy.mode`` set to
+    that deployer's name is then accepted. Without it, such a profile may give no key besides ``mode``."""
 
-    pid: int
-    log_path: Path
-
-    def is_running(self) -> bool: ...
-
-    def stop(self, timeout: float = 10.0) -> None: ...
-
-    def restart(self) -> Any: ...
+    profile_keys: frozenset[str]
 
 
 @dataclasses.dataclass
-class DriverHandle:
-    """A deployed driver: ``name`` (spec.driver), ``device_classes``, ``profile``, ``deploy_mode``,
-    ``version`` (best known), ``processes`` (node -> host process, host/bundled modes), ``log_source``
-    (callable returning {source: text}), ``restart`` (node name -> None, when the deployer can restart it)."""
+class DeployedDriver:
+    """A deployed driver (implements :class:`conformance.core.handles.DriverHandle`): ``name``
+    (spec.driver), ``device_classes``, ``profile``, ``deploy_mode``, ``version`` (best known), ``processes``
+    (node -> host process, host modes), ``log_source`` (callable returning {source: text})."""
 
     name: str
     device_classes: tuple[str, ...]
     profile: DriverProfile
     deploy_mode: str
     version: str = ""
-    processes: dict[str, ProcessLike] = dataclasses.field(default_factory=dict)
+    processes: dict[str, HostProcess] = dataclasses.field(default_factory=dict)
     log_source: Callable[[], dict[str, str]] | None = None
-    restart: Callable[[str], None] | None = None
+
+    @classmethod
+    def of(cls, profile: DriverProfile, mode: str, **fields: Any) -> "DeployedDriver":
+        """The handle of ``profile``'s driver deployed by ``mode``."""
+        return cls(name=profile.driver, device_classes=profile.device_classes, profile=profile, deploy_mode=mode,
+                   **fields)
 
     @property
     def device_class(self) -> str:
@@ -80,9 +99,13 @@ class DriverHandle:
         return out
 
 
-class DriverDeployer(Protocol):
-    """Deploys one driver; ``teardown()`` is idempotent and removes everything ``deploy`` created."""
+@dataclasses.dataclass
+class HostProcessDriver(DeployedDriver):
+    """A driver whose kubelet plugins are host processes the harness controls: it can restart them
+    (:class:`conformance.core.handles.RestartsPlugin`)."""
 
-    def deploy(self) -> DriverHandle: ...
-
-    def teardown(self) -> None: ...
+    def restart_plugin(self, node: str) -> None:
+        """Restart the plugin process on ``node``; KeyError naming the nodes when it runs none there."""
+        if node not in self.processes:
+            raise KeyError(f"driver {self.name} runs no host process on node {node!r} ({sorted(self.processes)})")
+        self.processes[node].restart()

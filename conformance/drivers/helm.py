@@ -5,22 +5,24 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any, Mapping
 
 import yaml
 
 from conformance.core import errors, timeouts
+from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache
 
-from .base import ClusterLike, DriverHandle
+from .base import DeployContext, DeployedDriver
 from .readiness import await_slices, check_device_classes
 
 
 class HelmDeployer:
     """Installs a chart (``deploy.chart``, ``release``, ``namespace``, ``values``, ``version``)."""
 
-    def __init__(self, cluster: ClusterLike, profile: DriverProfile, k8s: K8s, *, image_repo: str | None = None,
+    def __init__(self, cluster: ClusterHandle, profile: DriverProfile, k8s: K8s, *, image_repo: str | None = None,
                  ready_timeout: float = timeouts.SLICES_PUBLISHED * 5) -> None:
         self.cluster, self.profile, self.k8s = cluster, profile, k8s
         self.image_repo, self.ready_timeout = image_repo, ready_timeout
@@ -28,6 +30,14 @@ class HelmDeployer:
         self.release = d.get("release") or profile.name
         self.namespace = d.get("namespace") or profile.name
         self.installed = False
+
+    @classmethod
+    def from_context(cls, ctx: DeployContext) -> "HelmDeployer":
+        """The registry factory of ``helm``; ConfigError when the profile names no chart."""
+        if ctx.profile.deploy_mode != "helm":
+            raise errors.ConfigError(f"profile {ctx.profile.name} has no helm chart", source="--driver-deploy",
+                                     fix="add deploy.chart to the profile or use another mode")
+        return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo)
 
     def _helm(self, *args: str, timeout: float = 600) -> str:
         try:
@@ -41,7 +51,7 @@ class HelmDeployer:
                                         (proc.stderr or proc.stdout).strip()[-2000:])
         return proc.stdout
 
-    def deploy(self) -> DriverHandle:
+    def deploy(self) -> DeployedDriver:
         """Install the chart, then require the DeviceClasses and slices. Raises DriverNotReady."""
         d = self.profile.deploy
         values = dict(d.get("values") or {})
@@ -66,9 +76,12 @@ class HelmDeployer:
             raise
         finally:
             Path(values_file).unlink(missing_ok=True)
-        return DriverHandle(name=self.profile.driver, device_classes=self.profile.device_classes,
-                            profile=self.profile, deploy_mode="helm", version=str(d.get("version") or ""),
-                            log_source=self.pod_logs)
+        return self.attach({"version": str(d.get("version") or "")})
+
+    def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
+        """The handle (also in xdist workers): logs come from the release's pods."""
+        return DeployedDriver.of(self.profile, "helm", version=str(state.get("version", "")),
+                                 log_source=self.pod_logs)
 
     def pod_logs(self) -> dict[str, str]:
         """Logs of every container of the release's namespace (best effort)."""

@@ -12,36 +12,49 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, Mapping
 
 import yaml
 
 from conformance.core import errors, timeouts
+from conformance.core.handles import ClusterHandle, RunsHostProcesses
 from conformance.core.profile import DriverProfile
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache
 
-from .base import ClusterLike, DriverHandle
+from .base import DeployContext, HostProcessDriver
 from .readiness import await_slices, check_device_classes, delete_device_classes, ensure_device_classes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _require_host_processes(cluster: ClusterLike, profile: DriverProfile) -> None:
-    if not hasattr(cluster, "start_host_process"):
+def _require_host_processes(cluster: ClusterHandle, profile: DriverProfile) -> RunsHostProcesses:
+    if not isinstance(cluster, RunsHostProcesses):
         raise errors.ConfigError(f"deploy mode {profile.deploy_mode} runs the kubelet plugin as a host process, "
                                  "which only the local cluster supports", source="--driver-deploy",
                                  fix="use --cluster local, or --driver-deploy helm|manifests|preinstalled")
+    return cluster
 
 
 class HostDeployer:
     """Starts the plugin on every node of a local cluster and waits for its slices."""
 
-    def __init__(self, cluster: ClusterLike, profile: DriverProfile, k8s: K8s, run_id: str, *,
+    def __init__(self, cluster: ClusterHandle, profile: DriverProfile, k8s: K8s, run_id: str, *,
                  state_root: Path, ready_timeout: float = timeouts.SLICES_PUBLISHED) -> None:
         self.cluster, self.profile, self.k8s, self.run_id = cluster, profile, k8s, run_id
         self.state_root, self.ready_timeout = Path(state_root), ready_timeout
         self.processes: dict = {}
         self.created_classes: list[str] = []
+
+    @classmethod
+    def from_context(cls, ctx: DeployContext) -> "HostDeployer":
+        """The registry factory of ``bundled`` and ``host``: the mode must be the profile's own (its
+        ``deploy`` keys say how to start the plugin). Raises ConfigError otherwise."""
+        if ctx.mode != ctx.profile.deploy_mode:
+            raise errors.ConfigError(f"profile {ctx.profile.name} has no {ctx.mode} deploy settings",
+                                     source="--driver-deploy",
+                                     fix=f"use --driver-deploy {ctx.profile.deploy_mode} or preinstalled")
+        return cls(ctx.cluster, ctx.profile, ctx.k8s, ctx.run_id, state_root=ctx.state_root)
 
     def _argv(self, node) -> tuple[list[str], dict[str, str]]:
         values = {"node_name": node.name, "kubeconfig": str(self.cluster.kubeconfig), "cdi_dir": str(node.cdi_dir),
@@ -71,20 +84,20 @@ class HostDeployer:
                                      fix="use " + ", ".join("{%s}" % k for k in values)) from None
         return [str(path)] + args, env
 
-    def deploy(self) -> DriverHandle:
+    def deploy(self) -> HostProcessDriver:
         """Start one plugin per node, create missing DeviceClasses, wait for slices on every node.
 
         Raises ConfigError (not a local cluster, binary missing), DriverNotReady (no slices, no class).
         On failure everything started is stopped again.
         """
-        _require_host_processes(self.cluster, self.profile)
+        cluster = _require_host_processes(self.cluster, self.profile)
         try:
             for node in self.cluster.nodes:
                 argv, env = self._argv(node)
                 (self.state_root / node.name).mkdir(parents=True, exist_ok=True)
                 # the per-driver socket dir: some plugins (upstream dra-test-driver) only create its parent
                 (Path(node.plugins_dir) / self.profile.driver).mkdir(parents=True, exist_ok=True)
-                self.processes[node.name] = self.cluster.start_host_process(
+                self.processes[node.name] = cluster.start_host_process(
                     node.name, f"driver-{self.profile.name}", argv, env=env)
             self.created_classes = self._device_classes()
             check_device_classes(self.k8s, self.profile)
@@ -131,14 +144,17 @@ class HostDeployer:
             return f"{tool.module}@{tool.version}" if tool else ""
         return f"k8s.io/kubernetes@{self.cluster.k8s_version}" if binary.get("k8s") else ""
 
-    def _handle(self) -> DriverHandle:
-        return DriverHandle(name=self.profile.driver, device_classes=self.profile.device_classes,
-                            profile=self.profile, deploy_mode=self.profile.deploy_mode,
-                            version=self._version(), processes=dict(self.processes), restart=self.restart)
+    def _handle(self, version: str | None = None) -> HostProcessDriver:
+        return HostProcessDriver.of(self.profile, self.profile.deploy_mode, processes=dict(self.processes),
+                                    version=self._version() if version is None else version)
 
-    def restart(self, node: str) -> None:
-        """Restart the plugin process on ``node`` (disruptive tests)."""
-        self.processes[node].restart()
+    def attach(self, state: Mapping[str, Any]) -> HostProcessDriver:
+        """The handle in an xdist worker: the plugin processes recorded by the cluster (named
+        ``driver-<profile>``); this deployer does not own them (its teardown stops nothing)."""
+        cluster = _require_host_processes(self.cluster, self.profile)
+        procs = {p.node: p for p in cluster.host_processes() if p.name == f"driver-{self.profile.name}"}
+        return HostProcessDriver.of(self.profile, self.profile.deploy_mode, processes=procs,
+                                    version=str(state.get("version", "")))
 
     def teardown(self) -> None:
         """Stop every plugin process and delete the DeviceClasses we created; then the driver's slices are

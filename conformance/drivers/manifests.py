@@ -4,25 +4,35 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any, Mapping
 
 from conformance.core import errors, timeouts
+from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache
 
-from .base import ClusterLike, DriverHandle
+from .base import DeployContext, DeployedDriver
 from .readiness import await_slices, check_device_classes
 
 
 class ManifestsDeployer:
     """Applies every manifest in ``deploy.dir`` (relative to the profile file)."""
 
-    def __init__(self, cluster: ClusterLike, profile: DriverProfile, k8s: K8s,
+    def __init__(self, cluster: ClusterHandle, profile: DriverProfile, k8s: K8s,
                  ready_timeout: float = timeouts.SLICES_PUBLISHED * 5) -> None:
         self.cluster, self.profile, self.k8s, self.ready_timeout = cluster, profile, k8s, ready_timeout
         base = Path(profile.source).parent if profile.source else Path.cwd()
         self.directory = (base / profile.deploy["dir"]).resolve()
         self.applied = False
+
+    @classmethod
+    def from_context(cls, ctx: DeployContext) -> "ManifestsDeployer":
+        """The registry factory of ``manifests``; ConfigError when the profile names no manifest directory."""
+        if "dir" not in ctx.profile.deploy:
+            raise errors.ConfigError(f"profile {ctx.profile.name} has no manifest directory",
+                                     source="--driver-deploy", fix="add deploy.dir to the profile or use another mode")
+        return cls(ctx.cluster, ctx.profile, ctx.k8s)
 
     def _kubectl(self, *args: str) -> None:
         try:
@@ -35,7 +45,7 @@ class ManifestsDeployer:
             raise errors.DriverNotReady(self.profile.driver, f"kubectl {args[0]} -f {self.directory}",
                                         proc.stderr.strip()[-2000:])
 
-    def deploy(self) -> DriverHandle:
+    def deploy(self) -> DeployedDriver:
         """Apply the manifests and require DeviceClasses and slices. Raises ConfigError, DriverNotReady."""
         if not self.directory.is_dir():
             raise errors.ConfigError(f"manifest directory {self.directory} does not exist",
@@ -48,8 +58,11 @@ class ManifestsDeployer:
         except BaseException:
             self.teardown()
             raise
-        return DriverHandle(name=self.profile.driver, device_classes=self.profile.device_classes,
-                            profile=self.profile, deploy_mode="manifests")
+        return self.attach({})
+
+    def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
+        """The handle (also in xdist workers)."""
+        return DeployedDriver.of(self.profile, "manifests", version=str(state.get("version", "")))
 
     def teardown(self) -> None:
         """``kubectl delete -f`` what was applied."""

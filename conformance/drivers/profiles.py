@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 import yaml
 
@@ -29,11 +30,12 @@ def resolve(driver: str) -> Path:
     return path
 
 
-def load(driver: str) -> schema.DriverProfile:
-    """Load and validate the profile for ``driver``. Raises ConfigError (file, field, fix)."""
+def load(driver: str, extra_modes: Mapping[str, frozenset[str]] | None = None) -> schema.DriverProfile:
+    """Load and validate the profile for ``driver``; ``extra_modes``: registered third-party deploy modes and
+    their ``deploy`` keys (see :func:`conformance.core.profile.parse`). Raises ConfigError (file, field, fix)."""
     path = resolve(driver)
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"is not valid YAML: {exc}", source=str(path), fix="fix the YAML syntax") from None
-    return schema.parse(raw, source=str(path))
+    return schema.parse(raw, source=str(path), extra_modes=extra_modes)

@@ -3,21 +3,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conformance.core.handles import ClusterHandle, RestartsKubelet
+
 from . import crilog, registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
 
 class LocalNodeAccess:
-    """Reads CDI specs and sockets from the local nodes' host paths (LocalNode fields)."""
+    """Reads CDI specs and sockets from the local nodes' host paths (HostNode fields); restarts kubelets when
+    the cluster handle can (RestartsKubelet)."""
 
     mode = "local"
 
-    def __init__(self, cluster) -> None:
+    def __init__(self, cluster: ClusterHandle) -> None:
         self.cluster = cluster
         self._nodes = {n.name: n for n in cluster.nodes}
 
-    def _node(self, name: str):
+    def _node(self, name: str):  # a LocalNode: HostNode fields plus kubeconfig (its dir holds pod-logs)
         if name not in self._nodes:
             raise NodeAccessUnavailable(f"node {name!r} is not a local node ({sorted(self._nodes)})")
         return self._nodes[name]
@@ -59,9 +62,12 @@ class LocalNodeAccess:
         return crilog.output(files[-1].read_text(errors="replace"))
 
     def restart_kubelet(self, node: str) -> None:
-        """Restart the node's kubelet through the local cluster handle."""
+        """Restart the node's kubelet through the local cluster handle; NodeAccessUnavailable when it cannot."""
+        if not isinstance(self.cluster, RestartsKubelet):
+            raise NodeAccessUnavailable(self.can_restart_kubelet()[1])
         self.cluster.restart_kubelet(self._node(node).name)
 
     def can_restart_kubelet(self) -> tuple[bool, str]:
-        ok = hasattr(self.cluster, "restart_kubelet")
+        """``(able, evidence)``: whether the cluster handle restarts kubelets."""
+        ok = isinstance(self.cluster, RestartsKubelet)
         return ok, "local cluster handle restarts kubelets" if ok else "cluster handle has no restart_kubelet"

@@ -56,6 +56,12 @@ def report_dir_of(config) -> pathlib.Path | None:
 ACTIVE_NAME = "dra_conformance_reporting_active"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_dra_report_dir(config):
+    """The harness chose the report directory (conformance/hookspecs.py): turn reporting on."""
+    activate(config)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """Activate reporting when ``--report-dir`` was given (before allure-pytest and junitxml configure)."""
@@ -65,9 +71,9 @@ def pytest_configure(config):
 def activate(config) -> bool:
     """Turn reporting on for ``config`` if it has a report directory; idempotent; returns whether active.
 
-    Call it from a ``tryfirst`` ``pytest_configure`` that sets ``config.option.report_dir`` itself (the
-    harness does when it derives the default ``reports/<run-id>``): allure-pytest and junitxml read their
-    output paths in their own (later) ``pytest_configure``.
+    The harness calls the ``pytest_dra_report_dir`` hook from its ``tryfirst`` ``pytest_configure`` after it
+    sets ``config.option.report_dir`` (the default ``reports/<run-id>``): allure-pytest and junitxml read
+    their output paths in their own (later) ``pytest_configure``.
     """
     if config.pluginmanager.has_plugin(ACTIVE_NAME):
         return True

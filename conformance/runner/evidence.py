@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
 import yaml
 
+from conformance.core.handles import ClusterHandle, DriverHandle, HasComponentLogs, NodeAccess
+from conformance.k8s.client import K8s
+from conformance.k8s.tracker import Tracker
 from conformance.k8s.waits.core import event_line
 
 Piece = tuple[str, str, str]
@@ -26,8 +27,9 @@ def _tail(path: Path, lines: int = LOG_TAIL, grep: str = "") -> str:
     return "\n".join(text[-lines:])
 
 
-def collect(*, k8s: Any = None, tracker: Any = None, namespace: str | None = None, driver: Any = None,
-            cluster: Any = None, node_access: Any = None) -> list[Piece]:
+def collect(*, k8s: K8s | None = None, tracker: Tracker | None = None, namespace: str | None = None,
+            driver: DriverHandle | None = None, cluster: ClusterHandle | None = None,
+            node_access: NodeAccess | None = None) -> list[Piece]:
     """All evidence pieces available from the given handles."""
     pieces: list[Piece] = []
 
@@ -54,8 +56,9 @@ def collect(*, k8s: Any = None, tracker: Any = None, namespace: str | None = Non
             guard("slices", lambda: [("resourceslices.yaml", yaml.safe_dump_all(
                 [_strip(o.raw) for o in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver.name}")],
                 sort_keys=False), "text/yaml")])
-    log_dir = getattr(cluster, "log_dir", None)
-    if log_dir:
+    if isinstance(cluster, HasComponentLogs):
+        log_dir = cluster.log_dir
+
         def component_logs() -> list[Piece]:
             out = []
             for path in sorted(Path(log_dir).glob("*.log")):
@@ -63,8 +66,8 @@ def collect(*, k8s: Any = None, tracker: Any = None, namespace: str | None = Non
                     out.append((f"log-{path.stem}.txt", _tail(path, grep=namespace or ""), "text/plain"))
             return out
         guard("component-logs", component_logs)
-    if node_access is not None:
-        for node in [n.name for n in getattr(cluster, "nodes", [])]:
+    if node_access is not None and cluster is not None:
+        for node in [n.name for n in cluster.nodes]:
             guard(f"cdi-{node}", lambda node=node: [(f"cdi-{node}.txt", "\n\n".join(
                 f"# {name}\n{text}" for name, text in node_access.cdi_specs(node).items()) or "(no CDI specs)",
                 "text/plain")])

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core import capabilities as caps_mod
+from conformance.core.handles import ClusterHandle, DriverHandle, NodeAccess, RestartsKubelet, RestartsPlugin
 from conformance.core.profile import DriverProfile
 from conformance.k8s import discovery
 from conformance.k8s.client import K8s
 
 
-def collect(k8s: K8s, profile: DriverProfile, *, cluster: Any = None, node_access: Any = None,
-            restart_plugin: bool = False) -> dict:
-    """The raw facts dict :func:`conformance.core.capabilities.evaluate` reads (plus node facts)."""
+def collect(k8s: K8s, profile: DriverProfile, *, cluster: ClusterHandle | None = None,
+            node_access: NodeAccess | None = None, driver: DriverHandle | None = None) -> dict:
+    """The raw facts dict :func:`conformance.core.capabilities.evaluate` reads (plus node facts). Kubelet and
+    plugin restarts are the optional abilities RestartsKubelet (node access) and RestartsPlugin (driver)."""
     nodes = [discovery.node_facts(n) for n in discovery.nodes(k8s)]
     kubelet_gates = {n["name"]: discovery.kubelet_feature_gates(k8s, n["name"]) for n in nodes[:8]}
     slices = discovery.driver_slices(k8s, profile.driver)
@@ -29,18 +31,20 @@ def collect(k8s: K8s, profile: DriverProfile, *, cluster: Any = None, node_acces
         "served_versions": discovery.served_versions(k8s),
         "feature_gates": discovery.apiserver_feature_gates(k8s),
         "kubelet_gates": {k: v for k, v in kubelet_gates.items() if v},
-        "configured_gates": dict(getattr(cluster, "feature_gates", {}) or {}),
+        "configured_gates": dict(cluster.feature_gates) if cluster is not None else {},
         "nodes": nodes,
         "devices": discovery.devices_of(slices),
     }
     if node_access is not None:
         facts["node_access"] = node_access.probe()
-        facts["kubelet_restart"] = node_access.can_restart_kubelet()
+        facts["kubelet_restart"] = (node_access.can_restart_kubelet() if isinstance(node_access, RestartsKubelet)
+                                    else (False, f"node access {node_access.mode} cannot restart kubelets"))
     else:
         facts["node_access"] = (False, "no node access for this cluster kind (use --cluster local, or "
                                        "--node-access privileged-pod on an existing cluster)")
         facts["kubelet_restart"] = (False, "no node access")
-    facts["plugin_restart"] = ((True, "driver runs as host processes the harness controls") if restart_plugin
+    facts["plugin_restart"] = ((True, "driver runs as host processes the harness controls")
+                               if isinstance(driver, RestartsPlugin)
                                else (False, "the driver was not deployed by the harness in host mode"))
     return facts
 

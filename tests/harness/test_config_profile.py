@@ -42,6 +42,18 @@ def test_invalid_profile_field_names_file_field_and_fix(patch, field):
     assert info.value.field == field and info.value.source == "p.yaml" and info.value.fix
 
 
+@pytest.mark.parametrize("deploy, key, mode", [
+    ({"mode": "bundled", "chart": "oci://x"}, "chart", "helm"),
+    ({"mode": "helm", "chart": "c", "binary": {"k8s": "x"}}, "binary", "host"),
+    ({"mode": "preinstalled", "dir": "manifests/"}, "dir", "manifests"),
+])
+def test_deploy_key_of_another_mode_names_file_field_and_mode(deploy, key, mode):
+    with pytest.raises(ConfigError) as info:
+        profile.parse({**GOOD, "deploy": deploy}, source="p.yaml")
+    assert info.value.source == "p.yaml" and info.value.field == f"deploy.{key}"
+    assert mode in str(info.value) and f"deploy.mode: {mode}" in info.value.fix
+
+
 def test_profile_file_with_bad_field_fails_through_loader(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump({**GOOD, "devices_per_node": "many"}))
@@ -59,11 +71,11 @@ def test_visibility_matches_and_reports_evidence():
 
 
 @pytest.mark.parametrize("values, option", [
-    ({"cluster": "minikube"}, "--cluster"), ({"profile": "gold"}, "--profile"),
+    ({"cluster": "Mini Kube"}, "--cluster"), ({"profile": "gold"}, "--profile"),
     ({"profile": "disruptive"}, "--profile"), ({"timeout_scale": "0"}, "--timeout-scale"),
     ({"timeout_scale": "fast"}, "--timeout-scale"), ({"nodes": "99"}, "--nodes"),
     ({"k8s_version": "1.99"}, "--k8s-version"), ({"feature_gates": "some"}, "--feature-gates"),
-    ({"driver_deploy": "scp"}, "--driver-deploy"),
+    ({"driver_deploy": "s/c/p"}, "--driver-deploy"),
 ])
 def test_bad_options_name_the_option(values, option):
     with pytest.raises(ConfigError) as info:

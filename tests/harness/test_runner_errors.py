@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.runner.session import docker_available
+from conformance.clusters.kind import docker_available
 
 CLI = [sys.executable, "-m", "conformance.cli"]
 UNREACHABLE = {"apiVersion": "v1", "kind": "Config", "current-context": "c",

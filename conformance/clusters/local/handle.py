@@ -1,4 +1,5 @@
-"""LocalNode and LocalClusterHandle: what ``LocalCluster.up()`` returns (satisfies base.ClusterHandle)."""
+"""LocalNode and LocalClusterHandle: what ``LocalCluster.up()`` returns (core.handles ClusterHandle, HostNode,
+RunsHostProcesses, RestartsKubelet, HasComponentLogs)."""
 from __future__ import annotations
 
 import calendar
@@ -95,6 +96,10 @@ class LocalClusterHandle:
     def host_processes(self) -> list[HostProcess]:
         """Every recorded process (components and those from start_host_process)."""
         return list(self._state.processes)
+
+    def can_restart_kubelet(self) -> tuple[bool, str]:
+        """``(True, evidence)``: the harness runs every kubelet of this cluster (RestartsKubelet)."""
+        return True, f"local cluster {self.name} runs its kubelets as host processes"
 
     def restart_kubelet(self, node: str, timeout: float = 60.0) -> None:
         """Stop the node's kubelet (SIGTERM), start it again, wait until the node is Ready with a fresh

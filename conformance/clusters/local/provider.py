@@ -1,0 +1,91 @@
+"""The ``local`` cluster provider of a conformance run: a fresh local cluster with a name and slot of its own
+(ports, subnets), so runs coexist with each other and with the project's e2e cluster.
+
+Slots: 0 is the e2e cluster, 1 its lifecycle tests, 2..9 conformance runs. kube-proxy owns host-wide iptables
+chains: ``up()`` decides under a host-wide lock whether this cluster runs it (``kube_proxy=None``).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from conformance.core import errors
+from conformance.core.handles import NodeAccess, ProviderContext
+from conformance.node.local import LocalNodeAccess
+
+from .cluster import LocalCluster
+from .config import LocalClusterConfig
+from .handle import LocalClusterHandle
+from .state import ClusterState, existing_clusters
+
+FIRST_SLOT = 2  # first slot for conformance runs (0: the e2e cluster, 1: its lifecycle tests)
+LAST_SLOT = 9
+
+
+def cluster_name(run_id: str) -> str:
+    """``c<last 4 hex of the run ID>``: unique per run and short, because kubelet plugin sockets live under
+    the cluster directory and unix socket paths are limited (gRPC refuses paths over 105 bytes)."""
+    return "c" + run_id.rsplit("-", 1)[-1][-4:]
+
+
+def free_slot() -> int:
+    """The lowest conformance slot no local cluster on this host uses. Raises ClusterUnavailable naming the
+    clusters and their slots when all are taken."""
+    others = existing_clusters()
+    used = set()
+    for other in others:
+        try:
+            used.add(ClusterState.load(other).slot)
+        except (OSError, ValueError, KeyError):
+            continue
+    free = [s for s in range(FIRST_SLOT, LAST_SLOT + 1) if s not in used]
+    if not free:
+        raise errors.ClusterUnavailable(f"no free local cluster slot: clusters {others} use slots "
+                                        f"{sorted(used)}; stop one with `dra-conformance cluster down`")
+    return free[0]
+
+
+class LocalProvider:
+    """Brings up a local cluster for one run (``--nodes``, ``--k8s-version``, ``--feature-gates``); logs go
+    to ``<report dir>/cluster-logs``. Node access reads the nodes' host paths."""
+
+    def __init__(self, ctx: ProviderContext) -> None:
+        self.ctx = ctx
+        self.cluster: LocalCluster | None = None
+        self.handle: LocalClusterHandle | None = None
+
+    def up(self) -> LocalClusterHandle:
+        """Allocate a slot, start the cluster. Raises ClusterUnavailable (after cleaning up) or ConfigError."""
+        cfg = self.ctx.cfg
+        self.cluster = LocalCluster(LocalClusterConfig(
+            name=cluster_name(cfg.run_id), nodes=cfg.nodes, kwok_nodes=0, k8s_version=cfg.k8s_version,
+            feature_gates=cfg.feature_gates, log_dir=self.ctx.report_dir / "cluster-logs", slot=free_slot(),
+            kube_proxy=None), self.ctx.progress)
+        self.ctx.progress(f"starting local cluster ({cfg.nodes} node(s), gates {cfg.feature_gates})")
+        self.handle = self.cluster.up()
+        return self.handle
+
+    def down(self) -> None:
+        """Stop the cluster this provider started (idempotent; nothing when attached in a worker)."""
+        if self.cluster is not None:
+            self.cluster.down()
+            self.cluster = None
+
+    def node_access(self, choice: str, owner: bool = True) -> NodeAccess | None:
+        """Host-path node access (every choice but ``none``)."""
+        if choice == "none" or self.handle is None:
+            return None
+        return LocalNodeAccess(self.handle)
+
+    def state(self) -> dict:
+        """``{"name": cluster name}`` for :meth:`attach`."""
+        assert self.handle is not None, "state() before up()"
+        return {"name": self.handle.name}
+
+    def attach(self, state: Mapping[str, Any]) -> LocalClusterHandle:
+        """The running cluster ``state["name"]`` (another process of the same run). Raises ClusterUnavailable
+        when it is not running."""
+        handle = LocalCluster.load(state["name"]).handle
+        if handle is None:
+            raise errors.ClusterUnavailable(f"local cluster {state['name']} is not running")
+        self.handle = handle
+        return handle

@@ -1,0 +1,233 @@
+"""The handle Protocols every layer codes against, declared once (design.md §1, §2). Pure: no I/O.
+
+* :class:`Node`, :class:`HostNode`: a kubelet node (a name; host paths when the harness runs the node);
+* :class:`ClusterHandle`: a running cluster (kubeconfig, version, nodes, gates, images);
+* :class:`NodeAccess`: what the harness can do on a node beyond the API (CDI specs, plugin registry,
+  PodResources, container log files);
+* :class:`DriverHandle`: a deployed driver (name, DeviceClasses, profile, deployer, logs);
+* :class:`ClusterProvider`: brings a cluster up and down, opens node access, re-opens its handle in a worker.
+
+Optional abilities are narrow ``runtime_checkable`` Protocols a handle may also implement, checked with
+``isinstance`` (never ``hasattr``): :class:`RunsHostProcesses` (start the kubelet plugin as a host process),
+:class:`RestartsKubelet`, :class:`RebootsNode`, :class:`ReadsNodeFiles`, :class:`RestartsPlugin`,
+:class:`HasComponentLogs`, :class:`Stoppable`. A test that needs one declares it as a capability and is skipped
+with evidence when the handle lacks it.
+
+Pattern: kubernetes-sigs/e2e-framework ``support.E2EClusterProvider`` (every interface in one small leaf
+package); csi-test ``pkg/sanity`` (capabilities decide which tests run).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+from .config import RunConfig
+from .profile import DriverProfile
+
+
+# -- nodes and clusters ------------------------------------------------------------------------------------
+@runtime_checkable
+class Node(Protocol):
+    """A kubelet node: its Kubernetes name."""
+
+    name: str
+
+
+@runtime_checkable
+class HostNode(Protocol):
+    """A node whose kubelet directories are paths on this host (local clusters): ``plugin_registry_dir``
+    (registration sockets), ``plugins_dir`` (``<driver>/dra.sock``), ``pod_resources_socket``, ``cdi_dir``
+    (the CDI spec directory its runtime reads)."""
+
+    name: str
+    kubelet_root_dir: Path
+    plugin_registry_dir: Path
+    plugins_dir: Path
+    pod_resources_socket: Path
+    cdi_dir: Path
+
+
+@runtime_checkable
+class ClusterHandle(Protocol):
+    """A running cluster.
+
+    kubeconfig: admin kubeconfig; k8s_version: exact tag (``v1.34.4``); nodes: the real kubelet nodes;
+    feature_gates: gate name -> value given to every component (empty when unknown); runtime_config: the
+    apiserver ``--runtime-config`` ("" when unknown); images: logical name (``busybox``, ``pause``) -> image
+    reference present on every node.
+    """
+
+    kubeconfig: Path
+    k8s_version: str
+    nodes: Sequence[Node]
+    feature_gates: Mapping[str, bool]
+    runtime_config: str
+    images: Mapping[str, str]
+
+
+@runtime_checkable
+class HostProcess(Protocol):
+    """A process the harness started on this host (``name`` for ``node``, output in ``log_path``)."""
+
+    name: str
+    node: str
+    pid: int
+    log_path: Path
+
+    def is_running(self) -> bool: ...
+
+    def stop(self, timeout: float = 10.0) -> None: ...
+
+    def restart(self) -> Any: ...
+
+
+# -- optional abilities of a cluster handle, node access or driver handle -------------------------------------
+@runtime_checkable
+class RunsHostProcesses(Protocol):
+    """A cluster whose nodes are this host: start a kubelet plugin as a host process, list those running."""
+
+    def start_host_process(self, node: str, name: str, argv: list[str], env: dict | None = None) -> HostProcess: ...
+
+    def host_processes(self) -> list[HostProcess]: ...
+
+
+@runtime_checkable
+class RestartsKubelet(Protocol):
+    """Restarts a node's kubelet and waits until the node is Ready again (disruptive tests).
+    ``can_restart_kubelet()`` -> ``(able, evidence)``."""
+
+    def restart_kubelet(self, node: str) -> None: ...
+
+    def can_restart_kubelet(self) -> tuple[bool, str]: ...
+
+
+@runtime_checkable
+class RebootsNode(Protocol):
+    """Reboots a node and waits until it is Ready again (disruptive tests)."""
+
+    def reboot_node(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class ReadsNodeFiles(Protocol):
+    """Reads a file of a node's filesystem (absolute path on the node) as bytes; raises OSError."""
+
+    def read_node_file(self, node: str, path: str) -> bytes: ...
+
+
+@runtime_checkable
+class RestartsPlugin(Protocol):
+    """A driver handle that restarts its kubelet plugin on one node (disruptive tests)."""
+
+    def restart_plugin(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class HasComponentLogs(Protocol):
+    """A cluster whose component logs (kubelet, scheduler...) are files in ``log_dir`` on this host."""
+
+    log_dir: Path
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """Something holding cluster resources (helper pods) until ``stop()``; idempotent."""
+
+    def stop(self) -> None: ...
+
+
+# -- node access ----------------------------------------------------------------------------------------
+@runtime_checkable
+class PodResources(Protocol):
+    """One kubelet's PodResources API v1 (KEP-3695): ``list()`` -> podResources dicts (protobuf JSON names),
+    ``get(pod, namespace)`` -> one pod's entry."""
+
+    def list(self) -> list[dict]: ...
+
+    def get(self, pod: str, namespace: str) -> dict: ...
+
+
+@runtime_checkable
+class NodeAccess(Protocol):
+    """Node-level access for one cluster. ``mode``: e.g. local | kind | privileged-pod.
+
+    ``probe()`` -> ``(available, evidence)`` (checked once per run); ``cdi_specs(node)`` -> ``{file name:
+    text}`` of the node's CDI spec directories; ``plugin_sockets(node)`` -> file names in the kubelet plugin
+    registry; ``plugin_info(node)`` -> the pluginregistration GetInfo answers of those sockets (``[{type, name,
+    endpoint, supported_versions, socket}]``); ``pod_resources(node)`` -> a PodResources client; ``container_log(...)`` -> a container's output
+    from the node's log files. Operations a mode cannot do raise ``conformance.node.base.NodeAccessUnavailable``.
+    Kubelet restarts are the optional :class:`RestartsKubelet` ability.
+    """
+
+    mode: str
+
+    def probe(self) -> tuple[bool, str]: ...
+
+    def cdi_specs(self, node: str) -> dict[str, str]: ...
+
+    def plugin_sockets(self, node: str) -> list[str]: ...
+
+    def plugin_info(self, node: str) -> list[dict]: ...
+
+    def pod_resources(self, node: str) -> PodResources: ...
+
+    def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str: ...
+
+
+# -- drivers ---------------------------------------------------------------------------------------------
+@runtime_checkable
+class DriverHandle(Protocol):
+    """A deployed driver: ``name`` (ResourceSlice spec.driver), ``device_classes`` (first = the one tests
+    use, also ``device_class``), ``profile``, ``deploy_mode`` (the deployer's registry name), ``version``
+    (best known, "" when unknown), ``processes`` (node -> host process; empty unless the plugin runs on this
+    host), ``logs(tail_bytes)`` -> ``{source: text}``. Restarting the plugin is :class:`RestartsPlugin`."""
+
+    name: str
+    device_classes: tuple[str, ...]
+    profile: DriverProfile
+    deploy_mode: str
+    version: str
+    processes: Mapping[str, HostProcess]
+
+    @property
+    def device_class(self) -> str: ...
+
+    def logs(self, tail_bytes: int = 20000) -> dict[str, str]: ...
+
+
+# -- cluster providers ----------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ProviderContext:
+    """What a cluster provider factory receives: the run's config, its report directory (logs go under it)
+    and a one-line progress callback."""
+
+    cfg: RunConfig
+    report_dir: Path
+    progress: Callable[[str], None] = lambda line: None
+
+
+@runtime_checkable
+class ClusterProvider(Protocol):
+    """Brings one cluster up and down (registered under a name, see ``conformance.runner.registry``).
+
+    ``up()`` -> the handle (raises ClusterUnavailable after cleaning up); ``down()`` is idempotent and leaves
+    nothing behind that ``up()`` created (a provider that did not create the cluster removes nothing);
+    ``node_access(choice, owner)`` -> NodeAccess for ``--node-access`` ``choice`` (auto | none |
+    privileged-pod) or None when the cluster offers none; ``owner`` is False in xdist workers, which must not
+    create shared helpers; raises ConfigError for a choice the provider cannot honour.
+    ``state()`` -> JSON-able dict from which ``attach(state)`` re-opens the same handle in another process.
+    """
+
+    def up(self) -> ClusterHandle: ...
+
+    def down(self) -> None: ...
+
+    def node_access(self, choice: str, owner: bool = True) -> NodeAccess | None: ...
+
+    def state(self) -> dict: ...
+
+    def attach(self, state: Mapping[str, Any]) -> ClusterHandle: ...
+
+
+ClusterProviderFactory = Callable[[ProviderContext], ClusterProvider]

@@ -1,0 +1,1 @@
+"""Test plug-ins: third-party extensions of dra-conformance that live outside conformance/."""

@@ -207,7 +207,9 @@ class Harness:
         problems = self.session.teardown()
         for p in problems:
             self._say(f"TEARDOWN PROBLEM: {p}")
-        if problems and session.exitstatus == 0:
+        if self.session.interrupted:  # Ctrl-C during the teardown: the run ends as interrupted (exit 2)
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif problems and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

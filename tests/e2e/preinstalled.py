@@ -129,16 +129,20 @@ class WatchedRun:
             assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s:\n{self.tail()}"
             time.sleep(0.2)
 
-    def ctrl_c(self, within: float = 60.0) -> tuple[int, float]:
-        """Send SIGINT to the run's process group (Ctrl-C in a terminal) and wait for its exit; return (exit code,
-        seconds from the signal to the exit). AssertionError if it still runs ``within`` seconds later."""
-        sent = time.monotonic()
+    def ctrl_c(self, within: float | None = 60.0) -> tuple[int, float] | None:
+        """Send SIGINT to the run's process group (Ctrl-C in a terminal); with ``within``, :meth:`exit_within`."""
+        assert self.proc.poll() is None, f"the run ended (exit {self.proc.returncode}) before Ctrl-C:\n{self.tail()}"
         os.killpg(self.proc.pid, signal.SIGINT)
+        return None if within is None else self.exit_within(within)
+
+    def exit_within(self, seconds: float) -> tuple[int, float]:
+        """(exit code, seconds waited) once the run ended; AssertionError if it still runs after ``seconds``."""
+        start = time.monotonic()
         try:
-            code = self.proc.wait(timeout=within)
+            code = self.proc.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"the run still runs {within:.0f}s after Ctrl-C:\n{self.tail()}") from None
-        took = time.monotonic() - sent
+            raise AssertionError(f"the run still runs after {seconds:.0f}s:\n{self.tail()}") from None
+        took = time.monotonic() - start
         self._reader.join(timeout=10)
         return code, took
 

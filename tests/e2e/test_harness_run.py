@@ -1,8 +1,9 @@
 """End-to-end tests of a whole run through the CLI against the shared local cluster (``--cluster existing``,
 the reference driver deployed beforehand under its own name as a "preinstalled" driver): a run passes with a
 verdict line and run.json; Ctrl-C (SIGINT) while the run is provably inside a test (interrupt_suite/held.py
-waits until this module releases it) or inside the teardown sweep (a finalizer of ours holds an object of the
-run) ends the run promptly with exit 2 and leaves nothing of it."""
+waits until this module releases it), inside the session's teardown sweep, or (a second Ctrl-C) inside a test's
+own teardown (a finalizer of ours holds an object of the run there) ends the run promptly with exit 2 and
+leaves nothing of it. Every signal is sent only after the phase was observed, never after a sleep."""
 from __future__ import annotations
 
 import contextlib
@@ -109,6 +110,44 @@ def test_ctrl_c_during_the_teardown_sweep_ends_the_run_and_requests_every_deleti
         time.sleep(0.5)
     assert sweep.labelled(k8s, run_id) == []
     print(f"exit {code} {took:.1f}s after Ctrl-C")
+
+
+def test_second_ctrl_c_during_a_tests_teardown_still_sweeps_the_run(local_cluster, preinstalled, tmp_path):
+    """Ctrl-C in a test's wait, then Ctrl-C again while that test's tracker waits for its claim to go (a
+    finalizer of ours holds it): the session teardown still runs, and once the finalizer is gone the run ends
+    within 60 s with exit 2, leaving nothing of the run (the sweep deleted the namespace the interrupted tracker
+    never reached) and no state file."""
+    profile, k8s = preinstalled
+    report = tmp_path / "report"
+    claim = None
+    try:
+        with WatchedRun(run_command(local_cluster, profile, report, str(HELD))) as run:
+            run_id, claim = _held(run, k8s, report)
+            # given: the test's claim can only go once this test allows it
+            k8s.patch("ResourceClaim", claim.name, {"metadata": {"finalizers": [HOLD_FINALIZER]}}, claim.namespace)
+            # when: Ctrl-C in the wait, and again once the tracker deletes the claim (the test's teardown)
+            run.ctrl_c(within=None)
+            run.wait_until("the tracker's deletion of the claim",
+                           lambda: k8s.get("ResourceClaim", claim.name, claim.namespace).get("metadata.deletionTimestamp"))
+            run.ctrl_c(within=None)
+            # then: the session teardown still starts (run.json gets its end time right before the sweep), and
+            # once the claim may go the sweep removes the rest (the namespace the tracker never reached)
+            run.wait_until("the session teardown (run.json finished)",
+                           lambda: json.loads((report / "run.json").read_text())["finished"])
+            _let_go(k8s, claim)
+            code, took = run.exit_within(60)
+        assert code == 2 and "VERDICT: INTERRUPTED" in run.output, run.tail()
+        assert sweep.labelled(k8s, run_id) == [], run.tail()
+        assert not (report / STATE_FILE).exists()
+    finally:
+        if claim is not None:
+            _let_go(k8s, claim)
+    print(f"exit {code} {took:.1f}s after the finalizer was removed")
+
+
+def _let_go(k8s, claim) -> None:
+    with contextlib.suppress(errors.NotFound):
+        k8s.patch("ResourceClaim", claim.name, {"metadata": {"finalizers": None}}, claim.namespace)
 
 
 def test_xdist_workers_share_the_controllers_session(local_cluster, preinstalled, tmp_path):

@@ -229,9 +229,14 @@ class Harness:
                                 namespace=item.stash.get(NAMESPACE, None), driver=s.driver, cluster=s.cluster,
                                 node_access=s.node_access)
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
-        """Owner: finish run.json, sweep, remove driver and cluster; leaks turn a green run red."""
+        """Owner, after the other sessionfinish hooks (fixture teardown, reports): finish run.json, sweep, remove
+        driver and cluster; leaks turn a green run red. Also when Ctrl-C cut those hooks short (exit 2)."""
+        try:
+            yield
+        except KeyboardInterrupt:  # e.g. in a test's fixture teardown: the session's teardown still runs
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
         if not self.owner or self.session is None:
             return
         import time  # noqa: PLC0415
@@ -239,7 +244,9 @@ class Harness:
         problems = self.session.teardown()
         for p in problems:
             self._say(f"TEARDOWN PROBLEM: {p}")
-        if problems and session.exitstatus == 0:
+        if self.session.interrupted:  # Ctrl-C during the teardown: the run ends as interrupted (exit 2)
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif problems and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

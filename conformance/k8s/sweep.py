@@ -1,6 +1,7 @@
 """The session sweep: delete everything labelled with the run ID, in DRA order, and wait (design.md §6).
 
-Covers Ctrl-C, crashed xdist workers and tests whose tracker teardown failed. Uses an unguarded client: it
+Covers Ctrl-C, crashed xdist workers and tests whose tracker teardown failed; :func:`request_deletion` is what is
+left to do when Ctrl-C cuts the sweep itself short. Uses an unguarded client: it
 only ever touches objects carrying ``dra-conformance.test/run=<run id>``.
 """
 from __future__ import annotations
@@ -49,3 +50,20 @@ def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[st
         if survivors:
             raise errors.LeakError(survivors)
     return refs
+
+
+def request_deletion(k8s: K8s, run_id: str) -> list[str]:
+    """Ask for the deletion of every object of run ``run_id`` not already being deleted and wait for none (the
+    sweep cut short by Ctrl-C: a namespace takes its content with it, the API server finishes the rest).
+    Returns ``kind ns/name`` of the deletions requested; raises ApiError other than NotFound."""
+    client = k8s.unguarded()
+    asked = []
+    for obj in labelled(k8s, run_id):
+        if obj.labels.get(OWNER_LABEL) == "driver" or obj.get("metadata.deletionTimestamp"):
+            continue
+        try:
+            client.delete(obj.kind, obj.name, obj.namespace or None)
+        except errors.NotFound:
+            continue
+        asked.append(obj.ref)
+    return asked

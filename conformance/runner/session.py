@@ -52,6 +52,7 @@ class Session:
         self.facts: dict = {}
         self.exercised: set[str] = set()  # capabilities the selected tests require (set by the plugin)
         self.started = time.time()
+        self.interrupted = False  # a Ctrl-C cut a teardown step short (the caller reports exit 2)
         timeouts.set_scale(cfg.timeout_scale)
 
     def _provider(self) -> ClusterProvider:
@@ -154,7 +155,9 @@ class Session:
     def teardown(self) -> list[str]:
         """Sweep the run's objects, remove the driver, stop the cluster (unless kept or existing).
 
-        Returns problems (leaks, errors) as text; never raises, so every step runs."""
+        Returns problems (leaks, errors) as text; never raises, so every step runs. Ctrl-C (KeyboardInterrupt)
+        cuts short only the step it lands in (the sweep then requests the remaining deletions without waiting)
+        and sets :attr:`interrupted`."""
         problems: list[str] = []
         if self.k8s is not None:
             try:
@@ -164,27 +167,43 @@ class Session:
                                   + ", ".join(swept[:10]))
             except errors.LeakError as exc:
                 problems.append(str(exc))
+            except KeyboardInterrupt:  # Ctrl-C: request every deletion, await none, finish the teardown
+                self.interrupted = True
+                problems.append(self._abandon_sweep())
             except Exception as exc:  # noqa: BLE001 - cluster may be gone; report and continue
                 problems.append(f"sweep of run {self.cfg.run_id} failed: {exc}")
             self.k8s = None  # teardown is idempotent: a second call (sessionfinish after a failed setup) is a no-op
         if isinstance(self.node_access, Stoppable):
             try:
                 self.node_access.stop()
-            except Exception as exc:  # noqa: BLE001
-                problems.append(f"node access helper removal failed: {exc}")
+            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
+                self.interrupted |= isinstance(exc, KeyboardInterrupt)
+                problems.append(f"node access helper removal failed: {str(exc) or type(exc).__name__}")
             self.node_access = None
         if self.deployer is not None:
             try:
                 self.deployer.teardown()
-            except Exception as exc:  # noqa: BLE001
-                problems.append(f"driver teardown failed: {exc}")
+            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
+                self.interrupted |= isinstance(exc, KeyboardInterrupt)
+                problems.append(f"driver teardown failed: {str(exc) or type(exc).__name__}")
             self.deployer = None
         if self.cluster_provider is not None and not self.cfg.keep_cluster:
             try:
                 self.cluster_provider.down()
-            except Exception as exc:  # noqa: BLE001
-                problems.append(f"cluster down failed: {exc}")
+            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
+                self.interrupted |= isinstance(exc, KeyboardInterrupt)
+                problems.append(f"cluster down failed: {str(exc) or type(exc).__name__}")
             self.cluster_provider = None
         (self.report_dir / STATE_FILE).unlink(missing_ok=True)
         (self.report_dir / STATE_FILE).with_suffix(".lock").unlink(missing_ok=True)
         return problems
+
+    def _abandon_sweep(self) -> str:
+        """After Ctrl-C in the sweep: ask for the deletion of everything of the run, wait for nothing."""
+        try:
+            asked = sweep.request_deletion(self.k8s, self.cfg.run_id)
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - a second Ctrl-C, or the cluster is gone
+            return (f"sweep of run {self.cfg.run_id} interrupted; requesting the remaining deletions failed: "
+                    f"{str(exc) or type(exc).__name__}")
+        return (f"sweep of run {self.cfg.run_id} interrupted (Ctrl-C): deletion requested, not awaited"
+                + (f", now for {', '.join(asked[:10])}" if asked else ""))

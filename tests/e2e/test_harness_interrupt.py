@@ -17,7 +17,8 @@ from conformance.clusters.local import LocalCluster
 from conformance.clusters.local.config import Layout
 from conformance.clusters.local.processes import processes_matching
 from conformance.clusters.local.teardown import leftovers
-from conformance.runner.session import STATE_FILE, local_cluster_name
+from conformance.clusters.local.provider import cluster_name as local_cluster_name
+from conformance.runner.session import STATE_FILE
 
 from .preinstalled import WatchedRun
 

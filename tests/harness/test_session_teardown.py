@@ -5,6 +5,7 @@ test_harness_interrupt.py interrupt real runs."""
 from conformance.core.config import from_options
 from conformance.k8s import sweep
 from conformance.runner.session import STATE_FILE, Session
+from tests.harness.test_registry import shipped
 
 
 class Step:
@@ -22,7 +23,8 @@ class Step:
 
 
 def _session(tmp_path, log, driver_raises=None):
-    s = Session(from_options({"driver": "reference", "run_id": "r1", "report_dir": str(tmp_path)}), tmp_path)
+    cfg = from_options({"driver": "reference", "run_id": "r1", "report_dir": str(tmp_path)})
+    s = Session(cfg, tmp_path, shipped())
     s.k8s, s.deployer, s.cluster_provider = object(), Step(log, "driver", driver_raises), Step(log, "cluster")
     (tmp_path / STATE_FILE).write_text("{}")
     return s

@@ -15,7 +15,7 @@ import time
 from typing import Callable, Iterable
 
 from conformance.core import timeouts
-from conformance.core.errors import ApiError, Conflict
+from conformance.core.errors import ApiError
 
 from .builders.edits import with_field, with_label
 from .client import K8s
@@ -23,7 +23,6 @@ from .objects import Obj
 from .resources import for_object, resource
 
 FIELD_MANAGER = "dra-conformance"
-CONFLICT_ATTEMPTS = 5
 
 
 def _version(obj: Obj) -> str:
@@ -50,20 +49,12 @@ def patch(k8s: K8s, obj: Obj, patch_type: str, body, *, subresource: str = "") -
                      subresource=subresource, version=_version(obj))
 
 
-def replace_relabelled(k8s: K8s, obj: Obj, key: str, value: str, *, attempts: int = CONFLICT_ATTEMPTS) -> Obj:
-    """PUT ``obj`` with label ``key=value``, re-reading it and retrying on 409 Conflict (client-go
-    RetryOnConflict): controllers may write an object (e.g. DeviceTaintRule status from 1.35) between our
-    read and our update, which is optimistic concurrency working, not an API failure. Raises Conflict after
-    ``attempts`` tries."""
-    current = obj
-    for attempt in range(attempts):
-        try:
-            return k8s.replace(with_label(current, key, value))
-        except Conflict:
-            if attempt == attempts - 1:
-                raise
-            current = k8s.get(obj.kind, obj.name, obj.namespace or None, _version(obj))
-    raise AssertionError("unreachable")
+def replace_relabelled(k8s: K8s, obj: Obj, key: str, value: str) -> Obj:
+    """PUT ``obj`` with label ``key=value`` through :meth:`K8s.update`, which re-reads and re-applies the
+    label on 409 Conflict (client-go RetryOnConflict): controllers may write an object (e.g. DeviceTaintRule
+    status from 1.35) between our read and our update. Raises Conflict when every attempt conflicted."""
+    return k8s.update(obj.kind, obj.name, lambda current: with_label(current, key, value), obj.namespace or None,
+                      version=_version(obj))
 
 
 def replace_status(k8s: K8s, obj: Obj, status: dict) -> Obj:

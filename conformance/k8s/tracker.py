@@ -198,12 +198,15 @@ class Tracker:
         ``"<claim ref> still prepared on node <node> (<evidence>)"`` for each one left (none without a check)."""
         if self.prepared is None:
             return []
-        while True:
-            try:
-                left = self.prepared(claims)
-            except Exception as exc:  # noqa: BLE001 - node access is evidence here: a failing look is reported
-                problems.append(f"could not check that nodes unprepared {[c.ref for c in claims]}: {exc}")
-                return []
-            if not left or time.monotonic() >= deadline:
-                return [f"{claim.ref} still prepared on node {node} ({evidence})" for claim, node, evidence in left]
-            time.sleep(PREPARED_POLL_S)
+        left: list = []
+
+        def none_prepared() -> bool:
+            left[:] = self.prepared(claims)
+            return not left
+        try:
+            waits.poll(none_prepared, timeout=max(deadline - time.monotonic(), 0.001), interval=PREPARED_POLL_S,
+                       scale=False)
+        except Exception as exc:  # noqa: BLE001 - node access is evidence here: a failing look is reported
+            problems.append(f"could not check that nodes unprepared {[c.ref for c in claims]}: {exc}")
+            return []
+        return [f"{claim.ref} still prepared on node {node} ({evidence})" for claim, node, evidence in left]

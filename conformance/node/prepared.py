@@ -15,6 +15,7 @@ import grpc
 
 from conformance.k8s.tracker import Tracked
 
+from . import cdi
 from .base import NodeAccess, NodeAccessUnavailable
 
 
@@ -33,8 +34,7 @@ class PreparedClaims:
             specs = self._cdi_specs(node)
             in_use = self._pod_resources_claims(node)
             for claim in claims:
-                spec = next((name for name, text in specs.items()
-                             if claim.uid and (claim.uid in name or claim.uid in text)), None)
+                spec = next(iter(cdi.specs_naming(specs, claim.uid)), None)
                 if spec:
                     found.append((claim, node, f"CDI spec {spec} names its UID {claim.uid}"))
                 elif (claim.namespace, claim.name) in in_use:

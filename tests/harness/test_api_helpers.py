@@ -126,19 +126,3 @@ def test_request_raises_the_status_error():
     with pytest.raises(AssertionError, match="accepted"):
         api.api_verbs.refused(lambda: Obj({"kind": "Pod", "metadata": {"name": "p"}}))
 
-
-def test_replace_relabelled_rereads_after_a_conflict():
-    claim = _builder().claim()
-    calls = []
-
-    class K:
-        def replace(self, obj):
-            calls.append(obj.labels.get("k"))
-            if len(calls) == 1:
-                raise errors.Conflict(409, "Conflict", "changed", {}, "PUT")
-            return obj
-
-        def get(self, kind, name, namespace, version):
-            return claim
-
-    assert api.api_verbs.replace_relabelled(K(), claim, "k", "v").labels["k"] == "v" and calls == ["v", "v"]

@@ -4,6 +4,7 @@ Usage: .venv/bin/python benchmarks/cluster_bringup.py [--nodes 2] [--feature-gat
        [--repeat 1]
 Needs root and cached binaries (make setup). Goal: < 30 s to Ready nodes with cached binaries.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,9 +33,16 @@ def main() -> int:
         print("another local cluster runs kube-proxy: measuring without kube-proxy")
     ups, downs = [], []
     for i in range(args.repeat):
-        cfg = LocalClusterConfig(name="bench", nodes=args.nodes, kwok_nodes=args.kwok_nodes,
-                                 feature_gates=args.feature_gates, k8s_version=args.k8s_version,
-                                 log_dir=Path("reports/bench-logs"), slot=args.slot, kube_proxy=kube_proxy)
+        cfg = LocalClusterConfig(
+            name="bench",
+            nodes=args.nodes,
+            kwok_nodes=args.kwok_nodes,
+            feature_gates=args.feature_gates,
+            k8s_version=args.k8s_version,
+            log_dir=Path("reports/bench-logs"),
+            slot=args.slot,
+            kube_proxy=kube_proxy,
+        )
         cluster = LocalCluster(cfg, progress=print)
         t0 = time.monotonic()
         try:
@@ -46,8 +54,10 @@ def main() -> int:
             cluster.down()
             downs.append(time.monotonic() - t1)
             print(f"run {i + 1}: down {downs[-1]:.1f}s")
-    print(f"bring-up to Ready: median {statistics.median(ups):.1f}s (goal < 30 s); "
-          f"tear-down: median {statistics.median(downs):.1f}s")
+    print(
+        f"bring-up to Ready: median {statistics.median(ups):.1f}s (goal < 30 s); "
+        f"tear-down: median {statistics.median(downs):.1f}s"
+    )
     return 0 if statistics.median(ups) < 30 else 1
 
 

@@ -8,28 +8,94 @@ Fixtures (``k8s``, ``namespace``, ``builder``, ``tracker``, ``driver``, ``profil
 come from the ``dra_conformance`` pytest plugin by name. An import-linter contract keeps suites on this
 module. See conformance/k8s/README.md for the cheat sheet.
 """
+
 from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
 from conformance.k8s import api_verbs, waits
-from conformance.k8s.builders import (Version, container, device, distinct_attribute, first_available,
-                                      match_attribute, opaque_config, request, subrequest, toleration)
-from conformance.k8s.builders import limits
+from conformance.k8s.builders import (
+    Version,
+    container,
+    device,
+    distinct_attribute,
+    first_available,
+    limits,
+    match_attribute,
+    opaque_config,
+    request,
+    subrequest,
+    toleration,
+)
 from conformance.k8s.builders.catalog import CORE_KINDS, EMPTY_ALLOCATION, KINDS, reserved_for
-from conformance.k8s.builders.edits import (PATCH_TYPES, label_patch, status_patch, with_added_device, with_field,
-                                            with_label, with_selectors)
+from conformance.k8s.builders.edits import (
+    PATCH_TYPES,
+    label_patch,
+    status_patch,
+    with_added_device,
+    with_field,
+    with_label,
+    with_selectors,
+)
 from conformance.k8s.builders.parts import NEVER_MATCHES
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
 from conformance.k8s.inventory import cel_attribute, cel_capacity, cel_literal, device_fields, driver_slices
 from conformance.k8s.objects import Obj
 from conformance.node import cdi
-from conformance.node.podresources import (PodResourcesError, allocated_devices, claims_by_container,
-                                           reported_cdi_ids, reported_devices)
+from conformance.node.podresources import (
+    PodResourcesError,
+    allocated_devices,
+    claims_by_container,
+    reported_cdi_ids,
+    reported_devices,
+)
 
-__all__ = ["CORE_KINDS", "EMPTY_ALLOCATION", "KINDS", "NEVER_MATCHES", "PATCH_TYPES", "ApiError", "Conflict",
-           "Invalid", "LeakError", "NotFound", "Obj", "PodResourcesError", "Version", "WaitFailed", "WaitTimeout",
-           "allocated_devices", "api_verbs", "cdi", "cel_attribute", "cel_capacity", "cel_literal",
-           "claims_by_container", "container", "device", "device_fields", "driver_slices", "distinct_attribute", "errors",
-           "expects_deprecation_warning", "first_available", "label_patch", "limits", "markers",
-           "match_attribute", "opaque_config", "reported_cdi_ids", "reported_devices", "request", "reserved_for",
-           "server_minor", "status_patch", "subrequest", "timeouts", "toleration", "waits", "with_added_device",
-           "with_field", "with_label", "with_selectors"]
+__all__ = [
+    "CORE_KINDS",
+    "EMPTY_ALLOCATION",
+    "KINDS",
+    "NEVER_MATCHES",
+    "PATCH_TYPES",
+    "ApiError",
+    "Conflict",
+    "Invalid",
+    "LeakError",
+    "NotFound",
+    "Obj",
+    "PodResourcesError",
+    "Version",
+    "WaitFailed",
+    "WaitTimeout",
+    "allocated_devices",
+    "api_verbs",
+    "cdi",
+    "cel_attribute",
+    "cel_capacity",
+    "cel_literal",
+    "claims_by_container",
+    "container",
+    "device",
+    "device_fields",
+    "driver_slices",
+    "distinct_attribute",
+    "errors",
+    "expects_deprecation_warning",
+    "first_available",
+    "label_patch",
+    "limits",
+    "markers",
+    "match_attribute",
+    "opaque_config",
+    "reported_cdi_ids",
+    "reported_devices",
+    "request",
+    "reserved_for",
+    "server_minor",
+    "status_patch",
+    "subrequest",
+    "timeouts",
+    "toleration",
+    "waits",
+    "with_added_device",
+    "with_field",
+    "with_label",
+    "with_selectors",
+]

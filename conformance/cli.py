@@ -4,6 +4,7 @@ Subcommands live in their own modules, each exposing ``register(subparsers)`` th
 ``func(args) -> int`` runs it. :data:`SUBCOMMANDS` lists them in ``--help`` order; a new subcommand module is
 imported here and added to it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,17 +16,18 @@ from conformance.runner import cli as run_cli
 from conformance.toolchain import cli as toolchain_cli
 
 SUBCOMMANDS = (
-    toolchain_cli,   # versions
-    cluster_cli,     # cluster up|down|status|logs
-    run_cli,         # run, list
-    report_cli,      # report
+    toolchain_cli,  # versions
+    cluster_cli,  # cluster up|down|status|logs
+    run_cli,  # run, list
+    report_cli,  # report
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(prog="dra-conformance",
-                                     description="Conformance and qualification suite for Kubernetes DRA drivers.")
+    parser = argparse.ArgumentParser(
+        prog="dra-conformance", description="Conformance and qualification suite for Kubernetes DRA drivers."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(sub)

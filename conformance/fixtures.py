@@ -6,6 +6,7 @@ Fixtures that pick an attribute or capacity skip, before the test body and with 
 evidence, when the driver publishes none that fits (design.md §8): the rule under test cannot be shown with
 such an inventory.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -7,6 +7,7 @@ answer into one :class:`conformance.runner.registry.Registry` before the session
 these names work too (no pytest import needed): conformance/clusters/builtin.py and conformance/drivers/builtin.py
 register the shipped ones that way.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -17,6 +17,7 @@ know pytest (design.md §2, §9; pytest-xdist/pytest-django pattern).
 
 Inactive (options and markers only) unless ``--driver`` is given or the run collects suites/.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -78,8 +79,10 @@ def build_registry(config) -> Registry:
     """One Registry from every registry hook implementation (source: the plugin's name) and the entry
     points. Raises ConfigError for a malformed or duplicate registration."""
     registry = Registry()
-    for kind, hook in (("cluster provider", config.hook.pytest_dra_cluster_providers),
-                       ("driver deployer", config.hook.pytest_dra_driver_deployers)):
+    for kind, hook in (
+        ("cluster provider", config.hook.pytest_dra_cluster_providers),
+        ("driver deployer", config.hook.pytest_dra_driver_deployers),
+    ):
         for impl in hook.get_hookimpls():
             registry.add_hook_result(kind, impl.function(), source=impl.plugin_name)
     registry.add_entry_points()
@@ -130,12 +133,14 @@ def pytest_configure(config):
     values["keep_cluster"] = bool(values["keep_cluster"])
     try:
         from conformance.toolchain import versions  # noqa: PLC0415 - reads versions.toml
+
         known = tuple(versions.load().k8s_releases)
     except Exception:  # noqa: BLE001 - version list is a nicety for the error message
         known = ()
     try:
         cfg = from_options(values, known_versions=known)
         from conformance.drivers import profiles  # noqa: PLC0415
+
         registry = build_registry(config)
         profile = profiles.load(cfg.driver, registry.deploy_modes())
         registry.check("cluster provider", cfg.cluster)
@@ -161,8 +166,10 @@ class Harness:
             tr.write_line(f"[dra-conformance] {line}")
 
     def pytest_report_header(self, config):
-        return [f"dra-conformance: run {self.cfg.run_id}, driver {self.cfg.driver}, profile {self.cfg.profile}, "
-                f"cluster {self.cfg.cluster}, report {self.report_dir}"]
+        return [
+            f"dra-conformance: run {self.cfg.run_id}, driver {self.cfg.driver}, profile {self.cfg.profile}, "
+            f"cluster {self.cfg.cluster}, report {self.report_dir}"
+        ]
 
     def pytest_sessionstart(self, session):
         """Bring up (or attach to) the cluster, driver and capabilities; errors end the run cleanly."""
@@ -225,9 +232,14 @@ class Harness:
         if self.session is None:
             return []
         s = self.session
-        return evidence.collect(k8s=s.k8s, tracker=item.stash.get(TRACKER, None),
-                                namespace=item.stash.get(NAMESPACE, None), driver=s.driver, cluster=s.cluster,
-                                node_access=s.node_access)
+        return evidence.collect(
+            k8s=s.k8s,
+            tracker=item.stash.get(TRACKER, None),
+            namespace=item.stash.get(NAMESPACE, None),
+            driver=s.driver,
+            cluster=s.cluster,
+            node_access=s.node_access,
+        )
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
@@ -240,6 +252,7 @@ class Harness:
         if not self.owner or self.session is None:
             return
         import time  # noqa: PLC0415
+
         self.session.write_run_json(finished=time.time())
         problems = self.session.teardown()
         for p in problems:
@@ -258,8 +271,9 @@ pytest_plugins = ["conformance.fixtures"]
 def _session(request) -> Session:
     harness = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
     if harness is None or harness.session is None:
-        pytest.fail("the dra-conformance harness is not set up: run `dra-conformance run` or pass --driver NAME",
-                    pytrace=False)
+        pytest.fail(
+            "the dra-conformance harness is not set up: run `dra-conformance run` or pass --driver NAME", pytrace=False
+        )
     return harness.session
 
 
@@ -331,8 +345,9 @@ def namespace(request, tracker, run_config):
 @pytest.fixture
 def admin_namespace(request, tracker, run_config):
     """A second namespace labelled ``resource.kubernetes.io/admin-access: "true"`` (KEP-5018)."""
-    return make_namespace(tracker, run_config.run_id, names.test_id(request.node.nodeid) + "-admin",
-                          admin_access=True).name
+    return make_namespace(
+        tracker, run_config.run_id, names.test_id(request.node.nodeid) + "-admin", admin_access=True
+    ).name
 
 
 @pytest.fixture
@@ -343,10 +358,18 @@ def builder(request, namespace, run_config, driver, profile, cluster, capabiliti
     served = s.facts.get("served_versions", {})
     rule_version = next((v for v in ("v1", "v1beta2", "v1alpha3") if "devicetaintrules" in served.get(v, [])), "v1")
     image = profile.visibility.image or cluster.images.get("busybox") or "busybox:1.36"
-    return Builder(BuilderContext(namespace=namespace, run_id=run_config.run_id,
-                                  test_id=names.test_id(request.node.nodeid), driver=driver.name,
-                                  device_class=driver.device_class, image=image,
-                                  probe_command=profile.visibility.command, taint_rule_version=rule_version))
+    return Builder(
+        BuilderContext(
+            namespace=namespace,
+            run_id=run_config.run_id,
+            test_id=names.test_id(request.node.nodeid),
+            driver=driver.name,
+            device_class=driver.device_class,
+            image=image,
+            probe_command=profile.visibility.command,
+            taint_rule_version=rule_version,
+        )
+    )
 
 
 @pytest.fixture

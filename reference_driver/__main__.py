@@ -5,6 +5,7 @@ Start-up: config -> inventory -> state (recover from checkpoint) -> gRPC servers
 exit: the kubelet wipes them 30 s after the plugin is gone, and a quick restart keeps them (PUB-07).
 Exit codes: 0 clean stop, 2 bad configuration, 1 start-up failure.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,26 +29,42 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, inventory.InventoryError) as err:
         print(f"dra-reference-driver: {err}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=cfg.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=cfg.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # grpc and kubernetes are imported only here, keeping the pure modules importable without them
     from .kube import ApiClaimSource, api_client  # noqa: PLC0415
     from .plugin.server import PluginServer, SocketPaths  # noqa: PLC0415
     from .publisher import SlicePublisher  # noqa: PLC0415
     from .state import DeviceState  # noqa: PLC0415
 
-    log.info("driver %s on node %s, inventory %s, faults: %s", cfg.driver_name, cfg.node_name, inv.kind,
-             cfg.faults.describe())
+    log.info(
+        "driver %s on node %s, inventory %s, faults: %s",
+        cfg.driver_name,
+        cfg.node_name,
+        inv.kind,
+        cfg.faults.describe(),
+    )
     try:
         api = api_client(cfg.kubeconfig)
         paths = SocketPaths.for_driver(cfg.plugin_registry_dir, cfg.plugins_dir, cfg.driver_name)
-        state = DeviceState(cfg.driver_name, {cfg.node_name}, inv.snapshot, ApiClaimSource(api),
-                            CdiStore(cfg.cdi_dir, cfg.driver_name), Checkpoint(cfg.checkpoint_path), cfg.faults)
+        state = DeviceState(
+            cfg.driver_name,
+            {cfg.node_name},
+            inv.snapshot,
+            ApiClaimSource(api),
+            CdiStore(cfg.cdi_dir, cfg.driver_name),
+            Checkpoint(cfg.checkpoint_path),
+            cfg.faults,
+        )
         report = state.recover()
-        log.info("checkpoint: %d prepared claim(s), CDI specs rewritten: %s%s", report.claims,
-                 list(report.rewritten), f", quarantined {report.quarantined}" if report.quarantined else "")
-        server = PluginServer(cfg.driver_name, state, paths, health=inv.snapshot, pool=cfg.node_name,
-                              faults=cfg.faults)
+        log.info(
+            "checkpoint: %d prepared claim(s), CDI specs rewritten: %s%s",
+            report.claims,
+            list(report.rewritten),
+            f", quarantined {report.quarantined}" if report.quarantined else "",
+        )
+        server = PluginServer(cfg.driver_name, state, paths, health=inv.snapshot, pool=cfg.node_name, faults=cfg.faults)
         server.start()
     except (CheckpointError, OSError, ValueError) as err:
         log.error("start-up failed: %s", err)

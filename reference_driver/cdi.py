@@ -13,6 +13,7 @@ Env contract for containers (SAN = device name upper-cased, non-alphanumerics ->
 
 Sources: CDI SPEC.md (spec format, names), dra-protocols.md §4; KEP-5018 admin access.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,10 +49,14 @@ def device_env(ref: ClaimRef, alloc: AllocatedDevice, device: Device | None) -> 
     """The env entries (``NAME=value``) one allocated device puts into a container."""
     key = env_key(alloc.device, alloc.share_id)
     sharing = alloc.config.sharing
-    env = [f"DRA_GPU_DEVICE_{key}={alloc.device}", f"DRA_GPU_{key}_POOL={alloc.pool}",
-           f"DRA_GPU_{key}_REQUEST={alloc.request}", f"DRA_GPU_{key}_CLAIM={ref.namespace}/{ref.name}",
-           f"DRA_GPU_{key}_SHARING_STRATEGY={sharing.strategy if sharing else opaque.DEFAULT_STRATEGY}",
-           f"DRA_GPU_{key}_CONFIG_SOURCES={','.join(alloc.config_sources) or 'none'}"]
+    env = [
+        f"DRA_GPU_DEVICE_{key}={alloc.device}",
+        f"DRA_GPU_{key}_POOL={alloc.pool}",
+        f"DRA_GPU_{key}_REQUEST={alloc.request}",
+        f"DRA_GPU_{key}_CLAIM={ref.namespace}/{ref.name}",
+        f"DRA_GPU_{key}_SHARING_STRATEGY={sharing.strategy if sharing else opaque.DEFAULT_STRATEGY}",
+        f"DRA_GPU_{key}_CONFIG_SOURCES={','.join(alloc.config_sources) or 'none'}",
+    ]
     uuid = device.attribute("uuid") if device else None
     if uuid:
         env.append(f"DRA_GPU_{key}_UUID={uuid}")
@@ -69,8 +74,9 @@ def device_env(ref: ClaimRef, alloc: AllocatedDevice, device: Device | None) -> 
     return env
 
 
-def build_spec(ref: ClaimRef, allocs: list[tuple[AllocatedDevice, Device | None]],
-               skip_env: bool = False, kind: str = CDI_KIND) -> tuple[dict, list[str]]:
+def build_spec(
+    ref: ClaimRef, allocs: list[tuple[AllocatedDevice, Device | None]], skip_env: bool = False, kind: str = CDI_KIND
+) -> tuple[dict, list[str]]:
     """The CDI spec for one claim and the CDI device ID of each allocation (same order); ``kind`` is
     ``<driver>/gpu``.
 
@@ -118,4 +124,4 @@ class CdiStore:
     def claim_uids(self) -> set[str]:
         """UIDs of all claims this driver has spec files for."""
         prefix, suffix = f"{self.driver}_claim-", ".json"
-        return {p.name[len(prefix):-len(suffix)] for p in self.directory.glob(f"{prefix}*{suffix}")}
+        return {p.name[len(prefix) : -len(suffix)] for p in self.directory.glob(f"{prefix}*{suffix}")}

@@ -9,6 +9,7 @@ File format (JSON)::
 Source: dra-example-driver checkpoint (versioned, checksummed, written atomically); KEP-4381 requires
 unprepare to work from the driver's own state because the claim may be gone from the API server.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -60,9 +61,11 @@ class Checkpoint:
         if not isinstance(doc, dict) or "version" not in doc:
             raise CheckpointCorrupt(f"checkpoint {self.path} has no 'version' field")
         if doc["version"] != VERSION:
-            raise CheckpointVersionError(f"checkpoint {self.path} has version {doc['version']!r}; this driver "
-                                         f"reads version {VERSION}. Unprepare all claims with the driver that "
-                                         "wrote it, or remove the file once no pod on this node uses a claim.")
+            raise CheckpointVersionError(
+                f"checkpoint {self.path} has version {doc['version']!r}; this driver "
+                f"reads version {VERSION}. Unprepare all claims with the driver that "
+                "wrote it, or remove the file once no pod on this node uses a claim."
+            )
         claims = doc.get("claims")
         if not isinstance(claims, dict) or not all(isinstance(v, dict) for v in claims.values()):
             raise CheckpointCorrupt(f"checkpoint {self.path}: 'claims' must map claim UIDs to objects")

@@ -9,6 +9,7 @@ to the right containers", "uses the config for the selected subrequest"):
   where a parent request name ``req`` also covers its subrequests ``req/sub``;
 - class configs (``FromClass``) apply first, claim configs (``FromClaim``) override them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -82,8 +83,15 @@ def _configs(allocation: dict, driver: str, ignore_claim_config: bool) -> list[t
     return out
 
 
-def allocated_devices(claim: dict, ref: ClaimRef, driver: str, pools: set[str], *,
-                      check_uid: bool = True, ignore_claim_config: bool = False) -> list[AllocatedDevice]:
+def allocated_devices(
+    claim: dict,
+    ref: ClaimRef,
+    driver: str,
+    pools: set[str],
+    *,
+    check_uid: bool = True,
+    ignore_claim_config: bool = False,
+) -> list[AllocatedDevice]:
     """This driver's allocated devices of ``claim`` with their effective configuration.
 
     ``pools`` are the pools this node publishes. Raises ClaimError (UID mismatch "got replaced", not
@@ -102,14 +110,25 @@ def allocated_devices(claim: dict, ref: ClaimRef, driver: str, pools: set[str], 
     devices = []
     for result in results:
         if result.get("pool") not in pools:
-            raise ClaimError(f"{ref}: device {result.get('pool')}/{result.get('device')} is not in a pool of "
-                             f"this node (pools here: {sorted(pools)})")
+            raise ClaimError(
+                f"{ref}: device {result.get('pool')}/{result.get('device')} is not in a pool of "
+                f"this node (pools here: {sorted(pools)})"
+            )
         effective, labels = opaque.GpuConfig(), []
         for label, requests, parsed in configs:
             if applies(requests, result["request"]):
                 effective, labels = effective.merged(parsed), [*labels, label]
         consumed = tuple(sorted((k, str(v)) for k, v in (result.get("consumedCapacity") or {}).items()))
-        devices.append(AllocatedDevice(request=result["request"], pool=result["pool"], device=result["device"],
-                                       admin_access=bool(result.get("adminAccess")), share_id=result.get("shareID"),
-                                       consumed_capacity=consumed, config=effective, config_sources=tuple(labels)))
+        devices.append(
+            AllocatedDevice(
+                request=result["request"],
+                pool=result["pool"],
+                device=result["device"],
+                admin_access=bool(result.get("adminAccess")),
+                share_id=result.get("shareID"),
+                consumed_capacity=consumed,
+                config=effective,
+                config_sources=tuple(labels),
+            )
+        )
     return devices

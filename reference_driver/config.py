@@ -5,6 +5,7 @@ Environment fallbacks: ``NODE_NAME`` for ``--node-name``, ``DRA_REFERENCE_FAULTS
 ``--faults``), ``KUBECONFIG`` is *not* read implicitly: without ``--kubeconfig`` the in-cluster service
 account is used.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,15 +52,19 @@ class Config:
 
 def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
-    p = argparse.ArgumentParser(prog="dra-reference-driver",
-                                description="Reference GPU DRA kubelet plugin (driver %s)." % DRIVER_NAME)
+    p = argparse.ArgumentParser(
+        prog="dra-reference-driver", description=f"Reference GPU DRA kubelet plugin (driver {DRIVER_NAME})."
+    )
     p.add_argument("--node-name", help="this node (env NODE_NAME)")
     p.add_argument("--kubeconfig", type=Path, help="kubeconfig file; default: in-cluster service account")
     for key, default in DEFAULTS.items():
         p.add_argument("--" + key.replace("_", "-"), type=Path, default=Path(default), help=f"default {default}")
     p.add_argument("--config", dest="device_config", type=Path, help="device YAML (default: 4 simulated GPUs)")
-    p.add_argument("--faults", default="", help=f"comma-separated faults to inject (also env DRA_REFERENCE_FAULTS); "
-                                                f"known: {', '.join(sorted(FAULTS))}")
+    p.add_argument(
+        "--faults",
+        default="",
+        help=f"comma-separated faults to inject (also env DRA_REFERENCE_FAULTS); known: {', '.join(sorted(FAULTS))}",
+    )
     p.add_argument("--driver-name", default=DRIVER_NAME, help=f"default {DRIVER_NAME}")
     p.add_argument("--resync-seconds", type=float, default=60.0, help="ResourceSlice re-check period")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -83,8 +88,16 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         faults = Faults.parse(args.faults, env.get("DRA_REFERENCE_FAULTS"))
     except UnknownFaultError as err:
         raise ConfigError(str(err)) from None
-    return Config(node_name=args.node_name, kubeconfig=args.kubeconfig,
-                  plugin_registry_dir=args.plugin_registry_dir, plugins_dir=args.plugins_dir,
-                  cdi_dir=args.cdi_dir, state_dir=args.state_dir, device_config=args.device_config,
-                  faults=faults, driver_name=args.driver_name, resync_seconds=args.resync_seconds,
-                  log_level=args.log_level)
+    return Config(
+        node_name=args.node_name,
+        kubeconfig=args.kubeconfig,
+        plugin_registry_dir=args.plugin_registry_dir,
+        plugins_dir=args.plugins_dir,
+        cdi_dir=args.cdi_dir,
+        state_dir=args.state_dir,
+        device_config=args.device_config,
+        faults=faults,
+        driver_name=args.driver_name,
+        resync_seconds=args.resync_seconds,
+        log_level=args.log_level,
+    )

@@ -4,31 +4,32 @@ Faults are off by default and switched on with ``--faults a,b`` or ``DRA_REFEREN
 exist so the conformance suite can prove that its checks fail against a broken driver (self-validation).
 Unknown names are rejected with the list of known ones, so a typo never silently runs a healthy driver.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 FAULTS: dict[str, str] = {
     "prepare-error": "NodePrepareResources answers every claim with a per-claim error "
-                     "(contract: pod must not start; upstream 'must retry NodePrepareResources').",
+    "(contract: pod must not start; upstream 'must retry NodePrepareResources').",
     "unprepare-error": "NodeUnprepareResources answers every claim with a per-claim error "
-                       "(upstream 'must call NodeUnprepareResources for deleted pod').",
+    "(upstream 'must call NodeUnprepareResources for deleted pod').",
     "skip-cdi-env": "CDI device entries carry no device env vars (only a marker), so containers do not "
-                    "see which device they got.",
+    "see which device they got.",
     "leak-device-to-all-containers": "Devices are returned without request_names, so every container "
-                                     "referencing the claim gets every device of it, whatever request it "
-                                     "names (upstream 'must map configs and devices to the right containers').",
+    "referencing the claim gets every device of it, whatever request it "
+    "names (upstream 'must map configs and devices to the right containers').",
     "ignore-claim-config": "Opaque configuration with source FromClaim is ignored; only class config applies.",
     "skip-uid-check": "NodePrepareResources does not compare the claim UID with the API object's UID "
-                      "(upstream test-driver 'got replaced' check).",
+    "(upstream test-driver 'got replaced' check).",
     "unprepare-keeps-cdi": "NodeUnprepareResources forgets the claim but leaves its CDI spec file behind.",
     "unhealthy-devices": "The DRAResourceHealth stream reports every device UNHEALTHY (HLTH-01).",
     "no-slices": "No ResourceSlice is published for the node (PUB-01/PUB-08).",
     "no-republish": "Slices deleted by someone else (e.g. the kubelet at start-up) are not re-created (PUB-03).",
     "wrong-pool-generation": "Changed pool content is republished without bumping pool.generation, and a "
-                             "re-created pool restarts at generation 1 (PUB-11).",
+    "re-created pool restarts at generation 1 (PUB-11).",
     "wrong-slice-count": "pool.resourceSliceCount is one more than the number of slices published, so the "
-                         "pool never looks complete (PUB-11).",
+    "pool never looks complete (PUB-11).",
 }
 
 
@@ -49,7 +50,7 @@ class Faults:
         return name in self.enabled
 
     @classmethod
-    def parse(cls, *specs: str | None) -> "Faults":
+    def parse(cls, *specs: str | None) -> Faults:
         """Build from comma-separated lists (flag value, env value; empty or None = none).
 
         Raises UnknownFaultError naming the bad entry and the known names.
@@ -57,8 +58,9 @@ class Faults:
         names = {n.strip() for spec in specs if spec for n in spec.split(",") if n.strip()}
         unknown = sorted(names - FAULTS.keys())
         if unknown:
-            raise UnknownFaultError(f"unknown fault(s) {unknown}; known faults: {sorted(FAULTS)} "
-                                    "(--faults / DRA_REFERENCE_FAULTS)")
+            raise UnknownFaultError(
+                f"unknown fault(s) {unknown}; known faults: {sorted(FAULTS)} (--faults / DRA_REFERENCE_FAULTS)"
+            )
         return cls(frozenset(names))
 
     def describe(self) -> str:

@@ -3,6 +3,7 @@
 A reader (containerd's CDI cache, a restarted plugin) sees the old file or the new one, never a partial one.
 Source: CDI spec-dirs guidance (write to a non-.json temp name, then rename); dra-example-driver checkpoint.
 """
+
 from __future__ import annotations
 
 import os

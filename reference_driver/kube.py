@@ -4,6 +4,7 @@
 Claims are read with ``_preload_content=False`` and decoded as plain JSON, so fields newer than the
 Python client's models (e.g. ``shareID``, ``consumedCapacity``) are never dropped.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,9 @@ class ApiClaimSource:
     def get_claim(self, namespace: str, name: str) -> dict:
         """The claim as JSON. Raises LookupError on 404, ApiException on other API errors."""
         try:
-            resp = self._api.read_namespaced_resource_claim(name, namespace, _preload_content=False,
-                                                            _request_timeout=REQUEST_TIMEOUT)
+            resp = self._api.read_namespaced_resource_claim(
+                name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
         except ApiException as err:
             if err.status == 404:
                 raise LookupError(f"ResourceClaim {namespace}/{name} not found") from None

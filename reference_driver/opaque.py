@@ -12,6 +12,7 @@ Validation is strict: an unknown kind, field or value is an error that names it.
 order (class configs first, then claim configs): a later ``sharing`` replaces an earlier one, ``env`` is
 merged key by key. Source: resource.k8s.io/v1 OpaqueDeviceConfiguration (parameters, raw <= 10 KiB).
 """
+
 from __future__ import annotations
 
 import re
@@ -46,7 +47,7 @@ class GpuConfig:
     sharing: Sharing | None = None
     env: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
-    def merged(self, later: "GpuConfig") -> "GpuConfig":
+    def merged(self, later: GpuConfig) -> GpuConfig:
         """This config overridden by ``later`` (later sharing wins; env merged by name, later wins)."""
         env = dict(self.env)
         env.update(dict(later.env))
@@ -90,10 +91,14 @@ def _sharing(raw: object, where: str) -> Sharing:
         _unknown(ts, {"interval"}, f"{where}.timeSlicing")
         interval = ts.get("interval", "Default")
         if interval not in INTERVALS:
-            raise ConfigError(f"{where}.timeSlicing.interval: unknown value {interval!r}; expected one of {list(INTERVALS)}")
+            raise ConfigError(
+                f"{where}.timeSlicing.interval: unknown value {interval!r}; expected one of {list(INTERVALS)}"
+            )
     if "spacePartitioning" in raw:
         if strategy != "SpacePartitioning":
-            raise ConfigError(f"{where}.spacePartitioning: only allowed with strategy SpacePartitioning, not {strategy}")
+            raise ConfigError(
+                f"{where}.spacePartitioning: only allowed with strategy SpacePartitioning, not {strategy}"
+            )
         sp = raw["spacePartitioning"]
         if not isinstance(sp, dict):
             raise ConfigError(f"{where}.spacePartitioning: expected an object")

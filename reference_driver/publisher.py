@@ -6,6 +6,7 @@ every watch event and every ``resync`` seconds, so slices deleted by the kubelet
 are re-created. Sources: dra-protocols.md §1.5 and §7.4; upstream "ResourceSlice must be removed on kubelet
 startup"; k8s.io/dynamic-resource-allocation resourceslice controller behaviour.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,9 @@ class SyncResult:
 class SlicePublisher:
     """Keeps the node's ResourceSlices equal to the inventory."""
 
-    def __init__(self, api: client.ApiClient, node: str, driver: str, snapshot, faults: Faults = Faults(),
-                 resync: float = 60.0) -> None:
+    def __init__(
+        self, api: client.ApiClient, node: str, driver: str, snapshot, faults: Faults = Faults(), resync: float = 60.0
+    ) -> None:
         self._resource = client.ResourceV1Api(api)
         self._api, self.node, self.driver, self._snapshot = api, node, driver, snapshot
         self.faults, self.resync = faults, resync
@@ -68,8 +70,9 @@ class SlicePublisher:
 
     def existing(self) -> list[dict]:
         """This node's slices of this driver, as JSON."""
-        resp = self._resource.list_resource_slice(field_selector=self._selector, _preload_content=False,
-                                                  _request_timeout=REQUEST_TIMEOUT)
+        resp = self._resource.list_resource_slice(
+            field_selector=self._selector, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+        )
         return json.loads(resp.data).get("items") or []
 
     def desired(self, uid: str, generation: int) -> list[dict]:
@@ -137,24 +140,31 @@ class SlicePublisher:
                 log.warning("slice sync attempt %d failed: %s %s", attempt + 1, err.status, err.reason)
             except Exception as err:  # noqa: BLE001 - network errors: keep the plugin alive, retry
                 log.warning("slice sync attempt %d failed: %s", attempt + 1, err)
-            if self._stop.wait(min(0.2 * 2 ** attempt, 5.0)):
+            if self._stop.wait(min(0.2 * 2**attempt, 5.0)):
                 return None
         return None
 
     def run(self) -> None:
         """Sync, then re-sync on every watch event and every ``resync`` seconds until ``stop()``."""
         first = self.sync_with_retry()
-        log.info("initial slice sync: %s", "failed" if first is None else
-                 f"{'written' if first.changed else 'unchanged'}, pool {self.node} generation {first.generation}, "
-                 f"slices {list(first.names)}")
+        log.info(
+            "initial slice sync: %s",
+            "failed"
+            if first is None
+            else f"{'written' if first.changed else 'unchanged'}, pool {self.node} generation {first.generation}, "
+            f"slices {list(first.names)}",
+        )
         if self.faults.on("no-republish"):
             self._stop.wait()
             return
         while not self._stop.is_set():
             try:
-                stream = watch.Watch().stream(self._resource.list_resource_slice, field_selector=self._selector,
-                                              timeout_seconds=max(1, int(self.resync)),
-                                              _request_timeout=self.resync + REQUEST_TIMEOUT)
+                stream = watch.Watch().stream(
+                    self._resource.list_resource_slice,
+                    field_selector=self._selector,
+                    timeout_seconds=max(1, int(self.resync)),
+                    _request_timeout=self.resync + REQUEST_TIMEOUT,
+                )
                 for _event in stream:
                     if self._stop.is_set():
                         return

@@ -4,6 +4,7 @@ API server canonicalises them, so published ResourceSlices do not churn on re-re
 Only integers are handled (device memory and counters are byte counts); fractional quantities raise.
 Source: k8s.io/apimachinery pkg/api/resource (suffixes, canonical form).
 """
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,10 @@ def parse(value: str | int) -> int:
         return value
     m = _RE.match(str(value).strip())
     if not m:
-        raise ValueError(f"quantity {value!r}: expected a whole number with an optional suffix "
-                         f"({', '.join([*_BINARY, *_DECIMAL])}), e.g. '80Gi'")
+        raise ValueError(
+            f"quantity {value!r}: expected a whole number with an optional suffix "
+            f"({', '.join([*_BINARY, *_DECIMAL])}), e.g. '80Gi'"
+        )
     number, suffix = int(m.group(1)), m.group(2)
     return number * (_BINARY.get(suffix) or _DECIMAL.get(suffix) or 1)
 

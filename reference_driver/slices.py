@@ -11,6 +11,7 @@ Sources: resource.k8s.io/v1 ResourceSlice validation (ResourceSliceMaxDevices 12
 ResourceSliceMaxDevicesWithTaintsOrConsumesCounters 64, ResourceSliceMaxCounterSets 8, sharedCounters and
 devices mutually exclusive since 1.35); upstream "kubelet must manage ResourceSlices"; PR #127645.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,7 +44,7 @@ def slice_name(node: str, driver: str, index: int) -> str:
 
 
 def _chunks(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _combined(snapshot: Snapshot) -> list[tuple[tuple, tuple]]:
@@ -91,8 +92,9 @@ def plan(snapshot: Snapshot, node: str, driver: str, separate_counters: bool = T
     return [PlannedSlice(slice_name(node, driver, i), devs, sets) for i, (devs, sets) in enumerate(contents)]
 
 
-def render(planned: list[PlannedSlice], node: str, node_uid: str, driver: str, generation: int,
-           slice_count: int | None = None) -> list[dict]:
+def render(
+    planned: list[PlannedSlice], node: str, node_uid: str, driver: str, generation: int, slice_count: int | None = None
+) -> list[dict]:
     """Full ResourceSlice objects (``resource.k8s.io/v1``) for ``planned`` at ``generation``.
 
     ``slice_count`` overrides ``pool.resourceSliceCount`` (only the fault ``wrong-slice-count`` does that).
@@ -100,17 +102,28 @@ def render(planned: list[PlannedSlice], node: str, node_uid: str, driver: str, g
     count = len(planned) if slice_count is None else slice_count
     out = []
     for item in planned:
-        spec: dict = {"driver": driver, "nodeName": node,
-                      "pool": {"name": node, "generation": generation, "resourceSliceCount": count}}
+        spec: dict = {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": count},
+        }
         if item.shared_counters:
             spec["sharedCounters"] = [dict(c) for c in item.shared_counters]
         if item.devices or not item.shared_counters:
             spec["devices"] = [dict(d) for d in item.devices]
-        out.append({"apiVersion": API_VERSION, "kind": "ResourceSlice",
-                    "metadata": {"name": item.name,
-                                 "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node,
-                                                      "uid": node_uid, "controller": True}]},
-                    "spec": spec})
+        out.append(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "ResourceSlice",
+                "metadata": {
+                    "name": item.name,
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid, "controller": True}
+                    ],
+                },
+                "spec": spec,
+            }
+        )
     return out
 
 
@@ -121,11 +134,16 @@ def _empty(value: object) -> bool:
 
 def matches(want: object, have: object, equal_scalars=lambda a, b: a == b) -> bool:
     """True when ``have`` contains everything of ``want`` (extra keys in ``have`` are fields the server
-    defaulted, and empty values in ``want`` may be missing from ``have``; lists must match element by element). ``equal_scalars`` compares leaves (e.g. quantities)."""
+    defaulted, and empty values in ``want`` may be missing from ``have``; lists must match element by element).
+    ``equal_scalars`` compares leaves (e.g. quantities)."""
     if isinstance(want, dict):
-        return isinstance(have, dict) and all(matches(v, have[k], equal_scalars) if k in have else _empty(v)
-                                              for k, v in want.items())
+        return isinstance(have, dict) and all(
+            matches(v, have[k], equal_scalars) if k in have else _empty(v) for k, v in want.items()
+        )
     if isinstance(want, list | tuple):
-        return isinstance(have, list | tuple) and len(want) == len(have) and all(
-            matches(w, h, equal_scalars) for w, h in zip(want, have))
+        return (
+            isinstance(have, list | tuple)
+            and len(want) == len(have)
+            and all(matches(w, h, equal_scalars) for w, h in zip(want, have, strict=True))
+        )
     return want == have or equal_scalars(want, have)

@@ -7,12 +7,14 @@ Contract (KEP-4381; upstream test-driver kubeletplugin.go; dra-protocols.md §2.
 - unprepare works from the driver's own state, is idempotent, and an unknown claim is a success (its CDI
   spec file is still removed if one is left over, e.g. after a quarantined checkpoint).
 """
+
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from . import cdi, claims
 from .checkpoint import Checkpoint, CheckpointCorrupt
@@ -42,14 +44,20 @@ class PreparedDevice:
 
     def to_json(self) -> dict:
         """Checkpoint form."""
-        return {"requestNames": list(self.request_names), "pool": self.pool, "device": self.device,
-                "cdiDeviceIDs": list(self.cdi_ids), "shareID": self.share_id}
+        return {
+            "requestNames": list(self.request_names),
+            "pool": self.pool,
+            "device": self.device,
+            "cdiDeviceIDs": list(self.cdi_ids),
+            "shareID": self.share_id,
+        }
 
     @classmethod
-    def from_json(cls, raw: dict) -> "PreparedDevice":
+    def from_json(cls, raw: dict) -> PreparedDevice:
         """Inverse of to_json. Raises KeyError/TypeError on a malformed entry."""
-        return cls(tuple(raw["requestNames"]), raw["pool"], raw["device"], tuple(raw["cdiDeviceIDs"]),
-                   raw.get("shareID"))
+        return cls(
+            tuple(raw["requestNames"]), raw["pool"], raw["device"], tuple(raw["cdiDeviceIDs"]), raw.get("shareID")
+        )
 
 
 class UnprepareError(RuntimeError):
@@ -71,8 +79,16 @@ class DeviceState:
     ``snapshot`` returns the current inventory; ``pools`` are the pool names this node publishes.
     """
 
-    def __init__(self, driver: str, pools: set[str], snapshot: Callable[[], Snapshot], source: ClaimSource,
-                 store: cdi.CdiStore, checkpoint: Checkpoint, faults: Faults = Faults()) -> None:
+    def __init__(
+        self,
+        driver: str,
+        pools: set[str],
+        snapshot: Callable[[], Snapshot],
+        source: ClaimSource,
+        store: cdi.CdiStore,
+        checkpoint: Checkpoint,
+        faults: Faults = Faults(),
+    ) -> None:
         self.driver, self.pools, self._snapshot, self._source = driver, set(pools), snapshot, source
         self.store, self.checkpoint, self.faults = store, checkpoint, faults
         self._lock = threading.Lock()
@@ -120,9 +136,14 @@ class DeviceState:
             raise ClaimError(f"{ref} not found in the API server") from None
         except Exception as err:  # noqa: BLE001 - any API failure becomes this claim's error
             raise ClaimError(f"{ref}: reading the claim failed: {err}") from None
-        allocs = claims.allocated_devices(obj, ref, self.driver, self.pools,
-                                          check_uid=not self.faults.on("skip-uid-check"),
-                                          ignore_claim_config=self.faults.on("ignore-claim-config"))
+        allocs = claims.allocated_devices(
+            obj,
+            ref,
+            self.driver,
+            self.pools,
+            check_uid=not self.faults.on("skip-uid-check"),
+            ignore_claim_config=self.faults.on("ignore-claim-config"),
+        )
         snap = self._snapshot()
         pairs = []
         for alloc in allocs:
@@ -132,15 +153,21 @@ class DeviceState:
             pairs.append((alloc, device))
         spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
-        devices = [PreparedDevice(() if leak else (a.base_request,), a.pool, a.device, (cid,), a.share_id)
-                   for (a, _), cid in zip(pairs, ids)]
+        devices = [
+            PreparedDevice(() if leak else (a.base_request,), a.pool, a.device, (cid,), a.share_id)
+            for (a, _), cid in zip(pairs, ids, strict=True)
+        ]
         with self._lock:
             done = self._existing(ref)
             if done is not None:
                 return done
             self.store.write(ref.uid, spec)
-            self._claims[ref.uid] = {"namespace": ref.namespace, "name": ref.name,
-                                     "devices": [d.to_json() for d in devices], "cdiSpec": spec}
+            self._claims[ref.uid] = {
+                "namespace": ref.namespace,
+                "name": ref.name,
+                "devices": [d.to_json() for d in devices],
+                "cdiSpec": spec,
+            }
             try:
                 self.checkpoint.save(self._claims)
             except OSError as err:

@@ -1,6 +1,7 @@
 """Shared glue for every suite: the fixtures come from the ``dra_conformance`` plugin (conformance/plugin.py);
 this file only enforces the marker vocabulary (design.md §3: exactly one profile marker and at least one
 area marker per test), so a suite cannot silently escape profile selection or report grouping."""
+
 import pytest
 
 from conformance.api import markers
@@ -17,5 +18,7 @@ def pytest_collection_modifyitems(config, items):
         if len(names & _PROFILES) != 1 or not names & _AREAS:
             bad.append(f"{item.nodeid}: profiles {sorted(names & _PROFILES)}, areas {sorted(names & _AREAS)}")
     if bad:
-        raise pytest.UsageError("suite tests need exactly one profile marker (core|standard|full|disruptive) "
-                                "and an area marker:\n  " + "\n  ".join(bad))
+        raise pytest.UsageError(
+            "suite tests need exactly one profile marker (core|standard|full|disruptive) "
+            "and an area marker:\n  " + "\n  ".join(bad)
+        )

@@ -3,6 +3,7 @@ module is a pytest plugin (the harness registers it) implementing ``pytest_dra_c
 (conformance/hookspecs.py). It does not import pytest: pluggy finds the hook by its name. The factories import
 their provider on first use (the local cluster pulls in PKI and process code).
 """
+
 from __future__ import annotations
 
 from conformance.core.handles import ClusterProvider, ClusterProviderFactory, ProviderContext
@@ -11,18 +12,21 @@ from conformance.core.handles import ClusterProvider, ClusterProviderFactory, Pr
 def local(ctx: ProviderContext) -> ClusterProvider:
     """``local``: a fresh cluster of host processes (conformance/clusters/local)."""
     from .local.provider import LocalProvider  # noqa: PLC0415 - heavy, only when chosen
+
     return LocalProvider(ctx)
 
 
 def existing(ctx: ProviderContext) -> ClusterProvider:
     """``existing``: the cluster of ``--kubeconfig``/``--context``."""
     from .existing import ExistingProvider  # noqa: PLC0415
+
     return ExistingProvider(ctx)
 
 
 def kind(ctx: ProviderContext) -> ClusterProvider:
     """``kind``: checks Docker; creating kind clusters is not implemented yet (a clear ClusterUnavailable)."""
     from .kind import KindProvider  # noqa: PLC0415
+
     return KindProvider(ctx)
 
 

@@ -2,11 +2,13 @@
 (and ``--context``). ``down()`` removes nothing; node access only with the explicit
 ``--node-access privileged-pod`` opt-in (privileged helper pods, conformance/node/helper_pod.py).
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance.k8s import discovery
@@ -61,19 +63,29 @@ class ExistingProvider:
         if choice != "privileged-pod" or not owner or self.handle is None:
             return None
         k8s = K8s.from_kubeconfig(self.handle.kubeconfig, self.ctx.cfg.context)
-        access = HelperPodNodeAccess(k8s, [n.name for n in self.handle.nodes], self.ctx.cfg.run_id,
-                                     image=self.handle.images.get("busybox", DEFAULT_IMAGES["busybox"]))
+        access = HelperPodNodeAccess(
+            k8s,
+            [n.name for n in self.handle.nodes],
+            self.ctx.cfg.run_id,
+            image=self.handle.images.get("busybox", DEFAULT_IMAGES["busybox"]),
+        )
         access.start()
         return access
 
     def state(self) -> dict:
         """``{kubeconfig, k8s_version, nodes}`` for :meth:`attach`."""
         assert self.handle is not None, "state() before up()"
-        return {"kubeconfig": str(self.handle.kubeconfig), "k8s_version": self.handle.k8s_version,
-                "nodes": [n.name for n in self.handle.nodes]}
+        return {
+            "kubeconfig": str(self.handle.kubeconfig),
+            "k8s_version": self.handle.k8s_version,
+            "nodes": [n.name for n in self.handle.nodes],
+        }
 
     def attach(self, state: Mapping[str, Any]) -> ExistingCluster:
         """The handle of another process of the same run, from :meth:`state`."""
-        self.handle = ExistingCluster(Path(state["kubeconfig"]), str(state.get("k8s_version", "")),
-                                      [ExistingNode(n) for n in state.get("nodes", [])])
+        self.handle = ExistingCluster(
+            Path(state["kubeconfig"]),
+            str(state.get("k8s_version", "")),
+            [ExistingNode(n) for n in state.get("nodes", [])],
+        )
         return self.handle

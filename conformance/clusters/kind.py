@@ -2,6 +2,7 @@
 yet, so ``up()`` ends with ClusterUnavailable naming the way forward (``--cluster local`` or a kind cluster
 made by hand passed as ``--cluster existing``). Node access is ``docker exec`` into the node containers.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -33,11 +34,15 @@ class KindProvider(ExistingProvider):
         """Raises ClusterUnavailable: without Docker (why), or because creating kind clusters is not implemented."""
         ok, why = docker_available()
         if not ok:
-            raise errors.ClusterUnavailable(f"--cluster kind needs a running Docker engine: {why}; use "
-                                            "--cluster local (no Docker needed) or --cluster existing --kubeconfig")
-        raise errors.ClusterUnavailable("--cluster kind: creating kind clusters is not implemented by this "
-                                        "harness yet; create one with `kind create cluster` and pass "
-                                        "--cluster existing --kubeconfig <its kubeconfig>")
+            raise errors.ClusterUnavailable(
+                f"--cluster kind needs a running Docker engine: {why}; use "
+                "--cluster local (no Docker needed) or --cluster existing --kubeconfig"
+            )
+        raise errors.ClusterUnavailable(
+            "--cluster kind: creating kind clusters is not implemented by this "
+            "harness yet; create one with `kind create cluster` and pass "
+            "--cluster existing --kubeconfig <its kubeconfig>"
+        )
 
     def node_access(self, choice: str, owner: bool = True) -> NodeAccess | None:
         """``docker exec`` into the kind node containers (None for ``--node-access none``)."""

@@ -6,10 +6,12 @@ probe) and the driver profile into one :class:`Capability` per name of
 declares but the slices show the driver does not deliver is ``broken``: tests requiring it fail instead of
 skipping.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .markers import CAPABILITIES
 from .profile import DriverProfile
@@ -41,14 +43,20 @@ class Capabilities:
 
     def as_dict(self) -> dict[str, dict]:
         """``{name: {"available", "evidence", "broken"}}`` for run.json."""
-        return {n: {"available": c.available, "evidence": c.evidence, "broken": c.broken}
-                for n, c in sorted(self.items.items())}
+        return {
+            n: {"available": c.available, "evidence": c.evidence, "broken": c.broken}
+            for n, c in sorted(self.items.items())
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> "Capabilities":
+    def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Capabilities:
         """Inverse of :meth:`as_dict` (xdist workers read the controller's capabilities)."""
-        return cls({n: Capability(n, bool(v["available"]), str(v["evidence"]), bool(v.get("broken", False)))
-                    for n, v in data.items()})
+        return cls(
+            {
+                n: Capability(n, bool(v["available"]), str(v["evidence"]), bool(v.get("broken", False)))
+                for n, v in data.items()
+            }
+        )
 
 
 GATE_COMPONENT = {"KubeletPodResourcesDynamicResources": "kubelet", "KubeletPodResourcesGet": "kubelet"}
@@ -60,17 +68,27 @@ def _gate(name: str, facts: Mapping[str, Any]) -> Capability:
         per_node = {n: g[gate] for n, g in (facts.get("kubelet_gates") or {}).items() if gate in g}
         if per_node:
             on = all(per_node.values())
-            return Capability(name, on, "kubelet metrics kubernetes_feature_enabled{name=%s}: %s" % (
-                gate, ", ".join(f"{n}={int(v)}" for n, v in sorted(per_node.items()))))
+            return Capability(
+                name,
+                on,
+                f"kubelet metrics kubernetes_feature_enabled{{name={gate}}}: "
+                + ", ".join(f"{n}={int(v)}" for n, v in sorted(per_node.items())),
+            )
     gates = facts.get("feature_gates") or {}
     if gate in gates:
-        return Capability(name, bool(gates[gate]), f"kube-apiserver metrics kubernetes_feature_enabled"
-                                                   f"{{name={gate}}} = {int(bool(gates[gate]))}")
+        return Capability(
+            name,
+            bool(gates[gate]),
+            f"kube-apiserver metrics kubernetes_feature_enabled{{name={gate}}} = {int(bool(gates[gate]))}",
+        )
     configured = facts.get("configured_gates") or {}
     if gate in configured:
         return Capability(name, bool(configured[gate]), f"cluster configured --feature-gates {gate}={configured[gate]}")
-    return Capability(name, False, f"feature gate {gate} is not reported by kube-apiserver metrics "
-                                   f"(Kubernetes {facts.get('k8s_version', '?')})")
+    return Capability(
+        name,
+        False,
+        f"feature gate {gate} is not reported by kube-apiserver metrics (Kubernetes {facts.get('k8s_version', '?')})",
+    )
 
 
 def _per_node(devices: list[Mapping]) -> dict[str, int]:
@@ -80,38 +98,57 @@ def _per_node(devices: list[Mapping]) -> dict[str, int]:
     return out
 
 
-def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]
-            ) -> Capability:
+def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
     if key == "admin_access_signal":
         if not profile.admin_access_signal:
-            return Capability(name, False, f"{src} names no admin_access_signal (the driver shows nothing "
-                                           "for adminAccess results)")
+            return Capability(
+                name, False, f"{src} names no admin_access_signal (the driver shows nothing for adminAccess results)"
+            )
         return _driver("driver.admin_access", facts, profile, gates)
     if not profile.declares(key):
         return Capability(name, False, f"{src} does not declare {key}")
     devices = list(facts.get("devices") or [])
     per_node = _per_node(devices)
-    gate_for = {"admin_access": "gate.DRAAdminAccess", "prioritized_list": "gate.DRAPrioritizedList",
-                "partitions": "gate.DRAPartitionableDevices", "consumable_capacity": "gate.DRAConsumableCapacity"}
+    gate_for = {
+        "admin_access": "gate.DRAAdminAccess",
+        "prioritized_list": "gate.DRAPrioritizedList",
+        "partitions": "gate.DRAPartitionableDevices",
+        "consumable_capacity": "gate.DRAConsumableCapacity",
+    }
     if key in gate_for and not gates[gate_for[key]].available:
-        return Capability(name, False, f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}")
+        return Capability(
+            name, False, f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}"
+        )
     if key == "multiple_devices":
         best = max(per_node.values(), default=0)
         if best < 2:
-            return Capability(name, False, f"{src} declares multiple_devices but the driver's slices show at most "
-                                           f"{best} device(s) per node: {per_node}", broken=True)
+            return Capability(
+                name,
+                False,
+                f"{src} declares multiple_devices but the driver's slices show at most "
+                f"{best} device(s) per node: {per_node}",
+                broken=True,
+            )
         return Capability(name, True, f"slices show devices per node: {per_node}")
     if key == "partitions":
         if not any(d.get("shared_counters") or d.get("consumes_counters") for d in devices):
-            return Capability(name, False, f"{src} declares partitions but no slice of {profile.driver} has "
-                                           "sharedCounters or consumesCounters", broken=True)
+            return Capability(
+                name,
+                False,
+                f"{src} declares partitions but no slice of {profile.driver} has sharedCounters or consumesCounters",
+                broken=True,
+            )
         return Capability(name, True, "slices publish sharedCounters/consumesCounters")
     if key == "consumable_capacity":
         if not any(d.get("allow_multiple_allocations") for d in devices):
-            return Capability(name, False, f"{src} declares consumable_capacity but no device of {profile.driver} "
-                                           "sets allowMultipleAllocations", broken=True)
+            return Capability(
+                name,
+                False,
+                f"{src} declares consumable_capacity but no device of {profile.driver} sets allowMultipleAllocations",
+                broken=True,
+            )
         return Capability(name, True, "devices set allowMultipleAllocations")
     return Capability(name, True, f"{src} declares {key}: true")
 
@@ -122,7 +159,8 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
 KNOWN_ALLOCATOR_GAPS = {
     "allocator.distinct_attribute": {
         "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
-                "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"},
+        "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"
+    },
 }
 
 
@@ -159,8 +197,11 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
         ok, why = facts.get(name) or (False, "not probed")
         items[name] = Capability(name, bool(ok), why)
     per_node = _per_node(facts.get("devices") or [])
-    items["multi_node"] = Capability("multi_node", len([n for n in per_node if n != "<no node>"]) >= 2,
-                                     f"driver {profile.driver} publishes devices on nodes {sorted(per_node) or 'none'}")
+    items["multi_node"] = Capability(
+        "multi_node",
+        len([n for n in per_node if n != "<no node>"]) >= 2,
+        f"driver {profile.driver} publishes devices on nodes {sorted(per_node) or 'none'}",
+    )
     for name in CAPABILITIES:
         if name.startswith("driver."):
             items[name] = _driver(name, facts, profile, items)

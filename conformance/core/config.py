@@ -4,11 +4,13 @@ Each option has a converter whose :class:`~conformance.core.errors.ConfigError` 
 value and the accepted form. The plugin fills :class:`RunConfig` from pytest options with
 :func:`from_options`.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import ConfigError
 from .markers import PROFILE_ORDER
@@ -28,8 +30,11 @@ def registry_name(option: str, value: Any) -> str:
     """``value`` if it has the shape of a registry name (``local``, ``vendor-operator``); whether such a cluster
     provider or driver deployer is registered is checked by conformance.runner.registry."""
     if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", value):
-        raise ConfigError(f"{value!r} is not a provider or deployer name", source=option,
-                          fix="lower-case letters, digits, '.', '_' and '-', e.g. local or helm")
+        raise ConfigError(
+            f"{value!r} is not a provider or deployer name",
+            source=option,
+            fix="lower-case letters, digits, '.', '_' and '-', e.g. local or helm",
+        )
     return value
 
 
@@ -41,8 +46,11 @@ def k8s_minor(option: str, value: str | None, known: tuple[str, ...] = ()) -> st
     if not m:
         raise ConfigError(f"{value!r} is not a Kubernetes minor version", source=option, fix="e.g. 1.34")
     if known and m.group(1) not in known:
-        raise ConfigError(f"Kubernetes {m.group(1)} is not pinned", source=option,
-                          fix=f"use one of {', '.join(known)} (versions.toml)")
+        raise ConfigError(
+            f"Kubernetes {m.group(1)} is not pinned",
+            source=option,
+            fix=f"use one of {', '.join(known)} (versions.toml)",
+        )
     return m.group(1)
 
 
@@ -72,13 +80,14 @@ def node_count(option: str, value: Any) -> int:
 class RunConfig:
     """One run's configuration.
 
-    cluster: a registered cluster provider (local|kind|existing shipped); kubeconfig/context: for ``existing`` (and kind); k8s_version: ``1.NN`` or
-    None (default of versions.toml); feature_gates: defaults|all; driver: profile name or path;
-    driver_deploy: a registered deployer overriding the profile's deploy mode (None = the profile's); profile: core|standard|full|
-    disruptive; allow_disruptive: required for ``disruptive``; image_repo: registry prefix for driver images;
-    report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every wait; nodes: node
-    count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the explicit opt-in for
-    existing clusters); run_id: labels every object; keep_cluster: leave a local cluster running.
+    cluster: a registered cluster provider (local|kind|existing shipped); kubeconfig/context: for ``existing`` (and
+    kind); k8s_version: ``1.NN`` or None (default of versions.toml); feature_gates: defaults|all; driver: profile
+    name or path; driver_deploy: a registered deployer overriding the profile's deploy mode (None = the profile's);
+    profile: core|standard|full|disruptive; allow_disruptive: required for ``disruptive``; image_repo: registry
+    prefix for driver images; report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every
+    wait; nodes: node count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the
+    explicit opt-in for existing clusters); run_id: labels every object; keep_cluster: leave a local cluster
+    running.
     """
 
     cluster: str = "local"
@@ -106,8 +115,11 @@ class RunConfig:
         if self.driver_deploy is not None:
             registry_name("--driver-deploy", self.driver_deploy)
         if self.profile == "disruptive" and not self.allow_disruptive:
-            raise ConfigError("the disruptive profile restarts kubelets and driver plugins", source="--profile",
-                              fix="add --allow-disruptive to confirm, or pick core, standard or full")
+            raise ConfigError(
+                "the disruptive profile restarts kubelets and driver plugins",
+                source="--profile",
+                fix="add --allow-disruptive to confirm, or pick core, standard or full",
+            )
         if not self.driver:
             raise ConfigError("no driver given", source="--driver", fix="e.g. --driver reference")
         positive_float("--timeout-scale", self.timeout_scale)

@@ -3,6 +3,7 @@
 Every error the harness raises on purpose derives from :class:`ConformanceError`; its message names the
 input or the state and, where there is one, the fix. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -54,12 +55,16 @@ class WaitError(ConformanceError):
     (empty for a timeout).
     """
 
-    def __init__(self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None,
-                 failed: str = "") -> None:
+    def __init__(
+        self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None, failed: str = ""
+    ) -> None:
         self.awaited, self.timeout, self.last_state = awaited, timeout, last_state
         self.events, self.failed = list(events or []), failed
-        head = (f"while waiting for {awaited}: {failed}" if failed
-                else f"timed out after {timeout:.0f}s waiting for {awaited}")
+        head = (
+            f"while waiting for {awaited}: {failed}"
+            if failed
+            else f"timed out after {timeout:.0f}s waiting for {awaited}"
+        )
         parts = [head, "last observed state:\n" + (last_state or "  (nothing observed)")]
         if self.events:
             parts.append("recent events:\n" + "\n".join("  " + e for e in self.events[-15:]))
@@ -77,8 +82,14 @@ class WaitFailed(WaitError):
     """A wait ended early because its failure predicate matched (the awaited state can no longer come:
     pod Failed, object deleted, ``FailedPrepareDynamicResources``). Not a timeout: ``failed`` says why."""
 
-    def __init__(self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None,
-                 failed: str = "the failure predicate matched") -> None:
+    def __init__(
+        self,
+        awaited: str,
+        timeout: float,
+        last_state: str = "",
+        events: list[str] | None = None,
+        failed: str = "the failure predicate matched",
+    ) -> None:
         super().__init__(awaited, timeout, last_state, events, failed or "the failure predicate matched")
 
 

@@ -16,11 +16,13 @@ with evidence when the handle lacks it.
 Pattern: kubernetes-sigs/e2e-framework ``support.E2EClusterProvider`` (every interface in one small leaf
 package); csi-test ``pkg/sanity`` (capabilities decide which tests run).
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .config import RunConfig
 from .profile import DriverProfile
@@ -155,7 +157,8 @@ class NodeAccess(Protocol):
     ``probe()`` -> ``(available, evidence)`` (checked once per run); ``cdi_specs(node)`` -> ``{file name:
     text}`` of the node's CDI spec directories; ``plugin_sockets(node)`` -> file names in the kubelet plugin
     registry; ``plugin_info(node)`` -> the pluginregistration GetInfo answers of those sockets (``[{type, name,
-    endpoint, supported_versions, socket}]``); ``pod_resources(node)`` -> a PodResources client; ``container_log(...)`` -> a container's output
+    endpoint, supported_versions, socket}]``); ``pod_resources(node)`` -> a PodResources client;
+    ``container_log(...)`` -> a container's output
     from the node's log files. Operations a mode cannot do raise ``conformance.node.base.NodeAccessUnavailable``.
     Kubelet restarts are the optional :class:`RestartsKubelet` ability.
     """

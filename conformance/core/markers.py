@@ -14,6 +14,7 @@ Markers are how users select tests and how reports group them:
 
 Sources: KEP-5970 (profiles and the seven core behaviours); feature-catalog.md §5 and §7.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,15 +31,23 @@ class Marker:
 
 
 AREAS = (
-    Marker("api_v1", "area", "resource.k8s.io/v1 API stability: verbs, discovery, validation limits, "
-           "immutability, cross-version round trips (API-*, LIM-*)", "4381"),
-    Marker("allocation", "area", "claims, templates, sharing, CEL selectors, constraints, lifecycle (ALLOC-*)",
-           "4381"),
+    Marker(
+        "api_v1",
+        "area",
+        "resource.k8s.io/v1 API stability: verbs, discovery, validation limits, "
+        "immutability, cross-version round trips (API-*, LIM-*)",
+        "4381",
+    ),
+    Marker("allocation", "area", "claims, templates, sharing, CEL selectors, constraints, lifecycle (ALLOC-*)", "4381"),
     Marker("prioritized_list", "area", "firstAvailable subrequests (PL-*)", "4816"),
     Marker("admin_access", "area", "adminAccess claims and the namespace label guard (ADMIN-*)", "5018"),
     Marker("podresources", "area", "kubelet PodResources API reports DRA claims (PRA-*)", "3695"),
-    Marker("node", "area", "registration, NodePrepareResources/Unprepare, CDI, container isolation "
-           "(REG-*, PREP-*, SEC-*)", "4381"),
+    Marker(
+        "node",
+        "area",
+        "registration, NodePrepareResources/Unprepare, CDI, container isolation (REG-*, PREP-*, SEC-*)",
+        "4381",
+    ),
     Marker("publishing", "area", "ResourceSlice publishing by the driver (PUB-*)", "4381"),
 )
 

@@ -3,6 +3,7 @@
 Label keys live under ``dra-conformance.test/``: ``run`` (the run ID), ``test`` (a hash-safe test ID) and
 ``managed`` (``true`` on everything the suite creates). Names are DNS-1123 labels (≤ 63 chars).
 """
+
 from __future__ import annotations
 
 import hashlib

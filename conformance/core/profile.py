@@ -23,17 +23,28 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
     requires_hardware: false
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import ConfigError
 
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
-BOOL_CAPABILITIES = ("shared_claims", "admin_access", "partitions", "consumable_capacity", "taints",
-                     "prioritized_list", "multiple_devices", "opaque_config", "fault_injection")
+BOOL_CAPABILITIES = (
+    "shared_claims",
+    "admin_access",
+    "partitions",
+    "consumable_capacity",
+    "taints",
+    "prioritized_list",
+    "multiple_devices",
+    "opaque_config",
+    "fault_injection",
+)
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir"},
     "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
@@ -41,9 +52,23 @@ DEPLOY_KEYS = {
     "manifests": {"dir", "namespace"},
     "preinstalled": set(),
 }
-TOP_KEYS = {"name", "driver", "description", "device_classes", "attributes", "devices_per_node", "visibility",
-            "opaque_config", "capabilities", "node_selector", "requires_hardware", "deploy", "notes", "version",
-            "admin_access_signal"}
+TOP_KEYS = {
+    "name",
+    "driver",
+    "description",
+    "device_classes",
+    "attributes",
+    "devices_per_node",
+    "visibility",
+    "opaque_config",
+    "capabilities",
+    "node_selector",
+    "requires_hardware",
+    "deploy",
+    "notes",
+    "version",
+    "admin_access_signal",
+}
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -52,8 +77,12 @@ def _regex(raw: Mapping[str, Any], key: str, src: str) -> str:
     try:
         re.compile(value)
     except re.error as exc:
-        raise ConfigError(f"not a regular expression: {exc}", source=src, field=key,
-                          fix="a Python regex matched per line, e.g. '^DRA_ADMIN_ACCESS=true$'") from None
+        raise ConfigError(
+            f"not a regular expression: {exc}",
+            source=src,
+            field=key,
+            fix="a Python regex matched per line, e.g. '^DRA_ADMIN_ACCESS=true$'",
+        ) from None
     return value
 
 
@@ -119,16 +148,21 @@ def _req(raw: Mapping, key: str, typ: type | tuple, src: str, fix: str) -> Any:
         raise ConfigError("is required", source=src, field=key, fix=fix)
     value = raw[key]
     if not isinstance(value, typ) or isinstance(value, bool) and typ is int:
-        raise ConfigError(f"must be {getattr(typ, '__name__', typ)}, got {type(value).__name__} {value!r}",
-                          source=src, field=key, fix=fix)
+        raise ConfigError(
+            f"must be {getattr(typ, '__name__', typ)}, got {type(value).__name__} {value!r}",
+            source=src,
+            field=key,
+            fix=fix,
+        )
     return value
 
 
 def _mapping(raw: Mapping, key: str, src: str) -> Mapping:
     value = raw.get(key) or {}
     if not isinstance(value, Mapping):
-        raise ConfigError(f"must be a mapping, got {type(value).__name__}", source=src, field=key,
-                          fix=f"write {key}: {{name: value}}")
+        raise ConfigError(
+            f"must be a mapping, got {type(value).__name__}", source=src, field=key, fix=f"write {key}: {{name: value}}"
+        )
     return value
 
 
@@ -141,97 +175,163 @@ def _check_deploy_keys(deploy: Mapping, mode: str, src: str, modes: Mapping[str,
     takes = f"deploy mode {mode} takes {', '.join(sorted(modes[mode])) or 'no other keys'}"
     owners = [m for m, keys in modes.items() if extra[0] in keys]
     if owners:
-        raise ConfigError(f"{extra[0]!r} is a key of deploy mode {' / '.join(owners)}, but deploy.mode is {mode}",
-                          source=src, field=f"deploy.{extra[0]}",
-                          fix=f"remove {', '.join(extra)} ({takes}) or set deploy.mode: {owners[0]}")
+        raise ConfigError(
+            f"{extra[0]!r} is a key of deploy mode {' / '.join(owners)}, but deploy.mode is {mode}",
+            source=src,
+            field=f"deploy.{extra[0]}",
+            fix=f"remove {', '.join(extra)} ({takes}) or set deploy.mode: {owners[0]}",
+        )
     raise ConfigError(f"unknown field(s) {extra}", source=src, field=f"deploy.{extra[0]}", fix=takes)
 
 
-def parse(raw: Any, source: str = "<profile>",
-          extra_modes: Mapping[str, frozenset[str]] | None = None) -> DriverProfile:
+def parse(
+    raw: Any, source: str = "<profile>", extra_modes: Mapping[str, frozenset[str]] | None = None
+) -> DriverProfile:
     """Validate a profile dict; return a :class:`DriverProfile`. Raises ConfigError (file, field, fix).
 
     ``extra_modes``: deploy modes of registered third-party deployers -> the ``deploy`` keys each takes
     (conformance.runner.registry.Registry.deploy_modes), accepted besides the shipped :data:`DEPLOY_KEYS`."""
     src = source
     if not isinstance(raw, Mapping):
-        raise ConfigError("a driver profile must be a YAML mapping", source=src, fix="see fixtures/drivers/reference.yaml")
+        raise ConfigError(
+            "a driver profile must be a YAML mapping", source=src, fix="see fixtures/drivers/reference.yaml"
+        )
     unknown = sorted(set(raw) - TOP_KEYS)
     if unknown:
-        raise ConfigError(f"unknown field(s) {unknown}", source=src, field=unknown[0],
-                          fix=f"use only {', '.join(sorted(TOP_KEYS))}")
+        raise ConfigError(
+            f"unknown field(s) {unknown}", source=src, field=unknown[0], fix=f"use only {', '.join(sorted(TOP_KEYS))}"
+        )
     name = _req(raw, "name", str, src, "name: my-driver")
     driver = _req(raw, "driver", str, src, "driver: gpu.example.com (the ResourceSlice spec.driver)")
     if not _DNS_SUBDOMAIN.match(driver) or len(driver) > 63:
-        raise ConfigError(f"{driver!r} is not a DNS subdomain of at most 63 characters", source=src,
-                          field="driver", fix="e.g. gpu.example.com")
+        raise ConfigError(
+            f"{driver!r} is not a DNS subdomain of at most 63 characters",
+            source=src,
+            field="driver",
+            fix="e.g. gpu.example.com",
+        )
     classes = _req(raw, "device_classes", list, src, "device_classes: [gpu.example.com]")
     if not classes or not all(isinstance(c, str) and _DNS_SUBDOMAIN.match(c) for c in classes):
-        raise ConfigError(f"must be a non-empty list of DeviceClass names, got {classes!r}", source=src,
-                          field="device_classes", fix="device_classes: [gpu.example.com]")
+        raise ConfigError(
+            f"must be a non-empty list of DeviceClass names, got {classes!r}",
+            source=src,
+            field="device_classes",
+            fix="device_classes: [gpu.example.com]",
+        )
     attributes = _mapping(raw, "attributes", src)
     for attr, typ in attributes.items():
         if typ not in ATTRIBUTE_TYPES:
-            raise ConfigError(f"type {typ!r} is not an attribute type", source=src, field=f"attributes.{attr}",
-                              fix=f"use one of {', '.join(ATTRIBUTE_TYPES)}")
+            raise ConfigError(
+                f"type {typ!r} is not an attribute type",
+                source=src,
+                field=f"attributes.{attr}",
+                fix=f"use one of {', '.join(ATTRIBUTE_TYPES)}",
+            )
     per_node = raw.get("devices_per_node", 1)
     if not isinstance(per_node, int) or isinstance(per_node, bool) or per_node < 1:
-        raise ConfigError(f"must be an integer ≥ 1, got {per_node!r}", source=src, field="devices_per_node",
-                          fix="devices_per_node: 2")
+        raise ConfigError(
+            f"must be an integer ≥ 1, got {per_node!r}", source=src, field="devices_per_node", fix="devices_per_node: 2"
+        )
     vis = _mapping(raw, "visibility", src)
     bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image"})
     if bad:
-        raise ConfigError(f"unknown field(s) {bad}", source=src, field=f"visibility.{bad[0]}",
-                          fix="use command, env_regex, expected_output, image")
+        raise ConfigError(
+            f"unknown field(s) {bad}",
+            source=src,
+            field=f"visibility.{bad[0]}",
+            fix="use command, env_regex, expected_output, image",
+        )
     if not vis.get("env_regex") and not vis.get("expected_output"):
-        raise ConfigError("needs env_regex or expected_output", source=src, field="visibility",
-                          fix="e.g. visibility: {env_regex: '^GPU_DEVICE_[0-9]+='}")
+        raise ConfigError(
+            "needs env_regex or expected_output",
+            source=src,
+            field="visibility",
+            fix="e.g. visibility: {env_regex: '^GPU_DEVICE_[0-9]+='}",
+        )
     for key in ("env_regex", "expected_output"):
         if vis.get(key):
             try:
                 re.compile(vis[key])
             except re.error as exc:
-                raise ConfigError(f"invalid regex: {exc}", source=src, field=f"visibility.{key}",
-                                  fix="write a Python regular expression") from None
+                raise ConfigError(
+                    f"invalid regex: {exc}",
+                    source=src,
+                    field=f"visibility.{key}",
+                    fix="write a Python regular expression",
+                ) from None
     caps = _mapping(raw, "capabilities", src)
     ext = caps.get("extended_resource_name", "") or ""
     flags = {}
     for key, value in caps.items():
         if key == "extended_resource_name":
             if not isinstance(value, (str, type(None))):
-                raise ConfigError("must be a string", source=src, field=f"capabilities.{key}", fix="e.g. example.com/gpu")
+                raise ConfigError(
+                    "must be a string", source=src, field=f"capabilities.{key}", fix="e.g. example.com/gpu"
+                )
             continue
         if key not in BOOL_CAPABILITIES:
-            raise ConfigError(f"unknown capability {key!r}", source=src, field=f"capabilities.{key}",
-                              fix=f"use {', '.join(BOOL_CAPABILITIES)}, extended_resource_name")
+            raise ConfigError(
+                f"unknown capability {key!r}",
+                source=src,
+                field=f"capabilities.{key}",
+                fix=f"use {', '.join(BOOL_CAPABILITIES)}, extended_resource_name",
+            )
         if not isinstance(value, bool):
-            raise ConfigError(f"must be true or false, got {value!r}", source=src, field=f"capabilities.{key}",
-                              fix=f"{key}: true")
+            raise ConfigError(
+                f"must be true or false, got {value!r}", source=src, field=f"capabilities.{key}", fix=f"{key}: true"
+            )
         flags[key] = value
     deploy = _mapping(raw, "deploy", src)
     mode = deploy.get("mode", "preinstalled")
     modes = {**(extra_modes or {}), **DEPLOY_KEYS}
     if mode not in modes:
-        raise ConfigError(f"unknown deploy mode {mode!r}", source=src, field="deploy.mode",
-                          fix=f"use one of {', '.join(modes)}, or load the plugin that registers {mode!r} (-p MODULE)")
+        raise ConfigError(
+            f"unknown deploy mode {mode!r}",
+            source=src,
+            field="deploy.mode",
+            fix=f"use one of {', '.join(modes)}, or load the plugin that registers {mode!r} (-p MODULE)",
+        )
     _check_deploy_keys(deploy, mode, src, modes)
     if mode == "helm" and not deploy.get("chart"):
-        raise ConfigError("helm deploy needs a chart", source=src, field="deploy.chart",
-                          fix="chart: oci://registry/charts/name or a chart directory")
+        raise ConfigError(
+            "helm deploy needs a chart",
+            source=src,
+            field="deploy.chart",
+            fix="chart: oci://registry/charts/name or a chart directory",
+        )
     if mode == "manifests" and not deploy.get("dir"):
         raise ConfigError("manifests deploy needs a directory", source=src, field="deploy.dir", fix="dir: path/")
     if mode == "host" and not isinstance(deploy.get("binary"), Mapping):
-        raise ConfigError("host deploy needs binary: {tool: NAME, name: BINARY} or {k8s: NAME}", source=src,
-                          field="deploy.binary", fix="binary: {tool: dra-example-driver, name: dra-example-kubeletplugin}")
+        raise ConfigError(
+            "host deploy needs binary: {tool: NAME, name: BINARY} or {k8s: NAME}",
+            source=src,
+            field="deploy.binary",
+            fix="binary: {tool: dra-example-driver, name: dra-example-kubeletplugin}",
+        )
     opaque = _mapping(raw, "opaque_config", src)
     node_selector = _mapping(raw, "node_selector", src)
     return DriverProfile(
-        name=name, driver=driver, device_classes=tuple(classes),
-        visibility=Visibility(command=str(vis.get("command") or "env"), env_regex=str(vis.get("env_regex") or ""),
-                              expected_output=str(vis.get("expected_output") or ""), image=str(vis.get("image") or "")),
-        deploy_mode=mode, deploy=dict(deploy), attributes=dict(attributes), devices_per_node=per_node,
-        capabilities=flags, extended_resource_name=ext, opaque_parameters=dict(opaque.get("parameters") or {}),
-        opaque_shows_as=str(opaque.get("shows_as") or ""), node_selector={str(k): str(v) for k, v in node_selector.items()},
-        requires_hardware=bool(raw.get("requires_hardware", False)), description=str(raw.get("description") or ""),
-        version=str(raw.get("version") or ""), admin_access_signal=_regex(raw, "admin_access_signal", src),
-        source=source)
+        name=name,
+        driver=driver,
+        device_classes=tuple(classes),
+        visibility=Visibility(
+            command=str(vis.get("command") or "env"),
+            env_regex=str(vis.get("env_regex") or ""),
+            expected_output=str(vis.get("expected_output") or ""),
+            image=str(vis.get("image") or ""),
+        ),
+        deploy_mode=mode,
+        deploy=dict(deploy),
+        attributes=dict(attributes),
+        devices_per_node=per_node,
+        capabilities=flags,
+        extended_resource_name=ext,
+        opaque_parameters=dict(opaque.get("parameters") or {}),
+        opaque_shows_as=str(opaque.get("shows_as") or ""),
+        node_selector={str(k): str(v) for k, v in node_selector.items()},
+        requires_hardware=bool(raw.get("requires_hardware", False)),
+        description=str(raw.get("description") or ""),
+        version=str(raw.get("version") or ""),
+        admin_access_signal=_regex(raw, "admin_access_signal", src),
+        source=source,
+    )

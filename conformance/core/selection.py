@@ -2,10 +2,11 @@
 
 Source: design.md §8 (skips decided at collection, with evidence; a declared-but-broken capability fails).
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 from .capabilities import Capabilities
 from .errors import ConfigError
@@ -29,13 +30,17 @@ def test_profile(marker_names: Iterable[str]) -> str:
     """
     found = [m for m in PROFILE_ORDER if m in set(marker_names)]
     if len(found) > 1:
-        raise ConfigError(f"a test has several profile markers {found}", source="markers",
-                          fix="mark each test with exactly one of core, standard, full, disruptive")
+        raise ConfigError(
+            f"a test has several profile markers {found}",
+            source="markers",
+            fix="mark each test with exactly one of core, standard, full, disruptive",
+        )
     return found[0] if found else DEFAULT_TEST_PROFILE
 
 
-def decide(marker_names: Iterable[str], required: Iterable[str], selected_profile: str,
-           capabilities: Capabilities | None) -> Decision:
+def decide(
+    marker_names: Iterable[str], required: Iterable[str], selected_profile: str, capabilities: Capabilities | None
+) -> Decision:
     """The decision for one test. ``required``: capability names from its ``requires`` markers; when
     ``capabilities`` is None (listing without a cluster) only deselection is decided."""
     profile = test_profile(marker_names)
@@ -43,8 +48,11 @@ def decide(marker_names: Iterable[str], required: Iterable[str], selected_profil
         return Decision("deselect", f"profile {profile} is not part of --profile {selected_profile}")
     unknown = [c for c in required if c not in CAPABILITIES]
     if unknown:
-        raise ConfigError(f"unknown capability {unknown[0]!r} in requires()", source="markers",
-                          fix="use a name from conformance/core/markers.py CAPABILITIES")
+        raise ConfigError(
+            f"unknown capability {unknown[0]!r} in requires()",
+            source="markers",
+            fix="use a name from conformance/core/markers.py CAPABILITIES",
+        )
     if capabilities is None:
         return Decision("run")
     broken = [capabilities.items[c] for c in required if capabilities.items[c].broken]

@@ -3,6 +3,7 @@
 Suites use the constants (``timeouts.POD_START``); :func:`scaled` multiplies by ``--timeout-scale``,
 which the plugin sets once per run with :func:`set_scale`. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 # test/e2e/framework: PodStartTimeout = 5 min (framework.TestContext.timeouts.PodStart).
@@ -34,7 +35,7 @@ _scale = 1.0
 
 def set_scale(factor: float) -> None:
     """Set the run's ``--timeout-scale`` (> 0). Raises ValueError otherwise."""
-    global _scale
+    global _scale  # noqa: PLW0603 - one run-wide scale, set once from RunConfig
     if not factor > 0:
         raise ValueError(f"timeout scale must be > 0, got {factor!r}")
     _scale = float(factor)

@@ -5,11 +5,13 @@ Deployers receive the cluster as the :class:`~conformance.core.handles.ClusterHa
 import conformance.clusters). Third parties register their own deployers (``conformance.runner.registry``).
 Pattern: kubernetes-sigs/e2e-framework ``env.Setup`` steps; csi-sanity driver config.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from conformance.core.handles import ClusterHandle, HostProcess
 from conformance.core.profile import DriverProfile
@@ -41,9 +43,9 @@ class DriverDeployer(Protocol):
     ``attach(state)`` -> the handle in another process of the same run (state: ``{"version": ...}`` as
     written by the session); ``teardown()`` is idempotent and removes everything ``deploy`` created."""
 
-    def deploy(self) -> "DeployedDriver": ...
+    def deploy(self) -> DeployedDriver: ...
 
-    def attach(self, state: Mapping[str, Any]) -> "DeployedDriver": ...
+    def attach(self, state: Mapping[str, Any]) -> DeployedDriver: ...
 
     def teardown(self) -> None: ...
 
@@ -75,10 +77,11 @@ class DeployedDriver:
     log_source: Callable[[], dict[str, str]] | None = None
 
     @classmethod
-    def of(cls, profile: DriverProfile, mode: str, **fields: Any) -> "DeployedDriver":
+    def of(cls, profile: DriverProfile, mode: str, **fields: Any) -> DeployedDriver:
         """The handle of ``profile``'s driver deployed by ``mode``."""
-        return cls(name=profile.driver, device_classes=profile.device_classes, profile=profile, deploy_mode=mode,
-                   **fields)
+        return cls(
+            name=profile.driver, device_classes=profile.device_classes, profile=profile, deploy_mode=mode, **fields
+        )
 
     @property
     def device_class(self) -> str:

@@ -6,6 +6,7 @@ Modes: ``bundled`` (our reference driver as host processes), ``host`` (a third-p
 host processes), ``helm`` (the profile's chart), ``manifests`` (``kubectl apply -f`` of the profile's
 directory), ``preinstalled`` (install nothing; require the DeviceClasses and slices).
 """
+
 from __future__ import annotations
 
 from .base import DriverDeployerFactory
@@ -17,6 +18,10 @@ from .preinstalled import PreinstalledDeployer
 
 def pytest_dra_driver_deployers() -> dict[str, DriverDeployerFactory]:
     """``{mode name: factory(DeployContext) -> DriverDeployer}`` of the shipped deploy modes."""
-    return {"bundled": HostDeployer.from_context, "host": HostDeployer.from_context,
-            "helm": HelmDeployer.from_context, "manifests": ManifestsDeployer.from_context,
-            "preinstalled": PreinstalledDeployer.from_context}
+    return {
+        "bundled": HostDeployer.from_context,
+        "host": HostDeployer.from_context,
+        "helm": HelmDeployer.from_context,
+        "manifests": ManifestsDeployer.from_context,
+        "preinstalled": PreinstalledDeployer.from_context,
+    }

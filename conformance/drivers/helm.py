@@ -1,11 +1,13 @@
 """Helm deployer: ``helm upgrade --install`` of the profile's chart with its values, ``helm uninstall`` on
 teardown. The helm binary comes from the toolchain cache (versions.toml ``go.helm``)."""
+
 from __future__ import annotations
 
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -22,8 +24,15 @@ from .readiness import await_slices, check_device_classes
 class HelmDeployer:
     """Installs a chart (``deploy.chart``, ``release``, ``namespace``, ``values``, ``version``)."""
 
-    def __init__(self, cluster: ClusterHandle, profile: DriverProfile, k8s: K8s, *, image_repo: str | None = None,
-                 ready_timeout: float = timeouts.SLICES_PUBLISHED * 5) -> None:
+    def __init__(
+        self,
+        cluster: ClusterHandle,
+        profile: DriverProfile,
+        k8s: K8s,
+        *,
+        image_repo: str | None = None,
+        ready_timeout: float = timeouts.SLICES_PUBLISHED * 5,
+    ) -> None:
         self.cluster, self.profile, self.k8s = cluster, profile, k8s
         self.image_repo, self.ready_timeout = image_repo, ready_timeout
         d = profile.deploy
@@ -32,11 +41,14 @@ class HelmDeployer:
         self.installed = False
 
     @classmethod
-    def from_context(cls, ctx: DeployContext) -> "HelmDeployer":
+    def from_context(cls, ctx: DeployContext) -> HelmDeployer:
         """The registry factory of ``helm``; ConfigError when the profile names no chart."""
         if ctx.profile.deploy_mode != "helm":
-            raise errors.ConfigError(f"profile {ctx.profile.name} has no helm chart", source="--driver-deploy",
-                                     fix="add deploy.chart to the profile or use another mode")
+            raise errors.ConfigError(
+                f"profile {ctx.profile.name} has no helm chart",
+                source="--driver-deploy",
+                fix="add deploy.chart to the profile or use another mode",
+            )
         return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo)
 
     def _helm(self, *args: str, timeout: float = 600) -> str:
@@ -47,8 +59,11 @@ class HelmDeployer:
         cmd = [str(binary), "--kubeconfig", str(self.cluster.kubeconfig), *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
-            raise errors.DriverNotReady(self.profile.driver, f"helm {' '.join(args[:3])} to succeed",
-                                        (proc.stderr or proc.stdout).strip()[-2000:])
+            raise errors.DriverNotReady(
+                self.profile.driver,
+                f"helm {' '.join(args[:3])} to succeed",
+                (proc.stderr or proc.stdout).strip()[-2000:],
+            )
         return proc.stdout
 
     def deploy(self) -> DeployedDriver:
@@ -60,8 +75,20 @@ class HelmDeployer:
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
             yaml.safe_dump(values, fh)
             values_file = fh.name
-        args = ["upgrade", "--install", self.release, str(d["chart"]), "--namespace", self.namespace,
-                "--create-namespace", "--values", values_file, "--wait", "--timeout", f"{int(d.get('timeout_s', 300))}s"]
+        args = [
+            "upgrade",
+            "--install",
+            self.release,
+            str(d["chart"]),
+            "--namespace",
+            self.namespace,
+            "--create-namespace",
+            "--values",
+            values_file,
+            "--wait",
+            "--timeout",
+            f"{int(d.get('timeout_s', 300))}s",
+        ]
         if d.get("version"):
             args += ["--version", str(d["version"])]
         for item in d.get("set") or []:
@@ -80,8 +107,7 @@ class HelmDeployer:
 
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
         """The handle (also in xdist workers): logs come from the release's pods."""
-        return DeployedDriver.of(self.profile, "helm", version=str(state.get("version", "")),
-                                 log_source=self.pod_logs)
+        return DeployedDriver.of(self.profile, "helm", version=str(state.get("version", "")), log_source=self.pod_logs)
 
     def pod_logs(self) -> dict[str, str]:
         """Logs of every container of the release's namespace (best effort)."""

@@ -8,11 +8,13 @@
 Flags: reference_driver/config.py; dra-example-driver cmd/dra-example-kubeletplugin; k8s
 test/e2e/dra/test-driver/app/server.go (``kubelet-plugin`` subcommand).
 """
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -30,58 +32,100 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def _require_host_processes(cluster: ClusterHandle, profile: DriverProfile) -> RunsHostProcesses:
     if not isinstance(cluster, RunsHostProcesses):
-        raise errors.ConfigError(f"deploy mode {profile.deploy_mode} runs the kubelet plugin as a host process, "
-                                 "which only the local cluster supports", source="--driver-deploy",
-                                 fix="use --cluster local, or --driver-deploy helm|manifests|preinstalled")
+        raise errors.ConfigError(
+            f"deploy mode {profile.deploy_mode} runs the kubelet plugin as a host process, "
+            "which only the local cluster supports",
+            source="--driver-deploy",
+            fix="use --cluster local, or --driver-deploy helm|manifests|preinstalled",
+        )
     return cluster
 
 
 class HostDeployer:
     """Starts the plugin on every node of a local cluster and waits for its slices."""
 
-    def __init__(self, cluster: ClusterHandle, profile: DriverProfile, k8s: K8s, run_id: str, *,
-                 state_root: Path, ready_timeout: float = timeouts.SLICES_PUBLISHED) -> None:
+    def __init__(
+        self,
+        cluster: ClusterHandle,
+        profile: DriverProfile,
+        k8s: K8s,
+        run_id: str,
+        *,
+        state_root: Path,
+        ready_timeout: float = timeouts.SLICES_PUBLISHED,
+    ) -> None:
         self.cluster, self.profile, self.k8s, self.run_id = cluster, profile, k8s, run_id
         self.state_root, self.ready_timeout = Path(state_root), ready_timeout
         self.processes: dict = {}
         self.created_classes: list[str] = []
 
     @classmethod
-    def from_context(cls, ctx: DeployContext) -> "HostDeployer":
+    def from_context(cls, ctx: DeployContext) -> HostDeployer:
         """The registry factory of ``bundled`` and ``host``: the mode must be the profile's own (its
         ``deploy`` keys say how to start the plugin). Raises ConfigError otherwise."""
         if ctx.mode != ctx.profile.deploy_mode:
-            raise errors.ConfigError(f"profile {ctx.profile.name} has no {ctx.mode} deploy settings",
-                                     source="--driver-deploy",
-                                     fix=f"use --driver-deploy {ctx.profile.deploy_mode} or preinstalled")
+            raise errors.ConfigError(
+                f"profile {ctx.profile.name} has no {ctx.mode} deploy settings",
+                source="--driver-deploy",
+                fix=f"use --driver-deploy {ctx.profile.deploy_mode} or preinstalled",
+            )
         return cls(ctx.cluster, ctx.profile, ctx.k8s, ctx.run_id, state_root=ctx.state_root)
 
     def _argv(self, node) -> tuple[list[str], dict[str, str]]:
-        values = {"node_name": node.name, "kubeconfig": str(self.cluster.kubeconfig), "cdi_dir": str(node.cdi_dir),
-                  "plugin_registry_dir": str(node.plugin_registry_dir), "plugins_dir": str(node.plugins_dir),
-                  "state_dir": str(self.state_root / node.name), "driver": self.profile.driver}
+        values = {
+            "node_name": node.name,
+            "kubeconfig": str(self.cluster.kubeconfig),
+            "cdi_dir": str(node.cdi_dir),
+            "plugin_registry_dir": str(node.plugin_registry_dir),
+            "plugins_dir": str(node.plugins_dir),
+            "state_dir": str(self.state_root / node.name),
+            "driver": self.profile.driver,
+        }
         deploy = self.profile.deploy
         if self.profile.deploy_mode == "bundled":
-            argv = [sys.executable, "-m", "reference_driver", "--node-name", node.name,
-                    "--kubeconfig", values["kubeconfig"], "--plugin-registry-dir", values["plugin_registry_dir"],
-                    "--plugins-dir", values["plugins_dir"], "--cdi-dir", values["cdi_dir"],
-                    "--state-dir", values["state_dir"], "--driver-name", self.profile.driver]
+            argv = [
+                sys.executable,
+                "-m",
+                "reference_driver",
+                "--node-name",
+                node.name,
+                "--kubeconfig",
+                values["kubeconfig"],
+                "--plugin-registry-dir",
+                values["plugin_registry_dir"],
+                "--plugins-dir",
+                values["plugins_dir"],
+                "--cdi-dir",
+                values["cdi_dir"],
+                "--state-dir",
+                values["state_dir"],
+                "--driver-name",
+                self.profile.driver,
+            ]
             if deploy.get("devices"):
                 argv += ["--config", str(REPO_ROOT / deploy["devices"])]
             return argv, {"PYTHONPATH": str(REPO_ROOT)}
         binary = deploy["binary"]
         try:
-            path = (cache.tool_binary(binary["tool"], binary.get("name")) if "tool" in binary
-                    else cache.k8s_binary(binary["k8s"], self.cluster.k8s_version))
+            path = (
+                cache.tool_binary(binary["tool"], binary.get("name"))
+                if "tool" in binary
+                else cache.k8s_binary(binary["k8s"], self.cluster.k8s_version)
+            )
         except cache.CacheMiss as exc:
-            raise errors.ConfigError(str(exc), source=self.profile.source, field="deploy.binary",
-                                     fix="run `make setup`") from None
+            raise errors.ConfigError(
+                str(exc), source=self.profile.source, field="deploy.binary", fix="run `make setup`"
+            ) from None
         try:
             args = [str(a).format(**values) for a in deploy.get("args") or []]
             env = {k: str(v).format(**values) for k, v in (deploy.get("env") or {}).items()}
         except KeyError as exc:
-            raise errors.ConfigError(f"unknown placeholder {exc}", source=self.profile.source, field="deploy.args",
-                                     fix="use " + ", ".join("{%s}" % k for k in values)) from None
+            raise errors.ConfigError(
+                f"unknown placeholder {exc}",
+                source=self.profile.source,
+                field="deploy.args",
+                fix="use " + ", ".join(f"{{{k}}}" for k in values),
+            ) from None
         return [str(path)] + args, env
 
     def deploy(self) -> HostProcessDriver:
@@ -98,12 +142,19 @@ class HostDeployer:
                 # the per-driver socket dir: some plugins (upstream dra-test-driver) only create its parent
                 (Path(node.plugins_dir) / self.profile.driver).mkdir(parents=True, exist_ok=True)
                 self.processes[node.name] = cluster.start_host_process(
-                    node.name, f"driver-{self.profile.name}", argv, env=env)
+                    node.name, f"driver-{self.profile.name}", argv, env=env
+                )
             self.created_classes = self._device_classes()
             check_device_classes(self.k8s, self.profile)
             handle = self._handle()
-            await_slices(self.k8s, self.profile, [n.name for n in self.cluster.nodes], timeout=self.ready_timeout,
-                         logs=handle.logs, failed=self._exited)
+            await_slices(
+                self.k8s,
+                self.profile,
+                [n.name for n in self.cluster.nodes],
+                timeout=self.ready_timeout,
+                logs=handle.logs,
+                failed=self._exited,
+            )
             return handle
         except BaseException:
             self.teardown()
@@ -119,9 +170,14 @@ class HostDeployer:
         created = []
         for path in files:
             for doc in yaml.safe_load_all(path.read_text()):
-                if doc and doc.get("kind") == "DeviceClass" and not self.k8s.exists("DeviceClass", doc["metadata"]["name"]):
+                if (
+                    doc
+                    and doc.get("kind") == "DeviceClass"
+                    and not self.k8s.exists("DeviceClass", doc["metadata"]["name"])
+                ):
                     doc.setdefault("metadata", {}).setdefault("labels", {}).update(
-                        {"dra-conformance.test/owner": "driver"})
+                        {"dra-conformance.test/owner": "driver"}
+                    )
                     self.k8s.create(doc)
                     created.append(doc["metadata"]["name"])
         return created + ensure_device_classes(self.k8s, self.profile, self.run_id)
@@ -133,6 +189,7 @@ class HostDeployer:
             return self.profile.version
         if self.profile.deploy_mode == "bundled":
             import importlib.metadata  # noqa: PLC0415
+
             try:
                 return f"reference_driver {importlib.metadata.version('dra-conformance')}"
             except importlib.metadata.PackageNotFoundError:
@@ -140,21 +197,27 @@ class HostDeployer:
         binary = self.profile.deploy.get("binary") or {}
         if binary.get("tool"):
             from conformance.toolchain import versions  # noqa: PLC0415
+
             tool = versions.load().go_tools.get(binary["tool"])
             return f"{tool.module}@{tool.version}" if tool else ""
         return f"k8s.io/kubernetes@{self.cluster.k8s_version}" if binary.get("k8s") else ""
 
     def _handle(self, version: str | None = None) -> HostProcessDriver:
-        return HostProcessDriver.of(self.profile, self.profile.deploy_mode, processes=dict(self.processes),
-                                    version=self._version() if version is None else version)
+        return HostProcessDriver.of(
+            self.profile,
+            self.profile.deploy_mode,
+            processes=dict(self.processes),
+            version=self._version() if version is None else version,
+        )
 
     def attach(self, state: Mapping[str, Any]) -> HostProcessDriver:
         """The handle in an xdist worker: the plugin processes recorded by the cluster (named
         ``driver-<profile>``); this deployer does not own them (its teardown stops nothing)."""
         cluster = _require_host_processes(self.cluster, self.profile)
         procs = {p.node: p for p in cluster.host_processes() if p.name == f"driver-{self.profile.name}"}
-        return HostProcessDriver.of(self.profile, self.profile.deploy_mode, processes=procs,
-                                    version=str(state.get("version", "")))
+        return HostProcessDriver.of(
+            self.profile, self.profile.deploy_mode, processes=procs, version=str(state.get("version", ""))
+        )
 
     def teardown(self) -> None:
         """Stop every plugin process and delete the DeviceClasses we created; then the driver's slices are

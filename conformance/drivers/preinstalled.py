@@ -1,8 +1,10 @@
 """Preinstalled driver: install nothing (KEP-5970: "the suite installs nothing"); require the profile's
 DeviceClasses and the driver's slices to exist."""
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from conformance.core import timeouts
 from conformance.core.profile import DriverProfile
@@ -19,7 +21,7 @@ class PreinstalledDeployer:
         self.profile, self.k8s, self.ready_timeout = profile, k8s, ready_timeout
 
     @classmethod
-    def from_context(cls, ctx: DeployContext) -> "PreinstalledDeployer":
+    def from_context(cls, ctx: DeployContext) -> PreinstalledDeployer:
         """The registry factory of ``preinstalled`` (any profile: nothing is installed)."""
         return cls(ctx.profile, ctx.k8s)
 

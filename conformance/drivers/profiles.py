@@ -1,8 +1,9 @@
 """Finding and loading driver profiles: ``--driver NAME`` (fixtures/drivers/NAME.yaml) or ``--driver PATH``."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import yaml
 
@@ -23,10 +24,16 @@ def resolve(driver: str) -> Path:
     path = Path(driver) if looks_like_path else PROFILE_DIR / f"{driver}.yaml"
     if not path.is_file():
         if looks_like_path:
-            raise ConfigError(f"no such driver profile file {driver!r}", source="--driver",
-                              fix="give an existing YAML file or one of: " + ", ".join(available()))
-        raise ConfigError(f"unknown driver profile {driver!r}", source="--driver",
-                          fix="use one of: " + ", ".join(available()) + ", or a path to a profile YAML")
+            raise ConfigError(
+                f"no such driver profile file {driver!r}",
+                source="--driver",
+                fix="give an existing YAML file or one of: " + ", ".join(available()),
+            )
+        raise ConfigError(
+            f"unknown driver profile {driver!r}",
+            source="--driver",
+            fix="use one of: " + ", ".join(available()) + ", or a path to a profile YAML",
+        )
     return path
 
 

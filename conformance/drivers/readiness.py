@@ -3,9 +3,10 @@
 Source: KEP-5970 expected failures ("no slices for the driver -> clear error", "wrong DeviceClass -> clear
 error"); KEP-4381 (a driver publishes ≥ 1 slice per served node).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from conformance.core import errors, names, timeouts
 from conformance.core.profile import DriverProfile
@@ -17,9 +18,12 @@ DRIVER_OWNER_LABEL = f"{names.LABEL_PREFIX}/owner"
 
 def device_class_object(name: str, driver: str, run_id: str) -> dict:
     """A DeviceClass selecting every device of ``driver`` (what drivers' own charts ship), run-labelled."""
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": name, "labels": {**names.run_labels(run_id), DRIVER_OWNER_LABEL: "driver"}},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "labels": {**names.run_labels(run_id), DRIVER_OWNER_LABEL: "driver"}},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    }
 
 
 def ensure_device_classes(k8s: K8s, profile: DriverProfile, run_id: str) -> list[str]:
@@ -47,14 +51,21 @@ def check_device_classes(k8s: K8s, profile: DriverProfile) -> None:
     for name in profile.device_classes:
         if not k8s.exists("DeviceClass", name):
             raise errors.DriverNotReady(
-                profile.driver, f"DeviceClass {name!r} (profile {profile.source or profile.name}, field "
-                                f"device_classes) does not exist",
-                "install the driver's DeviceClass or correct device_classes in the profile")
+                profile.driver,
+                f"DeviceClass {name!r} (profile {profile.source or profile.name}, field device_classes) does not exist",
+                "install the driver's DeviceClass or correct device_classes in the profile",
+            )
 
 
-def await_slices(k8s: K8s, profile: DriverProfile, nodes: Iterable[str] = (), *,
-                 timeout: float = timeouts.SLICES_PUBLISHED, logs: Callable[[], dict[str, str]] | None = None,
-                 failed: Callable[[], str | None] | None = None) -> list:
+def await_slices(
+    k8s: K8s,
+    profile: DriverProfile,
+    nodes: Iterable[str] = (),
+    *,
+    timeout: float = timeouts.SLICES_PUBLISHED,
+    logs: Callable[[], dict[str, str]] | None = None,
+    failed: Callable[[], str | None] | None = None,
+) -> list:
     """Wait for the driver's ResourceSlices (≥ 1 device on each of ``nodes``, any node when empty).
 
     Raises DriverNotReady with what was awaited, the slices seen and the tail of the plugin logs (``logs()``);
@@ -62,8 +73,7 @@ def await_slices(k8s: K8s, profile: DriverProfile, nodes: Iterable[str] = (), *,
     """
     nodes = list(nodes)
     try:
-        return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=timeout,
-                                      failed=failed)
+        return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=timeout, failed=failed)
     except errors.WaitError as exc:  # a timeout, or failed() ended it early
         detail = exc.last_state or "  (no slices)"
         if exc.failed:
@@ -72,5 +82,6 @@ def await_slices(k8s: K8s, profile: DriverProfile, nodes: Iterable[str] = (), *,
             detail += f"\n--- last log lines of {source} ---\n" + "\n".join(text.splitlines()[-15:])
         target = f"nodes {nodes}" if nodes else "any node"
         when = "(gave up: a plugin process exited)" if exc.failed else f"within {exc.timeout:.0f}s"
-        raise errors.DriverNotReady(profile.driver, f"ResourceSlices with at least one device on {target} {when}",
-                                    "seen:\n" + detail) from None
+        raise errors.DriverNotReady(
+            profile.driver, f"ResourceSlices with at least one device on {target} {when}", "seen:\n" + detail
+        ) from None

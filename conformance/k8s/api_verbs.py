@@ -8,11 +8,12 @@ Sources: Kubernetes API conventions (PATCH content types ``application/apply-pat
 ``DELETE`` on a collection; ``Warning: 299 - "..."`` headers, KEP-1693); client-go ``RetryOnConflict``;
 upstream test/e2e/dra "CRUD Tests" (conformance, v1.35).
 """
+
 from __future__ import annotations
 
 import json
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from conformance.core import timeouts
 from conformance.core.errors import ApiError
@@ -34,9 +35,13 @@ def apply(k8s: K8s, obj: Obj, *, field_manager: str = FIELD_MANAGER, subresource
     ``force=true``; returns the stored object. Raises the ApiError kind of the server Status."""
     raw = obj.to_dict()
     meta = raw["metadata"]
-    body, _ = k8s.request("PATCH", for_object(raw).path(meta.get("namespace"), meta["name"], subresource),
-                          query={"fieldManager": field_manager, "force": "true"}, body=json.dumps(raw),
-                          content_type="application/apply-patch+yaml")
+    body, _ = k8s.request(
+        "PATCH",
+        for_object(raw).path(meta.get("namespace"), meta["name"], subresource),
+        query={"fieldManager": field_manager, "force": "true"},
+        body=json.dumps(raw),
+        content_type="application/apply-patch+yaml",
+    )
     return Obj(body)
 
 
@@ -45,16 +50,28 @@ def patch(k8s: K8s, obj: Obj, patch_type: str, body, *, subresource: str = "") -
     applied configuration, an Obj or dict); returns the stored object."""
     if patch_type == "apply":
         return apply(k8s, body if isinstance(body, Obj) else Obj(body), subresource=subresource)
-    return k8s.patch(obj.kind, obj.name, body, obj.namespace or None, patch_type=patch_type,
-                     subresource=subresource, version=_version(obj))
+    return k8s.patch(
+        obj.kind,
+        obj.name,
+        body,
+        obj.namespace or None,
+        patch_type=patch_type,
+        subresource=subresource,
+        version=_version(obj),
+    )
 
 
 def replace_relabelled(k8s: K8s, obj: Obj, key: str, value: str) -> Obj:
     """PUT ``obj`` with label ``key=value`` through :meth:`K8s.update`, which re-reads and re-applies the
     label on 409 Conflict (client-go RetryOnConflict): controllers may write an object (e.g. DeviceTaintRule
     status from 1.35) between our read and our update. Raises Conflict when every attempt conflicted."""
-    return k8s.update(obj.kind, obj.name, lambda current: with_label(current, key, value), obj.namespace or None,
-                      version=_version(obj))
+    return k8s.update(
+        obj.kind,
+        obj.name,
+        lambda current: with_label(current, key, value),
+        obj.namespace or None,
+        version=_version(obj),
+    )
 
 
 def replace_status(k8s: K8s, obj: Obj, status: dict) -> Obj:
@@ -62,21 +79,32 @@ def replace_status(k8s: K8s, obj: Obj, status: dict) -> Obj:
     return k8s.replace(with_field(obj, "status", status), subresource="status")
 
 
-def delete_collection(k8s: K8s, kind: str, namespace: str | None, label_selector: str,
-                      version: str | None = None) -> None:
+def delete_collection(
+    k8s: K8s, kind: str, namespace: str | None, label_selector: str, version: str | None = None
+) -> None:
     """``DELETE`` the collection of ``kind`` matching ``label_selector`` (deletecollection verb)."""
     k8s.request("DELETE", resource(kind, version).path(namespace), query={"labelSelector": label_selector})
 
 
-def get_with_warnings(k8s: K8s, kind: str, name: str | None, namespace: str | None, version: str
-                      ) -> tuple[dict, list[str]]:
+def get_with_warnings(
+    k8s: K8s, kind: str, name: str | None, namespace: str | None, version: str
+) -> tuple[dict, list[str]]:
     """GET ``kind`` (one object, or the list when ``name`` is None) at ``version``; ``(body, warnings)``."""
     return k8s.request("GET", resource(kind, version).path(namespace, name))
 
 
-def watch_types(k8s: K8s, kind: str, namespace: str | None, *, label_selector: str, resource_version: str,
-                action: Callable[[], None], want: Iterable[str], timeout: float = timeouts.API_SHORT,
-                version: str | None = None) -> list[tuple[str, str]]:
+def watch_types(
+    k8s: K8s,
+    kind: str,
+    namespace: str | None,
+    *,
+    label_selector: str,
+    resource_version: str,
+    action: Callable[[], None],
+    want: Iterable[str],
+    timeout: float = timeouts.API_SHORT,
+    version: str | None = None,
+) -> list[tuple[str, str]]:
     """Run ``action`` and collect ``(event type, object name)`` of ``kind`` from a watch started at
     ``resource_version`` until every type in ``want`` was seen or ``timeout`` (scaled) passed; bounded."""
     wanted = set(want)
@@ -85,8 +113,14 @@ def watch_types(k8s: K8s, kind: str, namespace: str | None, *, label_selector: s
     deadline = time.monotonic() + timeouts.scaled(timeout)
     rv = resource_version
     while time.monotonic() < deadline and not wanted <= {t for t, _ in seen}:
-        for etype, raw in k8s.watch(kind, namespace, resource_version=rv, label_selector=label_selector,
-                                    timeout_seconds=max(1, int(deadline - time.monotonic())), version=version):
+        for etype, raw in k8s.watch(
+            kind,
+            namespace,
+            resource_version=rv,
+            label_selector=label_selector,
+            timeout_seconds=max(1, int(deadline - time.monotonic())),
+            version=version,
+        ):
             rv = raw.get("metadata", {}).get("resourceVersion", rv)
             if etype in ("ADDED", "MODIFIED", "DELETED"):
                 seen.append((etype, raw.get("metadata", {}).get("name", "")))

@@ -1,16 +1,15 @@
 """The Kubernetes client wrapper: one explicit instance per cluster, raw dicts in and :class:`Obj` out.
 
 No hidden global client: build one with :meth:`K8s.from_kubeconfig` and pass it around (the ``k8s``
-fixture). Every failure is an :class:`~conformance.core.errors.ApiError` subclass carrying the server
-Status; only transient errors are resent (connection reset, 429, 5xx: :mod:`.retries`), never states. A 409
-Conflict (stale resourceVersion) is never resent with the same body, which could not succeed:
-:meth:`K8s.replace` raises it, and :meth:`K8s.update` re-reads the object and re-applies the change
-(client-go ``retry.RetryOnConflict``).
+fixture). Every failure is an :class:`~conformance.core.errors.ApiError` subclass carrying the server Status;
+only transient errors are resent (connection reset, 429, 5xx: :mod:`.retries`), never states. A 409 Conflict
+(stale resourceVersion) is never resent unchanged: :meth:`K8s.replace` raises it, and :meth:`K8s.update`
+re-reads the object and re-applies the change (client-go ``retry.RetryOnConflict``).
 """
+
 from __future__ import annotations
 
 import json
-import re
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,11 +20,10 @@ from kubernetes.client import ApiClient
 
 from conformance.core import errors
 
+from . import wire
 from .objects import Obj, as_dict
 from .resources import Resource, for_object, resource
 from .retries import retry_conflict, retry_transient
-
-_WARNING = re.compile(r'^\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"')
 
 
 class K8s:
@@ -38,8 +36,14 @@ class K8s:
 
     GUARDED_KINDS = ("DeviceClass", "ResourceSlice", "DeviceTaintRule", "Namespace")
 
-    def __init__(self, api: ApiClient, *, request_timeout: float = 30.0, guard_run_id: str = "",
-                 versions: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        request_timeout: float = 30.0,
+        guard_run_id: str = "",
+        versions: dict[str, str] | None = None,
+    ) -> None:
         self.api = api
         self.request_timeout = request_timeout
         self.guard_run_id = guard_run_id
@@ -49,6 +53,7 @@ class K8s:
         """Use, for each resource.k8s.io kind the cluster does not serve in v1, its newest served version
         (e.g. DeviceTaintRule in v1alpha3 on 1.34). ``served``: ``{version: [plural...]}`` from discovery."""
         from .resources import _TABLE, DRA_VERSIONS  # noqa: PLC0415
+
         for kind, (group, _, plural, _) in _TABLE.items():
             if group != "resource.k8s.io" or plural in served.get("v1", []):
                 continue
@@ -67,12 +72,14 @@ class K8s:
         Raises ClusterUnavailable naming the file when it cannot be loaded.
         """
         try:
-            api = kconfig.new_client_from_config(config_file=str(path) if path else None, context=context,
-                                                 persist_config=False)
+            api = kconfig.new_client_from_config(
+                config_file=str(path) if path else None, context=context, persist_config=False
+            )
         except Exception as exc:  # the loader raises ConfigException, OSError, TypeError...
             raise errors.ClusterUnavailable(
                 f"cannot load kubeconfig {path or '(default)'} context {context or '(current)'}: {exc}; "
-                "pass --kubeconfig PATH [--context NAME] of a reachable cluster") from exc
+                "pass --kubeconfig PATH [--context NAME] of a reachable cluster"
+            ) from exc
         return cls(api, **kwargs)
 
     @property
@@ -81,14 +88,29 @@ class K8s:
         return self.api.configuration.host
 
     # -- raw HTTP ------------------------------------------------------------------------------------
-    def _send(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
-              content_type: str = "application/json", stream: bool = False, timeout: Any = None) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        stream: bool = False,
+        timeout: Any = None,
+    ) -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         method, url, headers, body, _ = self.api.param_serialize(
-            method, path, query_params=[(k, v) for k, v in (query or {}).items() if v not in (None, "")],
-            header_params=headers, body=body, auth_settings=["BearerToken"])
-        resp = self.api.rest_client.request(method, url, headers=headers, body=body,
-                                            _request_timeout=timeout or self.request_timeout)
+            method,
+            path,
+            query_params=[(k, v) for k, v in (query or {}).items() if v not in (None, "")],
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        resp = self.api.rest_client.request(
+            method, url, headers=headers, body=body, _request_timeout=timeout or self.request_timeout
+        )
         if stream and resp.status < 400:
             return resp.response
         data = resp.read()
@@ -103,12 +125,20 @@ class K8s:
         except ValueError:
             body = (data or b"").decode(errors="replace")
         if isinstance(body, dict):
-            return errors.api_error_for(status, body.get("reason") or reason, body.get("message") or reason,
-                                        body, request)
+            return errors.api_error_for(
+                status, body.get("reason") or reason, body.get("message") or reason, body, request
+            )
         return errors.api_error_for(status, reason, str(body)[:500], body, request)
 
-    def request(self, method: str, path: str, *, query: dict | None = None, body: Any = None,
-                content_type: str = "application/json") -> tuple[Any, list[str]]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> tuple[Any, list[str]]:
         """One request to any API path, not retried (verbs the typed methods do not cover: apply patches,
         deletecollection, reads that must show the server's warnings). Returns ``(decoded JSON body or {},
         Warning header texts)``; raises the ApiError kind of the server Status.
@@ -118,12 +148,7 @@ class K8s:
             data, values = resp.data, resp.headers.getlist("Warning")
         finally:
             resp.release_conn()
-        warnings = []
-        for value in values or []:
-            for part in re.split(r',(?=\s*\d{3}\s)', value):
-                m = _WARNING.match(part)
-                warnings.append(m.group(1) if m else part.strip())
-        return (json.loads(data) if data else {}), warnings
+        return (json.loads(data) if data else {}), wire.warning_texts(values or [])
 
     @retry_transient
     def get_raw(self, path: str, query: dict | None = None) -> str:
@@ -150,12 +175,22 @@ class K8s:
             return False
 
     @retry_transient
-    def list_with_version(self, kind: str, namespace: str | None = None, *, label_selector: str = "",
-                          field_selector: str = "", version: str | None = None) -> tuple[list[Obj], str]:
+    def list_with_version(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        version: str | None = None,
+    ) -> tuple[list[Obj], str]:
         """``(items, resourceVersion)``; ``namespace=None`` lists every namespace. Items get kind/apiVersion."""
         res = self._res(kind, version)
-        data = json.loads(self._send("GET", res.path(namespace), query={
-            "labelSelector": label_selector, "fieldSelector": field_selector}))
+        data = json.loads(
+            self._send(
+                "GET", res.path(namespace), query={"labelSelector": label_selector, "fieldSelector": field_selector}
+            )
+        )
         items = []
         for item in data.get("items") or []:
             item.setdefault("kind", kind)
@@ -163,11 +198,19 @@ class K8s:
             items.append(Obj(item))
         return items, data.get("metadata", {}).get("resourceVersion", "")
 
-    def list(self, kind: str, namespace: str | None = None, *, label_selector: str = "",
-             field_selector: str = "", version: str | None = None) -> list[Obj]:
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        version: str | None = None,
+    ) -> list[Obj]:
         """The matching objects (see :meth:`list_with_version`)."""
-        return self.list_with_version(kind, namespace, label_selector=label_selector,
-                                      field_selector=field_selector, version=version)[0]
+        return self.list_with_version(
+            kind, namespace, label_selector=label_selector, field_selector=field_selector, version=version
+        )[0]
 
     def create(self, obj: Obj | dict, *, namespace: str | None = None) -> Obj:
         """Create ``obj`` (a complete object with apiVersion/kind) and return what the server stored.
@@ -205,17 +248,25 @@ class K8s:
         res = for_object(raw)
         meta = raw["metadata"]
         self._check_guard(res, meta["name"], meta.get("namespace"))
-        return Obj(json.loads(self._send("PUT", res.path(meta.get("namespace"), meta["name"], subresource),
-                                         body=raw)))
+        return Obj(json.loads(self._send("PUT", res.path(meta.get("namespace"), meta["name"], subresource), body=raw)))
 
-    def update(self, kind: str, name: str, change: Callable[[Obj], Obj | dict], namespace: str | None = None,
-               *, subresource: str = "", version: str | None = None) -> Obj:
+    def update(
+        self,
+        kind: str,
+        name: str,
+        change: Callable[[Obj], Obj | dict],
+        namespace: str | None = None,
+        *,
+        subresource: str = "",
+        version: str | None = None,
+    ) -> Obj:
         """Read the object, PUT ``change(current)``, and on 409 Conflict read it again and re-apply ``change``
         to the fresh copy (up to 5 attempts; client-go ``retry.RetryOnConflict``). ``change`` must be a pure
         function of the object it is given (it may be called several times) and return the whole object.
 
         Returns the stored object; raises Conflict when every attempt conflicted, NotFound, Invalid.
         """
+
         @retry_conflict
         def once() -> Obj:
             return self.replace(change(self.get(kind, name, namespace, version)), subresource)
@@ -223,19 +274,40 @@ class K8s:
         return once()
 
     @retry_transient
-    def patch(self, kind: str, name: str, patch: dict | list, namespace: str | None = None, *,
-              patch_type: str = "merge", subresource: str = "", version: str | None = None) -> Obj:
+    def patch(
+        self,
+        kind: str,
+        name: str,
+        patch: dict | list,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str = "",
+        version: str | None = None,
+    ) -> Obj:
         """PATCH with ``patch_type`` ``merge`` | ``strategic`` | ``json``; returns the patched object."""
         res = self._res(kind, version)
         self._check_guard(res, name, namespace)
-        ctype = {"merge": "application/merge-patch+json", "strategic": "application/strategic-merge-patch+json",
-                 "json": "application/json-patch+json"}[patch_type]
-        return Obj(json.loads(self._send("PATCH", res.path(namespace, name, subresource), body=patch,
-                                         content_type=ctype)))
+        ctype = {
+            "merge": "application/merge-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+            "json": "application/json-patch+json",
+        }[patch_type]
+        return Obj(
+            json.loads(self._send("PATCH", res.path(namespace, name, subresource), body=patch, content_type=ctype))
+        )
 
     @retry_transient
-    def delete(self, kind: str, name: str, namespace: str | None = None, *, grace_seconds: int | None = None,
-               propagation: str = "Background", version: str | None = None) -> None:
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_seconds: int | None = None,
+        propagation: str = "Background",
+        version: str | None = None,
+    ) -> None:
         """Delete the object (NotFound is raised: callers that don't care catch it)."""
         res = self._res(kind, version)
         self._check_guard(res, name, namespace)
@@ -248,57 +320,81 @@ class K8s:
         if not self.guard_run_id or res.kind not in self.GUARDED_KINDS:
             return
         from conformance.core.names import RUN_LABEL  # noqa: PLC0415 - tiny, pure
+
         try:
             labels = self.get(res.kind, name, namespace, res.version).labels
         except errors.NotFound:
             return
         if labels.get(RUN_LABEL) != self.guard_run_id:
-            raise errors.ConfigError(f"refusing to modify {res.kind} {name}: it is not labelled "
-                                     f"{RUN_LABEL}={self.guard_run_id}", source="write guard",
-                                     fix="create the object through the tracker, or use an unguarded client")
+            raise errors.ConfigError(
+                f"refusing to modify {res.kind} {name}: it is not labelled {RUN_LABEL}={self.guard_run_id}",
+                source="write guard",
+                fix="create the object through the tracker, or use an unguarded client",
+            )
 
     def unguarded(self) -> K8s:
         """A client over the same connection without the write guard (harness-internal use)."""
         return K8s(self.api, request_timeout=self.request_timeout, versions=self.versions)
 
     # -- watch, logs ---------------------------------------------------------------------------------
-    def watch(self, kind: str, namespace: str | None = None, *, resource_version: str = "",
-              label_selector: str = "", field_selector: str = "", timeout_seconds: int = 10,
-              version: str | None = None) -> Iterator[tuple[str, dict]]:
+    def watch(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        timeout_seconds: int = 10,
+        version: str | None = None,
+    ) -> Iterator[tuple[str, dict]]:
         """Yield ``(type, object dict)`` watch events (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) until the
         server closes the stream after ``timeout_seconds``. Raises Gone (410) for a too-old version, and
         connection errors as they come (callers resume from their last resourceVersion).
         """
         res = self._res(kind, version)
-        resp = self._send("GET", res.path(namespace), query={
-            "watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-            "labelSelector": label_selector, "fieldSelector": field_selector,
-            "timeoutSeconds": str(int(timeout_seconds))}, stream=True,
-            timeout=(10, timeout_seconds + 10))
+        resp = self._send(
+            "GET",
+            res.path(namespace),
+            query={
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "allowWatchBookmarks": "true",
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "timeoutSeconds": str(int(timeout_seconds)),
+            },
+            stream=True,
+            timeout=(10, timeout_seconds + 10),
+        )
         try:
-            buf = b""
-            for chunk in resp.stream(amt=None, decode_content=False):
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if line.strip():
-                        event = json.loads(line)
-                        obj = event.get("object") or {}
-                        if event.get("type") == "ERROR" and obj.get("code") == 410:
-                            raise errors.Gone(410, "Expired", obj.get("message", ""), obj, "WATCH")
-                        yield event.get("type", ""), obj
+            yield from wire.watch_events(resp.stream(amt=None, decode_content=False))
         finally:
             resp.release_conn()
 
-    def logs(self, pod: Obj | str, namespace: str | None = None, container: str | None = None,
-             tail_lines: int | None = None, previous: bool = False, retry: bool = True) -> str:
+    def logs(
+        self,
+        pod: Obj | str,
+        namespace: str | None = None,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+        retry: bool = True,
+    ) -> str:
         """The log text of one container of a pod (through the API server's kubelet proxy).
         ``retry=False`` gives up on the first error (callers with another source of the log)."""
         name = pod.name if isinstance(pod, Obj) else pod
         ns = pod.namespace if isinstance(pod, Obj) else namespace
 
         def once() -> str:
-            return self._send("GET", resource("Pod").path(ns, name, "log"), query={
-                "container": container, "tailLines": tail_lines, "previous": "true" if previous else None,
-            }).decode(errors="replace")
+            return self._send(
+                "GET",
+                resource("Pod").path(ns, name, "log"),
+                query={
+                    "container": container,
+                    "tailLines": tail_lines,
+                    "previous": "true" if previous else None,
+                },
+            ).decode(errors="replace")
+
         return retry_transient(once)() if retry else once()

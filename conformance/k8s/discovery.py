@@ -4,6 +4,7 @@ versions, nodes, feature gates from ``kubernetes_feature_enabled`` metrics, and 
 Sources: API discovery (/apis/resource.k8s.io), component-base metric ``kubernetes_feature_enabled{name,stage}``
 (KEP-3498), kubelet metrics through the node proxy ``/api/v1/nodes/<node>/proxy/metrics``.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,12 +12,12 @@ import re
 from conformance.core import errors
 
 from . import inventory
-from .inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from .client import K8s
+from .inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from .objects import Obj
 from .resources import RESOURCE_GROUP
 
-_FEATURE = re.compile(r'^kubernetes_feature_enabled\{([^}]*)\}\s+([0-9.eE+-]+)', re.M)
+_FEATURE = re.compile(r"^kubernetes_feature_enabled\{([^}]*)\}\s+([0-9.eE+-]+)", re.M)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -44,8 +45,9 @@ def server_version(k8s: K8s) -> str:
     except errors.ApiError as exc:
         raise errors.ClusterUnavailable(f"API server {k8s.host} answered /version with {exc}") from exc
     except Exception as exc:  # connection refused, TLS, DNS
-        raise errors.ClusterUnavailable(f"API server {k8s.host} is unreachable: {exc}; check --kubeconfig and "
-                                        "--context, or use --cluster local") from exc
+        raise errors.ClusterUnavailable(
+            f"API server {k8s.host} is unreachable: {exc}; check --kubeconfig and --context, or use --cluster local"
+        ) from exc
 
 
 def parse_feature_metrics(text: str) -> dict[str, bool]:
@@ -83,9 +85,13 @@ def node_facts(node: Obj) -> dict:
     """``{name, kubelet_version, container_runtime, os_image, ready}`` of one Node."""
     info = node.get("status.nodeInfo") or {}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status.conditions") or [])
-    return {"name": node.name, "kubelet_version": info.get("kubeletVersion", ""),
-            "container_runtime": info.get("containerRuntimeVersion", ""), "os_image": info.get("osImage", ""),
-            "ready": ready}
+    return {
+        "name": node.name,
+        "kubelet_version": info.get("kubeletVersion", ""),
+        "container_runtime": info.get("containerRuntimeVersion", ""),
+        "os_image": info.get("osImage", ""),
+        "ready": ready,
+    }
 
 
 def devices_of(slices: list[Obj]) -> list[dict]:

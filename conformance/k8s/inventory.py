@@ -7,10 +7,11 @@ wraps a device's fields in ``basic``; complete pools are ``resourceSliceCount`` 
 ``generation`` (resource.k8s.io/v1 ResourcePool); attribute names are qualified with the driver's domain when
 unprefixed (dra-protocols.md §5.3); CEL ``device.attributes["<domain>"].<id>`` (dra-protocols.md §6).
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from .objects import Obj
 
@@ -89,13 +90,18 @@ def facts(slices: Iterable[Obj]) -> list[dict]:
     for s, d in slice_devices(slices):
         name, attrs, cap = device_fields(d)
         body = device_body(d)
-        out.append({"node": s.get("spec.nodeName") or "", "pool": s.get("spec.pool.name"), "device": name,
-                    "attributes": {k: next(iter(v.values())) if isinstance(v, dict) and v else v
-                                   for k, v in attrs.items()},
-                    "capacity": {k: (v or {}).get("value") for k, v in cap.items()},
-                    "shared_counters": bool(s.get("spec.sharedCounters")),
-                    "consumes_counters": bool(body.get("consumesCounters")),
-                    "allow_multiple_allocations": bool(body.get("allowMultipleAllocations"))})
+        out.append(
+            {
+                "node": s.get("spec.nodeName") or "",
+                "pool": s.get("spec.pool.name"),
+                "device": name,
+                "attributes": {k: next(iter(v.values())) if isinstance(v, dict) and v else v for k, v in attrs.items()},
+                "capacity": {k: (v or {}).get("value") for k, v in cap.items()},
+                "shared_counters": bool(s.get("spec.sharedCounters")),
+                "consumes_counters": bool(body.get("consumesCounters")),
+                "allow_multiple_allocations": bool(body.get("allowMultipleAllocations")),
+            }
+        )
     return out
 
 
@@ -108,21 +114,27 @@ class Inventory:
         self._by_key = {d.key: d for d in self.devices}
 
     @classmethod
-    def from_slices(cls, driver: str, slices: list[Obj]) -> "Inventory":
+    def from_slices(cls, driver: str, slices: list[Obj]) -> Inventory:
         """The devices of ``driver``'s complete pools among ``slices``."""
         devices = []
         for pool_slices in complete_pools(slices).values():
             for s, d in slice_devices(pool_slices):
                 name, attrs, cap = device_fields(d)
                 typed = {_qualify(driver, k): tv for k, tv in _typed(attrs).items()}
-                devices.append(Device(s.get("spec.nodeName") or "", s.get("spec.pool.name"), name,
-                                      {k: v for k, (_, v) in typed.items()},
-                                      {_qualify(driver, k): (v or {}).get("value") for k, v in cap.items()},
-                                      {k: t for k, (t, _) in typed.items()}))
+                devices.append(
+                    Device(
+                        s.get("spec.nodeName") or "",
+                        s.get("spec.pool.name"),
+                        name,
+                        {k: v for k, (_, v) in typed.items()},
+                        {_qualify(driver, k): (v or {}).get("value") for k, v in cap.items()},
+                        {k: t for k, (t, _) in typed.items()},
+                    )
+                )
         return cls(driver, devices)
 
     @classmethod
-    def read(cls, k8s, driver: str) -> "Inventory":
+    def read(cls, k8s, driver: str) -> Inventory:
         """The driver's devices right now (slices listed with ``spec.driver=<driver>``)."""
         return cls.from_slices(driver, driver_slices(k8s, driver))
 

@@ -1,5 +1,6 @@
 """A namespace per test, labelled with the run and test IDs (design.md §6), created through a tracker so it
 is removed last."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,16 +18,29 @@ def namespace_name(run_id: str, test_id: str) -> str:
     return names.dns_label(f"t-{digest}-{test_id}", 63)
 
 
-def make_namespace(tracker: Tracker, run_id: str, test_id: str, *, admin_access: bool = False,
-                   labels: dict[str, str] | None = None) -> Obj:
+def make_namespace(
+    tracker: Tracker, run_id: str, test_id: str, *, admin_access: bool = False, labels: dict[str, str] | None = None
+) -> Obj:
     """Create the test's namespace via ``tracker``. ``admin_access`` adds the
     ``resource.kubernetes.io/admin-access: "true"`` label (KEP-5018) that allows adminAccess requests."""
     all_labels = {**names.run_labels(run_id, test_id), **(labels or {})}
     if admin_access:
         all_labels[names.ADMIN_ACCESS_LABEL] = "true"
-    ns = tracker.create({"apiVersion": "v1", "kind": "Namespace",
-                         "metadata": {"name": namespace_name(run_id, test_id), "labels": all_labels}})
+    ns = tracker.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace_name(run_id, test_id), "labels": all_labels},
+        }
+    )
     # pods are refused until the ServiceAccount admission has a "default" account to mount
-    waits.until(tracker.k8s, "ServiceAccount", "default", ns.name, done=lambda o: o is not None,
-                timeout=timeouts.API_SHORT, awaited=f"ServiceAccount {ns.name}/default created")
+    waits.until(
+        tracker.k8s,
+        "ServiceAccount",
+        "default",
+        ns.name,
+        done=lambda o: o is not None,
+        timeout=timeouts.API_SHORT,
+        awaited=f"ServiceAccount {ns.name}/default created",
+    )
     return ns

@@ -4,10 +4,12 @@
 snake_case names mapped to camelCase keys (``claim.status.reserved_for``), ``.get("status.allocation")``
 and ``.describe()`` (YAML, for assertion messages).
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import yaml
 
@@ -30,6 +32,7 @@ class Node:
     """Read-only attribute view over a nested dict. Missing keys read as ``None``."""
 
     __slots__ = ("raw",)
+    __hash__ = None  # mutable dict view: equal by content, so not hashable (as before, now explicit)
 
     def __init__(self, raw: dict) -> None:
         object.__setattr__(self, "raw", raw)

@@ -3,6 +3,7 @@
 Source: resource.k8s.io/v1 API (KEP-4381) and core/v1. DRA kinds exist in ``v1`` and (runtime-config)
 ``v1beta1``/``v1beta2``; DeviceTaintRule is ``v1alpha3`` (1.33-1.35), ``v1beta2`` (1.36), ``v1`` (1.37+).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,7 +38,7 @@ class Resource:
             base += f"/{subresource}"
         return base
 
-    def at(self, version: str) -> "Resource":
+    def at(self, version: str) -> Resource:
         """The same resource at another version of its group."""
         return dataclasses.replace(self, version=version)
 

@@ -4,6 +4,7 @@ Covers Ctrl-C, crashed xdist workers and tests whose tracker teardown failed; :f
 left to do when Ctrl-C cuts the sweep itself short. Uses an unguarded client: it
 only ever touches objects carrying ``dra-conformance.test/run=<run id>``.
 """
+
 from __future__ import annotations
 
 from conformance.core import errors, names, timeouts
@@ -12,8 +13,15 @@ from .client import K8s
 from .tracker import Tracker
 
 OWNER_LABEL = f"{names.LABEL_PREFIX}/owner"  # "driver": removed by the driver deployer, not the sweep
-SWEEP_KINDS = ("Pod", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule", "DeviceClass",
-               "ResourceSlice", "Namespace")
+SWEEP_KINDS = (
+    "Pod",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "DeviceTaintRule",
+    "DeviceClass",
+    "ResourceSlice",
+    "Namespace",
+)
 
 
 def labelled(k8s: K8s, run_id: str, kinds=SWEEP_KINDS) -> list:
@@ -44,6 +52,7 @@ def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[st
         for ns in [o for o in found if o.kind == "Namespace"]:
             try:
                 from .waits import object_gone  # noqa: PLC0415
+
                 object_gone(k8s, ns, timeout=timeouts.NAMESPACE_DELETE)
             except errors.WaitError:
                 survivors.append(ns.ref)

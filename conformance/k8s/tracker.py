@@ -8,6 +8,7 @@ waited for; every error is collected and one :class:`~conformance.core.errors.Le
 (and each claim still prepared, with its node). Pods holding claims are never force-deleted (that would skip
 NodeUnprepareResources).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,8 +23,15 @@ from .client import K8s
 from .objects import Obj, as_dict
 
 # phase rank per kind: lower is deleted first
-PHASES = {"Pod": 0, "ResourceClaim": 1, "ResourceClaimTemplate": 2, "DeviceTaintRule": 3, "DeviceClass": 3,
-          "ResourceSlice": 3, "Namespace": 9}
+PHASES = {
+    "Pod": 0,
+    "ResourceClaim": 1,
+    "ResourceClaimTemplate": 2,
+    "DeviceTaintRule": 3,
+    "DeviceClass": 3,
+    "ResourceSlice": 3,
+    "Namespace": 9,
+}
 OTHER_PHASE = 4
 PREPARED_POLL_S = 0.5  # seconds between two looks at the nodes' prepared claims
 
@@ -47,8 +55,13 @@ class Tracked:
         """The record of an object dict or :class:`Obj` (kind, metadata.name/namespace/uid, apiVersion)."""
         raw = as_dict(obj)
         meta = raw["metadata"]
-        return cls(raw["kind"], meta["name"], meta.get("namespace", ""), meta.get("uid", ""),
-                   raw.get("apiVersion", "v1").rsplit("/", 1)[-1])
+        return cls(
+            raw["kind"],
+            meta["name"],
+            meta.get("namespace", ""),
+            meta.get("uid", ""),
+            raw.get("apiVersion", "v1").rsplit("/", 1)[-1],
+        )
 
 
 # claims -> [(claim, node name, evidence)] for each claim some node still has prepared (a NodeAccess view,
@@ -66,8 +79,7 @@ class Tracker:
     teardown then waits, within the claims phase's deadline, until none is.
     """
 
-    def __init__(self, k8s: K8s, *, phase_timeout: float | None = None,
-                 prepared: PreparedCheck | None = None) -> None:
+    def __init__(self, k8s: K8s, *, phase_timeout: float | None = None, prepared: PreparedCheck | None = None) -> None:
         self.k8s = k8s
         self.items: list[Tracked] = []
         self.phase_timeout = phase_timeout
@@ -167,9 +179,16 @@ class Tracker:
 
     def _wait_gone(self, t: Tracked, deadline: float, problems: list[str]) -> bool:
         try:
-            waits.until(self.k8s, t.kind, t.name, t.namespace or None,
-                        done=lambda o: o is None or bool(t.uid and o.uid != t.uid), timeout=self._left(deadline),
-                        awaited=f"{t.ref} deleted", version=t.version)
+            waits.until(
+                self.k8s,
+                t.kind,
+                t.name,
+                t.namespace or None,
+                done=lambda o: o is None or bool(t.uid and o.uid != t.uid),
+                timeout=self._left(deadline),
+                awaited=f"{t.ref} deleted",
+                version=t.version,
+            )
             return True
         except (errors.WaitError, errors.ApiError) as exc:
             problems.append(str(exc))
@@ -203,9 +222,11 @@ class Tracker:
         def none_prepared() -> bool:
             left[:] = self.prepared(claims)
             return not left
+
         try:
-            waits.poll(none_prepared, timeout=max(deadline - time.monotonic(), 0.001), interval=PREPARED_POLL_S,
-                       scale=False)
+            waits.poll(
+                none_prepared, timeout=max(deadline - time.monotonic(), 0.001), interval=PREPARED_POLL_S, scale=False
+            )
         except Exception as exc:  # noqa: BLE001 - node access is evidence here: a failing look is reported
             problems.append(f"could not check that nodes unprepared {[c.ref for c in claims]}: {exc}")
             return []

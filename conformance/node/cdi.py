@@ -4,6 +4,7 @@ Sources: CDI spec format (``cdiVersion``, ``kind``, ``devices[].name``; fully-qu
 dra-protocols.md §4); drivers name spec files after the claim UID (dra-example-driver, test/e2e/dra
 test-driver, our reference driver), so a claim's specs carry its UID in the name or the text.
 """
+
 from __future__ import annotations
 
 import json

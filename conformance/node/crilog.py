@@ -3,6 +3,7 @@
 Source: kubelet/CRI logging (k8s.io/cri-api "CRI container log format"): each line is
 ``<RFC3339Nano time> <stream: stdout|stderr> <tag: F|P> <text>``.
 """
+
 from __future__ import annotations
 
 POD_LOGS = "/var/log/pods"  # the kubelet's pod log root on a node

@@ -6,6 +6,7 @@ Reads CDI specs (/var/run/cdi, /etc/cdi), the kubelet plugin registry and contai
 gRPC client next to the socket, which a shell helper does not have: ``pod_resources`` raises
 NodeAccessUnavailable. The helper namespace carries the run label, so the session sweep removes it.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -27,14 +28,28 @@ CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
 
 def helper_pod(name: str, namespace: str, node: str, image: str, run_id: str) -> dict:
     """The privileged helper pod spec for ``node`` (hostPID, host / at /host, tolerates every taint)."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": names.run_labels(run_id, "node-access")},
-            "spec": {"nodeName": node, "hostPID": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                     "tolerations": [{"operator": "Exists"}],
-                     "containers": [{"name": "helper", "image": image, "command": ["sleep", "86400"],
-                                     "securityContext": {"privileged": True},
-                                     "volumeMounts": [{"name": "host", "mountPath": "/host"}]}],
-                     "volumes": [{"name": "host", "hostPath": {"path": "/"}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": names.run_labels(run_id, "node-access")},
+        "spec": {
+            "nodeName": node,
+            "hostPID": True,
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {
+                    "name": "helper",
+                    "image": image,
+                    "command": ["sleep", "86400"],
+                    "securityContext": {"privileged": True},
+                    "volumeMounts": [{"name": "host", "mountPath": "/host"}],
+                }
+            ],
+            "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+        },
+    }
 
 
 class HelperPodNodeAccess:
@@ -51,10 +66,22 @@ class HelperPodNodeAccess:
     def start(self) -> None:
         """Create the namespace and one helper pod per node; wait until they run (bounded)."""
         try:
-            self.k8s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-                "name": self.namespace, "labels": names.run_labels(self.run_id, "node-access")}})
-            waits.until(self.k8s, "ServiceAccount", "default", self.namespace, done=lambda o: o is not None,
-                        timeout=timeouts.API_SHORT, awaited="default ServiceAccount of the node-access namespace")
+            self.k8s.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": self.namespace, "labels": names.run_labels(self.run_id, "node-access")},
+                }
+            )
+            waits.until(
+                self.k8s,
+                "ServiceAccount",
+                "default",
+                self.namespace,
+                done=lambda o: o is not None,
+                timeout=timeouts.API_SHORT,
+                awaited="default ServiceAccount of the node-access namespace",
+            )
             for i, node in enumerate(self.node_names):
                 pod = self.k8s.create(helper_pod(f"helper-{i}", self.namespace, node, self.image, self.run_id))
                 waits.pod_running(self.k8s, pod, timeout=timeouts.POD_START)
@@ -73,8 +100,16 @@ class HelperPodNodeAccess:
         if node not in self.pods:
             raise NodeAccessUnavailable(f"no helper pod on node {node}: {self._error or 'not started'}")
         api = kclient.CoreV1Api(self.k8s.api)
-        return stream(api.connect_get_namespaced_pod_exec, self.pods[node], self.namespace,
-                      command=["sh", "-c", script], stderr=True, stdin=False, stdout=True, tty=False)
+        return stream(
+            api.connect_get_namespaced_pod_exec,
+            self.pods[node],
+            self.namespace,
+            command=["sh", "-c", script],
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+        )
 
     def probe(self) -> tuple[bool, str]:
         if len(self.pods) != len(self.node_names):

@@ -1,4 +1,5 @@
 """NodeAccess for kind: ``docker exec`` into the node containers (node name = container name)."""
+
 from __future__ import annotations
 
 import shutil

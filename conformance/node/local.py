@@ -1,4 +1,5 @@
 """NodeAccess for the local cluster: node directories are host paths; kubelet restart through the handle."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +36,11 @@ class LocalNodeAccess:
     def cdi_specs(self, node: str) -> dict[str, str]:
         """CDI spec files (``*.json``, ``*.yaml``) in the node's CDI directory."""
         directory = Path(self._node(node).cdi_dir)
-        return {p.name: p.read_text(errors="replace") for p in sorted(directory.glob("*"))
-                if p.suffix in (".json", ".yaml", ".yml") and p.is_file()}
+        return {
+            p.name: p.read_text(errors="replace")
+            for p in sorted(directory.glob("*"))
+            if p.suffix in (".json", ".yaml", ".yml") and p.is_file()
+        }
 
     def plugin_sockets(self, node: str) -> list[str]:
         """Entries of the node's kubelet plugin registry directory."""
@@ -54,8 +58,11 @@ class LocalNodeAccess:
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         """A container's output read from the node's CRI log files (``<pod logs dir>/<ns>_<pod>_<uid>/<ctr>/*.log``,
         lines ``<time> <stream> <tag> <text>``). Raises NodeAccessUnavailable when there is no such log."""
-        logs_dir = Path(crilog.log_dir(namespace, pod, uid, container,
-                                       root=str(Path(self._node(node).kubeconfig).parent / "pod-logs")))
+        logs_dir = Path(
+            crilog.log_dir(
+                namespace, pod, uid, container, root=str(Path(self._node(node).kubeconfig).parent / "pod-logs")
+            )
+        )
         files = sorted(logs_dir.glob("*.log"))
         if not files:
             raise NodeAccessUnavailable(f"no CRI log files in {logs_dir}")

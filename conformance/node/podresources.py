@@ -5,6 +5,7 @@ Source: kubelet ``<root>/pod-resources/kubelet.sock``; service ``v1.PodResources
 GetAllocatableResources (dra-protocols.md §3). Responses are returned as plain dicts (protobuf JSON names,
 e.g. ``podResources``, ``dynamicResources``, ``claimResources``, ``cdiDevices``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,10 +38,14 @@ class PodResourcesError(errors.ConformanceError, grpc.RpcError):
 
 def _stubs():
     try:
-        from . import podresources_v1_pb2 as pb, podresources_v1_pb2_grpc as pb_grpc  # noqa: PLC0415
+        from . import podresources_v1_pb2 as pb  # noqa: PLC0415
+        from . import podresources_v1_pb2_grpc as pb_grpc  # noqa: PLC0415
     except ImportError as exc:
-        raise errors.ConfigError("PodResources stubs are not generated", source="conformance/node",
-                                 fix="run `python -m conformance.toolchain protos` (make test does)") from exc
+        raise errors.ConfigError(
+            "PodResources stubs are not generated",
+            source="conformance/node",
+            fix="run `python -m conformance.toolchain protos` (make test does)",
+        ) from exc
     return pb, pb_grpc
 
 
@@ -53,14 +58,16 @@ class PodResourcesClient:
     def _call(self, method: str, request_name: str, **fields) -> dict:
         pb, pb_grpc = _stubs()
         try:
-            with grpc.insecure_channel(f"unix://{self.socket}", options=[
-                    ("grpc.max_receive_message_length", MAX_MESSAGE)]) as channel:
+            with grpc.insecure_channel(
+                f"unix://{self.socket}", options=[("grpc.max_receive_message_length", MAX_MESSAGE)]
+            ) as channel:
                 stub = pb_grpc.PodResourcesListerStub(channel)
                 reply = getattr(stub, method)(getattr(pb, request_name)(**fields), timeout=self.timeout)
         except grpc.RpcError as exc:
             call = exc if isinstance(exc, grpc.Call) else None
-            raise PodResourcesError(method, call.code() if call else grpc.StatusCode.UNKNOWN,
-                                    call.details() if call else str(exc)) from exc
+            raise PodResourcesError(
+                method, call.code() if call else grpc.StatusCode.UNKNOWN, call.details() if call else str(exc)
+            ) from exc
         return MessageToDict(reply, preserving_proto_field_name=False)
 
     def list(self) -> list[dict]:
@@ -70,7 +77,8 @@ class PodResourcesClient:
     def get(self, pod: str, namespace: str) -> dict:
         """``Get`` (gate KubeletPodResourcesGet): one pod's resources."""
         return self._call("Get", "GetPodResourcesRequest", pod_name=pod, pod_namespace=namespace).get(
-            "podResources", {})
+            "podResources", {}
+        )
 
     def allocatable(self) -> dict:
         """``GetAllocatableResources``: the node's device-plugin devices, CPU IDs and memory (no DRA devices)."""
@@ -95,14 +103,21 @@ def claims_by_container(entry: dict) -> dict[str, list[dict]]:
 
 def reported_devices(dynamic_resources: list[dict]) -> set[tuple[str, str, str]]:
     """``{(driver, pool, device)}`` across the ClaimResources of DynamicResource entries."""
-    return {(r.get("driverName", ""), r.get("poolName", ""), r.get("deviceName", ""))
-            for dr in dynamic_resources for r in dr.get("claimResources") or []}
+    return {
+        (r.get("driverName", ""), r.get("poolName", ""), r.get("deviceName", ""))
+        for dr in dynamic_resources
+        for r in dr.get("claimResources") or []
+    }
 
 
 def reported_cdi_ids(dynamic_resources: list[dict]) -> set[str]:
     """Every CDI device name across the ClaimResources of DynamicResource entries."""
-    return {c.get("name") for dr in dynamic_resources for r in dr.get("claimResources") or []
-            for c in r.get("cdiDevices") or []}
+    return {
+        c.get("name")
+        for dr in dynamic_resources
+        for r in dr.get("claimResources") or []
+        for c in r.get("cdiDevices") or []
+    }
 
 
 def allocated_devices(claim) -> set[tuple[str, str, str]]:

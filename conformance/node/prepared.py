@@ -7,6 +7,7 @@ after the claim UID: dra-example-driver, upstream test/e2e/dra test-driver, our 
 kubelet's PodResources ``List`` still reporting the claim for a pod (KEP-3695 ``DynamicResource.claim_name``,
 ``claim_namespace``; dra-protocols.md §3-4).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -53,5 +54,9 @@ class PreparedClaims:
             pods = self.node_access.pod_resources(node).list()
         except (NodeAccessUnavailable, OSError, grpc.RpcError):  # no socket in this mode, kubelet restarting
             return set()
-        return {(dr.get("claimNamespace", ""), dr.get("claimName", ""))
-                for pod in pods for ctr in pod.get("containers") or [] for dr in ctr.get("dynamicResources") or []}
+        return {
+            (dr.get("claimNamespace", ""), dr.get("claimName", ""))
+            for pod in pods
+            for ctr in pod.get("containers") or []
+            for dr in ctr.get("dynamicResources") or []
+        }

@@ -7,10 +7,11 @@ log files through node access. One probe hit is one device or request (``DRA_GPU
 Sources: KEP-5970 behaviour 5 (driver-injected env through CDI); ai-conformance KAR-0049
 (MultiContainerIsolationTest); dra-example-driver ``DRA_ADMIN_ACCESS=true`` CDI env for adminAccess results.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from conformance.core.errors import ApiError
 from conformance.core.profile import DriverProfile
@@ -38,8 +39,9 @@ class Probe:
                 raise
             current = self.k8s.get("Pod", pod.name, pod.namespace)
             name = container or current.get("spec.containers.0.name")
-            text = self.node_access.container_log(current.get("spec.nodeName"), pod.namespace, pod.name,
-                                                  current.uid, name)
+            text = self.node_access.container_log(
+                current.get("spec.nodeName"), pod.namespace, pod.name, current.uid, name
+            )
             return text, f"(read from the node's log files: pods/log failed with {exc.status} {exc.reason})"
 
     def output(self, pod: Obj, container: str | None = None) -> str:
@@ -58,8 +60,9 @@ class Probe:
         visible, why = self.profile.visibility.matches(text)
         return visible, f"{why}\n{note}" if note else why
 
-    def shows_devices(self, pod: Obj, devices: Iterable[str], universe: Iterable[str],
-                      container: str | None = None) -> tuple[bool, str]:
+    def shows_devices(
+        self, pod: Obj, devices: Iterable[str], universe: Iterable[str], container: str | None = None
+    ) -> tuple[bool, str]:
         """Whether the container shows exactly ``devices`` (names) among ``universe`` (all device names the
         driver publishes on that node). Probes that name devices (``GPU_DEVICE_0=gpu-0``) are compared by
         name; probes that only name claims/requests (upstream test driver ``claim_<c>_<r>=true``) can only
@@ -68,14 +71,16 @@ class Probe:
         named = {d for d in universe if any(re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", h) for h in hits)}
         if hits and not named:
             return True, f"probe names no device (per-request probe); visible: {hits}"
-        return named == set(devices), (f"expected {sorted(devices)}, probe shows {sorted(named)}; "
-                                       + self.evidence(pod, container))
+        return named == set(devices), (
+            f"expected {sorted(devices)}, probe shows {sorted(named)}; " + self.evidence(pod, container)
+        )
 
     def shows_allocation(self, pod: Obj, claim: Obj, inventory, container: str | None = None) -> tuple[bool, str]:
         """:meth:`shows_devices` for the devices of ``claim``'s allocation results among those ``inventory``
         (:class:`~conformance.k8s.inventory.Inventory`) publishes on the pod's node. Returns ``(ok, evidence)``."""
-        return self.shows_devices(pod, [r.device for r in claim.results], inventory.names_on(pod.get("spec.nodeName")),
-                                  container)
+        return self.shows_devices(
+            pod, [r.device for r in claim.results], inventory.names_on(pod.get("spec.nodeName")), container
+        )
 
     def shows_config(self, pod: Obj, container: str | None = None) -> bool:
         """Whether the profile's opaque-config marker (``opaque_config.shows_as``) is in the output."""
@@ -87,5 +92,4 @@ class Probe:
 
     def evidence(self, pod: Obj, container: str | None = None) -> str:
         """The output's tail, for assertion messages."""
-        return (f"output of {pod.name}/{container or 'first container'}:\n"
-                f"{self.output(pod, container)[-EVIDENCE_TAIL:]}")
+        return f"output of {pod.name}/{container or 'first container'}:\n{self.output(pod, container)[-EVIDENCE_TAIL:]}"

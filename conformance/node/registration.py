@@ -7,6 +7,7 @@ Sources: k8s.io/kubelet/pkg/apis/pluginregistration/v1 (service ``pluginregistra
 ``DRAPlugin``). Socket file names are not a contract (our reference driver hashes long paths), so a driver
 is identified by its answer.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,11 @@ def _messages():
     try:
         from . import pluginregistration_v1_pb2 as pb  # noqa: PLC0415
     except ImportError as exc:
-        raise errors.ConfigError("plugin registration stubs are not generated", source="conformance/node",
-                                 fix="run `python -m conformance.toolchain protos` (make test does)") from exc
+        raise errors.ConfigError(
+            "plugin registration stubs are not generated",
+            source="conformance/node",
+            fix="run `python -m conformance.toolchain protos` (make test does)",
+        ) from exc
     return pb
 
 
@@ -34,12 +38,19 @@ def get_info(socket: Path | str, timeout: float = TIMEOUT_S) -> dict:
     empty). Raises grpc.RpcError when the socket does not answer."""
     pb = _messages()
     with grpc.insecure_channel(f"unix://{socket}") as channel:
-        call = channel.unary_unary(GET_INFO, request_serializer=pb.InfoRequest.SerializeToString,
-                                   response_deserializer=pb.PluginInfo.FromString)
+        call = channel.unary_unary(
+            GET_INFO,
+            request_serializer=pb.InfoRequest.SerializeToString,
+            response_deserializer=pb.PluginInfo.FromString,
+        )
         reply = call(pb.InfoRequest(), timeout=timeout)
     info = MessageToDict(reply, preserving_proto_field_name=True)
-    return {"type": info.get("type", ""), "name": info.get("name", ""), "endpoint": info.get("endpoint", ""),
-            "supported_versions": list(info.get("supported_versions") or [])}
+    return {
+        "type": info.get("type", ""),
+        "name": info.get("name", ""),
+        "endpoint": info.get("endpoint", ""),
+        "supported_versions": list(info.get("supported_versions") or []),
+    }
 
 
 def plugins_in(registry: Path | str, timeout: float = TIMEOUT_S) -> list[dict]:

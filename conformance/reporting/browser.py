@@ -2,6 +2,7 @@
 Chromium (Debian package ``chromium``). Allure 3 reports load their data with fetch(), so file:// does not
 work. Used by the reporting tests and by ``dra-conformance report --screenshot``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,9 +16,17 @@ import tempfile
 import threading
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
 BROWSER_TIMEOUT_S = 90
 VIRTUAL_TIME_BUDGET_MS = 15000
 
@@ -57,15 +66,21 @@ def serve(directory: str | pathlib.Path):
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="dra-report-chromium-") as profile:
-        cmd = [chromium(), *FLAGS, f"--user-data-dir={profile}",
-               f"--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}", *args]
+        cmd = [
+            chromium(),
+            *FLAGS,
+            f"--user-data-dir={profile}",
+            f"--virtual-time-budget={VIRTUAL_TIME_BUDGET_MS}",
+            *args,
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=BROWSER_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:
             raise BrowserError(f"chromium ran over {BROWSER_TIMEOUT_S}s on {args[-1]}") from exc
     if proc.returncode != 0:
-        raise BrowserError(f"chromium exited {proc.returncode} on {args[-1]}: "
-                           f"{proc.stderr.decode(errors='replace')[-1500:]}")
+        raise BrowserError(
+            f"chromium exited {proc.returncode} on {args[-1]}: {proc.stderr.decode(errors='replace')[-1500:]}"
+        )
     return proc
 
 
@@ -76,7 +91,7 @@ def dump_dom(url: str) -> str:
 
 def visible_text(dom: str) -> str:
     """The text of a DOM's body without scripts and styles, one text node per line."""
-    body = dom[dom.find("<body"):] if "<body" in dom else dom
+    body = dom[dom.find("<body") :] if "<body" in dom else dom
     body = re.sub(r"<(script|style)\b.*?</\1>", "", body, flags=re.S | re.I)
     text = re.sub(r"<[^>]+>", "\n", body)
     return re.sub(r"\n\s*\n+", "\n", text).replace("&nbsp;", " ")

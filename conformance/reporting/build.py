@@ -7,6 +7,7 @@ symlink next to the run. Idempotent: running it twice gives the same report. Use
 report`` (:mod:`conformance.reporting.cli`), the matrix merge (:mod:`conformance.reporting.matrix`) and the
 end of ``dra-conformance run``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,8 +22,10 @@ log = logging.getLogger(__name__)
 def check_run_dir(run_dir: pathlib.Path) -> None:
     """Raise FileNotFoundError naming ``run_dir`` when it has no ``allure-results/``."""
     if not (run_dir / "allure-results").is_dir():
-        raise FileNotFoundError(f"{run_dir}: no allure-results/ inside; pass a run directory such as "
-                                f"reports/<run-id> written by `dra-conformance run` (or pytest --report-dir)")
+        raise FileNotFoundError(
+            f"{run_dir}: no allure-results/ inside; pass a run directory such as "
+            f"reports/<run-id> written by `dra-conformance run` (or pytest --report-dir)"
+        )
 
 
 def write_junit(run_dir: pathlib.Path, run: dict, records: list[results.TestRecord]) -> dict:
@@ -34,8 +37,9 @@ def write_junit(run_dir: pathlib.Path, run: dict, records: list[results.TestReco
     return junit.from_records(records, path, name)
 
 
-def generate(run_dir: str | pathlib.Path, *, html_report: bool = True, link_latest: bool | None = None,
-             single_file: bool = False) -> Verdict:
+def generate(
+    run_dir: str | pathlib.Path, *, html_report: bool = True, link_latest: bool | None = None, single_file: bool = False
+) -> Verdict:
     """Build every report file of ``run_dir``; returns the run's :class:`Verdict`.
 
     ``html_report=False`` skips the Allure CLI (summary and JUnit only); ``single_file`` also writes
@@ -56,8 +60,15 @@ def generate(run_dir: str | pathlib.Path, *, html_report: bool = True, link_late
     if html_report:
         hist = history.prepare(run_dir)
         name = f"DRA qualification: {runinfo.driver_name(run)} on Kubernetes {runinfo.k8s_minor(run)}"
-        took = html.generate(run_dir, run_dir / "allure-results", hist, name, [runinfo.k8s_minor(run)],
-                             ["summary.md", "summary.json"], single_file)
+        took = html.generate(
+            run_dir,
+            run_dir / "allure-results",
+            hist,
+            name,
+            [runinfo.k8s_minor(run)],
+            ["summary.md", "summary.json"],
+            single_file,
+        )
         log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")
     if link_latest if link_latest is not None else not history.in_matrix(run_dir):
         history.update_latest(run_dir)

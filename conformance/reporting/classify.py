@@ -8,6 +8,7 @@ libraries without importing them (first match wins, most derived class first).
 
 Source: reporting.md §4.3 (failed = driver defect, broken = infrastructure or test error).
 """
+
 from __future__ import annotations
 
 import re
@@ -28,20 +29,20 @@ TITLES = {
 BY_EXCEPTION = {
     # an assertion about the driver's behaviour did not hold
     "AssertionError": DRIVER_DEFECT,
-    "Failed": DRIVER_DEFECT,              # pytest.fail()
-    "WaitFailed": DRIVER_DEFECT,          # a wait ended early: pod Failed, FailedPrepareDynamicResources...
-    "DriverNotReady": DRIVER_DEFECT,      # no kubelet plugin / ResourceSlices / DeviceClass
-    "LeakError": DRIVER_DEFECT,           # objects (claims) survived teardown: not deallocated/unprepared
+    "Failed": DRIVER_DEFECT,  # pytest.fail()
+    "WaitFailed": DRIVER_DEFECT,  # a wait ended early: pod Failed, FailedPrepareDynamicResources...
+    "DriverNotReady": DRIVER_DEFECT,  # no kubelet plugin / ResourceSlices / DeviceClass
+    "LeakError": DRIVER_DEFECT,  # objects (claims) survived teardown: not deallocated/unprepared
     # the cluster or its network did not answer
     "ClusterUnavailable": INFRASTRUCTURE,
     "WaitTimeout": INFRASTRUCTURE,
     "TransientApiError": INFRASTRUCTURE,  # 429 / 5xx after retries
     "ConnectionError": INFRASTRUCTURE,
     "TimeoutError": INFRASTRUCTURE,
-    "MaxRetryError": INFRASTRUCTURE,      # urllib3
+    "MaxRetryError": INFRASTRUCTURE,  # urllib3
     "NewConnectionError": INFRASTRUCTURE,
     "ProtocolError": INFRASTRUCTURE,
-    "Timeout": INFRASTRUCTURE,            # pytest-timeout
+    "Timeout": INFRASTRUCTURE,  # pytest-timeout
     # everything else (ConfigError, TypeError, KeyError in a fixture...) is a suite error
 }
 
@@ -74,8 +75,10 @@ def classify_message(message: str | None, status: str) -> str | None:
 
 def allure_categories() -> list[dict]:
     """Allure 3 ``categories`` config rules matching the ``failure_class`` label."""
-    return [{"id": c, "name": TITLES[c], "matchers": {"labels": {"failure_class": f"^{c}$"}}, "expand": True}
-            for c in CLASSES]
+    return [
+        {"id": c, "name": TITLES[c], "matchers": {"labels": {"failure_class": f"^{c}$"}}, "expand": True}
+        for c in CLASSES
+    ]
 
 
 def allure2_categories() -> list[dict]:

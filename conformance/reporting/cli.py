@@ -3,6 +3,7 @@
 The builder itself is :func:`conformance.reporting.build.generate` (summary.json, summary.md, junit.xml,
 Allure HTML, the ``latest`` symlink); a matrix directory is merged by :mod:`conformance.reporting.matrix`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,13 +37,19 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``report`` subcommand (exit 0 PASS, 1 FAIL, 2 bad input or report error)."""
-    parser = subparsers.add_parser("report", help="(re)generate summary, JUnit and HTML of a run directory",
-                                   description=__doc__)
-    parser.add_argument("run_dir", type=pathlib.Path, metavar="RUN_DIR",
-                        help="a run directory, e.g. reports/latest or reports/<run-id>")
+    parser = subparsers.add_parser(
+        "report", help="(re)generate summary, JUnit and HTML of a run directory", description=__doc__
+    )
+    parser.add_argument(
+        "run_dir", type=pathlib.Path, metavar="RUN_DIR", help="a run directory, e.g. reports/latest or reports/<run-id>"
+    )
     parser.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
-    parser.add_argument("--single-file", action="store_true",
-                        help="also write allure-report-single/index.html (self-contained, for CI artifacts)")
-    parser.add_argument("--screenshot", action="store_true",
-                        help="also save RUN_DIR/report-overview.png (headless chromium)")
+    parser.add_argument(
+        "--single-file",
+        action="store_true",
+        help="also write allure-report-single/index.html (self-contained, for CI artifacts)",
+    )
+    parser.add_argument(
+        "--screenshot", action="store_true", help="also save RUN_DIR/report-overview.png (headless chromium)"
+    )
     parser.set_defaults(func=_run)

@@ -3,14 +3,22 @@
 Evidence pieces are ``(name, content, mime)`` tuples returned by ``pytest_dra_collect_evidence``
 implementations (see :mod:`conformance.reporting.hookspecs`).
 """
+
 from __future__ import annotations
 
 import mimetypes
 import pathlib
 import re
 
-EXTENSIONS = {"application/yaml": "yaml", "text/yaml": "yaml", "application/json": "json",
-              "text/plain": "txt", "image/png": "png", "text/html": "html", "application/xml": "xml"}
+EXTENSIONS = {
+    "application/yaml": "yaml",
+    "text/yaml": "yaml",
+    "application/json": "json",
+    "text/plain": "txt",
+    "image/png": "png",
+    "text/html": "html",
+    "application/xml": "xml",
+}
 
 
 def test_id(nodeid: str) -> str:
@@ -36,14 +44,17 @@ def normalise(piece) -> tuple[str, bytes, str]:
         raise TypeError(f"evidence piece {piece!r:.80}: expected a (name, content, mime) tuple")
     name, content, mime = piece
     if not isinstance(name, str) or not isinstance(mime, str) or not isinstance(content, (str, bytes)):
-        raise TypeError(f"evidence piece {name!r:.80}: expected (str, str|bytes, str), got "
-                        f"({type(name).__name__}, {type(content).__name__}, {type(mime).__name__})")
+        raise TypeError(
+            f"evidence piece {name!r:.80}: expected (str, str|bytes, str), got "
+            f"({type(name).__name__}, {type(content).__name__}, {type(mime).__name__})"
+        )
     data = content.encode("utf-8") if isinstance(content, str) else content
     return name, data, mime
 
 
-def write_copy(root: pathlib.Path, nodeid: str, when: str, index: int, name: str, data: bytes,
-               mime: str) -> pathlib.Path:
+def write_copy(
+    root: pathlib.Path, nodeid: str, when: str, index: int, name: str, data: bytes, mime: str
+) -> pathlib.Path:
     """Write one piece to ``root/evidence/<test-id>/<when>-<index>-<name>.<ext>``; returns the path."""
     folder = root / "evidence" / test_id(nodeid)
     folder.mkdir(parents=True, exist_ok=True)

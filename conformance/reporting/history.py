@@ -6,6 +6,7 @@ sibling run directory of the same kind) is copied to ``history/base.jsonl`` once
 reset from it, so regenerating a run never appends the same run twice. Source: reporting.md §2.3
 (Allure 3 history), allure3 ``packages/core/src/history.ts``.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ The harness (or a driver-specific conftest) implements :func:`pytest_dra_collect
 plugin calls it once for each failing test phase and attaches what comes back to the Allure result and to
 ``<report_dir>/evidence/<test-id>/``.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -5,6 +5,7 @@ a failing test can look passed (reporting.md §3.3/§3.4; facebookresearch/Progr
 keeps the *last* record of each ``(classname, name)`` and recounts the suite. When pytest wrote no
 junit.xml, :func:`from_records` builds one from the Allure results.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -66,8 +67,7 @@ def from_records(records: list[results.TestRecord], path: str | pathlib.Path, su
     suite = ET.SubElement(out, "testsuite", name=suite_name)
     for rec in records:
         module, _, func = rec.full_name.partition("#")
-        case = ET.SubElement(suite, "testcase", classname=module, name=func or rec.name,
-                             time=f"{rec.duration_s:.3f}")
+        case = ET.SubElement(suite, "testcase", classname=module, name=func or rec.name, time=f"{rec.duration_s:.3f}")
         if rec.status == "failed":
             ET.SubElement(case, "failure", message=rec.message[:500]).text = rec.trace
         elif rec.status in ("broken", "unknown"):

@@ -8,6 +8,7 @@ The Kubernetes version and driver become *parameters*, so matrix runs of one tes
 
 Source: reporting.md §2.1 (allure-pytest history identity, suggested mapping).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,10 +57,16 @@ def for_test(marks, run: dict) -> TestLabels:
         labels.append(("severity", SEVERITY[profiles[0]]))
         labels.append(("profile", profiles[0]))
     version, driver = runinfo.k8s_minor(run), runinfo.driver_name(run)
-    labels += [("tag", f"k8s-{version}"), ("tag", f"driver:{driver}"),
-               ("tag", f"run-profile:{runinfo.profile(run)}"), ("tag", f"gates:{runinfo.gates_mode(run)}"),
-               ("k8s", version), ("driver", driver), ("driver_version", runinfo.driver_version(run)),
-               ("parentSuite", f"Kubernetes {version}")]
+    labels += [
+        ("tag", f"k8s-{version}"),
+        ("tag", f"driver:{driver}"),
+        ("tag", f"run-profile:{runinfo.profile(run)}"),
+        ("tag", f"gates:{runinfo.gates_mode(run)}"),
+        ("k8s", version),
+        ("driver", driver),
+        ("driver_version", runinfo.driver_version(run)),
+        ("parentSuite", f"Kubernetes {version}"),
+    ]
     if areas:
         labels.append(("suite", areas[0]))
     links = [(KEP_URL.format(n), f"KEP-{n}") for n in marker_args(marks, "kep")]

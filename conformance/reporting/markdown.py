@@ -1,8 +1,18 @@
 """summary.md: the human-readable page of a run's summary.json (also fit for $GITHUB_STEP_SUMMARY)."""
+
 from __future__ import annotations
 
-ICONS = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP", "not-tested": "not tested",
-         "passed": "passed", "failed": "FAILED", "broken": "BROKEN", "skipped": "skipped", "unknown": "UNKNOWN"}
+ICONS = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "skip": "SKIP",
+    "not-tested": "not tested",
+    "passed": "passed",
+    "failed": "FAILED",
+    "broken": "BROKEN",
+    "skipped": "skipped",
+    "unknown": "UNKNOWN",
+}
 
 
 def _cell(text) -> str:
@@ -12,31 +22,48 @@ def _cell(text) -> str:
 def render(summary: dict) -> str:
     """Markdown text of a run summary (the dict of :func:`conformance.reporting.summary.build`)."""
     env, drv, counts = summary["environment"], summary["driver"], summary["counts"]
-    out = [f"# DRA driver qualification: {summary['verdict']}", "",
-           f"- Run: `{summary['reportId']}` ({summary['startedAt'] or '?'} to {summary['finishedAt'] or '?'})",
-           f"- Driver: `{drv['name']}` version {drv['version']} (deployed as {drv.get('deploy', '?')})",
-           f"- Kubernetes: {env['kubernetesVersion']}; kubelets: {', '.join(env['kubeletVersions']) or '?'}",
-           f"- Container runtime: {env['containerRuntime']}; node OS: {env['nodeOS']}; "
-           f"cluster: {env['clusterKind']} ({len(env['nodes'])} node(s))",
-           f"- Profile: {summary['profile']}; feature gates: {summary['featureGatesMode']}",
-           f"- Devices found: {len(env['devices'])}",
-           f"- Tests: {counts['total']} ({counts['executed']} executed: {counts['passed']} passed, "
-           f"{counts['failed']} failed, {counts['broken']} broken; {counts['skipped']} skipped)", ""]
+    out = [
+        f"# DRA driver qualification: {summary['verdict']}",
+        "",
+        f"- Run: `{summary['reportId']}` ({summary['startedAt'] or '?'} to {summary['finishedAt'] or '?'})",
+        f"- Driver: `{drv['name']}` version {drv['version']} (deployed as {drv.get('deploy', '?')})",
+        f"- Kubernetes: {env['kubernetesVersion']}; kubelets: {', '.join(env['kubeletVersions']) or '?'}",
+        f"- Container runtime: {env['containerRuntime']}; node OS: {env['nodeOS']}; "
+        f"cluster: {env['clusterKind']} ({len(env['nodes'])} node(s))",
+        f"- Profile: {summary['profile']}; feature gates: {summary['featureGatesMode']}",
+        f"- Devices found: {len(env['devices'])}",
+        f"- Tests: {counts['total']} ({counts['executed']} executed: {counts['passed']} passed, "
+        f"{counts['failed']} failed, {counts['broken']} broken; {counts['skipped']} skipped)",
+        "",
+    ]
     if summary["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
-    out += ["## Capabilities", "", "| Capability | Status | Declared | Available | Tests | Reasons |",
-            "|---|---|---|---|---|---|"]
+    out += [
+        "## Capabilities",
+        "",
+        "| Capability | Status | Declared | Available | Tests | Reasons |",
+        "|---|---|---|---|---|---|",
+    ]
     for cap in summary["capabilities"]:
         avail = {True: "yes", False: "no", None: "?"}[cap["available"]]
         counts_text = ", ".join(f"{k} {v}" for k, v in sorted(cap["counts"].items())) or "-"
-        out.append(f"| {cap['name']} | {ICONS[cap['status']]} | {'yes' if cap['declared'] else 'no'} | {avail} "
-                   f"| {counts_text} | {_cell('; '.join(cap['reasons']))} |")
-    out += ["", "## Tests", "", "| Test | Status | Class | Capabilities | Reason | Evidence |",
-            "|---|---|---|---|---|---|"]
+        out.append(
+            f"| {cap['name']} | {ICONS[cap['status']]} | {'yes' if cap['declared'] else 'no'} | {avail} "
+            f"| {counts_text} | {_cell('; '.join(cap['reasons']))} |"
+        )
+    out += [
+        "",
+        "## Tests",
+        "",
+        "| Test | Status | Class | Capabilities | Reason | Evidence |",
+        "|---|---|---|---|---|---|",
+    ]
     for t in summary["tests"]:
-        out.append(f"| `{_cell(t['id'])}` | {ICONS.get(t['status'], t['status'])} | {t['failureClass'] or ''} "
-                   f"| {', '.join(t['capabilities'])} | {_cell((t['reason'] or '').splitlines()[0] if t['reason'] else '')} "
-                   f"| {len(t['evidence'])} file(s) |")
+        out.append(
+            f"| `{_cell(t['id'])}` | {ICONS.get(t['status'], t['status'])} | {t['failureClass'] or ''} "
+            f"| {', '.join(t['capabilities'])} | {_cell((t['reason'] or '').splitlines()[0] if t['reason'] else '')} "
+            f"| {len(t['evidence'])} file(s) |"
+        )
     if env["devices"]:
         out += ["", "## Devices", "", "| Node | Pool | Device |", "|---|---|---|"]
         out += [f"| {d['node']} | {d['pool']} | {d['device']} |" for d in env["devices"]]

@@ -11,6 +11,7 @@ capability table and verdict) and ``matrix.md``. Exit code 0 PASS, 1 FAIL, 2 bad
 Source: reporting.md §4.2 (matrix: Kubernetes version x requirement), §3.1 (separate versions = separate
 pytest invocations, merged afterwards).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,13 @@ def cell_command(runner: list[str], version: str, cell_dir: pathlib.Path, run_ar
     return [*runner, "--k8s-version", version, "--report-dir", str(cell_dir), *run_args]
 
 
-def run_cells(matrix_dir: pathlib.Path, versions: list[str], run_args: list[str], runner: list[str],
-              timeout_s: float = CELL_TIMEOUT_S) -> dict[str, dict]:
+def run_cells(
+    matrix_dir: pathlib.Path,
+    versions: list[str],
+    run_args: list[str],
+    runner: list[str],
+    timeout_s: float = CELL_TIMEOUT_S,
+) -> dict[str, dict]:
     """Run every cell in turn; returns ``version -> {"exitCode", "durationS", "command"}``. A cell that
     runs over ``timeout_s`` is killed and recorded with exit code 124."""
     outcome = {}
@@ -61,8 +67,11 @@ def run_cells(matrix_dir: pathlib.Path, versions: list[str], run_args: list[str]
             code = subprocess.run(cmd, timeout=timeout_s).returncode
         except subprocess.TimeoutExpired:
             code = 124
-        outcome[version] = {"exitCode": code, "durationS": round(time.monotonic() - start, 1),
-                            "command": shlex.join(cmd)}
+        outcome[version] = {
+            "exitCode": code,
+            "durationS": round(time.monotonic() - start, 1),
+            "command": shlex.join(cmd),
+        }
     (matrix_dir / "cells.json").write_text(json.dumps(outcome, indent=2), encoding="utf-8")
     return outcome
 
@@ -122,31 +131,59 @@ def table(versions: list[str], summaries: dict[str, dict | None], cells: dict[st
             reasons += [f"Kubernetes {version}: {r}" for r in data["verdictReasons"]]
             for cap in data["capabilities"]:
                 capabilities.setdefault(cap["name"], {})[version] = {
-                    "status": cap["status"], "reasons": cap["reasons"], "declared": cap["declared"]}
-        rows.append({"version": version, "verdict": verdict, "exitCode": cell.get("exitCode"),
-                     "durationS": cell.get("durationS"),
-                     "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
-                     "driver": data["driver"] if data else None, "counts": data["counts"] if data else None})
+                    "status": cap["status"],
+                    "reasons": cap["reasons"],
+                    "declared": cap["declared"],
+                }
+        rows.append(
+            {
+                "version": version,
+                "verdict": verdict,
+                "exitCode": cell.get("exitCode"),
+                "durationS": cell.get("durationS"),
+                "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
+                "driver": data["driver"] if data else None,
+                "counts": data["counts"] if data else None,
+            }
+        )
     for by_version in capabilities.values():
         for version in versions:
-            by_version.setdefault(version, {"status": "not-run" if summaries.get(version) is None
-                                            else "not-tested", "reasons": [], "declared": False})
-    return {"schemaVersion": "1", "kind": "matrix", "generatedAt": _now(), "versions": versions,
-            "cells": rows, "capabilities": dict(sorted(capabilities.items())),
-            "verdict": "FAIL" if reasons else "PASS", "verdictReasons": reasons}
+            by_version.setdefault(
+                version,
+                {
+                    "status": "not-run" if summaries.get(version) is None else "not-tested",
+                    "reasons": [],
+                    "declared": False,
+                },
+            )
+    return {
+        "schemaVersion": "1",
+        "kind": "matrix",
+        "generatedAt": _now(),
+        "versions": versions,
+        "cells": rows,
+        "capabilities": dict(sorted(capabilities.items())),
+        "verdict": "FAIL" if reasons else "PASS",
+        "verdictReasons": reasons,
+    }
 
 
 def render(data: dict) -> str:
     """matrix.md: the version x capability table."""
     versions = data["versions"]
-    out = [f"# DRA driver qualification matrix: {data['verdict']}", "",
-           "| Kubernetes | Verdict | Executed | Passed | Failed | Broken | Skipped | Duration (s) |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        f"# DRA driver qualification matrix: {data['verdict']}",
+        "",
+        "| Kubernetes | Verdict | Executed | Passed | Failed | Broken | Skipped | Duration (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in data["cells"]:
         c = row["counts"] or {}
-        out.append(f"| {row['version']} ({row['kubernetesVersion'] or '?'}) | {row['verdict']} | "
-                   f"{c.get('executed', '-')} | {c.get('passed', '-')} | {c.get('failed', '-')} | "
-                   f"{c.get('broken', '-')} | {c.get('skipped', '-')} | {row['durationS'] or '-'} |")
+        out.append(
+            f"| {row['version']} ({row['kubernetesVersion'] or '?'}) | {row['verdict']} | "
+            f"{c.get('executed', '-')} | {c.get('passed', '-')} | {c.get('failed', '-')} | "
+            f"{c.get('broken', '-')} | {c.get('skipped', '-')} | {row['durationS'] or '-'} |"
+        )
     out += ["", "| Capability | " + " | ".join(versions) + " |", "|---|" + "---|" * len(versions)]
     for name, by_version in data["capabilities"].items():
         out.append(f"| {name} | " + " | ".join(by_version[v]["status"] for v in versions) + " |")
@@ -172,14 +209,18 @@ def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
     _merge_junit(matrix_dir, versions)
     first = next((matrix_dir / v for v in versions if summaries.get(v)), None)
     runs = {v: runinfo.load(matrix_dir / v) for v in versions}
-    html.write_side_files(merged, runs[first.name] if first else {}, {
-        "run.id": matrix_dir.name,
-        "kubernetes.version": ", ".join(f"{v}: {runinfo.k8s_version(runs[v])}" for v in versions),
-        "kubelet.versions": "; ".join(f"{v}: {_kubelet_versions(runs[v])}" for v in versions)})
+    html.write_side_files(
+        merged,
+        runs[first.name] if first else {},
+        {
+            "run.id": matrix_dir.name,
+            "kubernetes.version": ", ".join(f"{v}: {runinfo.k8s_version(runs[v])}" for v in versions),
+            "kubelet.versions": "; ".join(f"{v}: {_kubelet_versions(runs[v])}" for v in versions),
+        },
+    )
     if html_report:
         name = f"DRA qualification matrix: Kubernetes {', '.join(versions)}"
-        html.generate(matrix_dir, merged, history.prepare(matrix_dir), name, versions,
-                      ["matrix.md", "matrix.json"])
+        html.generate(matrix_dir, merged, history.prepare(matrix_dir), name, versions, ["matrix.md", "matrix.json"])
     history.update_latest(matrix_dir)
     return data
 
@@ -187,17 +228,33 @@ def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Split ``argv`` at ``--``: matrix options before, ``dra-conformance run`` arguments after."""
     split = argv.index("--") if "--" in argv else len(argv)
-    parser = argparse.ArgumentParser(prog="python -m conformance.reporting.matrix", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--versions", nargs="+", required=False, default=[], metavar="1.N",
-                        help="Kubernetes minors, e.g. 1.34 1.35 1.36 1.37")
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.reporting.matrix",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--versions",
+        nargs="+",
+        required=False,
+        default=[],
+        metavar="1.N",
+        help="Kubernetes minors, e.g. 1.34 1.35 1.36 1.37",
+    )
     parser.add_argument("--matrix-id", default="matrix-" + datetime.datetime.now().strftime("%Y%m%dT%H%M%S"))
     parser.add_argument("--reports-root", type=pathlib.Path, default=pathlib.Path("reports"))
-    parser.add_argument("--runner", default=f"{sys.executable} -m conformance.cli run",
-                        help="command that runs one cell (default: dra-conformance run)")
+    parser.add_argument(
+        "--runner",
+        default=f"{sys.executable} -m conformance.cli run",
+        help="command that runs one cell (default: dra-conformance run)",
+    )
     parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT_S, help="seconds per cell")
-    parser.add_argument("--merge-only", type=pathlib.Path, metavar="MATRIX_DIR",
-                        help="only re-merge the cells of an existing matrix directory")
+    parser.add_argument(
+        "--merge-only",
+        type=pathlib.Path,
+        metavar="MATRIX_DIR",
+        help="only re-merge the cells of an existing matrix directory",
+    )
     parser.add_argument("--no-html", action="store_true")
     parser.add_argument("--dry-run", action="store_true", help="print the cell commands and exit")
     args = parser.parse_args(argv[:split])
@@ -206,7 +263,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error(f"--versions {' '.join(bad)}: expected Kubernetes minors such as 1.35")
     if not args.versions and not args.merge_only:
         parser.error("--versions is required (e.g. --versions 1.34 1.35), unless --merge-only DIR")
-    return args, argv[split + 1:]
+    return args, argv[split + 1 :]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ registered here only when no other plugin did). Then it:
 
 The report itself (summary.json, HTML...) is built after pytest by :func:`conformance.reporting.build.generate`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -41,8 +42,12 @@ def pytest_addoption(parser):
         return
     try:
         parser.getgroup("dra-conformance").addoption(
-            OPTION, dest="report_dir", default=None, metavar="DIR",
-            help="write Allure results, junit.xml and failure evidence under DIR (reports/<run-id>)")
+            OPTION,
+            dest="report_dir",
+            default=None,
+            metavar="DIR",
+            help="write Allure results, junit.xml and failure evidence under DIR (reports/<run-id>)",
+        )
     except ValueError:  # registered meanwhile by another plugin in the same group
         pass
 

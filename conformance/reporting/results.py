@@ -4,6 +4,7 @@ allure-pytest writes one ``<uuid>-result.json`` per test attempt (reruns and xdi
 :func:`load` keeps, for each ``historyId`` (test + Kubernetes version + driver), the attempt that finished
 last and counts the others as retries. Source: Allure 2 result format (allure-python ``allure_commons.model2``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -71,13 +72,21 @@ def record_from(data: dict) -> TestRecord:
     status = str(data.get("status") or "unknown")
     message = str(details.get("message") or "").strip()
     if status == "skipped" and message.startswith("Skipped:"):
-        message = message[len("Skipped:"):].strip()
+        message = message[len("Skipped:") :].strip()
     params = {str(p.get("name")): _unquote(str(p.get("value"))) for p in data.get("parameters") or []}
     rec = TestRecord(
-        name=str(data.get("name") or ""), full_name=str(data.get("fullName") or data.get("name") or ""),
-        history_id=str(data.get("historyId") or ""), status=status, message=message,
-        trace=str(details.get("trace") or ""), labels=labels, parameters=params,
-        attachments=_attachments(data), start=int(data.get("start") or 0), stop=int(data.get("stop") or 0))
+        name=str(data.get("name") or ""),
+        full_name=str(data.get("fullName") or data.get("name") or ""),
+        history_id=str(data.get("historyId") or ""),
+        status=status,
+        message=message,
+        trace=str(details.get("trace") or ""),
+        labels=labels,
+        parameters=params,
+        attachments=_attachments(data),
+        start=int(data.get("start") or 0),
+        stop=int(data.get("stop") or 0),
+    )
     rec.failure_class = rec.label("failure_class") or classify.classify_message(message, status)
     if status not in ("failed", "broken"):
         rec.failure_class = None

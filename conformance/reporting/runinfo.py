@@ -12,6 +12,7 @@ Shape (written by conformance/plugin.py at session start and finish)::
 
 Every field is optional here: a missing file or field reads as empty, and reports say "unknown".
 """
+
 from __future__ import annotations
 
 import json

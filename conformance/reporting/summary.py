@@ -11,6 +11,7 @@ Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passe
 4. a skipped test without a reason, or a result with an unknown status -> FAIL;
 otherwise PASS.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,12 +77,21 @@ def _test_entry(rec: results.TestRecord, run_dir: pathlib.Path) -> dict:
     folder = run_dir / "evidence" / evidence.test_id(nodeid)
     files = sorted(str(p.relative_to(run_dir)) for p in folder.glob("*")) if folder.is_dir() else []
     reason = rec.message if rec.status in ("failed", "broken", "skipped") else None
-    return {"id": nodeid, "name": rec.name, "fullName": rec.full_name, "status": rec.status,
-            "failureClass": rec.failure_class,
-            "capabilities": sorted(rec.labels.get("feature") or [labels.NO_CAPABILITY]),
-            "areas": sorted(rec.labels.get("epic") or []), "scenarios": sorted(rec.labels.get("story") or []),
-            "severity": rec.label("severity", "normal"), "reason": reason,
-            "durationS": round(rec.duration_s, 3), "retries": rec.retries, "evidence": files}
+    return {
+        "id": nodeid,
+        "name": rec.name,
+        "fullName": rec.full_name,
+        "status": rec.status,
+        "failureClass": rec.failure_class,
+        "capabilities": sorted(rec.labels.get("feature") or [labels.NO_CAPABILITY]),
+        "areas": sorted(rec.labels.get("epic") or []),
+        "scenarios": sorted(rec.labels.get("story") or []),
+        "severity": rec.label("severity", "normal"),
+        "reason": reason,
+        "durationS": round(rec.duration_s, 3),
+        "retries": rec.retries,
+        "evidence": files,
+    }
 
 
 def _first_line(text: str | None) -> str:
@@ -101,8 +111,13 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
             counts[t["status"]] = counts.get(t["status"], 0) + 1
         info = known.get(name) or {}
         available = info.get("available") if isinstance(info.get("available"), bool) else None
-        reasons = sorted({f"{t['id']}: {_first_line(t['reason']) or 'no reason given'}" for t in mine
-                          if t["status"] in ("failed", "broken", "skipped", "unknown")})
+        reasons = sorted(
+            {
+                f"{t['id']}: {_first_line(t['reason']) or 'no reason given'}"
+                for t in mine
+                if t["status"] in ("failed", "broken", "skipped", "unknown")
+            }
+        )
         if counts.get("failed") or counts.get("broken") or counts.get("unknown"):
             status = "fail"
         elif counts.get("passed"):
@@ -116,9 +131,18 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
             status = "fail"
         if status == "skip" and not reasons:
             reasons = ["skipped without a reason"]
-        out.append({"name": name, "status": status, "declared": name in declared, "available": available,
-                    "evidence": str(info.get("evidence") or ""), "counts": counts, "reasons": reasons,
-                    "tests": [t["id"] for t in mine]})
+        out.append(
+            {
+                "name": name,
+                "status": status,
+                "declared": name in declared,
+                "available": available,
+                "evidence": str(info.get("evidence") or ""),
+                "counts": counts,
+                "reasons": reasons,
+                "tests": [t["id"] for t in mine],
+            }
+        )
     return out
 
 
@@ -130,8 +154,10 @@ def verdict_reasons(counts: dict, capabilities: list[dict], tests: list[dict]) -
         reasons.append(f"{len(bad)} test(s) failed or broken: " + ", ".join(t["id"] for t in bad[:10]))
     for cap in capabilities:
         if cap["declared"] and cap["status"] != "pass":
-            reasons.append(f"declared capability {cap['name']} is {cap['status']}: "
-                           + ("; ".join(cap["reasons"]) or "no test executed it"))
+            reasons.append(
+                f"declared capability {cap['name']} is {cap['status']}: "
+                + ("; ".join(cap["reasons"]) or "no test executed it")
+            )
     if counts["executed"] == 0:
         reasons.append("zero tests executed (everything skipped or deselected)")
     unexplained = [t["id"] for t in tests if t["status"] == "skipped" and not (t["reason"] or "").strip()]
@@ -151,31 +177,54 @@ def build(run_dir: str | pathlib.Path) -> dict:
     counts = {k: 0 for k in ("passed", "failed", "broken", "skipped", "unknown")}
     for t in tests:
         counts[t["status"] if t["status"] in counts else "unknown"] += 1
-    counts.update(total=len(tests), executed=counts["passed"] + counts["failed"] + counts["broken"],
-                  retried=sum(1 for r in records if r.retries))
+    counts.update(
+        total=len(tests),
+        executed=counts["passed"] + counts["failed"] + counts["broken"],
+        retried=sum(1 for r in records if r.retries),
+    )
     capabilities = _capabilities(tests, run)
     reasons = verdict_reasons(counts, capabilities, tests)
     cluster, driver = run.get("cluster") or {}, run.get("driver") or {}
     data = {
-        "schemaVersion": SCHEMA_VERSION, "kind": "run", "reportId": str(run.get("run_id") or root.name),
+        "schemaVersion": SCHEMA_VERSION,
+        "kind": "run",
+        "reportId": str(run.get("run_id") or root.name),
         "tool": {"name": "dra-conformance", "version": tool_version()},
-        "generatedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "startedAt": run.get("started"), "finishedAt": run.get("finished"),
-        "profile": runinfo.profile(run), "featureGatesMode": runinfo.gates_mode(run),
+        "generatedAt": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "startedAt": run.get("started"),
+        "finishedAt": run.get("finished"),
+        "profile": runinfo.profile(run),
+        "featureGatesMode": runinfo.gates_mode(run),
         "environment": {
             "kubernetesVersion": runinfo.k8s_version(run),
             "kubeletVersions": [str(v) for v in cluster.get("kubelet_versions") or []],
             "containerRuntime": str(cluster.get("container_runtime") or runinfo.UNKNOWN),
             "nodeOS": str(cluster.get("node_os") or runinfo.UNKNOWN),
             "clusterKind": str(cluster.get("kind") or runinfo.UNKNOWN),
-            "nodes": list(cluster.get("nodes") or []), "featureGates": dict(run.get("feature_gates") or {}),
-            "devices": [{**d, "node": str(d.get("node", "")), "pool": str(d.get("pool", "")),
-                         "device": str(d.get("device", ""))} for d in run.get("devices") or []]},
-        "driver": {"name": runinfo.driver_name(run), "version": runinfo.driver_version(run),
-                   "deploy": str(driver.get("deploy") or runinfo.UNKNOWN),
-                   "profile": str(driver.get("profile") or runinfo.UNKNOWN)},
-        "counts": counts, "capabilities": capabilities, "tests": tests,
-        "verdict": "FAIL" if reasons else "PASS", "verdictReasons": reasons, "verdictRules": list(RULES),
+            "nodes": list(cluster.get("nodes") or []),
+            "featureGates": dict(run.get("feature_gates") or {}),
+            "devices": [
+                {
+                    **d,
+                    "node": str(d.get("node", "")),
+                    "pool": str(d.get("pool", "")),
+                    "device": str(d.get("device", "")),
+                }
+                for d in run.get("devices") or []
+            ],
+        },
+        "driver": {
+            "name": runinfo.driver_name(run),
+            "version": runinfo.driver_version(run),
+            "deploy": str(driver.get("deploy") or runinfo.UNKNOWN),
+            "profile": str(driver.get("profile") or runinfo.UNKNOWN),
+        },
+        "counts": counts,
+        "capabilities": capabilities,
+        "tests": tests,
+        "verdict": "FAIL" if reasons else "PASS",
+        "verdictReasons": reasons,
+        "verdictRules": list(RULES),
     }
     validate(data)
     return data

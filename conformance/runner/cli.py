@@ -4,6 +4,7 @@
 1 (a test failed or something leaked), 2 (interrupted), 3 (cluster or driver not usable), 4 (bad input),
 5 (nothing selected). ``list`` prints the tests a --profile selects without touching a cluster.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,28 @@ from conformance.core import names
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITES = REPO_ROOT / "suites"
-EXIT_TEXT = {0: "PASS", 1: "FAIL", 2: "INTERRUPTED", 3: "ERROR (cluster or driver not usable)",
-             4: "ERROR (bad input)", 5: "NO TESTS SELECTED"}
-PASS_THROUGH = ("cluster", "kubeconfig", "context", "k8s_version", "feature_gates", "driver", "driver_deploy",
-                "profile", "image_repo", "timeout_scale", "nodes", "node_access")
+EXIT_TEXT = {
+    0: "PASS",
+    1: "FAIL",
+    2: "INTERRUPTED",
+    3: "ERROR (cluster or driver not usable)",
+    4: "ERROR (bad input)",
+    5: "NO TESTS SELECTED",
+}
+PASS_THROUGH = (
+    "cluster",
+    "kubeconfig",
+    "context",
+    "k8s_version",
+    "feature_gates",
+    "driver",
+    "driver_deploy",
+    "profile",
+    "image_repo",
+    "timeout_scale",
+    "nodes",
+    "node_access",
+)
 
 
 class _Counter:
@@ -93,6 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     try:  # stubs are gitignored: make sure a fresh checkout has them (no-op when up to date)
         from conformance.toolchain import protos  # noqa: PLC0415
+
         protos.generate_all()
     except Exception as exc:  # noqa: BLE001 - the run reports the missing stubs where they are needed
         print(f"warning: could not generate gRPC stubs ({exc}); run `make setup`", file=sys.stderr)
@@ -108,14 +128,17 @@ def run_command(args: argparse.Namespace) -> int:
     if not args.no_report and (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
         try:
             from conformance.reporting.build import generate  # noqa: PLC0415
+
             generate(report_dir)
             report_note = f", report {report_dir / 'summary.md'}"
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
             report_note = f", report not built: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
     c = counter.counts
-    print(f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
-          f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {time.monotonic() - started:.0f}s "
-          f"(run {run_id}, {report_dir}{report_note})")
+    print(
+        f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
+        f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {time.monotonic() - started:.0f}s "
+        f"(run {run_id}, {report_dir}{report_note})"
+    )
     return code
 
 
@@ -123,8 +146,21 @@ def list_command(args: argparse.Namespace) -> int:
     """Collect only; print the selected test IDs and a count."""
     import pytest  # noqa: PLC0415
 
-    code = int(pytest.main([str(SUITES), "--collect-only", "-q", "-p", "no:cacheprovider", "--driver", args.driver,
-                            "--profile", args.profile]))
+    code = int(
+        pytest.main(
+            [
+                str(SUITES),
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--driver",
+                args.driver,
+                "--profile",
+                args.profile,
+            ]
+        )
+    )
     return 0 if code in (0, 5) else code
 
 

@@ -4,10 +4,12 @@ driver plugin logs, scheduler/kubelet log excerpts, CDI spec files, PodResources
 Returns ``(name, content, mime)`` pieces for the reporting plugin's ``pytest_dra_collect_evidence`` hook.
 Every source is best effort: a failing source becomes a short text piece, never an exception.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
 import yaml
 
 from conformance.core.handles import ClusterHandle, DriverHandle, HasComponentLogs, NodeAccess
@@ -27,9 +29,15 @@ def _tail(path: Path, lines: int = LOG_TAIL, grep: str = "") -> str:
     return "\n".join(text[-lines:])
 
 
-def collect(*, k8s: K8s | None = None, tracker: Tracker | None = None, namespace: str | None = None,
-            driver: DriverHandle | None = None, cluster: ClusterHandle | None = None,
-            node_access: NodeAccess | None = None) -> list[Piece]:
+def collect(
+    *,
+    k8s: K8s | None = None,
+    tracker: Tracker | None = None,
+    namespace: str | None = None,
+    driver: DriverHandle | None = None,
+    cluster: ClusterHandle | None = None,
+    node_access: NodeAccess | None = None,
+) -> list[Piece]:
     """All evidence pieces available from the given handles."""
     pieces: list[Piece] = []
 
@@ -40,22 +48,65 @@ def collect(*, k8s: K8s | None = None, tracker: Tracker | None = None, namespace
             pieces.append((f"{name}-unavailable.txt", f"{name} could not be collected: {exc}", "text/plain"))
 
     if tracker is not None:
-        guard("objects", lambda: [("objects.yaml", yaml.safe_dump_all(
-            [_strip(o.raw) for o in tracker.objects()], sort_keys=False), "text/yaml")])
+        guard(
+            "objects",
+            lambda: [
+                (
+                    "objects.yaml",
+                    yaml.safe_dump_all([_strip(o.raw) for o in tracker.objects()], sort_keys=False),
+                    "text/yaml",
+                )
+            ],
+        )
     if k8s is not None and namespace:
-        guard("events", lambda: [("events.txt", "\n".join(
-            event_line(e) for e in sorted(k8s.list("Event", namespace),
-                                          key=lambda e: e.get("lastTimestamp") or "")) or "(no events)",
-                                  "text/plain")])
-        guard("claims", lambda: [("resourceclaims.yaml", yaml.safe_dump_all(
-            [_strip(o.raw) for o in k8s.list("ResourceClaim", namespace)], sort_keys=False), "text/yaml")])
+        guard(
+            "events",
+            lambda: [
+                (
+                    "events.txt",
+                    "\n".join(
+                        event_line(e)
+                        for e in sorted(k8s.list("Event", namespace), key=lambda e: e.get("lastTimestamp") or "")
+                    )
+                    or "(no events)",
+                    "text/plain",
+                )
+            ],
+        )
+        guard(
+            "claims",
+            lambda: [
+                (
+                    "resourceclaims.yaml",
+                    yaml.safe_dump_all([_strip(o.raw) for o in k8s.list("ResourceClaim", namespace)], sort_keys=False),
+                    "text/yaml",
+                )
+            ],
+        )
     if driver is not None:
-        guard("driver-logs", lambda: [(f"driver-log-{src.replace('/', '_')}.txt", text, "text/plain")
-                                      for src, text in driver.logs().items()])
+        guard(
+            "driver-logs",
+            lambda: [
+                (f"driver-log-{src.replace('/', '_')}.txt", text, "text/plain") for src, text in driver.logs().items()
+            ],
+        )
         if k8s is not None:
-            guard("slices", lambda: [("resourceslices.yaml", yaml.safe_dump_all(
-                [_strip(o.raw) for o in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver.name}")],
-                sort_keys=False), "text/yaml")])
+            guard(
+                "slices",
+                lambda: [
+                    (
+                        "resourceslices.yaml",
+                        yaml.safe_dump_all(
+                            [
+                                _strip(o.raw)
+                                for o in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver.name}")
+                            ],
+                            sort_keys=False,
+                        ),
+                        "text/yaml",
+                    )
+                ],
+            )
     if isinstance(cluster, HasComponentLogs):
         log_dir = cluster.log_dir
 
@@ -65,14 +116,31 @@ def collect(*, k8s: K8s | None = None, tracker: Tracker | None = None, namespace
                 if any(key in path.name for key in ("kubelet", "scheduler")):
                     out.append((f"log-{path.stem}.txt", _tail(path, grep=namespace or ""), "text/plain"))
             return out
+
         guard("component-logs", component_logs)
     if node_access is not None and cluster is not None:
         for node in [n.name for n in cluster.nodes]:
-            guard(f"cdi-{node}", lambda node=node: [(f"cdi-{node}.txt", "\n\n".join(
-                f"# {name}\n{text}" for name, text in node_access.cdi_specs(node).items()) or "(no CDI specs)",
-                "text/plain")])
-            guard(f"podresources-{node}", lambda node=node: [(f"podresources-{node}.json", json.dumps(
-                node_access.pod_resources(node).list(), indent=2), "application/json")])
+            guard(
+                f"cdi-{node}",
+                lambda node=node: [
+                    (
+                        f"cdi-{node}.txt",
+                        "\n\n".join(f"# {name}\n{text}" for name, text in node_access.cdi_specs(node).items())
+                        or "(no CDI specs)",
+                        "text/plain",
+                    )
+                ],
+            )
+            guard(
+                f"podresources-{node}",
+                lambda node=node: [
+                    (
+                        f"podresources-{node}.json",
+                        json.dumps(node_access.pod_resources(node).list(), indent=2),
+                        "application/json",
+                    )
+                ],
+            )
     return pieces
 
 

@@ -4,6 +4,7 @@ Facts come from the API (discovery, /version, Nodes, ResourceSlices), component 
 (``kubernetes_feature_enabled``), the node-access probe and the cluster handle; :func:`discover` turns them
 into frozen :class:`~conformance.core.capabilities.Capabilities` with evidence (design.md §8).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,14 @@ from conformance.k8s import discovery
 from conformance.k8s.client import K8s
 
 
-def collect(k8s: K8s, profile: DriverProfile, *, cluster: ClusterHandle | None = None,
-            node_access: NodeAccess | None = None, driver: DriverHandle | None = None) -> dict:
+def collect(
+    k8s: K8s,
+    profile: DriverProfile,
+    *,
+    cluster: ClusterHandle | None = None,
+    node_access: NodeAccess | None = None,
+    driver: DriverHandle | None = None,
+) -> dict:
     """The raw facts dict :func:`conformance.core.capabilities.evaluate` reads (plus node facts). Kubelet and
     plugin restarts are the optional abilities RestartsKubelet (node access) and RestartsPlugin (driver)."""
     nodes = [discovery.node_facts(n) for n in discovery.nodes(k8s)]
@@ -37,15 +44,23 @@ def collect(k8s: K8s, profile: DriverProfile, *, cluster: ClusterHandle | None =
     }
     if node_access is not None:
         facts["node_access"] = node_access.probe()
-        facts["kubelet_restart"] = (node_access.can_restart_kubelet() if isinstance(node_access, RestartsKubelet)
-                                    else (False, f"node access {node_access.mode} cannot restart kubelets"))
+        facts["kubelet_restart"] = (
+            node_access.can_restart_kubelet()
+            if isinstance(node_access, RestartsKubelet)
+            else (False, f"node access {node_access.mode} cannot restart kubelets")
+        )
     else:
-        facts["node_access"] = (False, "no node access for this cluster kind (use --cluster local, or "
-                                       "--node-access privileged-pod on an existing cluster)")
+        facts["node_access"] = (
+            False,
+            "no node access for this cluster kind (use --cluster local, or "
+            "--node-access privileged-pod on an existing cluster)",
+        )
         facts["kubelet_restart"] = (False, "no node access")
-    facts["plugin_restart"] = ((True, "driver runs as host processes the harness controls")
-                               if isinstance(driver, RestartsPlugin)
-                               else (False, "the driver was not deployed by the harness in host mode"))
+    facts["plugin_restart"] = (
+        (True, "driver runs as host processes the harness controls")
+        if isinstance(driver, RestartsPlugin)
+        else (False, "the driver was not deployed by the harness in host mode")
+    )
     return facts
 
 
@@ -55,25 +70,44 @@ def discover(k8s: K8s, profile: DriverProfile, **kwargs: Any) -> tuple[caps_mod.
     return caps_mod.evaluate(facts, profile), facts
 
 
-def run_info(*, run_id: str, started: float, cluster_kind: str, facts: dict, driver: dict, profile: str,
-             feature_gates_mode: str, capabilities: caps_mod.Capabilities, finished: float | None = None,
-             declared: tuple[str, ...] = ()) -> dict:
+def run_info(
+    *,
+    run_id: str,
+    started: float,
+    cluster_kind: str,
+    facts: dict,
+    driver: dict,
+    profile: str,
+    feature_gates_mode: str,
+    capabilities: caps_mod.Capabilities,
+    finished: float | None = None,
+    declared: tuple[str, ...] = (),
+) -> dict:
     """The run.json document read by the reporting plugin (shape agreed with conformance/reporting).
 
     ``declared``: the ``driver.*`` capabilities the driver profile promises; the verdict fails when one of
     them fails, is unavailable or is never exercised (conformance/reporting/summary.py).
     """
+
     def stamp(t: float | None) -> str | None:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) if t else None
+
     nodes = facts.get("nodes", [])
     return {
-        "run_id": run_id, "started": stamp(started), "finished": stamp(finished),
-        "cluster": {"kind": cluster_kind, "k8s_version": facts.get("k8s_version", ""),
-                    "kubelet_versions": sorted({n["kubelet_version"] for n in nodes}),
-                    "container_runtime": ", ".join(sorted({n["container_runtime"] for n in nodes})),
-                    "node_os": ", ".join(sorted({n["os_image"] for n in nodes})),
-                    "nodes": [n["name"] for n in nodes]},
-        "driver": driver, "profile": profile, "feature_gates_mode": feature_gates_mode,
+        "run_id": run_id,
+        "started": stamp(started),
+        "finished": stamp(finished),
+        "cluster": {
+            "kind": cluster_kind,
+            "k8s_version": facts.get("k8s_version", ""),
+            "kubelet_versions": sorted({n["kubelet_version"] for n in nodes}),
+            "container_runtime": ", ".join(sorted({n["container_runtime"] for n in nodes})),
+            "node_os": ", ".join(sorted({n["os_image"] for n in nodes})),
+            "nodes": [n["name"] for n in nodes],
+        },
+        "driver": driver,
+        "profile": profile,
+        "feature_gates_mode": feature_gates_mode,
         "feature_gates": facts.get("feature_gates", {}),
         "capabilities": {n: {**c, "declared": n in declared} for n, c in capabilities.as_dict().items()},
         "declared_capabilities": sorted(declared),

@@ -15,11 +15,13 @@ A provider factory is ``(ProviderContext) -> ClusterProvider`` (conformance/core
 factory is ``(DeployContext) -> DriverDeployer`` (conformance/drivers/base.py). Pattern: pluggy/pytest plugin
 discovery; importlib.metadata entry points (PyPA entry points specification).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from conformance.core.errors import ConfigError
 from conformance.core.handles import ClusterProviderFactory
@@ -28,8 +30,10 @@ from conformance.drivers.base import DeclaresProfileKeys, DriverDeployerFactory
 
 PROVIDER_GROUP = "dra_conformance.cluster_providers"
 DEPLOYER_GROUP = "dra_conformance.driver_deployers"
-KINDS = {"cluster provider": ("--cluster", PROVIDER_GROUP, "pytest_dra_cluster_providers"),
-         "driver deployer": ("--driver-deploy", DEPLOYER_GROUP, "pytest_dra_driver_deployers")}
+KINDS = {
+    "cluster provider": ("--cluster", PROVIDER_GROUP, "pytest_dra_cluster_providers"),
+    "driver deployer": ("--driver-deploy", DEPLOYER_GROUP, "pytest_dra_driver_deployers"),
+}
 
 
 @dataclasses.dataclass
@@ -53,12 +57,18 @@ class Registry:
     def _add(self, kind: str, name: Any, load: Callable[[], Callable[[Any], Any]], source: str) -> None:
         hook = KINDS[kind][2]
         if not isinstance(name, str) or not name:
-            raise ConfigError(f"{source} registers a {kind} under {name!r}, not a name", source=source,
-                              fix=f"return {{'my-name': factory}} from {hook}")
+            raise ConfigError(
+                f"{source} registers a {kind} under {name!r}, not a name",
+                source=source,
+                fix=f"return {{'my-name': factory}} from {hook}",
+            )
         taken = self._entries[kind].get(name)
         if taken is not None and taken.source != source:
-            raise ConfigError(f"{kind} {name!r} is registered twice: by {taken.source} and by {source}",
-                              source=source, fix="rename one of them or uninstall one of the plugins")
+            raise ConfigError(
+                f"{kind} {name!r} is registered twice: by {taken.source} and by {source}",
+                source=source,
+                fix="rename one of them or uninstall one of the plugins",
+            )
         self._entries[kind][name] = Entry(name, source, load)
 
     def add_cluster_provider(self, name: str, factory: ClusterProviderFactory, source: str) -> None:
@@ -75,8 +85,11 @@ class Registry:
         if result is None:
             return
         if not isinstance(result, Mapping):
-            raise ConfigError(f"{KINDS[kind][2]} returned {type(result).__name__}, not a mapping", source=source,
-                              fix="return {'name': factory, ...}")
+            raise ConfigError(
+                f"{KINDS[kind][2]} returned {type(result).__name__}, not a mapping",
+                source=source,
+                fix="return {'name': factory, ...}",
+            )
         for name, factory in result.items():
             self._add(kind, name, _checked(factory, kind, name, source), source)
 
@@ -106,10 +119,13 @@ class Registry:
         option, group, hook = KINDS[kind]
         entry = self._entries[kind].get(name)
         if entry is None:
-            raise ConfigError(f"unknown {kind} {name!r}", source=option,
-                              fix=f"use one of {', '.join(self.names(kind)) or '(none registered)'}, or install a "
-                                  f"plugin that registers {name!r} (hook {hook} or entry point group {group}) and "
-                                  "load it (-p MODULE)")
+            raise ConfigError(
+                f"unknown {kind} {name!r}",
+                source=option,
+                fix=f"use one of {', '.join(self.names(kind)) or '(none registered)'}, or install a "
+                f"plugin that registers {name!r} (hook {hook} or entry point group {group}) and "
+                "load it (-p MODULE)",
+            )
         return entry
 
     def cluster_provider(self, name: str) -> ClusterProviderFactory:
@@ -133,8 +149,11 @@ class Registry:
 
 def _checked(factory: Any, kind: str, name: Any, source: str) -> Callable[[], Callable[[Any], Any]]:
     if not callable(factory):
-        raise ConfigError(f"{kind} {name!r} of {source} is {type(factory).__name__}, not a factory", source=source,
-                          fix="register a callable: a class or function taking the context")
+        raise ConfigError(
+            f"{kind} {name!r} of {source} is {type(factory).__name__}, not a factory",
+            source=source,
+            fix="register a callable: a class or function taking the context",
+        )
     return lambda: factory
 
 
@@ -143,7 +162,11 @@ def _loader(ep: importlib.metadata.EntryPoint, kind: str) -> Callable[[], Callab
         try:
             factory = ep.load()
         except Exception as exc:  # noqa: BLE001 - any import error of a third-party plugin
-            raise ConfigError(f"{kind} {ep.name!r}: entry point {ep.value} cannot be loaded: {exc}",
-                              source=ep.group, fix="install the package that provides it, or uninstall it") from None
+            raise ConfigError(
+                f"{kind} {ep.name!r}: entry point {ep.value} cannot be loaded: {exc}",
+                source=ep.group,
+                fix="install the package that provides it, or uninstall it",
+            ) from None
         return _checked(factory, kind, ep.name, f"entry point {ep.value}")()
+
     return load

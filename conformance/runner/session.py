@@ -6,20 +6,27 @@ never branches on those names. The xdist controller (or the only process) calls 
 :meth:`Session.teardown`; it writes a state file (provider name + the provider's own state, deploy mode) that
 workers read with :meth:`Session.attach`: the provider re-opens its handle, the deployer its driver handle.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import fcntl
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from conformance.core import errors, timeouts
 from conformance.core.capabilities import Capabilities
 from conformance.core.config import RunConfig
-from conformance.core.handles import (ClusterHandle, ClusterProvider, DriverHandle, NodeAccess, ProviderContext,
-                                     Stoppable)
+from conformance.core.handles import (
+    ClusterHandle,
+    ClusterProvider,
+    DriverHandle,
+    NodeAccess,
+    ProviderContext,
+    Stoppable,
+)
 from conformance.core.profile import DriverProfile
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
@@ -37,8 +44,9 @@ class Session:
     deployer by name (``cfg.cluster``; ``cfg.driver_deploy`` or the profile's ``deploy.mode``);
     ``progress`` receives one-line status messages."""
 
-    def __init__(self, cfg: RunConfig, report_dir: Path, registry: Registry,
-                 progress: Callable[[str], None] = lambda s: None) -> None:
+    def __init__(
+        self, cfg: RunConfig, report_dir: Path, registry: Registry, progress: Callable[[str], None] = lambda s: None
+    ) -> None:
         self.cfg, self.report_dir, self.registry, self.progress = cfg, Path(report_dir), registry, progress
         self.profile: DriverProfile = profiles.load(cfg.driver, registry.deploy_modes())
         self.deploy_mode = cfg.driver_deploy or self.profile.deploy_mode
@@ -61,9 +69,17 @@ class Session:
 
     def _deployer(self, cluster: ClusterHandle, k8s: K8s) -> DriverDeployer:
         factory = self.registry.driver_deployer(self.deploy_mode)
-        return factory(DeployContext(mode=self.deploy_mode, cluster=cluster, profile=self.profile, k8s=k8s.unguarded(),
-                                     run_id=self.cfg.run_id, state_root=self.report_dir / "driver-state",
-                                     image_repo=self.cfg.image_repo))
+        return factory(
+            DeployContext(
+                mode=self.deploy_mode,
+                cluster=cluster,
+                profile=self.profile,
+                k8s=k8s.unguarded(),
+                run_id=self.cfg.run_id,
+                state_root=self.report_dir / "driver-state",
+                image_repo=self.cfg.image_repo,
+            )
+        )
 
     # -- setup ---------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -81,10 +97,13 @@ class Session:
             self.progress(f"deploying driver {self.profile.driver} ({self.deploy_mode})")
             self.driver = self.deployer.deploy()
             self.capabilities, self.facts = facts_mod.discover(
-                k8s, self.profile, cluster=cluster, node_access=self.node_access, driver=self.driver)
+                k8s, self.profile, cluster=cluster, node_access=self.node_access, driver=self.driver
+            )
             k8s.prefer_versions(self.facts["served_versions"])
-            self.progress(f"driver ready: {len(self.facts['devices'])} device(s) on "
-                          f"{len({d['node'] for d in self.facts['devices']})} node(s)")
+            self.progress(
+                f"driver ready: {len(self.facts['devices'])} device(s) on "
+                f"{len({d['node'] for d in self.facts['devices']})} node(s)"
+            )
             self.write_state()
             self.write_run_json()
         except BaseException:
@@ -96,11 +115,17 @@ class Session:
         """What a worker needs to attach (JSON-able): the provider's name and its own state, the deploy mode."""
         assert self.cluster_provider is not None and self.cluster is not None and self.driver is not None
         assert self.capabilities is not None
-        return {"run_id": self.cfg.run_id, "config": self.cfg.as_dict(), "profile_source": self.profile.source,
-                "cluster": {"provider": self.cfg.cluster, "state": self.cluster_provider.state()},
-                "kubeconfig": str(self.cluster.kubeconfig),
-                "driver": {"deploy": self.deploy_mode, "version": self.driver.version},
-                "capabilities": self.capabilities.as_dict(), "facts": self.facts, "started": self.started}
+        return {
+            "run_id": self.cfg.run_id,
+            "config": self.cfg.as_dict(),
+            "profile_source": self.profile.source,
+            "cluster": {"provider": self.cfg.cluster, "state": self.cluster_provider.state()},
+            "kubeconfig": str(self.cluster.kubeconfig),
+            "driver": {"deploy": self.deploy_mode, "version": self.driver.version},
+            "capabilities": self.capabilities.as_dict(),
+            "facts": self.facts,
+            "started": self.started,
+        }
 
     def write_state(self) -> None:
         """Write the state file under a lock (readers never see half a file)."""
@@ -114,17 +139,34 @@ class Session:
         """Write <report_dir>/run.json (see facts.run_info)."""
         if self.capabilities is None:
             return
-        driver = {"name": self.profile.driver, "version": self.driver.version if self.driver else "",
-                  "profile": self.profile.name, "deploy": self.deploy_mode}
-        facts_mod.write_json(self.report_dir / "run.json", facts_mod.run_info(
-            run_id=self.cfg.run_id, started=self.started, finished=finished, cluster_kind=self.cfg.cluster,
-            facts=self.facts, driver=driver, profile=self.cfg.profile, feature_gates_mode=self.cfg.feature_gates,
-            capabilities=self.capabilities,
-            declared=tuple(c for c in (f"driver.{k}" for k, v in self.profile.capabilities.items() if v is True)
-                           if c in self.exercised)))
+        driver = {
+            "name": self.profile.driver,
+            "version": self.driver.version if self.driver else "",
+            "profile": self.profile.name,
+            "deploy": self.deploy_mode,
+        }
+        facts_mod.write_json(
+            self.report_dir / "run.json",
+            facts_mod.run_info(
+                run_id=self.cfg.run_id,
+                started=self.started,
+                finished=finished,
+                cluster_kind=self.cfg.cluster,
+                facts=self.facts,
+                driver=driver,
+                profile=self.cfg.profile,
+                feature_gates_mode=self.cfg.feature_gates,
+                capabilities=self.capabilities,
+                declared=tuple(
+                    c
+                    for c in (f"driver.{k}" for k, v in self.profile.capabilities.items() if v is True)
+                    if c in self.exercised
+                ),
+            ),
+        )
 
     @classmethod
-    def attach(cls, report_dir: Path, registry: Registry, wait_s: float = 1800.0) -> "Session":
+    def attach(cls, report_dir: Path, registry: Registry, wait_s: float = 1800.0) -> Session:
         """A worker's view of the controller's session (waits for the state file, bounded): the provider
         re-opens its handle from its own state, the deployer its driver handle. A worker owns neither (its
         session has no provider or deployer to tear down)."""
@@ -145,7 +187,8 @@ class Session:
         self.facts, self.started = state["facts"], state["started"]
         self.k8s.prefer_versions(self.facts.get("served_versions", {}))
         provider = self.registry.cluster_provider(state["cluster"]["provider"])(
-            ProviderContext(cfg, self.report_dir, self.progress))
+            ProviderContext(cfg, self.report_dir, self.progress)
+        )
         self.cluster = provider.attach(state["cluster"]["state"])
         self.node_access = provider.node_access(cfg.node_access, owner=False)
         self.driver = self._deployer(self.cluster, self.k8s).attach(state["driver"])
@@ -163,8 +206,10 @@ class Session:
             try:
                 swept = sweep.sweep_run(self.k8s, self.cfg.run_id)
                 if swept:
-                    self.progress(f"sweep removed {len(swept)} leftover object(s) of run {self.cfg.run_id}: "
-                                  + ", ".join(swept[:10]))
+                    self.progress(
+                        f"sweep removed {len(swept)} leftover object(s) of run {self.cfg.run_id}: "
+                        + ", ".join(swept[:10])
+                    )
             except errors.LeakError as exc:
                 problems.append(str(exc))
             except KeyboardInterrupt:  # Ctrl-C: request every deletion, await none, finish the teardown
@@ -203,7 +248,10 @@ class Session:
         try:
             asked = sweep.request_deletion(self.k8s, self.cfg.run_id)
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - a second Ctrl-C, or the cluster is gone
-            return (f"sweep of run {self.cfg.run_id} interrupted; requesting the remaining deletions failed: "
-                    f"{str(exc) or type(exc).__name__}")
-        return (f"sweep of run {self.cfg.run_id} interrupted (Ctrl-C): deletion requested, not awaited"
-                + (f", now for {', '.join(asked[:10])}" if asked else ""))
+            return (
+                f"sweep of run {self.cfg.run_id} interrupted; requesting the remaining deletions failed: "
+                f"{str(exc) or type(exc).__name__}"
+            )
+        return f"sweep of run {self.cfg.run_id} interrupted (Ctrl-C): deletion requested, not awaited" + (
+            f", now for {', '.join(asked[:10])}" if asked else ""
+        )

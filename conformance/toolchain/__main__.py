@@ -4,6 +4,7 @@ setup     build/install everything the local cluster and reports need (idempoten
 versions  print every pinned version (from versions.toml)
 paths     print where cached binaries live for a Kubernetes version
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,14 +39,20 @@ def setup_steps(k8s_version: str | None, skip: set[str]) -> list[Step]:
         path = k8s.build(tag, log)
         return f"{'cached' if was else 'built'} in {path}"
 
-    steps.append(Step(f"kubernetes {tag} (kube-apiserver, controller-manager, scheduler, kubelet, "
-                      f"kube-proxy, kubectl, dra-test-driver)", k8s_step))
+    steps.append(
+        Step(
+            f"kubernetes {tag} (kube-apiserver, controller-manager, scheduler, kubelet, "
+            f"kube-proxy, kubectl, dra-test-driver)",
+            k8s_step,
+        )
+    )
     for tool in v.go_tools.values():
+
         def tool_step(tool=tool):
-            was = cache.is_complete(cache.tool_entry(tool.name, tool.version), tool.binaries,
-                                    gobuild.fingerprint(tool))
+            was = cache.is_complete(cache.tool_entry(tool.name, tool.version), tool.binaries, gobuild.fingerprint(tool))
             path = gobuild.build_tool(tool, log)
             return f"{'cached' if was else 'built'} in {path}"
+
         steps.append(Step(f"{tool.name} {tool.version}", tool_step))
     if "npm" not in skip:
         steps.append(Step(f"allure {v.allure} (npm)", lambda: system.install_allure(v.allure)))
@@ -53,13 +60,21 @@ def setup_steps(k8s_version: str | None, skip: set[str]) -> list[Step]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.toolchain", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.toolchain",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("setup", help="build and install the toolchain (idempotent)")
     s.add_argument("--k8s-version", default=None, help="Kubernetes minor to build, e.g. 1.35 (default: pinned)")
-    s.add_argument("--skip", action="append", default=[], choices=["debian", "npm"],
-                   help="skip a host-level step (for machines managed otherwise)")
+    s.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=["debian", "npm"],
+        help="skip a host-level step (for machines managed otherwise)",
+    )
     sub.add_parser("versions", help="print pinned versions")
     sub.add_parser("protos", help="(re)generate gRPC stubs from the project's .proto files")
     p = sub.add_parser("paths", help="print cache paths")
@@ -69,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "versions":
             print("\n".join(describe(load())))
         elif args.cmd == "protos":
-            from . import protos
+            from . import protos  # noqa: PLC0415 - grpc_tools only for this command
+
             print(f"{protos.generate_all()} proto files")
         elif args.cmd == "paths":
             v = load()

@@ -10,6 +10,7 @@ An entry is trusted only when its directory holds ``MANIFEST.json`` listing ever
 builds go to ``<entry>.partial-<pid>`` and are renamed into place last, so an interrupted or failed build
 never leaves an entry a later run trusts.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,8 @@ class CacheMiss(FileNotFoundError):
 def root() -> Path:
     """The cache root (created on demand)."""
     base = os.environ.get("DRA_CONFORMANCE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dra-conformance")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dra-conformance"
+    )
     path = Path(base)
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -103,7 +105,7 @@ def tool_binary(name: str, binary: str | None = None) -> Path:
 
     Raises CacheMiss naming `make setup` when it is absent.
     """
-    from . import versions
+    from . import versions  # noqa: PLC0415 - versions imports cache
 
     tool = versions.load().go_tools.get(name)
     if tool is None:

@@ -1,4 +1,5 @@
 """`dra-conformance versions`: print the pinned toolchain versions."""
+
 from __future__ import annotations
 
 from .versions import describe, load

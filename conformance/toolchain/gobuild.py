@@ -5,6 +5,7 @@ etcd server, some containerd tags), so every tool is built the same way: a throw
 requires the tool's module (plus explicit replaces where upstream needs them) and `go build`s its main
 packages. Source: golang.org/ref/mod#go-install; shared/reference/local-cluster.md §1-§5.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,17 @@ from . import cache
 from .steps import SetupError
 from .versions import GoTool
 
-_NETWORK_HINTS = ("dial tcp", "no such host", "i/o timeout", "connection refused", "TLS handshake",
-                  "403 Forbidden", "404 Not Found", "410 Gone", "proxyconnect")
+_NETWORK_HINTS = (
+    "dial tcp",
+    "no such host",
+    "i/o timeout",
+    "connection refused",
+    "TLS handshake",
+    "403 Forbidden",
+    "404 Not Found",
+    "410 Gone",
+    "proxyconnect",
+)
 
 
 def go_env() -> dict[str, str]:
@@ -42,16 +52,24 @@ def run_go(args: list[str], cwd: Path, what: str, log: Path) -> str:
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         if any(h in tail for h in _NETWORK_HINTS):
-            fix = (f"the Go module proxy ({go_env().get('GOPROXY') or 'default'}) could not serve a module; "
-                   "check the network or GOPROXY and re-run `make setup` (nothing half-built is kept)")
+            fix = (
+                f"the Go module proxy ({go_env().get('GOPROXY') or 'default'}) could not serve a module; "
+                "check the network or GOPROXY and re-run `make setup` (nothing half-built is kept)"
+            )
         else:
             fix = f"read {log} for the compiler error; re-run `make setup` after fixing it"
         raise SetupError(what, f"`go {' '.join(args[:3])} ...` failed:\n{tail}", fix)
     return proc.stdout
 
 
-def write_wrapper(workdir: Path, requires: list[str], imports: list[str], replaces: dict[str, str],
-                  go_line: str | None = None, godebug: list[str] = ()) -> None:
+def write_wrapper(
+    workdir: Path,
+    requires: list[str],
+    imports: list[str],
+    replaces: dict[str, str],
+    go_line: str | None = None,
+    godebug: list[str] = (),
+) -> None:
     """Write a fresh wrapper module in ``workdir``: go.mod (requires, replaces, go/godebug lines) + tools.go.
 
     ``requires`` are ``module@version`` strings; ``imports`` are package paths kept by a tools.go file.
@@ -69,10 +87,11 @@ def write_wrapper(workdir: Path, requires: list[str], imports: list[str], replac
     (workdir / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{body}\n)\n")
 
 
-def build_packages(workdir: Path, packages: list[str], outputs: list[str], bindir: Path, tags: str,
-                   ldflags: str, what: str, log: Path) -> None:
+def build_packages(
+    workdir: Path, packages: list[str], outputs: list[str], bindir: Path, tags: str, ldflags: str, what: str, log: Path
+) -> None:
     """`go build` each main package to ``bindir/<output>`` (one at a time to bound memory on 2 cores)."""
-    for pkg, out in zip(packages, outputs):
+    for pkg, out in zip(packages, outputs, strict=True):
         args = ["build", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), "-o", str(bindir / out)]
         if tags:
             args[1:1] = ["-tags", tags]
@@ -81,8 +100,18 @@ def build_packages(workdir: Path, packages: list[str], outputs: list[str], bindi
 
 def fingerprint(tool: GoTool) -> str:
     """A stable digest of everything that shapes a tool's build (module, version, packages, tags, ldflags)."""
-    spec = repr((tool.module, tool.version, tool.extra_modules, tool.packages, tool.binaries, tool.tags,
-                 tool.ldflags, tool.replaces))
+    spec = repr(
+        (
+            tool.module,
+            tool.version,
+            tool.extra_modules,
+            tool.packages,
+            tool.binaries,
+            tool.tags,
+            tool.ldflags,
+            tool.replaces,
+        )
+    )
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
 
@@ -97,10 +126,22 @@ def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
         requires = [f"{tool.module}@{tool.version}"] + [f"{m}@{tool.version}" for m in tool.extra_modules]
         write_wrapper(work, requires, list(tool.packages), dict(tool.replaces))
         run_go(["mod", "tidy"], work, f"{tool.name} {tool.version}: resolve modules", log)
-        build_packages(work, list(tool.packages), list(tool.binaries), tmp / "bin", tool.tags, tool.ldflags,
-                       f"{tool.name} {tool.version}", log)
-        cache.commit(tmp, entry, tool.binaries, {"module": tool.module, "version": tool.version,
-                                                 "fingerprint": fingerprint(tool)})
+        build_packages(
+            work,
+            list(tool.packages),
+            list(tool.binaries),
+            tmp / "bin",
+            tool.tags,
+            tool.ldflags,
+            f"{tool.name} {tool.version}",
+            log,
+        )
+        cache.commit(
+            tmp,
+            entry,
+            tool.binaries,
+            {"module": tool.module, "version": tool.version, "fingerprint": fingerprint(tool)},
+        )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -6,6 +6,7 @@ replaces every staging module (list derived from the upstream go.mod of that tag
 copy the upstream go/godebug lines, and stamp the version ldflags so `kube-apiserver --version` prints the
 real tag. Source: shared/reference/local-cluster.md §1; upstream hack/lib/version.sh.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,12 +49,17 @@ def upstream_directives(upstream_gomod: str) -> tuple[str, list[str]]:
 
 def version_ldflags(tag: str, commit: str = "") -> str:
     """The -X flags upstream sets on component-base and client-go version packages for ``tag``."""
-    minor = tag[len("v1."):].split(".")[0]
+    minor = tag[len("v1.") :].split(".")[0]
     date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     flags = []
     for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        flags += [f"-X {pkg}.gitVersion={tag}", f"-X {pkg}.gitMajor=1", f"-X {pkg}.gitMinor={minor}",
-                  f"-X {pkg}.gitTreeState=clean", f"-X {pkg}.buildDate={date}"]
+        flags += [
+            f"-X {pkg}.gitVersion={tag}",
+            f"-X {pkg}.gitMajor=1",
+            f"-X {pkg}.gitMinor={minor}",
+            f"-X {pkg}.gitTreeState=clean",
+            f"-X {pkg}.buildDate={date}",
+        ]
         if commit:
             flags.append(f"-X {pkg}.gitCommit={commit}")
     return " ".join(flags)
@@ -71,25 +77,53 @@ def build(tag: str, log: Path, force: bool = False) -> Path:
     what = f"kubernetes {tag}"
     work = cache.root() / "work" / f"k8s-{tag}"
     work.mkdir(parents=True, exist_ok=True)
-    info = json.loads(run_go(["mod", "download", "-json", f"k8s.io/kubernetes@{tag}"], work,
-                             f"{what}: download module", log))
+    info = json.loads(
+        run_go(["mod", "download", "-json", f"k8s.io/kubernetes@{tag}"], work, f"{what}: download module", log)
+    )
     upstream = Path(info["GoMod"]).read_text()
     modules = staging_modules(upstream)
     if len(modules) < 20:
-        raise SetupError(what, f"found only {len(modules)} staging modules in the upstream go.mod",
-                         "the k8s.io/kubernetes go.mod layout changed; update conformance/toolchain/k8s.py")
+        raise SetupError(
+            what,
+            f"found only {len(modules)} staging modules in the upstream go.mod",
+            "the k8s.io/kubernetes go.mod layout changed; update conformance/toolchain/k8s.py",
+        )
     staging = staging_version(tag)
     go_line, godebug = upstream_directives(upstream)
     commit = (info.get("Origin") or {}).get("Hash", "")
     tmp = cache.partial_dir(entry)
     try:
-        write_wrapper(work, [f"k8s.io/kubernetes@{tag}"], list(K8S_PROGRAMS.values()),
-                      {m: f"{m}@{staging}" for m in modules}, go_line, godebug)
+        write_wrapper(
+            work,
+            [f"k8s.io/kubernetes@{tag}"],
+            list(K8S_PROGRAMS.values()),
+            {m: f"{m}@{staging}" for m in modules},
+            go_line,
+            godebug,
+        )
         run_go(["mod", "tidy"], work, f"{what}: resolve modules", log)
-        build_packages(work, list(K8S_PROGRAMS.values()), names, tmp / "bin", "selinux,notest",
-                       version_ldflags(tag, commit), what, log)
-        cache.commit(tmp, entry, names, {"module": "k8s.io/kubernetes", "version": tag,
-                                         "staging": staging, "staging_modules": modules, "commit": commit})
+        build_packages(
+            work,
+            list(K8S_PROGRAMS.values()),
+            names,
+            tmp / "bin",
+            "selinux,notest",
+            version_ldflags(tag, commit),
+            what,
+            log,
+        )
+        cache.commit(
+            tmp,
+            entry,
+            names,
+            {
+                "module": "k8s.io/kubernetes",
+                "version": tag,
+                "staging": staging,
+                "staging_modules": modules,
+                "commit": commit,
+            },
+        )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -6,6 +6,7 @@ package-relative ones so two packages can each have their own stubs. Proto file 
 across the repository: protobuf registers files by name in one descriptor pool, so two files both named
 ``api.proto`` would collide at import time.
 """
+
 from __future__ import annotations
 
 import re
@@ -44,8 +45,17 @@ def generate_all(force: bool = False) -> int:
         if not force and _up_to_date(proto):
             continue
         include = Path(protoc.__file__).parent / "_proto"
-        rc = protoc.main(["protoc", f"-I{proto.parent}", f"-I{include}", f"--python_out={proto.parent}",
-                          f"--pyi_out={proto.parent}", f"--grpc_python_out={proto.parent}", str(proto)])
+        rc = protoc.main(
+            [
+                "protoc",
+                f"-I{proto.parent}",
+                f"-I{include}",
+                f"--python_out={proto.parent}",
+                f"--pyi_out={proto.parent}",
+                f"--grpc_python_out={proto.parent}",
+                str(proto),
+            ]
+        )
         if rc != 0:
             raise RuntimeError(f"protoc failed for {proto.relative_to(REPO_ROOT)} (exit {rc})")
         for gen in (proto.with_name(proto.stem + "_pb2.py"), proto.with_name(proto.stem + "_pb2_grpc.py")):

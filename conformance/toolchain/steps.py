@@ -3,12 +3,13 @@
 Each step prints ``[i/N] <name> ...`` when it starts and ``[i/N] <name>: <result> (<seconds> s)`` when it
 ends. A failing step raises :class:`SetupError`, which names the step, what went wrong and the fix.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 class SetupError(RuntimeError):
@@ -42,8 +43,11 @@ def run_steps(steps: list[Step], out=None) -> float:
             raise
         except Exception as exc:  # an unexpected error still names its step
             print(f"{prefix}: FAILED after {time.monotonic() - start:.1f} s", file=out, flush=True)
-            raise SetupError(step.name, f"{type(exc).__name__}: {exc}",
-                             "see the message above; re-run `make setup` (it resumes where it stopped)") from exc
+            raise SetupError(
+                step.name,
+                f"{type(exc).__name__}: {exc}",
+                "see the message above; re-run `make setup` (it resumes where it stopped)",
+            ) from exc
         print(f"{prefix}: {result} ({time.monotonic() - start:.1f} s)", file=out, flush=True)
     elapsed = time.monotonic() - total
     print(f"setup: all {len(steps)} steps done in {elapsed:.1f} s", file=out, flush=True)

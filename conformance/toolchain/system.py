@@ -1,4 +1,5 @@
 """Host-level setup steps: Debian packages, the Allure 3 CLI from npm, gRPC stubs from our .proto files."""
+
 from __future__ import annotations
 
 import os
@@ -25,22 +26,30 @@ def _missing_debs(packages: tuple[str, ...]) -> list[str]:
 def install_debian(packages: tuple[str, ...]) -> str:
     """apt-get install the packages that are not installed yet. Raises SetupError naming the fix."""
     if shutil.which("dpkg-query") is None:
-        raise SetupError("debian packages", "this is not a Debian-based machine (no dpkg-query)",
-                         f"install by hand: {' '.join(packages)}")
+        raise SetupError(
+            "debian packages",
+            "this is not a Debian-based machine (no dpkg-query)",
+            f"install by hand: {' '.join(packages)}",
+        )
     missing = _missing_debs(packages)
     if not missing:
         return f"all {len(packages)} present"
     if os.geteuid() != 0:
-        raise SetupError("debian packages", f"missing {' '.join(missing)} and not running as root",
-                         f"run `sudo apt-get install -y {' '.join(missing)}` or run make setup as root")
+        raise SetupError(
+            "debian packages",
+            f"missing {' '.join(missing)} and not running as root",
+            f"run `sudo apt-get install -y {' '.join(missing)}` or run make setup as root",
+        )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"],
-                ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]):
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]):
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr + proc.stdout).strip().splitlines()[-8:])
-            raise SetupError("debian packages", f"`{' '.join(cmd[:3])}` failed:\n{tail}",
-                             "check that the Debian archive is reachable (apt sources) and re-run `make setup`")
+            raise SetupError(
+                "debian packages",
+                f"`{' '.join(cmd[:3])}` failed:\n{tail}",
+                "check that the Debian archive is reachable (apt sources) and re-run `make setup`",
+            )
     return f"installed {' '.join(missing)}"
 
 
@@ -51,16 +60,23 @@ def install_allure(version: str) -> str:
         return f"allure {version} present"
     if shutil.which("npm") is None:
         raise SetupError("allure CLI", "npm is not on PATH", "install Node.js >= 20 with npm")
-    proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=ALLURE_DIR,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=ALLURE_DIR, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr + proc.stdout).strip().splitlines()[-8:])
-        raise SetupError("allure CLI", f"`npm ci` in {ALLURE_DIR} failed:\n{tail}",
-                         "check that the npm registry is reachable and re-run `make setup`")
+        raise SetupError(
+            "allure CLI",
+            f"`npm ci` in {ALLURE_DIR} failed:\n{tail}",
+            "check that the npm registry is reachable and re-run `make setup`",
+        )
     got = _allure_version(binary)
     if got != version:
-        raise SetupError("allure CLI", f"installed allure reports version {got!r}, pinned {version}",
-                         "regenerate tools/allure/package-lock.json with the pinned version")
+        raise SetupError(
+            "allure CLI",
+            f"installed allure reports version {got!r}, pinned {version}",
+            "regenerate tools/allure/package-lock.json with the pinned version",
+        )
     return f"installed allure {got}"
 
 
@@ -80,6 +96,9 @@ def generate_protos() -> str:
 def python_ok() -> str:
     """Confirm we run inside the project's virtual environment."""
     if sys.prefix == sys.base_prefix:
-        raise SetupError("python environment", "not running inside the virtual environment",
-                         "run `make setup` (it creates .venv) instead of calling this module directly")
+        raise SetupError(
+            "python environment",
+            "not running inside the virtual environment",
+            "run `make setup` (it creates .venv) instead of calling this module directly",
+        )
     return f"{sys.version.split()[0]} in {sys.prefix}"

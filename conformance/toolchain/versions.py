@@ -3,6 +3,7 @@
 Shapes: :class:`Versions` holds Kubernetes releases (minor -> exact tag), Go tools, the npm Allure pin,
 Debian packages and Python pins. Errors: :class:`VersionError` names the bad key and the accepted form.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,16 +63,20 @@ class Versions:
         if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
             raise VersionError(
                 f"K8S_VERSION={requested!r} is not a Kubernetes version; use a minor such as "
-                f"{', '.join(sorted(self.k8s_releases))}")
+                f"{', '.join(sorted(self.k8s_releases))}"
+            )
         minor = ".".join(parts[:2])
         if minor not in self.k8s_releases:
             raise VersionError(
                 f"Kubernetes {minor} is not pinned in {VERSIONS_FILE.name}; pinned: "
-                f"{', '.join(sorted(self.k8s_releases))} (add a line under [kubernetes.releases])")
+                f"{', '.join(sorted(self.k8s_releases))} (add a line under [kubernetes.releases])"
+            )
         tag = self.k8s_releases[minor]
         if len(parts) > 2 and f"v{req}" != tag:
-            raise VersionError(f"K8S_VERSION={requested!r}: only {tag} is pinned for {minor}; "
-                               f"use K8S_VERSION={minor} or change versions.toml")
+            raise VersionError(
+                f"K8S_VERSION={requested!r}: only {tag} is pinned for {minor}; "
+                f"use K8S_VERSION={minor} or change versions.toml"
+            )
         return tag
 
 
@@ -79,7 +84,7 @@ def staging_version(k8s_tag: str) -> str:
     """Staging modules are tagged v0.<minor>.<patch> for Kubernetes v1.<minor>.<patch> (v1.34.4 -> v0.34.4)."""
     if not _TAG.match(k8s_tag):
         raise VersionError(f"{k8s_tag!r} is not a Kubernetes tag like v1.34.4")
-    return "v0." + k8s_tag[len("v1."):]
+    return "v0." + k8s_tag[len("v1.") :]
 
 
 def load(path: Path = VERSIONS_FILE) -> Versions:
@@ -98,16 +103,25 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
         tools = {}
         for name, spec in data["go"].items():
             tools[name] = GoTool(
-                name=name, module=spec["module"], version=spec["version"],
-                packages=tuple(spec["packages"]), binaries=tuple(spec["binaries"]),
-                extra_modules=tuple(spec.get("extra_modules", ())), tags=spec.get("tags", ""),
-                ldflags=spec.get("ldflags", "").replace("{version}", spec["version"]))
+                name=name,
+                module=spec["module"],
+                version=spec["version"],
+                packages=tuple(spec["packages"]),
+                binaries=tuple(spec["binaries"]),
+                extra_modules=tuple(spec.get("extra_modules", ())),
+                tags=spec.get("tags", ""),
+                ldflags=spec.get("ldflags", "").replace("{version}", spec["version"]),
+            )
             if len(tools[name].packages) != len(tools[name].binaries):
                 raise VersionError(f"[go.{name}] needs one binary name per package")
         return Versions(
-            k8s_default=k8s["default"], k8s_releases=releases, go_tools=tools,
-            allure=data["npm"]["allure"], debian_packages=tuple(data["debian"]["packages"]),
-            python=dict(data["python"]))
+            k8s_default=k8s["default"],
+            k8s_releases=releases,
+            go_tools=tools,
+            allure=data["npm"]["allure"],
+            debian_packages=tuple(data["debian"]["packages"]),
+            python=dict(data["python"]),
+        )
     except KeyError as exc:
         raise VersionError(f"{path.name}: missing key {exc}") from exc
 

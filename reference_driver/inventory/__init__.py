@@ -6,6 +6,7 @@
     simulated: {count: 4, productName: ..., memory: 80Gi, driverVersion: 1.2.3, partitions: 0,
                 devicesPerPcieRoot: 2, allowMultipleAllocations: false, capacityRequestPolicy: {...}}
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,19 @@ import yaml
 from .base import Attribute, Capacity, CounterSet, Device, Inventory, InventoryError, Snapshot
 from .simulated import SimulatedInventory, SimulatedSpec, parse_spec
 
-__all__ = ["Attribute", "Capacity", "CounterSet", "Device", "Inventory", "InventoryError", "Snapshot",
-           "SimulatedInventory", "SimulatedSpec", "load", "from_mapping"]
+__all__ = [
+    "Attribute",
+    "Capacity",
+    "CounterSet",
+    "Device",
+    "Inventory",
+    "InventoryError",
+    "Snapshot",
+    "SimulatedInventory",
+    "SimulatedSpec",
+    "load",
+    "from_mapping",
+]
 
 SOURCES = ("simulated", "nvml", "auto")
 
@@ -35,6 +47,7 @@ def from_mapping(raw: dict | None, node_name: str, where: str = "device config")
     spec = parse_spec(raw.get("simulated"), f"{where}: simulated")
     if source in ("nvml", "auto"):
         from . import nvml  # noqa: PLC0415 - keeps NVML out of the simulated path
+
         if source == "nvml" or nvml.available():
             return nvml.NvmlInventory()
     return SimulatedInventory(spec, node_name)

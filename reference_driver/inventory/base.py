@@ -5,6 +5,7 @@ Attribute values are typed like the API's DeviceAttribute one-of (``int``, ``boo
 ``version``); ``to_api`` renders the ``resource.k8s.io/v1`` ResourceSlice device entry.
 Source: resource.k8s.io/v1 Device, DeviceAttribute, DeviceCapacity, CounterSet, DeviceCounterConsumption.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -77,7 +78,8 @@ class Device:
         if self.consumes_counters:
             out["consumesCounters"] = [
                 {"counterSet": cs, "counters": {k: {"value": v} for k, v in counters}}
-                for cs, counters in self.consumes_counters]
+                for cs, counters in self.consumes_counters
+            ]
         if self.allow_multiple_allocations:
             out["allowMultipleAllocations"] = True
         return out

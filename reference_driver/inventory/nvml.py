@@ -5,6 +5,7 @@ cudaComputeCapability and driverVersion/cudaDriverVersion as semver versions, PC
 (from sysfs), memory capacity in bytes. Device nodes ``/dev/nvidia<minor>`` and ``/dev/nvidiactl`` are
 injected through CDI. Source: NVML API (nvmlDeviceGet*), resource.k8s.io/v1 well-known attributes.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,17 @@ from pathlib import Path
 from .. import quantities
 from .base import Attribute, Capacity, Device, InventoryError, Snapshot
 
-_ARCH = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere", 8: "Ada",
-         9: "Hopper", 10: "Blackwell"}
+_ARCH = {
+    2: "Kepler",
+    3: "Maxwell",
+    4: "Pascal",
+    5: "Volta",
+    6: "Turing",
+    7: "Ampere",
+    8: "Ada",
+    9: "Hopper",
+    10: "Blackwell",
+}
 
 
 def _text(value: object) -> str:
@@ -47,6 +57,7 @@ def available() -> bool:
     """True when nvidia-ml-py is installed and NVML initialises (i.e. an NVIDIA driver is loaded)."""
     try:
         import pynvml  # noqa: PLC0415 - optional dependency
+
         pynvml.nvmlInit()
         pynvml.nvmlShutdown()
         return True
@@ -63,8 +74,9 @@ class NvmlInventory:
         try:
             import pynvml  # noqa: PLC0415 - optional dependency
         except ImportError as err:
-            raise InventoryError("source nvml needs the optional dependency nvidia-ml-py "
-                                 "(pip install 'dra-conformance[gpu]')") from err
+            raise InventoryError(
+                "source nvml needs the optional dependency nvidia-ml-py (pip install 'dra-conformance[gpu]')"
+            ) from err
         self._nvml = pynvml
 
     def snapshot(self) -> Snapshot:
@@ -78,8 +90,9 @@ class NvmlInventory:
             driver = semver(_text(nv.nvmlSystemGetDriverVersion()))
             cuda = nv.nvmlSystemGetCudaDriverVersion_v2()
             cuda_version = f"{cuda // 1000}.{(cuda % 1000) // 10}.0"
-            return Snapshot(devices=tuple(self._device(i, driver, cuda_version)
-                                          for i in range(nv.nvmlDeviceGetCount())))
+            return Snapshot(
+                devices=tuple(self._device(i, driver, cuda_version) for i in range(nv.nvmlDeviceGetCount()))
+            )
         except InventoryError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -112,5 +125,9 @@ class NvmlInventory:
         memory = nv.nvmlDeviceGetMemoryInfo(handle).total
         dev_minor = nv.nvmlDeviceGetMinorNumber(handle)
         nodes = tuple(p for p in (f"/dev/nvidia{dev_minor}", "/dev/nvidiactl") if os.path.exists(p))
-        return Device(name=f"gpu-{index}", attributes=attrs,
-                      capacity={"memory": Capacity(quantities.canonical(memory))}, device_nodes=nodes)
+        return Device(
+            name=f"gpu-{index}",
+            attributes=attrs,
+            capacity={"memory": Capacity(quantities.canonical(memory))},
+            device_nodes=nodes,
+        )

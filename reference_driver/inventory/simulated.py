@@ -6,6 +6,7 @@ UUIDs are derived from the node name and index (uuid5), so a restarted plugin pu
 Sources: resource.k8s.io/v1 Device/CounterSet (KEP-4815 partitionable devices, KEP-5075 consumable
 capacity); dra-example-driver's GPU profile for the attribute set.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -14,8 +15,17 @@ from dataclasses import dataclass
 from .. import quantities
 from .base import Attribute, Capacity, CounterSet, Device, InventoryError, Snapshot
 
-_KEYS = {"count", "productName", "memory", "driverVersion", "devicesPerPcieRoot", "partitions",
-         "allowMultipleAllocations", "capacityRequestPolicy", "architecture"}
+_KEYS = {
+    "count",
+    "productName",
+    "memory",
+    "driverVersion",
+    "devicesPerPcieRoot",
+    "partitions",
+    "allowMultipleAllocations",
+    "capacityRequestPolicy",
+    "architecture",
+}
 _POLICY_KEYS = {"default", "min", "max", "step"}
 _NAMESPACE = uuid.UUID("6f1d2b1e-8a43-4c55-9d0e-6b2f3d0e9a10")
 MAX_PARTITIONS = 8
@@ -71,9 +81,17 @@ def parse_spec(raw: dict | None, where: str = "simulated") -> SimulatedSpec:
     name = str(raw.get("productName", SimulatedSpec.product_name))
     if len(name) > 64:
         raise _fail(f"{where}.productName", "must be at most 64 characters (string attribute limit)")
-    return SimulatedSpec(count=count, product_name=name, architecture=str(raw.get("architecture", "Simulated")),
-                         memory=memory, driver_version=version, devices_per_pcie_root=per_root,
-                         partitions=parts, allow_multiple_allocations=multi, request_policy=policy)
+    return SimulatedSpec(
+        count=count,
+        product_name=name,
+        architecture=str(raw.get("architecture", "Simulated")),
+        memory=memory,
+        driver_version=version,
+        devices_per_pcie_root=per_root,
+        partitions=parts,
+        allow_multiple_allocations=multi,
+        request_policy=policy,
+    )
 
 
 def _parse_policy(raw: object, where: str, multi: bool) -> dict | None:
@@ -122,20 +140,37 @@ class SimulatedInventory:
             memory = quantities.canonical(spec.memory)
             capacity = {"memory": Capacity(memory, spec.request_policy if spec.allow_multiple_allocations else None)}
             if not spec.partitions:
-                devices.append(Device(name=f"gpu-{index}", attributes=base, capacity=capacity,
-                                      allow_multiple_allocations=spec.allow_multiple_allocations))
+                devices.append(
+                    Device(
+                        name=f"gpu-{index}",
+                        attributes=base,
+                        capacity=capacity,
+                        allow_multiple_allocations=spec.allow_multiple_allocations,
+                    )
+                )
                 continue
             counters = f"gpu-{index}-counters"
             counter_sets.append(CounterSet(counters, {"memory": memory, "slices": str(spec.partitions)}))
             whole = ((counters, (("memory", memory), ("slices", str(spec.partitions)))),)
-            devices.append(Device(name=f"gpu-{index}", attributes={**base, "partition": Attribute("bool", False)},
-                                  capacity={"memory": Capacity(memory)}, consumes_counters=whole))
+            devices.append(
+                Device(
+                    name=f"gpu-{index}",
+                    attributes={**base, "partition": Attribute("bool", False)},
+                    capacity={"memory": Capacity(memory)},
+                    consumes_counters=whole,
+                )
+            )
             part_mem = quantities.canonical(spec.memory // spec.partitions)
             for part in range(spec.partitions):
                 attrs = {**base, "partition": Attribute("bool", True), "partitionIndex": Attribute("int", part)}
-                devices.append(Device(name=f"gpu-{index}-part-{part}", attributes=attrs,
-                                      capacity={"memory": Capacity(part_mem)},
-                                      consumes_counters=((counters, (("memory", part_mem), ("slices", "1"))),)))
+                devices.append(
+                    Device(
+                        name=f"gpu-{index}-part-{part}",
+                        attributes=attrs,
+                        capacity={"memory": Capacity(part_mem)},
+                        consumes_counters=((counters, (("memory", part_mem), ("slices", "1"))),),
+                    )
+                )
         return Snapshot(devices=tuple(devices), counter_sets=tuple(counter_sets))
 
     def _attributes(self, index: int) -> dict[str, Attribute]:

@@ -4,6 +4,7 @@ Every requested claim UID gets exactly one entry in the response map; a failing 
 string there (the kubelet reports it as FailedPrepareDynamicResources and retries), never a gRPC error
 for the whole call. Source: dra-protocols.md §2.3; upstream test-driver kubeletplugin.go.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,8 +35,12 @@ class DraService:
             entry = resp.claims[claim.uid]
             try:
                 for dev in self.state.prepare(ref):
-                    out = entry.devices.add(request_names=list(dev.request_names), pool_name=dev.pool,
-                                            device_name=dev.device, cdi_device_ids=list(dev.cdi_ids))
+                    out = entry.devices.add(
+                        request_names=list(dev.request_names),
+                        pool_name=dev.pool,
+                        device_name=dev.device,
+                        cdi_device_ids=list(dev.cdi_ids),
+                    )
                     if dev.share_id and self.has_share_id:
                         out.share_id = dev.share_id
             except ClaimError as err:
@@ -45,8 +50,13 @@ class DraService:
                 log.exception("prepare of %s failed", ref)
                 entry.Clear()
                 entry.error = f"{ref}: internal error: {err}"
-            log.info("%s NodePrepareResources %s: %s in %.1f ms", self.version, ref,
-                     entry.error or f"{len(entry.devices)} device(s)", (time.monotonic() - start) * 1000)
+            log.info(
+                "%s NodePrepareResources %s: %s in %.1f ms",
+                self.version,
+                ref,
+                entry.error or f"{len(entry.devices)} device(s)",
+                (time.monotonic() - start) * 1000,
+            )
         return resp
 
     def node_unprepare_resources(self, request, context):
@@ -62,18 +72,31 @@ class DraService:
             except Exception as err:  # noqa: BLE001
                 log.exception("unprepare of %s failed", claim.uid)
                 entry.error = f"claim UID {claim.uid}: internal error: {err}"
-            log.info("%s NodeUnprepareResources %s/%s (%s): %s", self.version, claim.namespace, claim.name,
-                     claim.uid, entry.error or "ok")
+            log.info(
+                "%s NodeUnprepareResources %s/%s (%s): %s",
+                self.version,
+                claim.namespace,
+                claim.name,
+                claim.uid,
+                entry.error or "ok",
+            )
         return resp
 
     def handler(self) -> grpc.GenericRpcHandler:
         """gRPC handler for this version's ``DRAPlugin`` service."""
         m = self.msgs
-        return grpc.method_handlers_generic_handler(m.SERVICE, {
-            "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
-                self.node_prepare_resources, request_deserializer=m.NodePrepareResourcesRequest.FromString,
-                response_serializer=m.NodePrepareResourcesResponse.SerializeToString),
-            "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
-                self.node_unprepare_resources, request_deserializer=m.NodeUnprepareResourcesRequest.FromString,
-                response_serializer=m.NodeUnprepareResourcesResponse.SerializeToString),
-        })
+        return grpc.method_handlers_generic_handler(
+            m.SERVICE,
+            {
+                "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
+                    self.node_prepare_resources,
+                    request_deserializer=m.NodePrepareResourcesRequest.FromString,
+                    response_serializer=m.NodePrepareResourcesResponse.SerializeToString,
+                ),
+                "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
+                    self.node_unprepare_resources,
+                    request_deserializer=m.NodeUnprepareResourcesRequest.FromString,
+                    response_serializer=m.NodeUnprepareResourcesResponse.SerializeToString,
+                ),
+            },
+        )

@@ -1,5 +1,6 @@
 """DRA gRPC v1 (``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin``, kubelet 1.34+): thin adapter; carries
 ``Device.share_id`` (pb 5, 1.35+) for consumable-capacity shares."""
+
 from __future__ import annotations
 
 from ..state import DeviceState

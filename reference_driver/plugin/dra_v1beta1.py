@@ -1,5 +1,6 @@
 """DRA gRPC v1beta1 (``k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin``, kubelet 1.32+): thin adapter; its
 ``Device`` has no share_id."""
+
 from __future__ import annotations
 
 from ..state import DeviceState

@@ -4,27 +4,35 @@ pool, each HEALTHY (UNHEALTHY with the fault ``unhealthy-devices``), right away 
 v1 (identical messages, different packages). Source: dra-protocols.md §2.4; k8s.io/kubelet
 pkg/apis/dra-health/{v1alpha1,v1}; upstream test/e2e/dra/health.go.
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import grpc
 
-log = logging.getLogger(__name__)
-
 from ..faults import Faults
 from ..inventory.base import Snapshot
+
+log = logging.getLogger(__name__)
 
 
 class HealthService:
     """One version of ``DRAResourceHealth`` over the inventory."""
 
-    def __init__(self, msgs, pool: str, snapshot: Callable[[], Snapshot], stop: threading.Event,
-                 faults: Faults = Faults(), interval: float = 10.0) -> None:
+    def __init__(
+        self,
+        msgs,
+        pool: str,
+        snapshot: Callable[[], Snapshot],
+        stop: threading.Event,
+        faults: Faults = Faults(),
+        interval: float = 10.0,
+    ) -> None:
         self.msgs, self.pool, self._snapshot, self._stop = msgs, pool, snapshot, stop
         self.faults, self.interval = faults, interval
         self.streams = 0
@@ -34,11 +42,18 @@ class HealthService:
         m = self.msgs
         health = m.HealthStatus.Value("UNHEALTHY" if self.faults.on("unhealthy-devices") else "HEALTHY")
         now = int(time.time())
-        return m.NodeWatchResourcesResponse(devices=[
-            m.DeviceHealth(device=m.DeviceIdentifier(pool_name=self.pool, device_name=d.name), health=health,
-                           last_updated_time=now, health_check_timeout_seconds=max(1, math.ceil(3 * self.interval)),
-                           message="injected fault unhealthy-devices" if self.faults.on("unhealthy-devices") else "")
-            for d in self._snapshot().devices])
+        return m.NodeWatchResourcesResponse(
+            devices=[
+                m.DeviceHealth(
+                    device=m.DeviceIdentifier(pool_name=self.pool, device_name=d.name),
+                    health=health,
+                    last_updated_time=now,
+                    health_check_timeout_seconds=max(1, math.ceil(3 * self.interval)),
+                    message="injected fault unhealthy-devices" if self.faults.on("unhealthy-devices") else "",
+                )
+                for d in self._snapshot().devices
+            ]
+        )
 
     def node_watch_resources(self, request, context):
         """Stream the device list until the client goes away or the server stops."""
@@ -51,7 +66,13 @@ class HealthService:
     def handler(self) -> grpc.GenericRpcHandler:
         """gRPC handler for this version's ``DRAResourceHealth`` service."""
         m = self.msgs
-        return grpc.method_handlers_generic_handler(m.SERVICE, {
-            "NodeWatchResources": grpc.unary_stream_rpc_method_handler(
-                self.node_watch_resources, request_deserializer=m.NodeWatchResourcesRequest.FromString,
-                response_serializer=m.NodeWatchResourcesResponse.SerializeToString)})
+        return grpc.method_handlers_generic_handler(
+            m.SERVICE,
+            {
+                "NodeWatchResources": grpc.unary_stream_rpc_method_handler(
+                    self.node_watch_resources,
+                    request_deserializer=m.NodeWatchResourcesRequest.FromString,
+                    response_serializer=m.NodeWatchResourcesResponse.SerializeToString,
+                )
+            },
+        )

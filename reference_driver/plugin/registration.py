@@ -5,6 +5,7 @@ the kubelet dials ``"unix:" + endpoint``) and the DRA services served, v1 first 
 first entry they know). NotifyRegistrationStatus is informational: it is recorded and logged.
 Source: k8s.io/kubelet pkg/apis/pluginregistration/v1; dra-protocols.md §1.3-1.4.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,8 +41,9 @@ class RegistrationService:
 
     def get_info(self, request, context):
         """PluginInfo{type, name, endpoint, supported_versions}."""
-        return self._msgs.PluginInfo(type=PLUGIN_TYPE, name=self.driver, endpoint=self.endpoint,
-                                     supported_versions=list(self.versions))
+        return self._msgs.PluginInfo(
+            type=PLUGIN_TYPE, name=self.driver, endpoint=self.endpoint, supported_versions=list(self.versions)
+        )
 
     def notify_registration_status(self, request, context):
         """Record the kubelet's verdict; always answers an empty RegistrationStatusResponse."""
@@ -58,11 +60,18 @@ class RegistrationService:
     def handler(self) -> grpc.GenericRpcHandler:
         """gRPC handler for service ``pluginregistration.Registration``."""
         m = self._msgs
-        return grpc.method_handlers_generic_handler(m.SERVICE, {
-            "GetInfo": grpc.unary_unary_rpc_method_handler(
-                self.get_info, request_deserializer=m.InfoRequest.FromString,
-                response_serializer=m.PluginInfo.SerializeToString),
-            "NotifyRegistrationStatus": grpc.unary_unary_rpc_method_handler(
-                self.notify_registration_status, request_deserializer=m.RegistrationStatus.FromString,
-                response_serializer=m.RegistrationStatusResponse.SerializeToString),
-        })
+        return grpc.method_handlers_generic_handler(
+            m.SERVICE,
+            {
+                "GetInfo": grpc.unary_unary_rpc_method_handler(
+                    self.get_info,
+                    request_deserializer=m.InfoRequest.FromString,
+                    response_serializer=m.PluginInfo.SerializeToString,
+                ),
+                "NotifyRegistrationStatus": grpc.unary_unary_rpc_method_handler(
+                    self.notify_registration_status,
+                    request_deserializer=m.RegistrationStatus.FromString,
+                    response_serializer=m.RegistrationStatusResponse.SerializeToString,
+                ),
+            },
+        )

@@ -5,16 +5,17 @@ is served first, then the registration socket ``<registry_dir>/<driver>-reg.sock
 kubelet's fsnotify watcher picks it up. On stop the registration socket goes first (de-registers the
 plugin), then the DRA socket. Stale socket files from a crashed run are removed before binding.
 """
+
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import grpc
 
@@ -42,7 +43,7 @@ class SocketPaths:
     dra: Path
 
     @classmethod
-    def for_driver(cls, registry_dir: Path, plugins_dir: Path, driver: str) -> "SocketPaths":
+    def for_driver(cls, registry_dir: Path, plugins_dir: Path, driver: str) -> SocketPaths:
         """Conventional layout of the Go kubeletplugin library (``<driver>-reg.sock``,
         ``<driver>/dra.sock``); where a path would exceed the AF_UNIX limit, the driver name in it is
         replaced by a short hash (as the Go library does for long names). Raises SocketPathError when
@@ -57,8 +58,10 @@ def _fit(preferred: Path, fallback: Path) -> Path:
     for path in (preferred, fallback):
         if len(str(path.absolute())) <= MAX_SOCKET_PATH:
             return path
-    raise SocketPathError(f"socket path {fallback} is longer than {MAX_SOCKET_PATH} bytes (AF_UNIX limit); "
-                          "use shorter --plugin-registry-dir/--plugins-dir")
+    raise SocketPathError(
+        f"socket path {fallback} is longer than {MAX_SOCKET_PATH} bytes (AF_UNIX limit); "
+        "use shorter --plugin-registry-dir/--plugins-dir"
+    )
 
 
 def _bind(server: grpc.Server, path: Path) -> None:
@@ -79,16 +82,27 @@ class PluginServer:
     DRAResourceHealth v1 and v1alpha1, and GetInfo advertises them after the DRA services.
     """
 
-    def __init__(self, driver: str, state: DeviceState, paths: SocketPaths, workers: int = 8,
-                 health: Callable[[], Snapshot] | None = None, pool: str = "", faults: Faults = Faults(),
-                 health_interval: float = 10.0) -> None:
+    def __init__(
+        self,
+        driver: str,
+        state: DeviceState,
+        paths: SocketPaths,
+        workers: int = 8,
+        health: Callable[[], Snapshot] | None = None,
+        pool: str = "",
+        faults: Faults = Faults(),
+        health_interval: float = 10.0,
+    ) -> None:
         self.driver, self.state, self.paths = driver, state, paths
         self._stopping = threading.Event()
         self.health: dict[str, HealthService] = {}
         if health is not None:
-            self.health = {"v1": HealthService(wire.health_v1(), pool, health, self._stopping, faults, health_interval),
-                           "v1alpha1": HealthService(wire.health_v1alpha1(), pool, health, self._stopping, faults,
-                                                     health_interval)}
+            self.health = {
+                "v1": HealthService(wire.health_v1(), pool, health, self._stopping, faults, health_interval),
+                "v1alpha1": HealthService(
+                    wire.health_v1alpha1(), pool, health, self._stopping, faults, health_interval
+                ),
+            }
         versions = SUPPORTED_VERSIONS + (HEALTH_VERSIONS if self.health else ())
         self.registration = RegistrationService(driver, str(paths.dra.absolute()), versions)
         self.services: dict[str, DraService] = {"v1": dra_v1.service(state), "v1beta1": dra_v1beta1.service(state)}
@@ -108,8 +122,9 @@ class PluginServer:
         self._reg.add_generic_rpc_handlers((self.registration.handler(),))
         _bind(self._reg, self.paths.registration)
         self._reg.start()
-        log.info("serving DRA %s on %s, registration on %s", "+".join(self.services), self.paths.dra,
-                 self.paths.registration)
+        log.info(
+            "serving DRA %s on %s, registration on %s", "+".join(self.services), self.paths.dra, self.paths.registration
+        )
 
     def stop(self, grace: float = 2.0) -> None:
         """Remove the registration socket, end health streams, stop both servers, remove the DRA socket."""
@@ -123,7 +138,7 @@ class PluginServer:
             self._dra = None
             self.paths.dra.unlink(missing_ok=True)
 
-    def __enter__(self) -> "PluginServer":
+    def __enter__(self) -> PluginServer:
         self.start()
         return self
 

@@ -6,6 +6,7 @@ a second set of stubs for the same packages (e.g. a test client elsewhere in the
 fail with "duplicate symbol". So we read the serialized FileDescriptorProto out of the generated module's
 source (``python -m conformance.toolchain protos`` produces it) and build classes in a pool of our own.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,8 +29,10 @@ def _serialized_descriptor(stem: str) -> bytes:
     try:
         tree = ast.parse(path.read_text())
     except FileNotFoundError:
-        raise StubsMissingError(f"{path} is missing: generate the stubs with `python -m conformance.toolchain "
-                                f"protos` (or grpc_tools.protoc on {stem}.proto)") from None
+        raise StubsMissingError(
+            f"{path} is missing: generate the stubs with `python -m conformance.toolchain "
+            f"protos` (or grpc_tools.protoc on {stem}.proto)"
+        ) from None
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "AddSerializedFile":
             return ast.literal_eval(node.args[0])

@@ -6,12 +6,17 @@ Sources: upstream test/e2e/dra/dra.go "control plane validate ResourceClaimTempl
 access", "kubelet DaemonSet with admin access"; integration "AdminAccess"; resource.k8s.io/v1
 ExactDeviceRequest.adminAccess, DeviceRequestAllocationResult.adminAccess.
 """
+
 import pytest
 
 from conformance.api import ApiError, api_verbs, timeouts, waits
 
-pytestmark = [pytest.mark.admin_access, pytest.mark.full, pytest.mark.kep(5018),
-              pytest.mark.requires("gate.DRAAdminAccess", "driver.admin_access")]
+pytestmark = [
+    pytest.mark.admin_access,
+    pytest.mark.full,
+    pytest.mark.kep(5018),
+    pytest.mark.requires("gate.DRAAdminAccess", "driver.admin_access"),
+]
 
 NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
 
@@ -53,12 +58,14 @@ def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_bu
     # given: a normal pod holding all devices of one node
     node = inventory.nodes()[0]
     user_claim = tracker.create(builder.claim(allocation_mode="All"))
-    user = waits.pod_running(k8s, tracker.create(builder.pod(uses=user_claim, node_name=node)),
-                             timeout=timeouts.POD_START)
+    user = waits.pod_running(
+        k8s, tracker.create(builder.pod(uses=user_claim, node_name=node)), timeout=timeouts.POD_START
+    )
     # when: an admin pod asks for all devices of the same node
     admin_claim = tracker.create(admin_builder.claim(allocation_mode="All", admin_access=True))
-    admin = waits.pod_running(k8s, tracker.create(admin_builder.pod(uses=admin_claim, node_name=node)),
-                              timeout=timeouts.POD_START)
+    admin = waits.pod_running(
+        k8s, tracker.create(admin_builder.pod(uses=admin_claim, node_name=node)), timeout=timeouts.POD_START
+    )
     # then: same devices, marked adminAccess; the user pod and its allocation are untouched
     admin_claim = waits.claim_allocated(k8s, admin_claim, timeout=timeouts.ALLOCATION, reserved_for=[admin])
     user_claim = waits.claim_allocated(k8s, user_claim, timeout=timeouts.ALLOCATION, reserved_for=[user])

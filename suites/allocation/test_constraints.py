@@ -4,17 +4,21 @@ the attribute values from the driver's ResourceSlices (never trusting the alloca
 Sources: resource.k8s.io/v1 DeviceConstraint.matchAttribute / distinctAttribute (KEP-4381, KEP-5075);
 upstream "chooses the correct subrequest subject to constraints" (test/e2e/dra/dra.go).
 """
+
 import pytest
 
 from conformance.api import distinct_attribute, match_attribute, request, timeouts, waits
 
-pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381),
-              pytest.mark.requires("driver.multiple_devices")]
+pytestmark = [
+    pytest.mark.allocation,
+    pytest.mark.standard,
+    pytest.mark.kep(4381),
+    pytest.mark.requires("driver.multiple_devices"),
+]
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inventory, probe,
-                                                       grouping_attribute):
+def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inventory, probe, grouping_attribute):
     """Two devices under matchAttribute on a grouping attribute (shared by some devices, not all) carry the
     same published value.
     Source: resource.k8s.io/v1 DeviceConstraint.matchAttribute."""
@@ -30,14 +34,17 @@ def test_match_attribute_gives_devices_with_one_value(k8s, tracker, builder, inv
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, probe,
-                                                       grouping_attribute):
+def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, probe, grouping_attribute):
     """A matchAttribute constraint naming two requests makes their devices share the value.
     Source: resource.k8s.io/v1 DeviceConstraint.requests."""
     # given: two requests constrained together on a grouping attribute
     name = grouping_attribute
-    claim = tracker.create(builder.claim(requests=[request("first"), request("second")],
-                                         constraints=[match_attribute(name, requests=["first", "second"])]))
+    claim = tracker.create(
+        builder.claim(
+            requests=[request("first"), request("second")],
+            constraints=[match_attribute(name, requests=["first", "second"])],
+        )
+    )
     # when: a pod uses the claim
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: the two requests' devices share the value
@@ -63,8 +70,9 @@ def test_match_attribute_on_unique_values_is_unsatisfiable(k8s, tracker, builder
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
 @pytest.mark.requires("allocator.distinct_attribute")
-def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, builder, inventory, probe,
-                                                       grouping_attribute):
+def test_distinct_attribute_gives_devices_with_different_values(
+    k8s, tracker, builder, inventory, probe, grouping_attribute
+):
     """Two devices under distinctAttribute on a grouping attribute carry different published values.
     Source: resource.k8s.io/v1 DeviceConstraint.distinctAttribute (KEP-5075)."""
     # given: a grouping attribute and a claim for two devices that must differ in it
@@ -80,15 +88,18 @@ def test_distinct_attribute_gives_devices_with_different_values(k8s, tracker, bu
 
 @pytest.mark.scenario("ALLOC-25", "CAP-02")
 @pytest.mark.requires("allocator.distinct_attribute")
-def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe,
-                                                       grouping_attribute):
+def test_distinct_attribute_across_two_requests(k8s, tracker, builder, inventory, probe, grouping_attribute):
     """A distinctAttribute constraint naming two one-device requests gives them devices with different
     published values.
     Source: resource.k8s.io/v1 DeviceConstraint.distinctAttribute with requests (KEP-5075)."""
     # given: two requests constrained to differ on a grouping attribute
     name = grouping_attribute
-    claim = tracker.create(builder.claim(requests=[request("first"), request("second")],
-                                         constraints=[distinct_attribute(name, requests=["first", "second"])]))
+    claim = tracker.create(
+        builder.claim(
+            requests=[request("first"), request("second")],
+            constraints=[distinct_attribute(name, requests=["first", "second"])],
+        )
+    )
     # when: a pod uses the claim
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: the two devices publish different values, both visible

@@ -4,6 +4,7 @@ the freed devices are allocatable again.
 Sources: upstream test/e2e/dra/dra.go "must deallocate after use", "removes reservation from claim when pod is
 done", "supports reusing resources"; resource.k8s.io/v1 ResourceClaim.status (KEP-4381).
 """
+
 import pytest
 
 from conformance.api import timeouts, waits
@@ -19,14 +20,20 @@ def test_reserved_for_drops_each_deleted_pod(k8s, tracker, builder):
     Source: upstream "removes reservation from claim when pod is done"; ResourceClaim.status.reservedFor."""
     # given: a claim shared by two running pods
     claim = tracker.create(builder.claim())
-    first, second = [waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
-                     for _ in range(2)]
+    first, second = [
+        waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START) for _ in range(2)
+    ]
     # when: the first pod is deleted
     k8s.delete("Pod", first.name, first.namespace)
     waits.pod_gone(k8s, first, timeout=timeouts.POD_DELETE)
     # then: only the second is reserved and the device allocation is unchanged
-    after = waits.object_matches(k8s, claim, lambda c: {r.uid for r in c.reserved_for} == {second.uid},
-                                 timeout=timeouts.DEALLOCATION, awaited="reservedFor == [second pod]")
+    after = waits.object_matches(
+        k8s,
+        claim,
+        lambda c: {r.uid for r in c.reserved_for} == {second.uid},
+        timeout=timeouts.DEALLOCATION,
+        awaited="reservedFor == [second pod]",
+    )
     assert after.results and after.results[0].device, after.describe()
 
 
@@ -57,8 +64,9 @@ def test_devices_are_reused_by_pods_one_after_another(k8s, tracker, builder, inv
     seen = []
     # when: pods use it in turn on that node, each deleted before the next
     for _ in range(3):
-        pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=template, node_name=node)),
-                                timeout=timeouts.POD_START)
+        pod = waits.pod_running(
+            k8s, tracker.create(builder.pod(uses=template, node_name=node)), timeout=timeouts.POD_START
+        )
         got = sorted(r.device for r in waits.pod_claims(k8s, pod)[0].results)
         seen.append((got, probe.shows_devices(pod, got, inventory.names_on(node))[0]))
         k8s.delete("Pod", pod.name, pod.namespace)

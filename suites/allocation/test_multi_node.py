@@ -3,12 +3,12 @@
 Sources: upstream test/e2e/dra/dra.go "with node-local resources uses all resources" (multi-node);
 resource.k8s.io/v1 AllocationResult.nodeSelector.
 """
+
 import pytest
 
 from conformance.api import timeouts, waits
 
-pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381),
-              pytest.mark.requires("multi_node")]
+pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.requires("multi_node")]
 
 
 @pytest.mark.scenario("ALLOC-19")
@@ -18,8 +18,7 @@ def test_pods_taking_a_whole_node_each_land_on_different_nodes(k8s, tracker, bui
     Source: upstream "with node-local resources uses all resources"."""
     # given: one claim per driver node, each for a whole node's worth of devices
     count = inventory.per_node_min()
-    pods = [tracker.create(builder.pod(uses=tracker.create(builder.claim(count=count))))
-            for _ in inventory.nodes()]
+    pods = [tracker.create(builder.pod(uses=tracker.create(builder.claim(count=count)))) for _ in inventory.nodes()]
     # when: they are scheduled
     pods = [waits.pod_running(k8s, p, timeout=timeouts.POD_START) for p in pods]
     # then: one pod per node, every device on the pod's node, all visible

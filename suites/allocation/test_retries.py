@@ -5,12 +5,17 @@ state), so xdist runs them in the one cluster-state group.
 Sources: upstream test/e2e/dra/dra.go "retries pod scheduling after creating device class", "retries pod
 scheduling after updating device class"; resource.k8s.io/v1 DeviceClass.spec.selectors.
 """
+
 import pytest
 
 from conformance.api import NEVER_MATCHES, api_verbs, timeouts, waits
 
-pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381),
-              pytest.mark.xdist_group("dra-cluster-state")]
+pytestmark = [
+    pytest.mark.allocation,
+    pytest.mark.standard,
+    pytest.mark.kep(4381),
+    pytest.mark.xdist_group("dra-cluster-state"),
+]
 
 
 @pytest.mark.scenario("ALLOC-10")

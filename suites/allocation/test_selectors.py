@@ -4,6 +4,7 @@ matches or a selector fails at runtime. Expected devices are recomputed from the
 Sources: resource.k8s.io/v1 ExactDeviceRequest.selectors / count / allocationMode; CEL device variable
 (dra-protocols.md §6); upstream "keeps pod pending because of CEL runtime errors" (test/e2e/dra/dra.go).
 """
+
 import pytest
 
 from conformance.api import NEVER_MATCHES, cel_attribute, cel_capacity, cel_literal, timeouts, waits

@@ -5,6 +5,7 @@ inline claim referenced by multiple containers", "supports external claim refere
 "supports external claim referenced by multiple containers of multiple pods", "supports sharing a claim
 concurrently"; resource.k8s.io/v1 ResourceClaim.status.reservedFor.
 """
+
 import pytest
 
 from conformance.api import container, timeouts, waits
@@ -57,7 +58,8 @@ def test_claim_shared_by_several_pods(k8s, tracker, builder, probe):
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=pods)
     assert {r.uid for r in allocated.reserved_for} == {p.uid for p in pods}, allocated.describe()
     assert len({tuple(probe.hits(p)) for p in pods}) == 1 and len(probe.hits(pods[0])) == 1, [
-        probe.evidence(p) for p in pods]
+        probe.evidence(p) for p in pods
+    ]
 
 
 @pytest.mark.scenario("ALLOC-06")
@@ -68,8 +70,10 @@ def test_claim_shared_by_containers_of_several_pods(k8s, tracker, builder, probe
     # given: one claim
     claim = tracker.create(builder.claim())
     # when: two pods with two referencing containers each run
-    pods = [tracker.create(builder.pod(containers=[container("a", uses=[claim]), container("b", uses=[claim])]))
-            for _ in range(2)]
+    pods = [
+        tracker.create(builder.pod(containers=[container("a", uses=[claim]), container("b", uses=[claim])]))
+        for _ in range(2)
+    ]
     pods = [waits.pod_running(k8s, p, timeout=timeouts.POD_START) for p in pods]
     # then: the four containers see the same single device
     seen = {tuple(probe.hits(p, c)) for p in pods for c in ("a", "b")}

@@ -4,6 +4,7 @@ Sources: upstream test/e2e/dra/dra.go "supports simple pod referencing inline re
 generated claims when pod is done", "does not delete generated claims when pod is restarting";
 resource.k8s.io/v1 ResourceClaimTemplate; annotation resource.kubernetes.io/pod-claim-name.
 """
+
 import pytest
 
 from conformance.api import timeouts, waits
@@ -42,8 +43,15 @@ def test_generated_claim_is_deleted_when_pod_is_done(k8s, tracker, builder):
     # then: the generated claim disappears
     claim_name = pod.get("status.resourceClaimStatuses.0.resourceClaimName")
     assert claim_name, pod.describe()
-    waits.until(k8s, "ResourceClaim", claim_name, pod.namespace, done=lambda claim: claim is None,
-                timeout=timeouts.DEALLOCATION, awaited=f"generated claim {claim_name} deleted")
+    waits.until(
+        k8s,
+        "ResourceClaim",
+        claim_name,
+        pod.namespace,
+        done=lambda claim: claim is None,
+        timeout=timeouts.DEALLOCATION,
+        awaited=f"generated claim {claim_name} deleted",
+    )
 
 
 @pytest.mark.scenario("ALLOC-16")
@@ -54,8 +62,13 @@ def test_generated_claim_survives_container_restarts(k8s, tracker, builder):
     template = tracker.create(builder.claim_template())
     pod = tracker.create(builder.pod(uses=template, command=["false"], restart_policy="Always"))
     # when: the container restarted twice
-    pod = waits.object_matches(k8s, pod, lambda p: (p.get("status.containerStatuses.0.restartCount") or 0) >= 2,
-                               timeout=timeouts.POD_START, awaited="container restarted twice")
+    pod = waits.object_matches(
+        k8s,
+        pod,
+        lambda p: (p.get("status.containerStatuses.0.restartCount") or 0) >= 2,
+        timeout=timeouts.POD_START,
+        awaited="container restarted twice",
+    )
     # then: the generated claim is the same object and still allocated for the pod
     claim = waits.pod_claims(k8s, pod)[0]
     assert claim.allocation and pod.uid in {r.uid for r in claim.reserved_for}, claim.describe()

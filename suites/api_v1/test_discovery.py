@@ -4,6 +4,7 @@ subresource.
 Sources: ai-conformance KAR-0051 proposed TestAcceleratorResourceExposureAllocation (PR #74); API discovery
 (/apis/resource.k8s.io/v1).
 """
+
 import pytest
 
 from conformance.api import CORE_KINDS

@@ -4,6 +4,7 @@ driver, pool name and node, and an allocation once set; refused as Invalid "fiel
 Sources: k/k pkg/apis/resource/validation (ValidateResourceClaimUpdate, ValidateResourceSliceUpdate,
 ValidateResourceClaimStatusUpdate); dra-protocols.md §5.3-§5.4.
 """
+
 import re
 
 import pytest
@@ -18,12 +19,25 @@ IMMUTABLE = re.compile(r"field is immutable|cannot be modified once set")
 
 CASES = [
     pytest.param(lambda b: b.claim(), "spec.devices.requests.0.exactly.count", 2, "spec", id="claim-spec"),
-    pytest.param(lambda b: b.claim_template(), "spec.spec.devices.requests.0.exactly.count", 2, "spec",
-                 id="template-spec"),
-    pytest.param(lambda b: b.resource_slice([], all_nodes=True), "spec.driver", "other.dra-conformance.test",
-                 "spec.driver", id="slice-driver", marks=pytest.mark.xdist_group("dra-cluster-state")),
-    pytest.param(lambda b: b.resource_slice([], all_nodes=True), "spec.pool.name", "other-pool",
-                 "spec.pool.name", id="slice-pool-name", marks=pytest.mark.xdist_group("dra-cluster-state")),
+    pytest.param(
+        lambda b: b.claim_template(), "spec.spec.devices.requests.0.exactly.count", 2, "spec", id="template-spec"
+    ),
+    pytest.param(
+        lambda b: b.resource_slice([], all_nodes=True),
+        "spec.driver",
+        "other.dra-conformance.test",
+        "spec.driver",
+        id="slice-driver",
+        marks=pytest.mark.xdist_group("dra-cluster-state"),
+    ),
+    pytest.param(
+        lambda b: b.resource_slice([], all_nodes=True),
+        "spec.pool.name",
+        "other-pool",
+        "spec.pool.name",
+        id="slice-pool-name",
+        marks=pytest.mark.xdist_group("dra-cluster-state"),
+    ),
 ]
 
 
@@ -48,13 +62,23 @@ def test_allocation_cannot_change_once_set(k8s, tracker, builder):
     # given: a claim whose status holds an empty allocation
     claim = api_verbs.replace_status(k8s, tracker.create(builder.claim()), EMPTY_ALLOCATION)
     # when: the allocation is replaced by one naming a device
-    changed = with_field(claim, "status.allocation", {"devices": {"results": [{
-        "request": "device", "driver": builder.test_driver_name(), "pool": "pool", "device": "dev-0"}]}})
+    changed = with_field(
+        claim,
+        "status.allocation",
+        {
+            "devices": {
+                "results": [
+                    {"request": "device", "driver": builder.test_driver_name(), "pool": "pool", "device": "dev-0"}
+                ]
+            }
+        },
+    )
     error = api_verbs.refused(lambda: k8s.replace(changed, subresource="status"))
     # then: Invalid on status.allocation
     assert isinstance(error, Invalid), error
-    assert any(c.get("field") == "status.allocation" and IMMUTABLE.search(c.get("message", ""))
-               for c in error.causes), error.causes
+    assert any(
+        c.get("field") == "status.allocation" and IMMUTABLE.search(c.get("message", "")) for c in error.causes
+    ), error.causes
 
 
 @pytest.mark.xdist_group("dra-cluster-state")

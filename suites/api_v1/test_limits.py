@@ -4,6 +4,7 @@ the field and the limit; the same object at the limit is accepted where that is 
 Sources: k/k pkg/apis/resource/validation; integration "InvalidResourceSlices", "MaxResourceSlice"
 (feature-catalog LIM-*); dra-protocols.md §5-§6.
 """
+
 import pytest
 
 from conformance.api import Invalid, api_verbs, limits, reserved_for

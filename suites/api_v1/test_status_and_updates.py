@@ -4,10 +4,18 @@ status subresource through update and all four patch types.
 Sources: upstream test/e2e/dra/dra.go "CRUD Tests" (DeviceClass selector "1 == 0" update; ResourceSlice gains
 device-0; ResourceClaim status updated and patched with ``allocation: {}``); resource.k8s.io/v1 types.
 """
+
 import pytest
 
-from conformance.api import (EMPTY_ALLOCATION, NEVER_MATCHES, PATCH_TYPES, api_verbs, status_patch, with_added_device,
-                            with_selectors)
+from conformance.api import (
+    EMPTY_ALLOCATION,
+    NEVER_MATCHES,
+    PATCH_TYPES,
+    api_verbs,
+    status_patch,
+    with_added_device,
+    with_selectors,
+)
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381)]
 

@@ -5,20 +5,26 @@ cluster-state group.
 Sources: upstream test/e2e/dra/dra.go "CRUD Tests resource.k8s.io/v1 DeviceClass|ResourceClaim|
 ResourceClaimTemplate|ResourceSlice [Conformance]" (v1.35) and "... DeviceTaintRule" (v1.37); KEP-4381.
 """
+
 import pytest
 
 from conformance.api import KINDS, PATCH_TYPES, NotFound, api_verbs, label_patch
 
-pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381),
-              pytest.mark.scenario("API-01", "API-02", "API-03", "API-04", "API-05"),
-              pytest.mark.xdist_group("dra-cluster-state")]
+pytestmark = [
+    pytest.mark.api_v1,
+    pytest.mark.standard,
+    pytest.mark.kep(4381),
+    pytest.mark.scenario("API-01", "API-02", "API-03", "API-04", "API-05"),
+    pytest.mark.xdist_group("dra-cluster-state"),
+]
 
 MARK = "dra-conformance.test/verb"
 
 
 def _kinds():
-    return [pytest.param(k, id=k.name, marks=[pytest.mark.requires(k.capability)] if k.capability else [])
-            for k in KINDS]
+    return [
+        pytest.param(k, id=k.name, marks=[pytest.mark.requires(k.capability)] if k.capability else []) for k in KINDS
+    ]
 
 
 def _version(obj) -> str:
@@ -38,8 +44,9 @@ def test_created_object_can_be_read_and_listed(k8s, tracker, builder, kind):
     created = tracker.create(kind.build(builder))
     # when: it is read back and listed by label
     got = k8s.get(kind.name, created.name, created.namespace or None, _version(created))
-    listed = k8s.list(kind.name, created.namespace or None, label_selector=_selector(builder),
-                      version=_version(created))
+    listed = k8s.list(
+        kind.name, created.namespace or None, label_selector=_selector(builder), version=_version(created)
+    )
     # then: same object, same spec
     assert (got.uid, got.get("spec")) == (created.uid, created.get("spec")), got.describe()
     assert [o.uid for o in listed] == [created.uid], [o.ref for o in listed]
@@ -79,16 +86,26 @@ def test_watch_reports_added_modified_deleted(k8s, tracker, builder, kind):
     Source: upstream CRUD conformance tests (watch)."""
     # given: the current resourceVersion of the kind
     obj = kind.build(builder)
-    _, version = k8s.list_with_version(kind.name, obj.namespace or None, label_selector=_selector(builder),
-                                       version=_version(obj))
+    _, version = k8s.list_with_version(
+        kind.name, obj.namespace or None, label_selector=_selector(builder), version=_version(obj)
+    )
+
     # when: the object is created, relabelled and deleted
     def change():
         created = tracker.create(obj)
         api_verbs.replace_relabelled(k8s, created, MARK, "watch")
         k8s.delete(kind.name, created.name, created.namespace or None, version=_version(created))
-    seen = api_verbs.watch_types(k8s, kind.name, obj.namespace or None, label_selector=_selector(builder),
-                                 resource_version=version, action=change, want=("ADDED", "MODIFIED", "DELETED"),
-                                 version=_version(obj))
+
+    seen = api_verbs.watch_types(
+        k8s,
+        kind.name,
+        obj.namespace or None,
+        label_selector=_selector(builder),
+        resource_version=version,
+        action=change,
+        want=("ADDED", "MODIFIED", "DELETED"),
+        version=_version(obj),
+    )
     # then: the three event types arrived in order for it
     types = [t for t, name in seen if name == obj.name]
     assert types[:1] == ["ADDED"] and "MODIFIED" in types and types[-1:] == ["DELETED"], seen
@@ -105,8 +122,11 @@ def test_delete_and_deletecollection_remove_objects(k8s, tracker, builder, kind)
     k8s.delete(kind.name, objs[0].name, ns, version=_version(objs[0]))
     api_verbs.delete_collection(k8s, kind.name, ns, _selector(builder), version=_version(objs[0]))
     # then: none is left (objects with finalizers may linger briefly only while terminating)
-    left = [o for o in k8s.list(kind.name, ns, label_selector=_selector(builder), version=_version(objs[0]))
-            if not o.get("metadata.deletionTimestamp")]
+    left = [
+        o
+        for o in k8s.list(kind.name, ns, label_selector=_selector(builder), version=_version(objs[0]))
+        if not o.get("metadata.deletionTimestamp")
+    ]
     assert left == [], [o.ref for o in left]
     with pytest.raises(NotFound):
         k8s.get(kind.name, objs[0].name, ns, _version(objs[0]))

@@ -5,15 +5,25 @@ a template written in a beta version, and beta access warns once the version is 
 Sources: upstream "kubelet with v1beta1 API supports simple ResourceClaim" / "with v1beta2 API"
 (test/e2e/dra/dra.go); integration "Convert" (VER-05); KEP-1693 deprecation warnings (VER-06).
 """
+
 import pytest
 
-from conformance.api import (api_verbs, device_fields, driver_slices, expects_deprecation_warning, server_minor,
-                            timeouts, waits)
+from conformance.api import (
+    api_verbs,
+    device_fields,
+    driver_slices,
+    expects_deprecation_warning,
+    server_minor,
+    timeouts,
+    waits,
+)
 
 pytestmark = [pytest.mark.api_v1, pytest.mark.full, pytest.mark.kep(4381)]
 
-BETAS = [pytest.param("v1beta1", marks=pytest.mark.requires("api.v1beta1"), id="v1beta1"),
-         pytest.param("v1beta2", marks=pytest.mark.requires("api.v1beta2"), id="v1beta2")]
+BETAS = [
+    pytest.param("v1beta1", marks=pytest.mark.requires("api.v1beta1"), id="v1beta1"),
+    pytest.param("v1beta2", marks=pytest.mark.requires("api.v1beta2"), id="v1beta2"),
+]
 SELECTOR = "device.driver == device.driver"
 
 
@@ -57,7 +67,8 @@ def test_driver_slices_read_the_same_through_a_beta_version(k8s, driver, version
     assert set(beta) == set(v1) and v1, (sorted(v1), sorted(beta))
     for name, s in v1.items():
         assert [device_fields(d) for d in beta[name].get("spec.devices") or []] == [
-            device_fields(d) for d in s.get("spec.devices") or []], name
+            device_fields(d) for d in s.get("spec.devices") or []
+        ], name
 
 
 @pytest.mark.scenario("VER-01", "VER-02")

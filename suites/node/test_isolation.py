@@ -3,6 +3,7 @@
 Sources: ai-conformance KAR-0049 (PositiveAccessTest, NegativeIsolationTest, MultiContainerIsolationTest);
 upstream "must map configs and devices to the right containers" (test/e2e/dra/dra.go); driver contract §6.5.
 """
+
 import pytest
 
 from conformance.api import container, opaque_config, request, timeouts, waits
@@ -44,8 +45,11 @@ def test_container_sees_only_the_request_it_references(k8s, tracker, builder, pr
     # given: a claim with two requests of one device each
     claim = tracker.create(builder.claim(requests=[request("first"), request("second")]))
     # when: each container references one request
-    pod = tracker.create(builder.pod(containers=[container("first", uses=[(claim, "first")]),
-                                                 container("second", uses=[(claim, "second")])]))
+    pod = tracker.create(
+        builder.pod(
+            containers=[container("first", uses=[(claim, "first")]), container("second", uses=[(claim, "second")])]
+        )
+    )
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     # then: each sees one device, and not the same one
     first, second = probe.hits(pod, "first"), probe.hits(pod, "second")
@@ -60,11 +64,18 @@ def test_request_scoped_config_reaches_only_that_request(k8s, tracker, builder, 
     Source: resource.k8s.io/v1 DeviceClaimConfiguration.requests; upstream "must map configs and devices to
     the right containers"."""
     # given: a claim with two requests and the profile's opaque config scoped to the first
-    claim = tracker.create(builder.claim(requests=[request("first"), request("second")],
-                                         config=[opaque_config(profile.opaque_parameters, requests=["first"])]))
+    claim = tracker.create(
+        builder.claim(
+            requests=[request("first"), request("second")],
+            config=[opaque_config(profile.opaque_parameters, requests=["first"])],
+        )
+    )
     # when: each container references one request
-    pod = tracker.create(builder.pod(containers=[container("first", uses=[(claim, "first")]),
-                                                 container("second", uses=[(claim, "second")])]))
+    pod = tracker.create(
+        builder.pod(
+            containers=[container("first", uses=[(claim, "first")]), container("second", uses=[(claim, "second")])]
+        )
+    )
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     # then: only the first container shows the config
     assert probe.shows_config(pod, "first"), probe.evidence(pod, "first")
@@ -78,11 +89,15 @@ def test_claim_wide_config_reaches_every_request(k8s, tracker, builder, profile,
     Source: resource.k8s.io/v1 DeviceClaimConfiguration (empty requests = all); upstream "supports claim and
     class parameters"."""
     # given: a claim with two requests and an unscoped opaque config
-    claim = tracker.create(builder.claim(requests=[request("first"), request("second")],
-                                         config=[opaque_config(profile.opaque_parameters)]))
+    claim = tracker.create(
+        builder.claim(requests=[request("first"), request("second")], config=[opaque_config(profile.opaque_parameters)])
+    )
     # when: each container references one request
-    pod = tracker.create(builder.pod(containers=[container("first", uses=[(claim, "first")]),
-                                                 container("second", uses=[(claim, "second")])]))
+    pod = tracker.create(
+        builder.pod(
+            containers=[container("first", uses=[(claim, "first")]), container("second", uses=[(claim, "second")])]
+        )
+    )
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     # then: both containers show it
     assert probe.shows_config(pod, "first"), probe.evidence(pod, "first")
@@ -95,12 +110,12 @@ def test_pods_on_one_node_do_not_see_each_others_devices(k8s, tracker, builder, 
     """Two pods with their own claims on the same node each see only their own device.
     Source: ai-conformance KAR-0049 test plan item 2 (pod A cannot reach pod B's device)."""
     # given: a running pod with its own claim
-    first = waits.pod_running(k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim()))),
-                              timeout=timeouts.POD_START)
+    first = waits.pod_running(
+        k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim()))), timeout=timeouts.POD_START
+    )
     # when: a second pod with another claim runs on the same node
     second = tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=first.spec.node_name))
     waits.pod_running(k8s, second, timeout=timeouts.POD_START)
     # then: each sees one device and they differ
-    assert len(probe.hits(first)) == 1 and len(probe.hits(second)) == 1, (probe.evidence(first),
-                                                                          probe.evidence(second))
+    assert len(probe.hits(first)) == 1 and len(probe.hits(second)) == 1, (probe.evidence(first), probe.evidence(second))
     assert set(probe.hits(first)).isdisjoint(probe.hits(second)), (probe.hits(first), probe.hits(second))

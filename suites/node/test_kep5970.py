@@ -3,6 +3,7 @@
 Each test proves one behaviour through the API and, where it reaches a container, through the driver
 profile's visibility probe (CDI-injected env or a vendor command).
 """
+
 import pytest
 
 from conformance.api import timeouts, waits
@@ -20,8 +21,7 @@ def test_driver_registers_with_every_kubelet(driver, inventory, node_access):
     # given: the nodes where the driver publishes devices
     nodes = inventory.nodes()
     # when: every registration socket of each node is asked GetInfo, as the kubelet does
-    answers = {node: [p for p in node_access.plugin_info(node) if p.get("name") == driver.name]
-               for node in nodes}
+    answers = {node: [p for p in node_access.plugin_info(node) if p.get("name") == driver.name] for node in nodes}
     # then: each node has the driver as a DRAPlugin serving v1.DRAPlugin
     assert nodes, f"driver {driver.name} publishes no node-local devices"
     assert all(len(a) == 1 and a[0]["type"] == "DRAPlugin" for a in answers.values()), answers
@@ -106,8 +106,7 @@ def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder):
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     # then: the claim is gone and the kubelet reported no unprepare failure
     waits.claim_gone(k8s, claim, timeout=timeouts.DEALLOCATION)
-    assert waits.events_for(k8s, pod, "FailedUnprepareDynamicResources") == [], waits.recent_events(
-        k8s, pod.namespace)
+    assert waits.events_for(k8s, pod, "FailedUnprepareDynamicResources") == [], waits.recent_events(k8s, pod.namespace)
 
 
 @pytest.mark.allocation

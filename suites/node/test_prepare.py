@@ -4,6 +4,7 @@ pod-level claims prepared even when no container uses them, init containers.
 Sources: upstream test/e2e/dra/dra.go "must call NodePrepareResources even if not used by any container",
 "supports init containers"; CDI spec directories (dra-protocols.md §4); driver contract §6.3-6.5.
 """
+
 import pytest
 
 from conformance.api import cdi, container, timeouts, waits
@@ -23,8 +24,7 @@ def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, b
     pod = waits.pod_running(k8s, tracker.create(builder.pod(unreferenced=[claim])), timeout=timeouts.POD_START)
     # then: the claim is reserved for it, the node holds its CDI spec, and the container sees nothing
     waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
-    assert cdi.claim_specs(node_access, pod.spec.node_name, claim), node_access.cdi_specs(
-        pod.spec.node_name)
+    assert cdi.claim_specs(node_access, pod.spec.node_name, claim), node_access.cdi_specs(pod.spec.node_name)
     assert probe.hits(pod) == [], probe.evidence(pod)
 
 
@@ -57,8 +57,9 @@ def test_pod_bound_to_node_with_unallocated_claim_does_not_run(k8s, tracker, bui
     # when: a pod using it is bound straight to a driver node
     pod = tracker.create(builder.pod(uses=claim, node_name=inventory.nodes()[0], bypass_scheduler=True))
     # then: it does not start and the claim stays unallocated
-    phase = waits.stays_equal(lambda: k8s.get("Pod", pod.name, pod.namespace).phase,
-                              duration=timeouts.CONSISTENTLY_PENDING)
+    phase = waits.stays_equal(
+        lambda: k8s.get("Pod", pod.name, pod.namespace).phase, duration=timeouts.CONSISTENTLY_PENDING
+    )
     assert phase == "Pending", k8s.get("Pod", pod.name, pod.namespace).describe()
     assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation
 

@@ -4,13 +4,27 @@ the CDI devices the driver prepared.
 Sources: KEP-3695 (KubeletPodResourcesDynamicResources, KubeletPodResourcesGet); kubelet
 pkg/kubelet/apis/podresources/server_v1.go; dra-protocols.md §3.4 (compare CDI IDs as sets).
 """
+
 import pytest
 
-from conformance.api import (PodResourcesError, allocated_devices, cdi, claims_by_container, container,
-                            reported_cdi_ids, reported_devices, timeouts, waits)
+from conformance.api import (
+    PodResourcesError,
+    allocated_devices,
+    cdi,
+    claims_by_container,
+    container,
+    reported_cdi_ids,
+    reported_devices,
+    timeouts,
+    waits,
+)
 
-pytestmark = [pytest.mark.podresources, pytest.mark.standard, pytest.mark.kep(3695),
-              pytest.mark.requires("node_access", "gate.KubeletPodResourcesDynamicResources")]
+pytestmark = [
+    pytest.mark.podresources,
+    pytest.mark.standard,
+    pytest.mark.kep(3695),
+    pytest.mark.requires("node_access", "gate.KubeletPodResourcesDynamicResources"),
+]
 
 
 def _running_with_claim(k8s, tracker, builder):
@@ -88,8 +102,9 @@ def test_template_claim_is_reported_under_its_generated_name(k8s, tracker, build
     """For a template claim, PodResources reports the generated ResourceClaim name, not the template's.
     Source: dra-protocols.md §3.4 (claim_name is the real ResourceClaim name)."""
     # given: a running pod with a template claim
-    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim_template()))),
-                            timeout=timeouts.POD_START)
+    pod = waits.pod_running(
+        k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim_template()))), timeout=timeouts.POD_START
+    )
     # when: the kubelet lists it
     entries = node_access.pod_resources(pod.spec.node_name).dynamic_resources(pod.name, pod.namespace)
     # then: the claim name is the generated claim's
@@ -104,8 +119,9 @@ def test_report_stays_stable_while_the_pod_runs(k8s, tracker, builder, node_acce
     pod, _ = _running_with_claim(k8s, tracker, builder)
     client = node_access.pod_resources(pod.spec.node_name)
     # when: List is called repeatedly for the consistently-pending window
-    stable = waits.stays_equal(lambda: client.dynamic_resources(pod.name, pod.namespace),
-                               duration=timeouts.CONSISTENTLY_PENDING)
+    stable = waits.stays_equal(
+        lambda: client.dynamic_resources(pod.name, pod.namespace), duration=timeouts.CONSISTENTLY_PENDING
+    )
     # then: the answer never changed and holds the claim
     assert stable["user"], stable
 
@@ -133,8 +149,11 @@ def test_allocatable_resources_are_unaffected_by_dra_claims(k8s, tracker, builde
     node = inventory.nodes()[0]
     before = node_access.pod_resources(node).allocatable()
     # when: a pod with a claim runs on that node
-    waits.pod_running(k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node)),
-                      timeout=timeouts.POD_START)
+    waits.pod_running(
+        k8s,
+        tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node)),
+        timeout=timeouts.POD_START,
+    )
     # then: the answer is unchanged and names none of the driver's devices
     after = node_access.pod_resources(node).allocatable()
     assert after == before, (before, after)

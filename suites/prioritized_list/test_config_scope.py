@@ -5,13 +5,17 @@ parent request.
 Sources: upstream test/e2e/dra/dra.go "uses the config for the selected subrequest", "filters config correctly
 for multiple devices"; resource.k8s.io/v1 DeviceClaimConfiguration.requests (``<request>/<subrequest>``).
 """
+
 import pytest
 
-from conformance.api import container, first_available, opaque_config, subrequest, timeouts, waits
+from conformance.api import NEVER_MATCHES, container, first_available, opaque_config, subrequest, timeouts, waits
 
-pytestmark = [pytest.mark.prioritized_list, pytest.mark.full, pytest.mark.kep(4816),
-              pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list", "driver.opaque_config")]
-
+pytestmark = [
+    pytest.mark.prioritized_list,
+    pytest.mark.full,
+    pytest.mark.kep(4816),
+    pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list", "driver.opaque_config"),
+]
 
 
 def _fallback_request():
@@ -26,8 +30,9 @@ def test_config_for_parent_or_chosen_subrequest_reaches_container(k8s, tracker, 
     container referencing the parent request.
     Source: upstream "uses the config for the selected subrequest"."""
     # given: the fallback request with the profile's config scoped as parametrized
-    claim = tracker.create(builder.claim(requests=[_fallback_request()],
-                                         config=[opaque_config(profile.opaque_parameters, requests=scope)]))
+    claim = tracker.create(
+        builder.claim(requests=[_fallback_request()], config=[opaque_config(profile.opaque_parameters, requests=scope)])
+    )
     # when: a container references the parent request
     pod = tracker.create(builder.pod(containers=[container("ctr", uses=[(claim, "gpu")])]))
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
@@ -43,8 +48,11 @@ def test_config_for_an_unchosen_subrequest_does_not_reach_container(k8s, tracker
     Source: upstream "uses the config for the selected subrequest" (configs of unchosen subrequests don't
     apply)."""
     # given: the fallback request with the config scoped to the unchosen gpu/none
-    claim = tracker.create(builder.claim(requests=[_fallback_request()],
-                                         config=[opaque_config(profile.opaque_parameters, requests=["gpu/none"])]))
+    claim = tracker.create(
+        builder.claim(
+            requests=[_fallback_request()], config=[opaque_config(profile.opaque_parameters, requests=["gpu/none"])]
+        )
+    )
     # when: a container references the parent request
     pod = tracker.create(builder.pod(containers=[container("ctr", uses=[(claim, "gpu")])]))
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)

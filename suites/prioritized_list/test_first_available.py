@@ -4,13 +4,17 @@ order, under the claim's constraints, and names the choice ``<request>/<subreque
 Sources: upstream test/e2e/dra/dra.go "selects the first subrequest that can be satisfied", "chooses the
 correct subrequest subject to constraints"; resource.k8s.io/v1 DeviceRequest.firstAvailable.
 """
+
 import pytest
 
-from conformance.api import first_available, match_attribute, subrequest, timeouts, waits
+from conformance.api import NEVER_MATCHES, first_available, match_attribute, subrequest, timeouts, waits
 
-pytestmark = [pytest.mark.prioritized_list, pytest.mark.full, pytest.mark.kep(4816),
-              pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list")]
-
+pytestmark = [
+    pytest.mark.prioritized_list,
+    pytest.mark.full,
+    pytest.mark.kep(4816),
+    pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list"),
+]
 
 
 @pytest.mark.scenario("PL-01")
@@ -35,8 +39,13 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
     Source: upstream "selects the first subrequest that can be satisfied"."""
     # given: too-many, none, two, one
     too_many = inventory.per_node_max() + 1
-    request = first_available("gpu", subrequest("too-many", count=too_many), subrequest("none", selectors=NEVER_MATCHES),
-                              subrequest("two", count=2), subrequest("one"))
+    request = first_available(
+        "gpu",
+        subrequest("too-many", count=too_many),
+        subrequest("none", selectors=NEVER_MATCHES),
+        subrequest("two", count=2),
+        subrequest("one"),
+    )
     claim = tracker.create(builder.claim(requests=[request]))
     # when: a pod uses the claim
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
@@ -55,8 +64,7 @@ def test_constraints_on_the_parent_request_steer_the_choice(k8s, tracker, builde
     Source: upstream "chooses the correct subrequest subject to constraints"; DeviceConstraint.requests."""
     # given: "two" (impossible under the constraint) then "one"
     request = first_available("gpu", subrequest("two", count=2), subrequest("one"))
-    claim = tracker.create(builder.claim(requests=[request],
-                                         constraints=[match_attribute(unique_attribute, ["gpu"])]))
+    claim = tracker.create(builder.claim(requests=[request], constraints=[match_attribute(unique_attribute, ["gpu"])]))
     # when: a pod uses the claim
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: gpu/one was chosen
@@ -70,7 +78,9 @@ def test_no_satisfiable_subrequest_keeps_pod_unschedulable(k8s, tracker, builder
     """When no subrequest can be satisfied the pod stays unschedulable and the claim unallocated.
     Source: resource.k8s.io/v1 DeviceRequest.firstAvailable; scheduler "cannot allocate all claims"."""
     # given: two impossible subrequests
-    request = first_available("gpu", subrequest("none", selectors=NEVER_MATCHES), subrequest("still-none", selectors=NEVER_MATCHES))
+    request = first_available(
+        "gpu", subrequest("none", selectors=NEVER_MATCHES), subrequest("still-none", selectors=NEVER_MATCHES)
+    )
     claim = tracker.create(builder.claim(requests=[request]))
     # when: a pod uses the claim
     pod = tracker.create(builder.pod(uses=claim))

@@ -1,5 +1,6 @@
 """Smoke suite: the harness end to end (driver publishes, a claim is allocated and prepared, the container
 sees the device, teardown releases it). The real suites live next to this one."""
+
 import pytest
 
 from conformance.api import timeouts, waits
@@ -15,8 +16,9 @@ def test_driver_publishes_devices_on_every_node(k8s, driver, profile, cluster):
     # given: the driver's nodes (all nodes of a cluster the harness created)
     nodes = [n.name for n in cluster.nodes] if driver.processes else []
     # when: its slices are listed
-    slices = waits.slices_published(k8s, driver.name, nodes=nodes, min_devices=profile.devices_per_node,
-                                    timeout=timeouts.SLICES_PUBLISHED)
+    slices = waits.slices_published(
+        k8s, driver.name, nodes=nodes, min_devices=profile.devices_per_node, timeout=timeouts.SLICES_PUBLISHED
+    )
     # then: each complete pool carries the driver name and devices
     assert all(s.get("spec.driver") == driver.name for s in slices), [s.describe() for s in slices]
     assert waits.device_count(slices) >= profile.devices_per_node, [s.describe() for s in slices]

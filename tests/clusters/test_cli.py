@@ -1,4 +1,5 @@
 """`dra-conformance cluster ...` parsing and bad-input exits (nothing is started on bad input)."""
+
 import argparse
 
 import pytest
@@ -14,10 +15,31 @@ def _parser():
 
 
 def test_up_parses_every_option():
-    args = _parser().parse_args(["cluster", "up", "--nodes", "3", "--kwok-nodes", "2", "--feature-gates",
-                                 "defaults", "--k8s-version", "1.35", "--name", "x", "--log-dir", "/tmp/l"])
+    args = _parser().parse_args(
+        [
+            "cluster",
+            "up",
+            "--nodes",
+            "3",
+            "--kwok-nodes",
+            "2",
+            "--feature-gates",
+            "defaults",
+            "--k8s-version",
+            "1.35",
+            "--name",
+            "x",
+            "--log-dir",
+            "/tmp/l",
+        ]
+    )
     assert (args.nodes, args.kwok_nodes, args.feature_gates, args.k8s_version, args.name) == (
-        3, 2, "defaults", "1.35", "x")
+        3,
+        2,
+        "defaults",
+        "1.35",
+        "x",
+    )
     assert callable(args.func)
 
 
@@ -28,8 +50,9 @@ def test_bad_feature_gate_mode_is_a_usage_error(capsys):
     assert "invalid choice: 'most'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv,needle", [(["--nodes", "0"], "nodes=0 is out of range"),
-                                         (["--k8s-version", "1.99"], "not pinned")])
+@pytest.mark.parametrize(
+    "argv,needle", [(["--nodes", "0"], "nodes=0 is out of range"), (["--k8s-version", "1.99"], "not pinned")]
+)
 def test_bad_up_input_exits_1_and_starts_nothing(argv, needle, capsys):
     name = "clibadinput"
     args = _parser().parse_args(["cluster", "up", "--name", name, *argv])

@@ -1,4 +1,5 @@
 """LocalClusterConfig validation and the derived port/subnet layout (bad input names the field and fix)."""
+
 import pytest
 
 from conformance.clusters.local import LocalCluster, LocalClusterConfig
@@ -7,15 +8,18 @@ from conformance.clusters.local.config import layout_for
 from conformance.core.errors import ConfigError
 
 
-@pytest.mark.parametrize("kwargs,field,needle", [
-    ({"nodes": 0}, "nodes", "from 1 to 8"),
-    ({"nodes": 9}, "nodes", "from 1 to 8"),
-    ({"kwok_nodes": -1}, "kwok_nodes", "from 0 to 100"),
-    ({"feature_gates": "everything"}, "feature_gates", "defaults, all"),
-    ({"name": "Bad_Name"}, "name", "lowercase"),
-    ({"slot": 10}, "slot", "from 0 to 9"),
-    ({"images": {"nginx": "x"}}, "images", "busybox, pause"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field,needle",
+    [
+        ({"nodes": 0}, "nodes", "from 1 to 8"),
+        ({"nodes": 9}, "nodes", "from 1 to 8"),
+        ({"kwok_nodes": -1}, "kwok_nodes", "from 0 to 100"),
+        ({"feature_gates": "everything"}, "feature_gates", "defaults, all"),
+        ({"name": "Bad_Name"}, "name", "lowercase"),
+        ({"slot": 10}, "slot", "from 0 to 9"),
+        ({"images": {"nginx": "x"}}, "images", "busybox, pause"),
+    ],
+)
 def test_bad_config_is_refused_with_field_and_fix(kwargs, field, needle):
     with pytest.raises(ConfigError) as err:
         LocalCluster(LocalClusterConfig(**kwargs))

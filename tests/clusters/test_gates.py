@@ -1,4 +1,5 @@
 """Feature-gate modes: parsing the binary's --help list, choosing every DRA gate, runtime-config."""
+
 from conformance.clusters.local import gates
 
 HELP = """
@@ -23,8 +24,13 @@ def test_known_gates_parses_stage_and_default():
 
 def test_all_mode_turns_on_every_dra_gate_and_the_podresources_gates_only():
     chosen = gates.select("all", gates.known_gates(HELP))
-    assert chosen == {"DRAAdminAccess": True, "DRAConsumableCapacity": True, "DRADeviceTaints": True,
-                      "KubeletPodResourcesDynamicResources": True, "KubeletPodResourcesGet": True}
+    assert chosen == {
+        "DRAAdminAccess": True,
+        "DRAConsumableCapacity": True,
+        "DRADeviceTaints": True,
+        "KubeletPodResourcesDynamicResources": True,
+        "KubeletPodResourcesGet": True,
+    }
     assert gates.flag_value(chosen).startswith("DRAAdminAccess=true,DRAConsumableCapacity=true")
 
 

@@ -1,5 +1,6 @@
 """Host cleanup primitives on the real host (root): mounts under a dir, cgroup subtree kill/remove,
 CNI chain lookup by network name. Marked e2e because they need root."""
+
 import os
 import subprocess
 
@@ -48,16 +49,48 @@ def test_cni_chains_are_found_and_deleted_by_network_name():
     chain, net = f"CNI-drctest{os.getpid() % 100000}", f"dra-test-{os.getpid()}"
     comment = f'name: "{net}" id: "abc"'
     subprocess.run(["iptables", "-t", "nat", "-N", chain], check=True)
-    subprocess.run(["iptables", "-t", "nat", "-A", "POSTROUTING", "-s", "10.99.0.5/32", "-m", "comment",
-                    "--comment", comment, "-j", chain], check=True)
+    subprocess.run(
+        [
+            "iptables",
+            "-t",
+            "nat",
+            "-A",
+            "POSTROUTING",
+            "-s",
+            "10.99.0.5/32",
+            "-m",
+            "comment",
+            "--comment",
+            comment,
+            "-j",
+            chain,
+        ],
+        check=True,
+    )
     try:
         assert [c for _, c in hostsys.cni_chains_for([net])] == [chain]
         hostsys.delete_cni_chains([net])
         assert hostsys.cni_chains_for([net]) == []
         assert f"nat/{chain}" not in hostsys.iptables_chains(("CNI-",))
     finally:
-        subprocess.run(["iptables", "-t", "nat", "-D", "POSTROUTING", "-s", "10.99.0.5/32", "-m", "comment",
-                        "--comment", comment, "-j", chain], capture_output=True)
+        subprocess.run(
+            [
+                "iptables",
+                "-t",
+                "nat",
+                "-D",
+                "POSTROUTING",
+                "-s",
+                "10.99.0.5/32",
+                "-m",
+                "comment",
+                "--comment",
+                comment,
+                "-j",
+                chain,
+            ],
+            capture_output=True,
+        )
         subprocess.run(["iptables", "-t", "nat", "-X", chain], capture_output=True)
 
 

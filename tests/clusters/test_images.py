@@ -1,5 +1,6 @@
 """Offline OCI images: the archive layout is self-consistent (digests, diff_ids) and the busybox and
 pause images carry what pods need. Source: OCI image-layout spec v1.1."""
+
 import hashlib
 import io
 import json
@@ -52,7 +53,10 @@ def test_busybox_image_has_applet_links_and_sh(tmp_path, monkeypatch):
 
 def test_pause_program_builds_static_and_answers_version(tmp_path, monkeypatch):
     import subprocess
+
     monkeypatch.setenv("DRA_CONFORMANCE_CACHE", str(tmp_path))
     binary = images.build_pause()
-    assert subprocess.run([str(binary), "-v"], capture_output=True, text=True).stdout.startswith("dra-conformance-pause")
+    assert subprocess.run([str(binary), "-v"], capture_output=True, text=True).stdout.startswith(
+        "dra-conformance-pause"
+    )
     assert b"ld-linux" not in binary.read_bytes()[:4096]

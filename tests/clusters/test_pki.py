@@ -1,4 +1,5 @@
 """The generated PKI: chain, SANs, and the identities NodeRestriction and RBAC rely on."""
+
 import ipaddress
 
 import yaml
@@ -21,7 +22,8 @@ def test_apiserver_cert_has_in_cluster_and_host_sans(tmp_path):
     sans = c.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert {"kubernetes.default.svc", "kubernetes", "localhost"} <= set(sans.get_values_for_type(x509.DNSName))
     assert {ipaddress.ip_address(i) for i in ("10.0.0.1", "127.0.0.1", "192.0.2.2")} <= set(
-        sans.get_values_for_type(x509.IPAddress))
+        sans.get_values_for_type(x509.IPAddress)
+    )
     eku = c.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert ExtendedKeyUsageOID.SERVER_AUTH in eku
 

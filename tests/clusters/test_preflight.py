@@ -1,4 +1,5 @@
 """Pre-flight checks: a port in use and missing binaries are reported with the fix."""
+
 import socket
 
 import pytest

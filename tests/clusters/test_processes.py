@@ -1,4 +1,5 @@
 """HostProcess lifecycle and the on-disk state round trip (what `cluster down` from another process uses)."""
+
 import pytest
 
 from conformance.clusters.local import state as statelib
@@ -52,10 +53,12 @@ def test_state_round_trip(tmp_path, monkeypatch):
 
 def test_other_kube_proxy_sees_running_and_starting_clusters(tmp_path, monkeypatch):
     from conformance.clusters.local import teardown
+
     monkeypatch.setattr(statelib, "STATE_ROOT", tmp_path)
     assert not teardown.other_kube_proxy("me")
-    starting = statelib.ClusterState(name="other", slot=1, nodes=1, log_dir=str(tmp_path),
-                                     host={"kube_proxy": "/bin/kube-proxy"})
+    starting = statelib.ClusterState(
+        name="other", slot=1, nodes=1, log_dir=str(tmp_path), host={"kube_proxy": "/bin/kube-proxy"}
+    )
     starting.save()
     assert teardown.other_kube_proxy("me") and not teardown.other_kube_proxy("other")
     starting.phase, starting.host = "running", {}

@@ -5,6 +5,7 @@ reports/e2e-logs/) for the whole test session, torn down at the end. Under pytes
 it: the first brings it up (under a file lock), the last one out tears it down. If the host cannot run it
 (not root, missing binaries...), the fixture FAILS with the pre-flight reasons — it never skips.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -30,8 +31,9 @@ K8S_VERSION = os.environ.get("E2E_K8S_VERSION") or None
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", f"{LIFECYCLE_MARK}: brings up and tears down its own cluster; "
-                                       "runs before the shared cluster starts")
+    config.addinivalue_line(
+        "markers", f"{LIFECYCLE_MARK}: brings up and tears down its own cluster; runs before the shared cluster starts"
+    )
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -65,8 +67,9 @@ def _users(update=None) -> list[int]:
 
 def shared_config() -> LocalClusterConfig:
     """The config of the session's shared cluster."""
-    return LocalClusterConfig(name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS,
-                              k8s_version=K8S_VERSION)
+    return LocalClusterConfig(
+        name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS, k8s_version=K8S_VERSION
+    )
 
 
 @pytest.fixture(scope="session")
@@ -91,9 +94,11 @@ def local_cluster():
                 pytest.fail(f"the shared local cluster could not start: {exc}", pytrace=False)
         want = resolve_version(K8S_VERSION)
         if existing.k8s_version != want:
-            pytest.fail(f"the shared cluster {SHARED_NAME!r} (used by pids {_users()}) runs Kubernetes "
-                        f"{existing.k8s_version}, this session wants {want}; wait for those sessions to end",
-                        pytrace=False)
+            pytest.fail(
+                f"the shared cluster {SHARED_NAME!r} (used by pids {_users()}) runs Kubernetes "
+                f"{existing.k8s_version}, this session wants {want}; wait for those sessions to end",
+                pytrace=False,
+            )
         _users(lambda users: [*users, me])
     yield existing
     with _locked():

@@ -1,5 +1,6 @@
 """Small Kubernetes helpers for our own e2e tests of the local cluster (kubernetes Python client).
 Every wait is bounded and reports the last observed state."""
+
 from __future__ import annotations
 
 import time
@@ -16,8 +17,9 @@ def core_api(handle) -> client.CoreV1Api:
 
 def namespace(api: client.CoreV1Api, prefix: str) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name,
-                                                                          labels={"dra-conformance.test/e2e": "1"})))
+    api.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"dra-conformance.test/e2e": "1"}))
+    )
     return name
 
 
@@ -36,9 +38,15 @@ def busybox_pod(name: str, node: str, image: str, script: str) -> client.V1Pod:
     """A pod pinned to ``node`` running ``sh -c script`` once, never pulling."""
     return client.V1Pod(
         metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1PodSpec(node_name=node, restart_policy="Never", termination_grace_period_seconds=1,
-                              containers=[client.V1Container(name="c", image=image, image_pull_policy="Never",
-                                                             command=["sh", "-c", script])]))
+        spec=client.V1PodSpec(
+            node_name=node,
+            restart_policy="Never",
+            termination_grace_period_seconds=1,
+            containers=[
+                client.V1Container(name="c", image=image, image_pull_policy="Never", command=["sh", "-c", script])
+            ],
+        ),
+    )
 
 
 def wait_pod_done(api: client.CoreV1Api, ns: str, name: str, timeout: float = 90.0) -> client.V1Pod:
@@ -53,8 +61,10 @@ def wait_pod_done(api: client.CoreV1Api, ns: str, name: str, timeout: float = 90
             break
         time.sleep(0.5)
     events = api.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}").items
-    raise AssertionError(f"pod {ns}/{name} did not succeed (phase {pod.status.phase if pod else '?'}):\n"
-                         f"{pod.status if pod else ''}\nevents: {[(e.reason, e.message) for e in events]}")
+    raise AssertionError(
+        f"pod {ns}/{name} did not succeed (phase {pod.status.phase if pod else '?'}):\n"
+        f"{pod.status if pod else ''}\nevents: {[(e.reason, e.message) for e in events]}"
+    )
 
 
 def delete_namespace(api: client.CoreV1Api, ns: str, timeout: float = 90.0) -> None:

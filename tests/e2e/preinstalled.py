@@ -7,6 +7,7 @@ Optionally with reference-driver faults (reference_driver/faults.py): the host p
 :class:`WatchedRun` follows a run's output line by line and sends Ctrl-C the way a terminal does (SIGINT to the
 run's process group), for tests that interrupt a run in a phase they first observed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,14 +37,23 @@ def reference_driver(local_cluster, tmp: Path, faults: str = ""):
     """Yield ``(profile_path, k8s)``: the reference driver running on every node, a profile YAML for it."""
     suffix = uuid.uuid4().hex[:6]
     base = profiles.load("reference")
-    raw = {"name": f"r{suffix}", "driver": f"r{suffix}.dra.test",
-           "device_classes": [f"r{suffix}.dra.test"], "devices_per_node": 4,
-           "visibility": {"env_regex": base.visibility.env_regex, "image": local_cluster.images["busybox"]},
-           "opaque_config": {"parameters": dict(base.opaque_parameters), "shows_as": base.opaque_shows_as},
-           "capabilities": dict(base.capabilities)}
+    raw = {
+        "name": f"r{suffix}",
+        "driver": f"r{suffix}.dra.test",
+        "device_classes": [f"r{suffix}.dra.test"],
+        "devices_per_node": 4,
+        "visibility": {"env_regex": base.visibility.env_regex, "image": local_cluster.images["busybox"]},
+        "opaque_config": {"parameters": dict(base.opaque_parameters), "shows_as": base.opaque_shows_as},
+        "capabilities": dict(base.capabilities),
+    }
     k8s = K8s.from_kubeconfig(local_cluster.kubeconfig)
-    deployer = HostDeployer(local_cluster, parse({**raw, "deploy": {"mode": "bundled"}}, source="e2e"), k8s,
-                            names.new_run_id(), state_root=tmp / "state")
+    deployer = HostDeployer(
+        local_cluster,
+        parse({**raw, "deploy": {"mode": "bundled"}}, source="e2e"),
+        k8s,
+        names.new_run_id(),
+        state_root=tmp / "state",
+    )
     saved = os.environ.get("DRA_REFERENCE_FAULTS")
     os.environ["DRA_REFERENCE_FAULTS"] = faults
     try:
@@ -61,24 +71,59 @@ def reference_driver(local_cluster, tmp: Path, faults: str = ""):
         deployer.teardown()
 
 
-def start_run(local_cluster, profile: Path, report: Path, *extra: str, run_args: tuple[str, ...] = ("--no-report",),
-              test_profile: str = "core") -> subprocess.Popen:
+def start_run(
+    local_cluster,
+    profile: Path,
+    report: Path,
+    *extra: str,
+    run_args: tuple[str, ...] = ("--no-report",),
+    test_profile: str = "core",
+) -> subprocess.Popen:
     """Start `dra-conformance run` against the shared cluster; ``extra`` goes to pytest after ``--``."""
     return _popen(run_command(local_cluster, profile, report, *extra, run_args=run_args, test_profile=test_profile))
 
 
-def run_command(local_cluster, profile: Path, report: Path, *extra: str, run_args: tuple[str, ...] = ("--no-report",),
-                test_profile: str = "core") -> list[str]:
+def run_command(
+    local_cluster,
+    profile: Path,
+    report: Path,
+    *extra: str,
+    run_args: tuple[str, ...] = ("--no-report",),
+    test_profile: str = "core",
+) -> list[str]:
     """The `dra-conformance run --cluster existing` command line of :func:`start_run`."""
-    return [sys.executable, "-m", "conformance.cli", "run", "--cluster", "existing", "--kubeconfig",
-            str(local_cluster.kubeconfig), "--driver", str(profile), "--profile", test_profile, "--report-dir",
-            str(report), *run_args, "--", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "conformance.cli",
+        "run",
+        "--cluster",
+        "existing",
+        "--kubeconfig",
+        str(local_cluster.kubeconfig),
+        "--driver",
+        str(profile),
+        "--profile",
+        test_profile,
+        "--report-dir",
+        str(report),
+        *run_args,
+        "--",
+        *extra,
+    ]
 
 
 def _popen(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
     """The run in a process group of its own (as a shell starts a job), output unbuffered."""
-    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+    return subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )
 
 
 class WatchedRun:
@@ -97,7 +142,7 @@ class WatchedRun:
         for line in self.proc.stdout:
             self.lines.append(line)
 
-    def __enter__(self) -> "WatchedRun":
+    def __enter__(self) -> WatchedRun:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -125,7 +170,9 @@ class WatchedRun:
             found = probe()
             if found:
                 return found
-            assert self.proc.poll() is None, f"the run ended (exit {self.proc.returncode}) before {what}:\n{self.tail()}"
+            assert self.proc.poll() is None, (
+                f"the run ended (exit {self.proc.returncode}) before {what}:\n{self.tail()}"
+            )
             assert time.monotonic() < deadline, f"no {what} within {timeout:.0f}s:\n{self.tail()}"
             time.sleep(0.2)
 

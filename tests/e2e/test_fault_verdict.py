@@ -6,6 +6,7 @@ so suites/node/test_isolation.py::test_request_scoped_config_reaches_only_that_r
 driver.opaque_config, declared by the reference profile) must fail. Sources: issue 7 acceptance;
 reporting.md §4.3 (fail-closed verdict), §4.5 (evidence on failure).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ def faulty_run(local_cluster, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fault-verdict")
     with reference_driver(local_cluster, tmp, faults="ignore-claim-config") as (profile, _k8s):
         report = tmp / "report"
-        proc = start_run(local_cluster, profile, report, "-k", f"{FAILING} or {PASSING}",
-                         run_args=(), test_profile="standard")
+        proc = start_run(
+            local_cluster, profile, report, "-k", f"{FAILING} or {PASSING}", run_args=(), test_profile="standard"
+        )
         out, _ = proc.communicate(timeout=900)
     return proc.returncode, out, report
 

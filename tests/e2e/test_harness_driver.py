@@ -1,6 +1,7 @@
 """End-to-end tests of the driver layer and capability discovery on the shared local cluster: the bundled
 reference driver deploys in host mode and publishes; a missing DeviceClass and a driver that publishes no
 slices each give DriverNotReady naming the driver and what was awaited; discovery yields evidence."""
+
 from __future__ import annotations
 
 import uuid
@@ -19,9 +20,18 @@ pytestmark = pytest.mark.e2e
 
 
 def _profile(driver: str, classes: list[str], mode: str = "preinstalled", name: str = "e2e") -> object:
-    return parse({"name": name, "driver": driver, "device_classes": classes, "devices_per_node": 4,
-                  "visibility": {"env_regex": "^DRA_GPU_DEVICE_"}, "capabilities": {"multiple_devices": True},
-                  "deploy": {"mode": mode}}, source="e2e-profile.yaml")
+    return parse(
+        {
+            "name": name,
+            "driver": driver,
+            "device_classes": classes,
+            "devices_per_node": 4,
+            "visibility": {"env_regex": "^DRA_GPU_DEVICE_"},
+            "capabilities": {"multiple_devices": True},
+            "deploy": {"mode": mode},
+        },
+        source="e2e-profile.yaml",
+    )
 
 
 @pytest.fixture
@@ -38,8 +48,14 @@ def test_missing_device_class_is_driver_not_ready(k8s):
 
 def test_driver_publishing_no_slices_is_driver_not_ready(k8s):
     driver = f"silent-{uuid.uuid4().hex[:6]}.e2e.dra-conformance.test"
-    k8s.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
-                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+    k8s.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        }
+    )
     try:
         with pytest.raises(errors.DriverNotReady) as info:
             PreinstalledDeployer(_profile(driver, [driver]), k8s, ready_timeout=4).deploy()
@@ -55,9 +71,18 @@ def test_bundled_reference_driver_publishes_and_capabilities_have_evidence(k8s, 
     suffix = uuid.uuid4().hex[:6]
     base = profiles.load("reference")
     driver = f"h{suffix}.dra.test"  # unix socket paths must stay short (< 108 bytes)
-    prof = parse({"name": f"e2eh-{suffix}", "driver": driver, "device_classes": [driver], "devices_per_node": 4,
-                  "visibility": {"env_regex": base.visibility.env_regex},
-                  "capabilities": dict(base.capabilities), "deploy": {"mode": "bundled"}}, source="e2e")
+    prof = parse(
+        {
+            "name": f"e2eh-{suffix}",
+            "driver": driver,
+            "device_classes": [driver],
+            "devices_per_node": 4,
+            "visibility": {"env_regex": base.visibility.env_regex},
+            "capabilities": dict(base.capabilities),
+            "deploy": {"mode": "bundled"},
+        },
+        source="e2e",
+    )
     run_id = names.new_run_id()
     deployer = HostDeployer(local_cluster, prof, k8s, run_id, state_root=tmp_path)
     try:

@@ -6,6 +6,7 @@ INTERRUPTED, leaving no driver process, no cluster process, mount or directory, 
 
 Sources: issue 10 (flaky interrupt test; Ctrl-C during a wait, during deployment, during tear-down).
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,8 +17,8 @@ import pytest
 from conformance.clusters.local import LocalCluster
 from conformance.clusters.local.config import Layout
 from conformance.clusters.local.processes import processes_matching
-from conformance.clusters.local.teardown import leftovers
 from conformance.clusters.local.provider import cluster_name as local_cluster_name
+from conformance.clusters.local.teardown import leftovers
 from conformance.runner.session import STATE_FILE
 
 from .preinstalled import WatchedRun
@@ -31,9 +32,27 @@ def test_ctrl_c_during_driver_deployment_stops_driver_and_cluster(tmp_path):
     # given: a run whose driver starts on every node but never publishes a slice
     report = tmp_path / "report"
     driver_state = str(report / "driver-state")  # in each driver process's argv (--state-dir)
-    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "local", "--nodes", str(NODES),
-           "--driver", "reference", "--profile", "core", "--timeout-scale", "10", "--report-dir", str(report),
-           "--no-report", "--", str(HELD)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "conformance.cli",
+        "run",
+        "--cluster",
+        "local",
+        "--nodes",
+        str(NODES),
+        "--driver",
+        "reference",
+        "--profile",
+        "core",
+        "--timeout-scale",
+        "10",
+        "--report-dir",
+        str(report),
+        "--no-report",
+        "--",
+        str(HELD),
+    ]
     with WatchedRun(cmd, env={"DRA_REFERENCE_FAULTS": "no-slices"}) as run:
         # when: it deploys (printed) and a driver process runs for every node, Ctrl-C
         run.wait_until("'deploying driver'", lambda: "deploying driver" in run.output, timeout=600)

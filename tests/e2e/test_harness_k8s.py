@@ -1,6 +1,7 @@
 """End-to-end tests of conformance.k8s against the shared real local cluster: typed API errors, builders
 accepted by a real API server in v1 and v1beta1, waits (timeout with last state; early failure on
 FailedPrepareDynamicResources; unschedulable), tracker teardown in DRA order, write guard and run sweep."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,14 +33,24 @@ def world(request, local_cluster, k8s, run_id):
     tracker = Tracker(k8s)
     test = names.test_id(request.node.nodeid)
     ns = make_namespace(tracker, run_id, test)
-    ctx = BuilderContext(namespace=ns.name, run_id=run_id, test_id=test, driver=f"{names.dns_label(test, 20)}.e2e.dra-conformance.test",
-                         device_class="", image=local_cluster.images["busybox"])
+    ctx = BuilderContext(
+        namespace=ns.name,
+        run_id=run_id,
+        test_id=test,
+        driver=f"{names.dns_label(test, 20)}.e2e.dra-conformance.test",
+        device_class="",
+        image=local_cluster.images["busybox"],
+    )
     b = Builder(ctx)
     ctx.device_class = tracker.create(b.device_class()).name
     yield tracker, b
     tracker.cleanup()
-    assert sweep.labelled(k8s, run_id, kinds=("Pod", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass",
-                                               "ResourceSlice")) == []
+    assert (
+        sweep.labelled(
+            k8s, run_id, kinds=("Pod", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice")
+        )
+        == []
+    )
 
 
 def test_api_errors_are_typed_and_carry_the_status(k8s, world):
@@ -82,8 +93,7 @@ def test_pod_wait_fails_early_when_the_driver_cannot_prepare(k8s, world, local_c
     emits FailedPrepareDynamicResources and pod_running ends early with it (not after its timeout)."""
     tracker, b = world
     node = local_cluster.nodes[0].name
-    tracker.create(b.resource_slice([device("dev-0", attributes={"model": "fake"})], node=node,
-                                    driver=b.ctx.driver))
+    tracker.create(b.resource_slice([device("dev-0", attributes={"model": "fake"})], node=node, driver=b.ctx.driver))
     claim = tracker.create(b.claim())
     pod = tracker.create(b.pod(uses=claim))
     with pytest.raises(errors.WaitFailed) as info:
@@ -94,20 +104,41 @@ def test_pod_wait_fails_early_when_the_driver_cannot_prepare(k8s, world, local_c
 
 
 def test_write_guard_refuses_objects_of_others_and_sweep_removes_the_run(k8s, run_id, local_cluster):
-    foreign = k8s.unguarded().create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                                      "metadata": {"name": f"foreign-{run_id}"}, "spec": {}})
+    foreign = k8s.unguarded().create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": f"foreign-{run_id}"},
+            "spec": {},
+        }
+    )
     try:
         with pytest.raises(errors.ConfigError):
             k8s.delete("DeviceClass", foreign.name)
     finally:
         k8s.unguarded().delete("DeviceClass", foreign.name)
     # objects created outside any tracker (as after a crash) are found and removed by the run label
-    b = Builder(BuilderContext(namespace=f"sweep-{run_id}", run_id=run_id, test_id="sweep", driver="s.e2e.test",
-                               device_class="x"))
-    k8s.create({"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": f"sweep-{run_id}", "labels": names.run_labels(run_id)}})
-    waits.until(k8s, "ServiceAccount", "default", f"sweep-{run_id}", done=lambda o: o is not None, timeout=30,
-                awaited="default service account")
+    b = Builder(
+        BuilderContext(
+            namespace=f"sweep-{run_id}", run_id=run_id, test_id="sweep", driver="s.e2e.test", device_class="x"
+        )
+    )
+    k8s.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": f"sweep-{run_id}", "labels": names.run_labels(run_id)},
+        }
+    )
+    waits.until(
+        k8s,
+        "ServiceAccount",
+        "default",
+        f"sweep-{run_id}",
+        done=lambda o: o is not None,
+        timeout=30,
+        awaited="default service account",
+    )
     k8s.create(b.claim())
     k8s.create(b.device_class())
     k8s.create(b.resource_slice([device("d0")], node=local_cluster.nodes[0].name))

@@ -4,6 +4,7 @@ verdict line and run.json; Ctrl-C (SIGINT) while the run is provably inside a te
 waits until this module releases it), inside the session's teardown sweep, or (a second Ctrl-C) inside a test's
 own teardown (a finalizer of ours holds an object of the run there) ends the run promptly with exit 2 and
 leaves nothing of it. Every signal is sent only after the phase was observed, never after a sleep."""
+
 from __future__ import annotations
 
 import contextlib
@@ -54,8 +55,9 @@ def test_run_passes_with_verdict_and_run_json(local_cluster, preinstalled, tmp_p
 def _held(run: WatchedRun, k8s, report: Path):
     """(run ID, claim) once the held test (interrupt_suite/held.py) created its claim: from then on the run
     waits inside that test until :func:`_release`."""
-    run_id = run.wait_until("run.json", lambda: (report / "run.json").exists()
-                            and json.loads((report / "run.json").read_text())["run_id"])
+    run_id = run.wait_until(
+        "run.json", lambda: (report / "run.json").exists() and json.loads((report / "run.json").read_text())["run_id"]
+    )
     selector = f"{names.RUN_LABEL}={names.label_value(run_id)}"
     claims = run.wait_until("the held test's claim", lambda: k8s.list("ResourceClaim", None, label_selector=selector))
     return run_id, claims[0]
@@ -79,8 +81,9 @@ def test_interrupted_run_leaves_nothing_labelled(local_cluster, preinstalled, tm
     print(f"exit {code} {took:.1f}s after Ctrl-C")
 
 
-def test_ctrl_c_during_the_teardown_sweep_ends_the_run_and_requests_every_deletion(local_cluster, preinstalled,
-                                                                                   tmp_path):
+def test_ctrl_c_during_the_teardown_sweep_ends_the_run_and_requests_every_deletion(
+    local_cluster, preinstalled, tmp_path
+):
     """Ctrl-C while the session sweep waits for an object of the run that a finalizer holds: the run ends
     within 60 s with exit 2 and VERDICT: INTERRUPTED, no state file; every object of the run is being deleted,
     and once the finalizer is gone nothing of the run is left."""
@@ -91,12 +94,19 @@ def test_ctrl_c_during_the_teardown_sweep_ends_the_run_and_requests_every_deleti
         with WatchedRun(run_command(local_cluster, profile, report, str(HELD))) as run:
             run_id, claim = _held(run, k8s, report)
             # given: a namespace of the run that only this test can let go
-            k8s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-                "name": hold, "labels": names.run_labels(run_id), "finalizers": [HOLD_FINALIZER]}})
+            k8s.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": hold, "labels": names.run_labels(run_id), "finalizers": [HOLD_FINALIZER]},
+                }
+            )
             # when: the test ends and the session sweep deletes the namespace (only the sweep deletes it), Ctrl-C
             _release(k8s, claim)
-            run.wait_until("the sweep's deletion of the held namespace",
-                           lambda: k8s.get("Namespace", hold).get("metadata.deletionTimestamp"))
+            run.wait_until(
+                "the sweep's deletion of the held namespace",
+                lambda: k8s.get("Namespace", hold).get("metadata.deletionTimestamp"),
+            )
             code, took = run.ctrl_c(within=60)
         # then: interrupted, promptly, and every object of the run has its deletion requested
         assert code == 2 and "VERDICT: INTERRUPTED" in run.output and "1 passed" in run.output, run.tail()
@@ -127,13 +137,17 @@ def test_second_ctrl_c_during_a_tests_teardown_still_sweeps_the_run(local_cluste
             k8s.patch("ResourceClaim", claim.name, {"metadata": {"finalizers": [HOLD_FINALIZER]}}, claim.namespace)
             # when: Ctrl-C in the wait, and again once the tracker deletes the claim (the test's teardown)
             run.ctrl_c(within=None)
-            run.wait_until("the tracker's deletion of the claim",
-                           lambda: k8s.get("ResourceClaim", claim.name, claim.namespace).get("metadata.deletionTimestamp"))
+            run.wait_until(
+                "the tracker's deletion of the claim",
+                lambda: k8s.get("ResourceClaim", claim.name, claim.namespace).get("metadata.deletionTimestamp"),
+            )
             run.ctrl_c(within=None)
             # then: the session teardown still starts (run.json gets its end time right before the sweep), and
             # once the claim may go the sweep removes the rest (the namespace the tracker never reached)
-            run.wait_until("the session teardown (run.json finished)",
-                           lambda: json.loads((report / "run.json").read_text())["finished"])
+            run.wait_until(
+                "the session teardown (run.json finished)",
+                lambda: json.loads((report / "run.json").read_text())["finished"],
+            )
             _let_go(k8s, claim)
             code, took = run.exit_within(60)
         assert code == 2 and "VERDICT: INTERRUPTED" in run.output, run.tail()

@@ -4,6 +4,7 @@ controller-manager, scheduler, kube-proxy, containerd 2 + runc + CNI, kubelets).
 Sources: local-cluster.md §3 (start order, readiness), feature-catalog.md §1.2 (resource.k8s.io versions
 served per release), KEP-3695 (PodResources socket), NodeRestriction admission.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,9 +16,8 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from conformance.clusters.local import LocalCluster, LocalClusterConfig
+from conformance.clusters.local import LocalCluster, LocalClusterConfig, gates, hostsys
 from conformance.clusters.local import api as apilib
-from conformance.clusters.local import gates, hostsys
 from conformance.clusters.local.config import layout_for
 from conformance.clusters.local.teardown import leftovers, other_kube_proxy
 from conformance.core.errors import ClusterUnavailable
@@ -43,9 +43,16 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
     process, mount, interface, cgroup, CNI chain or directory behind."""
     # given: a cluster of its own (slot 1: own ports/subnets; kube-proxy only if no other cluster runs)
     alone = not other_kube_proxy("e2elife")
-    cfg = LocalClusterConfig(name="e2elife", nodes=2, kwok_nodes=1, feature_gates="defaults", slot=1,
-                             kube_proxy=alone, k8s_version=K8S_VERSION,
-                             log_dir=REPO / "reports" / "e2e-logs" / "e2elife")
+    cfg = LocalClusterConfig(
+        name="e2elife",
+        nodes=2,
+        kwok_nodes=1,
+        feature_gates="defaults",
+        slot=1,
+        kube_proxy=alone,
+        k8s_version=K8S_VERSION,
+        log_dir=REPO / "reports" / "e2e-logs" / "e2elife",
+    )
     cluster = LocalCluster(cfg, progress=print)
     handle = cluster.up()
     procs = handle.host_processes()
@@ -62,16 +69,23 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
         handle.restart_kubelet("e2elife-node-1")  # disruptive: only on this test's own cluster
         new_kubelet = next(p.pid for p in handle.host_processes() if p.name == "kubelet" and p.node == "e2elife-node-1")
     finally:
-        down = subprocess.run([sys.executable, "-m", "conformance.cli", "cluster", "down", "--name", "e2elife"],
-                              capture_output=True, text=True, timeout=120)
+        down = subprocess.run(
+            [sys.executable, "-m", "conformance.cli", "cluster", "down", "--name", "e2elife"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if down.returncode:
             cluster.down()
     # then: both pods printed, kwok faked only its own node, `cluster down` (another process) left nothing
     assert down.returncode == 0, down.stdout + down.stderr
     assert new_kubelet != old_kubelet
-    assert kubelets == {"e2elife-node-0": handle.k8s_version, "e2elife-node-1": handle.k8s_version,
-                        "e2elife-kwok-0": "fake"}, kubelets
-    assert logs == {n: "hello from p-%d\n" % i for i, n in enumerate(["e2elife-node-0", "e2elife-node-1"])}, logs
+    assert kubelets == {
+        "e2elife-node-0": handle.k8s_version,
+        "e2elife-node-1": handle.k8s_version,
+        "e2elife-kwok-0": "fake",
+    }, kubelets
+    assert logs == {n: f"hello from p-{i}\n" for i, n in enumerate(["e2elife-node-0", "e2elife-node-1"])}, logs
     assert not [p.name for p in procs if p.is_running()]
     assert leftovers("e2elife", layout_for(cfg), [layout_for(cfg).bridge(i) for i in range(2)]) == []
     if alone:
@@ -87,8 +101,10 @@ def test_pods_on_each_node_reach_the_api_server_through_the_kubernetes_service(l
     ns = kube.namespace(api, "svc")
     try:
         kube.wait_default_sa(api, ns)
-        script = ("echo host=$KUBERNETES_SERVICE_HOST; printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' | "
-                  "nc -w 10 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT")
+        script = (
+            "echo host=$KUBERNETES_SERVICE_HOST; printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' | "
+            "nc -w 10 $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT"
+        )
         logs = kube.run_on_each_node(api, local_cluster, ns, script, prefix="svc")
         ips = {p.spec.node_name: p.status.pod_ip for p in api.list_namespaced_pod(ns).items}
     finally:
@@ -149,10 +165,16 @@ def test_failed_bring_up_names_the_component_and_leaves_nothing():
     """An unknown feature gate makes kube-apiserver exit: up() raises ClusterUnavailable quoting its log
     ("unrecognized feature gate") and tears down everything it had started."""
     # given: a config whose gate the binary does not know
-    cfg = LocalClusterConfig(name="e2ebad", nodes=1, feature_gates="defaults", slot=5, kube_proxy=False,
-                             k8s_version=K8S_VERSION,
-                             extra_feature_gates={"NoSuchDRAGate": True},
-                             log_dir=REPO / "reports" / "e2e-logs" / "e2ebad")
+    cfg = LocalClusterConfig(
+        name="e2ebad",
+        nodes=1,
+        feature_gates="defaults",
+        slot=5,
+        kube_proxy=False,
+        k8s_version=K8S_VERSION,
+        extra_feature_gates={"NoSuchDRAGate": True},
+        log_dir=REPO / "reports" / "e2e-logs" / "e2ebad",
+    )
     # when: it is brought up
     with pytest.raises(ClusterUnavailable) as err:
         LocalCluster(cfg, progress=print).up()

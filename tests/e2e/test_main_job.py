@@ -5,6 +5,7 @@ The reference driver is our known-good driver: every selected test must pass or 
 reason, and the verdict must be PASS (issue 5 and 6 acceptance). dra-example-driver v0.4.0 runs the
 same suites. Sources: KEP-5970 (core behaviours), feature-catalog.md §6 (driver contract).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _run(driver: str, report: Path) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", driver,
-           "--profile", "standard", "--feature-gates", "all", "--report-dir", str(report)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "conformance.cli",
+        "run",
+        "--cluster",
+        "local",
+        "--driver",
+        driver,
+        "--profile",
+        "standard",
+        "--feature-gates",
+        "all",
+        "--report-dir",
+        str(report),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
     return proc.returncode, proc.stdout + proc.stderr
 

@@ -6,10 +6,10 @@ Sources: dra-protocols.md §1-§4; feature-catalog.md PUB-01, PUB-07, PUB-11, PR
 RST-07; upstream "kubelet registers plugin", "supports simple pod referencing inline resource claim",
 "must map configs and devices to the right containers", "must not be removed if plugin restarts quickly".
 """
+
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 import uuid
@@ -75,8 +75,9 @@ def resource(api_client):
 
 
 def node_slices(resource, node: str) -> list[dict]:
-    resp = resource.list_resource_slice(field_selector=f"spec.nodeName={node},spec.driver={DRIVER_NAME}",
-                                        _preload_content=False)
+    resp = resource.list_resource_slice(
+        field_selector=f"spec.nodeName={node},spec.driver={DRIVER_NAME}", _preload_content=False
+    )
     return json.loads(resp.data)["items"]
 
 
@@ -86,26 +87,53 @@ def drivers(local_cluster, resource, tmp_path_factory):
     root = tmp_path_factory.mktemp("refdrv")
     devices = root / "devices.yaml"
     devices.write_text(yaml.safe_dump(DEVICES))
-    device_class = yaml.safe_load((DEPLOY / "deviceclass.yaml").read_text().replace("gpu.dra-conformance.test",
-                                                                                     DRIVER_NAME))
-    class_params = {"apiVersion": CONFIG_API_VERSION, "kind": "GpuConfig", "sharing": {"strategy": "Exclusive"},
-                    "env": {"E2E_FROM_CLASS": "yes"}}
+    device_class = yaml.safe_load(
+        (DEPLOY / "deviceclass.yaml").read_text().replace("gpu.dra-conformance.test", DRIVER_NAME)
+    )
+    class_params = {
+        "apiVersion": CONFIG_API_VERSION,
+        "kind": "GpuConfig",
+        "sharing": {"strategy": "Exclusive"},
+        "env": {"E2E_FROM_CLASS": "yes"},
+    }
     device_class["spec"]["config"] = [{"opaque": {"driver": DRIVER_NAME, "parameters": class_params}}]
     resource.create_device_class(device_class)
     procs = {}
     try:
         for node in local_cluster.nodes:
-            argv = [sys.executable, "-m", "reference_driver", "--node-name", node.name,
-                    "--kubeconfig", str(local_cluster.kubeconfig), "--plugin-registry-dir", str(node.plugin_registry_dir),
-                    "--plugins-dir", str(node.plugins_dir), "--cdi-dir", str(node.cdi_dir),
-                    "--state-dir", str(root / node.name), "--config", str(devices), "--resync-seconds", "20",
-                    "--driver-name", DRIVER_NAME]
-            procs[node.name] = local_cluster.start_host_process(node.name, "refdrv-e2e", argv,
-                                                                env={"PYTHONPATH": str(REPO)})
+            argv = [
+                sys.executable,
+                "-m",
+                "reference_driver",
+                "--node-name",
+                node.name,
+                "--kubeconfig",
+                str(local_cluster.kubeconfig),
+                "--plugin-registry-dir",
+                str(node.plugin_registry_dir),
+                "--plugins-dir",
+                str(node.plugins_dir),
+                "--cdi-dir",
+                str(node.cdi_dir),
+                "--state-dir",
+                str(root / node.name),
+                "--config",
+                str(devices),
+                "--resync-seconds",
+                "20",
+                "--driver-name",
+                DRIVER_NAME,
+            ]
+            procs[node.name] = local_cluster.start_host_process(
+                node.name, "refdrv-e2e", argv, env={"PYTHONPATH": str(REPO)}
+            )
         for name, proc in procs.items():
             wait_registered(proc, 0)
-            wait_for(f"slices of node {name}", lambda n=name: (len(node_slices(resource, n)) == 1,
-                                                                node_slices(resource, n)), 60)
+            wait_for(
+                f"slices of node {name}",
+                lambda n=name: (len(node_slices(resource, n)) == 1, node_slices(resource, n)),
+                60,
+            )
         yield procs
     finally:
         for proc in procs.values():
@@ -119,9 +147,11 @@ def drivers(local_cluster, resource, tmp_path_factory):
 
 def wait_registered(proc, previous: int) -> None:
     """Wait until the driver's log shows more kubelet registrations than ``previous``."""
+
     def probe():
         text = proc.log_path.read_text(errors="replace")
         return text.count(REGISTERED) > previous and proc.is_running(), proc.tail(8)
+
     wait_for(f"kubelet registration of {proc.name} on {proc.node}", probe, 60)
 
 
@@ -135,13 +165,28 @@ def namespace(core):
 
 def make_template(resource, ns: str, strategy: str) -> str:
     name = "gpu-" + uuid.uuid4().hex[:5]
-    params = {"apiVersion": CONFIG_API_VERSION, "kind": "GpuConfig", "sharing": {"strategy": strategy},
-              "env": {"E2E_FROM_CLAIM": "yes"}}
-    resource.create_namespaced_resource_claim_template(ns, {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": name},
-        "spec": {"spec": {"devices": {
-            "requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER_NAME}}],
-            "config": [{"requests": ["gpu"], "opaque": {"driver": DRIVER_NAME, "parameters": params}}]}}}})
+    params = {
+        "apiVersion": CONFIG_API_VERSION,
+        "kind": "GpuConfig",
+        "sharing": {"strategy": strategy},
+        "env": {"E2E_FROM_CLAIM": "yes"},
+    }
+    resource.create_namespaced_resource_claim_template(
+        ns,
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER_NAME}}],
+                        "config": [{"requests": ["gpu"], "opaque": {"driver": DRIVER_NAME, "parameters": params}}],
+                    }
+                }
+            },
+        },
+    )
     return name
 
 
@@ -153,30 +198,61 @@ def make_pod(core, ns: str, template: str, image: str) -> str:
     name = "pod-" + uuid.uuid4().hex[:5]
     probe = "env | grep -E '^(DRA_|E2E_)' | sort > /dev/termination-log; echo END >> /dev/termination-log"
     containers = [
-        {"name": "with-claim", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", probe],
-         "resources": {"claims": [{"name": "gpu"}]}},
+        {
+            "name": "with-claim",
+            "image": image,
+            "imagePullPolicy": "Never",
+            "command": ["sh", "-c", probe],
+            "resources": {"claims": [{"name": "gpu"}]},
+        },
         {"name": "without", "image": image, "imagePullPolicy": "Never", "command": ["sh", "-c", probe]},
-        {"name": "holder", "image": image, "imagePullPolicy": "Never", "command": ["sleep", "3600"],
-         "resources": {"claims": [{"name": "gpu"}]}}]
-    core.create_namespaced_pod(ns, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                    "spec": {"terminationGracePeriodSeconds": 1, "restartPolicy": "Never",
-                                             "containers": containers,
-                                             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}})
+        {
+            "name": "holder",
+            "image": image,
+            "imagePullPolicy": "Never",
+            "command": ["sleep", "3600"],
+            "resources": {"claims": [{"name": "gpu"}]},
+        },
+    ]
+    core.create_namespaced_pod(
+        ns,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "restartPolicy": "Never",
+                "containers": containers,
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+            },
+        },
+    )
     return name
 
 
 def wait_running(core, ns: str, pod: str) -> client.V1Pod:
     """Wait until ``holder`` runs and both probe containers exited 0; returns the pod."""
+
     def probe():
         obj = core.read_namespaced_pod(pod, ns)
         if obj.status.phase in ("Failed", "Succeeded"):
             raise AssertionError(f"pod {ns}/{pod} ended: {obj.status}")
         states = {c.name: c.state for c in obj.status.container_statuses or []}
-        done = bool(states) and states["holder"].running is not None and all(
-            states[c].terminated is not None and states[c].terminated.exit_code == 0 for c in ("with-claim", "without"))
-        events = [(e.reason, e.message) for e in core.list_namespaced_event(
-            ns, field_selector=f"involvedObject.name={pod}").items][-4:]
+        done = (
+            bool(states)
+            and states["holder"].running is not None
+            and all(
+                states[c].terminated is not None and states[c].terminated.exit_code == 0
+                for c in ("with-claim", "without")
+            )
+        )
+        events = [
+            (e.reason, e.message)
+            for e in core.list_namespaced_event(ns, field_selector=f"involvedObject.name={pod}").items
+        ][-4:]
         return done, (obj.status.phase, {k: str(v) for k, v in states.items()}, events)
+
     wait_for(f"pod {ns}/{pod} running with its probe containers done", probe, POD_TIMEOUT)
     return core.read_namespaced_pod(pod, ns)
 
@@ -203,17 +279,30 @@ def test_generated_slices_pass_server_side_dry_run(local_cluster, resource, core
     node_uid = core.read_node(node).metadata.uid
     gates = local_cluster.feature_gates
     minor = int(local_cluster.k8s_version.lstrip("v").split(".")[1])
-    cases = {"plain-300": {"count": 300}, "partitions": {"count": 20, "partitions": 4},
-             "shared": {"count": 2, "allowMultipleAllocations": True,
-                        "capacityRequestPolicy": {"default": "1Gi", "min": "1Gi", "step": "1Gi"}}}
+    cases = {
+        "plain-300": {"count": 300},
+        "partitions": {"count": 20, "partitions": 4},
+        "shared": {
+            "count": 2,
+            "allowMultipleAllocations": True,
+            "capacityRequestPolicy": {"default": "1Gi", "min": "1Gi", "step": "1Gi"},
+        },
+    }
     for case, spec in cases.items():
         snap = SimulatedInventory(parse_spec(spec), node).snapshot()
-        for obj in slices.render(slices.plan(snap, f"dryrun-{case}", DRIVER_NAME, separate_counters=minor >= 35), node, node_uid, DRIVER_NAME, 1):
+        for obj in slices.render(
+            slices.plan(snap, f"dryrun-{case}", DRIVER_NAME, separate_counters=minor >= 35),
+            node,
+            node_uid,
+            DRIVER_NAME,
+            1,
+        ):
             obj["metadata"]["name"] = "dryrun-" + obj["metadata"]["name"][-60:]
             got = resource.create_resource_slice(obj, dry_run="All", _preload_content=False)
             stored = json.loads(got.data)["spec"]
-            dropped_ok = (case == "partitions" and not gates.get("DRAPartitionableDevices")) or \
-                         (case == "shared" and not gates.get("DRAConsumableCapacity"))
+            dropped_ok = (case == "partitions" and not gates.get("DRAPartitionableDevices")) or (
+                case == "shared" and not gates.get("DRAConsumableCapacity")
+            )
             assert dropped_ok or slices.matches(obj["spec"], stored, same_quantity), (case, stored)
 
 
@@ -223,20 +312,26 @@ def test_published_pools_are_node_local_and_consistent(local_cluster, resource, 
     for node in local_cluster.nodes:
         (obj,) = node_slices(resource, node.name)
         owner = obj["metadata"]["ownerReferences"][0]
-        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == \
-            ("Node", node.name, core.read_node(node.name).metadata.uid, True), obj["metadata"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "Node",
+            node.name,
+            core.read_node(node.name).metadata.uid,
+            True,
+        ), obj["metadata"]
         assert obj["spec"]["pool"]["name"] == node.name and obj["spec"]["pool"]["resourceSliceCount"] == 1
         assert sorted(d["name"] for d in obj["spec"]["devices"]) == ["gpu-0", "gpu-1"], obj["spec"]
 
 
-def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_cluster, resource, core, drivers,
-                                                                         namespace):
+def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(
+    local_cluster, resource, core, drivers, namespace
+):
     """The container referencing the claim sees the env naming its allocated device, the class config and
     the claim config, where the claim's sharing strategy overrides the class's (ALLOC-01); the container
     without the claim sees nothing (PREP-02, SEC-03); deleting the pod unprepares the claim and removes its
     CDI spec (PREP-10)."""
-    pod_name = make_pod(core, namespace, make_template(resource, namespace, "SpacePartitioning"),
-                        local_cluster.images["busybox"])
+    pod_name = make_pod(
+        core, namespace, make_template(resource, namespace, "SpacePartitioning"), local_cluster.images["busybox"]
+    )
     pod = wait_running(core, namespace, pod_name)
     claim = allocated_claim(resource, namespace, pod)
     (res,) = claim["status"]["allocation"]["devices"]["results"]
@@ -256,8 +351,11 @@ def test_pod_sees_its_device_and_config_and_other_container_sees_nothing(local_c
     if local_cluster.feature_gates.get("ResourceHealthStatus"):
         # the kubelet subscribes to the driver's DRAResourceHealth stream (HLTH-*); pod-status health itself
         # is left to the suites (kubelet 1.34 logs "Failed to get claim infos" for template claims there)
-        wait_for("the kubelet to open a DRAResourceHealth stream", lambda: (
-            "health stream" in drivers[node.name].tail(400), drivers[node.name].tail(5)), 30)
+        wait_for(
+            "the kubelet to open a DRAResourceHealth stream",
+            lambda: ("health stream" in drivers[node.name].tail(400), drivers[node.name].tail(5)),
+            30,
+        )
     core.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=1)
     wait_for(f"CDI spec {spec_path} removed after pod deletion", lambda: (not spec_path.exists(), spec_path), 90)
 
@@ -266,8 +364,9 @@ def test_plugin_restart_keeps_running_pod_and_slices(local_cluster, resource, co
     """Restarting the plugin (well within the kubelet's 30 s wiping delay) leaves the running pod intact and
     the slices unchanged (same UID and resourceVersion); after the restart, deleting the pod still
     unprepares the claim (PUB-07, RST-07)."""
-    pod_name = make_pod(core, namespace, make_template(resource, namespace, "TimeSlicing"),
-                        local_cluster.images["busybox"])
+    pod_name = make_pod(
+        core, namespace, make_template(resource, namespace, "TimeSlicing"), local_cluster.images["busybox"]
+    )
     pod = wait_running(core, namespace, pod_name)
     node = pod.spec.node_name
     claim_uid = allocated_claim(resource, namespace, pod)["metadata"]["uid"]
@@ -276,8 +375,9 @@ def test_plugin_restart_keeps_running_pod_and_slices(local_cluster, resource, co
     registrations = proc.log_path.read_text(errors="replace").count(REGISTERED)
     proc.restart()
     wait_registered(proc, registrations)
-    wait_for("initial slice sync after restart", lambda: ("initial slice sync: unchanged" in proc.tail(30),
-                                                          proc.tail(8)), 60)
+    wait_for(
+        "initial slice sync after restart", lambda: ("initial slice sync: unchanged" in proc.tail(30), proc.tail(8)), 60
+    )
     after = {(s["metadata"]["uid"], s["metadata"]["resourceVersion"]) for s in node_slices(resource, node)}
     obj = core.read_namespaced_pod(pod_name, namespace)
     holder = next(c for c in obj.status.container_statuses if c.name == "holder")
@@ -287,22 +387,3 @@ def test_plugin_restart_keeps_running_pod_and_slices(local_cluster, resource, co
     assert spec_path.is_file()
     core.delete_namespaced_pod(pod_name, namespace, grace_period_seconds=1)
     wait_for(f"CDI spec {spec_path} removed after pod deletion", lambda: (not spec_path.exists(), spec_path), 90)
-
-
-def test_helm_chart_manifests_apply_with_server_side_dry_run(local_cluster, core, namespace):
-    """The chart's rendered manifests (RBAC, ValidatingAdmissionPolicy + binding, DeviceClass, ConfigMap,
-    DaemonSet) are accepted by the real API server (server-side dry-run)."""
-    from conformance.toolchain import cache  # test-side only
-    helm = cache.tool_binary("helm")
-    kubectl = cache.k8s_binary("kubectl", local_cluster.k8s_version)
-    rendered = subprocess.run([str(helm), "template", "refdrv", str(DEPLOY / "chart"), "--namespace", namespace,
-                               "--set", "driverName=dryrun.dra-conformance.test",
-                               "--kube-version", local_cluster.k8s_version.lstrip("v")],
-                              check=True, capture_output=True, text=True, timeout=60).stdout
-    proc = subprocess.run([str(kubectl), "--kubeconfig", str(local_cluster.kubeconfig), "apply",
-                           "--server-side", "--dry-run=server", "-f", "-"],
-                          input=rendered, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    kinds = {line.split("/")[0] for line in proc.stdout.splitlines()}
-    assert {"daemonset.apps", "deviceclass.resource.k8s.io", "clusterrole.rbac.authorization.k8s.io",
-            "validatingadmissionpolicy.admissionregistration.k8s.io"} <= kinds, proc.stdout

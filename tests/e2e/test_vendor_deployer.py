@@ -4,6 +4,7 @@ brings up its own local cluster, lets the plug-in deploy the reference driver, r
 passes. Nothing under conformance/ names the deployer: it comes in through the registry hook
 ``pytest_dra_driver_deployers`` (issue 10 acceptance: "a test plug-in registers a new deployer ... and a run
 uses it")."""
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,28 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_run_uses_a_deployer_registered_by_a_plugin(tmp_path):
     report = tmp_path / "report"
-    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", "reference",
-           "--driver-deploy", "vendor-operator", "--profile", "core", "--report-dir", str(report), "--no-report",
-           "--", "-p", "tests.plugins.vendor_deployer", "-k", "test_smoke"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "conformance.cli",
+        "run",
+        "--cluster",
+        "local",
+        "--driver",
+        "reference",
+        "--driver-deploy",
+        "vendor-operator",
+        "--profile",
+        "core",
+        "--report-dir",
+        str(report),
+        "--no-report",
+        "--",
+        "-p",
+        "tests.plugins.vendor_deployer",
+        "-k",
+        "test_smoke",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "VERDICT: PASS" in out, out[-4000:]

@@ -1,6 +1,7 @@
 """Unit tests of the helpers suites reach through conformance.api without a cluster: edited copies and patch
 bodies, the kind catalog, Builder.pod options, the one poll primitive (``waits.poll`` / ``stays_equal``),
 the raw request path of the client (Warning headers) and the API verbs built on it."""
+
 import json
 from types import SimpleNamespace
 
@@ -14,8 +15,11 @@ from conformance.k8s.objects import Obj
 
 
 def _builder():
-    return Builder(BuilderContext(namespace="ns1", run_id="r1", test_id="test-x-abc123", driver="gpu.example.com",
-                                  device_class="gpu-class"))
+    return Builder(
+        BuilderContext(
+            namespace="ns1", run_id="r1", test_id="test-x-abc123", driver="gpu.example.com", device_class="gpu-class"
+        )
+    )
 
 
 def test_with_field_edits_a_copy_at_a_dotted_path():
@@ -30,7 +34,8 @@ def test_with_field_edits_a_copy_at_a_dotted_path():
 def test_slice_and_class_edits():
     b = _builder()
     assert [d["name"] for d in api.with_added_device(b.resource_slice([], all_nodes=True)).get("spec.devices")] == [
-        "dev-0"]
+        "dev-0"
+    ]
     cls = api.with_selectors(b.device_class(selectors=api.NEVER_MATCHES), "1 == 0")
     assert cls.get("spec.selectors") == [{"cel": {"expression": "1 == 0"}}]
 
@@ -38,11 +43,16 @@ def test_slice_and_class_edits():
 def test_patch_bodies_per_type():
     claim = _builder().claim()
     assert api.label_patch(claim, "json", "a/b~c", "v") == [
-        {"op": "add", "path": "/metadata/labels/a~1b~0c", "value": "v"}]
+        {"op": "add", "path": "/metadata/labels/a~1b~0c", "value": "v"}
+    ]
     assert api.label_patch(claim, "merge", "k", "v") == {"metadata": {"labels": {"k": "v"}}}
     applied = api.label_patch(claim, "apply", "k", "v")
     assert (applied.kind, applied.name, applied.namespace, applied.labels["k"]) == (
-        "ResourceClaim", claim.name, "ns1", "v")
+        "ResourceClaim",
+        claim.name,
+        "ns1",
+        "v",
+    )
     assert api.status_patch(claim, "apply", {"x": 1}).get("status") == {"x": 1}
     assert set(api.PATCH_TYPES) == {"json", "merge", "strategic", "apply"}
 
@@ -50,8 +60,11 @@ def test_patch_bodies_per_type():
 def test_kind_catalog_builds_each_kind_with_its_resource_facts():
     b = _builder()
     assert [(k.name, k.plural, k.namespaced) for k in api.CORE_KINDS] == [
-        ("DeviceClass", "deviceclasses", False), ("ResourceClaim", "resourceclaims", True),
-        ("ResourceClaimTemplate", "resourceclaimtemplates", True), ("ResourceSlice", "resourceslices", False)]
+        ("DeviceClass", "deviceclasses", False),
+        ("ResourceClaim", "resourceclaims", True),
+        ("ResourceClaimTemplate", "resourceclaimtemplates", True),
+        ("ResourceSlice", "resourceslices", False),
+    ]
     assert all(k.build(b).kind == k.name for k in api.KINDS)
     assert len(api.reserved_for(3)["reservedFor"]) == 3 and [str(lim) for lim in api.limits.LIMITS]
 
@@ -62,8 +75,10 @@ def test_pod_options_bypass_scheduler_unreferenced_claims_and_restart_policy():
     pod = b.pod(uses=claim, unreferenced=[template], node_name="n1", bypass_scheduler=True, restart_policy="Always")
     assert pod.get("spec.nodeName") == "n1" and "nodeSelector" not in pod.get("spec")
     assert pod.get("spec.restartPolicy") == "Always"
-    assert pod.get("spec.resourceClaims") == [{"name": "c0", "resourceClaimName": claim.name},
-                                              {"name": "c1", "resourceClaimTemplateName": template.name}]
+    assert pod.get("spec.resourceClaims") == [
+        {"name": "c0", "resourceClaimName": claim.name},
+        {"name": "c1", "resourceClaimTemplateName": template.name},
+    ]
     assert pod.get("spec.containers.0.resources.claims") == [{"name": "c0"}]
     assert b.pod(node_name="n1").get("spec.nodeSelector") == {"kubernetes.io/hostname": "n1"}
 
@@ -96,8 +111,9 @@ class _Api:
 
     def request(self, method, url, headers, body, _request_timeout):
         self.sent.append((method, url, headers, body))
-        raw = SimpleNamespace(data=self.body, headers=SimpleNamespace(getlist=lambda _name: self.warnings),
-                              release_conn=lambda: None)
+        raw = SimpleNamespace(
+            data=self.body, headers=SimpleNamespace(getlist=lambda _name: self.warnings), release_conn=lambda: None
+        )
         return SimpleNamespace(status=self.status, reason="R", response=raw, read=lambda: self.body)
 
 
@@ -119,10 +135,17 @@ def test_apply_and_delete_collection_use_their_verbs():
 
 
 def test_request_raises_the_status_error():
-    fake = _Api(status=422, body=json.dumps({"reason": "Invalid", "message": "bad", "details": {
-        "causes": [{"field": "spec", "reason": "FieldValueTooMany"}]}}).encode())
+    fake = _Api(
+        status=422,
+        body=json.dumps(
+            {
+                "reason": "Invalid",
+                "message": "bad",
+                "details": {"causes": [{"field": "spec", "reason": "FieldValueTooMany"}]},
+            }
+        ).encode(),
+    )
     error = api.api_verbs.refused(lambda: api.api_verbs.apply(K8s(fake), _builder().claim()))
     assert isinstance(error, errors.Invalid) and api.api_verbs.causes(error) == [("spec", "FieldValueTooMany")]
     with pytest.raises(AssertionError, match="accepted"):
         api.api_verbs.refused(lambda: Obj({"kind": "Pod", "metadata": {"name": "p"}}))
-

@@ -1,20 +1,40 @@
 """Unit tests: builders render complete resource.k8s.io objects with labels, derived names and versions."""
+
 from conformance.core import names
-from conformance.k8s.builders import (Builder, Version, container, device, first_available, match_attribute,
-                                      opaque_config, request, subrequest)
+from conformance.k8s.builders import (
+    Builder,
+    Version,
+    container,
+    device,
+    first_available,
+    match_attribute,
+    opaque_config,
+    request,
+    subrequest,
+)
 from conformance.k8s.builders.builder import BuilderContext
 
 
 def _builder(**kw):
-    return Builder(BuilderContext(namespace="ns1", run_id="r1", test_id="test-x-abc123",
-                                  driver="gpu.example.com", device_class="gpu.example.com", **kw))
+    return Builder(
+        BuilderContext(
+            namespace="ns1",
+            run_id="r1",
+            test_id="test-x-abc123",
+            driver="gpu.example.com",
+            device_class="gpu.example.com",
+            **kw,
+        )
+    )
 
 
 def test_claim_defaults_to_one_device_of_the_driver_class_with_labels():
     claim = _builder().claim()
     req = claim.get("spec.devices.requests")[0]
-    assert req == {"name": "device", "exactly": {"deviceClassName": "gpu.example.com",
-                                                  "allocationMode": "ExactCount", "count": 1}}
+    assert req == {
+        "name": "device",
+        "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1},
+    }
     assert claim.labels[names.RUN_LABEL] == "r1" and claim.labels[names.TEST_LABEL] == "test-x-abc123"
     assert claim.namespace == "ns1" and names.is_dns_label(claim.name)
 
@@ -30,13 +50,14 @@ def test_all_mode_has_no_count_and_admin_access_is_kept():
 
 
 def test_constraints_and_config_get_driver_filled():
-    claim = _builder().claim(requests=[request("a"), request("b", count=2)],
-                             constraints=[match_attribute("gpu.example.com/model", ["a", "b"])],
-                             config=[opaque_config({"k": "v"}, requests=["a"])])
+    claim = _builder().claim(
+        requests=[request("a"), request("b", count=2)],
+        constraints=[match_attribute("gpu.example.com/model", ["a", "b"])],
+        config=[opaque_config({"k": "v"}, requests=["a"])],
+    )
     devices = claim.get("spec.devices")
     assert devices["constraints"] == [{"matchAttribute": "gpu.example.com/model", "requests": ["a", "b"]}]
-    assert devices["config"] == [{"opaque": {"driver": "gpu.example.com", "parameters": {"k": "v"}},
-                                  "requests": ["a"]}]
+    assert devices["config"] == [{"opaque": {"driver": "gpu.example.com", "parameters": {"k": "v"}}, "requests": ["a"]}]
     assert all(r["exactly"]["deviceClassName"] == "gpu.example.com" for r in devices["requests"])
 
 
@@ -47,17 +68,26 @@ def test_first_available_renders_v1_and_v1beta1():
     assert v1.get("spec.devices.requests.0.firstAvailable.1.deviceClassName") == "gpu.example.com"
     beta = b.claim(requests=[request("x", count=3)], version="v1beta1")
     assert beta.api_version == "resource.k8s.io/v1beta1"
-    assert beta.get("spec.devices.requests.0") == {"name": "x", "deviceClassName": "gpu.example.com",
-                                                   "allocationMode": "ExactCount", "count": 3}
+    assert beta.get("spec.devices.requests.0") == {
+        "name": "x",
+        "deviceClassName": "gpu.example.com",
+        "allocationMode": "ExactCount",
+        "count": 3,
+    }
 
 
 def test_slice_devices_wrap_basic_for_v1beta1_and_attribute_types():
     b = _builder()
-    dev = device("d0", attributes={"model": "m", "index": 1, "ok": True, "v": Version("1.2.3")},
-                 capacity={"memory": "8Gi"})
+    dev = device(
+        "d0", attributes={"model": "m", "index": 1, "ok": True, "v": Version("1.2.3")}, capacity={"memory": "8Gi"}
+    )
     s1 = b.resource_slice([dev], node="n1")
-    assert s1.get("spec.devices.0.attributes") == {"model": {"string": "m"}, "index": {"int": 1},
-                                                   "ok": {"bool": True}, "v": {"version": "1.2.3"}}
+    assert s1.get("spec.devices.0.attributes") == {
+        "model": {"string": "m"},
+        "index": {"int": 1},
+        "ok": {"bool": True},
+        "v": {"version": "1.2.3"},
+    }
     assert s1.get("spec.driver") != "gpu.example.com" and s1.get("spec.nodeName") == "n1"
     s2 = b.resource_slice([dev], all_nodes=True, version="v1beta1")
     assert s2.get("spec.devices.0.basic.capacity.memory.value") == "8Gi" and s2.get("spec.allNodes") is True
@@ -67,8 +97,10 @@ def test_pod_references_claims_and_templates_per_container():
     b = _builder(probe_command="env")
     claim, tmpl = b.claim(), b.claim_template()
     pod = b.pod(containers=[container("a", uses=[claim, (tmpl, "device")]), container("b", uses=[claim])])
-    assert pod.get("spec.resourceClaims") == [{"name": "c0", "resourceClaimName": claim.name},
-                                              {"name": "c1", "resourceClaimTemplateName": tmpl.name}]
+    assert pod.get("spec.resourceClaims") == [
+        {"name": "c0", "resourceClaimName": claim.name},
+        {"name": "c1", "resourceClaimTemplateName": tmpl.name},
+    ]
     assert pod.get("spec.containers.0.resources.claims") == [{"name": "c0"}, {"name": "c1", "request": "device"}]
     assert pod.get("spec.containers.1.resources.claims") == [{"name": "c0"}]
     assert pod.get("spec.containers.0.command")[-1].startswith("env")

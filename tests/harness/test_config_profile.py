@@ -1,4 +1,7 @@
 """Unit tests: RunConfig converters and the driver profile schema give clear errors; shipped profiles load."""
+
+import dataclasses
+
 import pytest
 import yaml
 
@@ -6,14 +9,26 @@ from conformance.core import config, profile
 from conformance.core.errors import ConfigError
 from conformance.drivers import profiles
 
-GOOD = {"name": "x", "driver": "gpu.example.com", "device_classes": ["gpu.example.com"],
-        "visibility": {"env_regex": "^GPU_DEVICE_\\d+="}, "deploy": {"mode": "preinstalled"}}
+GOOD = {
+    "name": "x",
+    "driver": "gpu.example.com",
+    "device_classes": ["gpu.example.com"],
+    "visibility": {"env_regex": "^GPU_DEVICE_\\d+="},
+    "deploy": {"mode": "preinstalled"},
+}
 
 
 def test_every_shipped_profile_is_valid():
     names = profiles.available()
-    assert {"reference", "dra-example-driver", "k8s-test-driver", "nvidia-gpu", "nvidia-gpu-mock-nvml",
-            "intel-gpu", "amd-gpu"} <= set(names)
+    assert {
+        "reference",
+        "dra-example-driver",
+        "k8s-test-driver",
+        "nvidia-gpu",
+        "nvidia-gpu-mock-nvml",
+        "intel-gpu",
+        "amd-gpu",
+    } <= set(names)
     for name in names:
         assert profiles.load(name).driver
 
@@ -24,29 +39,35 @@ def test_unknown_driver_profile_lists_the_known_ones():
     assert "--driver" in str(info.value) and "reference" in str(info.value)
 
 
-@pytest.mark.parametrize("patch, field", [
-    ({"driver": "Not_A_Name"}, "driver"),
-    ({"device_classes": []}, "device_classes"),
-    ({"capabilities": {"shared_claims": "yes"}}, "capabilities.shared_claims"),
-    ({"capabilities": {"teleport": True}}, "capabilities.teleport"),
-    ({"attributes": {"model": "float"}}, "attributes.model"),
-    ({"visibility": {"command": "env"}}, "visibility"),
-    ({"deploy": {"mode": "ftp"}}, "deploy.mode"),
-    ({"deploy": {"mode": "helm"}}, "deploy.chart"),
-    ({"devices_per_node": 0}, "devices_per_node"),
-    ({"colour": "blue"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"driver": "Not_A_Name"}, "driver"),
+        ({"device_classes": []}, "device_classes"),
+        ({"capabilities": {"shared_claims": "yes"}}, "capabilities.shared_claims"),
+        ({"capabilities": {"teleport": True}}, "capabilities.teleport"),
+        ({"attributes": {"model": "float"}}, "attributes.model"),
+        ({"visibility": {"command": "env"}}, "visibility"),
+        ({"deploy": {"mode": "ftp"}}, "deploy.mode"),
+        ({"deploy": {"mode": "helm"}}, "deploy.chart"),
+        ({"devices_per_node": 0}, "devices_per_node"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
 def test_invalid_profile_field_names_file_field_and_fix(patch, field):
     with pytest.raises(ConfigError) as info:
         profile.parse({**GOOD, **patch}, source="p.yaml")
     assert info.value.field == field and info.value.source == "p.yaml" and info.value.fix
 
 
-@pytest.mark.parametrize("deploy, key, mode", [
-    ({"mode": "bundled", "chart": "oci://x"}, "chart", "helm"),
-    ({"mode": "helm", "chart": "c", "binary": {"k8s": "x"}}, "binary", "host"),
-    ({"mode": "preinstalled", "dir": "manifests/"}, "dir", "manifests"),
-])
+@pytest.mark.parametrize(
+    "deploy, key, mode",
+    [
+        ({"mode": "bundled", "chart": "oci://x"}, "chart", "helm"),
+        ({"mode": "helm", "chart": "c", "binary": {"k8s": "x"}}, "binary", "host"),
+        ({"mode": "preinstalled", "dir": "manifests/"}, "dir", "manifests"),
+    ],
+)
 def test_deploy_key_of_another_mode_names_file_field_and_mode(deploy, key, mode):
     with pytest.raises(ConfigError) as info:
         profile.parse({**GOOD, "deploy": deploy}, source="p.yaml")
@@ -70,13 +91,20 @@ def test_visibility_matches_and_reports_evidence():
     assert not ok and "not found" in why
 
 
-@pytest.mark.parametrize("values, option", [
-    ({"cluster": "Mini Kube"}, "--cluster"), ({"profile": "gold"}, "--profile"),
-    ({"profile": "disruptive"}, "--profile"), ({"timeout_scale": "0"}, "--timeout-scale"),
-    ({"timeout_scale": "fast"}, "--timeout-scale"), ({"nodes": "99"}, "--nodes"),
-    ({"k8s_version": "1.99"}, "--k8s-version"), ({"feature_gates": "some"}, "--feature-gates"),
-    ({"driver_deploy": "s/c/p"}, "--driver-deploy"),
-])
+@pytest.mark.parametrize(
+    "values, option",
+    [
+        ({"cluster": "Mini Kube"}, "--cluster"),
+        ({"profile": "gold"}, "--profile"),
+        ({"profile": "disruptive"}, "--profile"),
+        ({"timeout_scale": "0"}, "--timeout-scale"),
+        ({"timeout_scale": "fast"}, "--timeout-scale"),
+        ({"nodes": "99"}, "--nodes"),
+        ({"k8s_version": "1.99"}, "--k8s-version"),
+        ({"feature_gates": "some"}, "--feature-gates"),
+        ({"driver_deploy": "s/c/p"}, "--driver-deploy"),
+    ],
+)
 def test_bad_options_name_the_option(values, option):
     with pytest.raises(ConfigError) as info:
         config.from_options(values, known_versions=("1.34", "1.35"))
@@ -84,8 +112,16 @@ def test_bad_options_name_the_option(values, option):
 
 
 def test_good_options_are_converted_and_frozen():
-    cfg = config.from_options({"timeout_scale": "2", "nodes": "3", "k8s_version": "v1.35.4",
-                               "profile": "disruptive", "allow_disruptive": True}, known_versions=("1.35",))
+    cfg = config.from_options(
+        {
+            "timeout_scale": "2",
+            "nodes": "3",
+            "k8s_version": "v1.35.4",
+            "profile": "disruptive",
+            "allow_disruptive": True,
+        },
+        known_versions=("1.35",),
+    )
     assert (cfg.timeout_scale, cfg.nodes, cfg.k8s_version) == (2.0, 3, "1.35")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.nodes = 1

@@ -1,31 +1,54 @@
 """Unit tests of conformance.k8s.inventory: the one slice -> device flattening (v1 and v1beta1 shapes,
 complete pools only), the attribute/capacity pickers suites take as fixtures, and the CEL helpers."""
+
 import pytest
 
 from conformance.k8s import discovery
-from conformance.k8s.inventory import (Inventory, cel_attribute, cel_capacity, cel_literal, complete_pools,
-                                       device_fields, facts)
+from conformance.k8s.inventory import (
+    Inventory,
+    cel_attribute,
+    cel_capacity,
+    cel_literal,
+    complete_pools,
+    device_fields,
+    facts,
+)
 from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"
 
 
 def _slice(node, devices, *, pool=None, generation=1, count=1, name="s"):
-    return Obj({"kind": "ResourceSlice", "metadata": {"name": name},
-                "spec": {"driver": DRIVER, "nodeName": node, "devices": devices,
-                         "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": count}}})
+    return Obj(
+        {
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": node,
+                "devices": devices,
+                "pool": {"name": pool or node, "generation": generation, "resourceSliceCount": count},
+            },
+        }
+    )
 
 
 def _dev(name, model, index, memory="8Gi", basic=False):
-    body = {"attributes": {"model": {"string": model}, "index": {"int": index}, "healthy": {"bool": True}},
-            "capacity": {"memory": {"value": memory}}}
+    body = {
+        "attributes": {"model": {"string": model}, "index": {"int": index}, "healthy": {"bool": True}},
+        "capacity": {"memory": {"value": memory}},
+    }
     return {"name": name, "basic": body} if basic else {"name": name, **body}
 
 
 def _inventory():
-    return Inventory.from_slices(DRIVER, [
-        _slice("n1", [_dev("gpu-0", "a", 0), _dev("gpu-1", "a", 1), _dev("gpu-2", "b", 2, "16Gi")]),
-        _slice("n2", [_dev("gpu-0", "a", 0, basic=True), _dev("gpu-1", "b", 1, basic=True)])])
+    return Inventory.from_slices(
+        DRIVER,
+        [
+            _slice("n1", [_dev("gpu-0", "a", 0), _dev("gpu-1", "a", 1), _dev("gpu-2", "b", 2, "16Gi")]),
+            _slice("n2", [_dev("gpu-0", "a", 0, basic=True), _dev("gpu-1", "b", 1, basic=True)]),
+        ],
+    )
 
 
 def test_devices_are_qualified_unwrapped_and_typed():
@@ -46,8 +69,8 @@ def test_of_finds_the_device_an_allocation_result_names():
 
 def test_pickers_choose_attributes_that_can_show_the_rule():
     inv = _inventory()
-    assert inv.grouping_attribute() == f"{DRIVER}/model"   # shared by some devices of n1, not all
-    assert inv.distinct_attribute() == f"{DRIVER}/index"   # different on every device of each node
+    assert inv.grouping_attribute() == f"{DRIVER}/model"  # shared by some devices of n1, not all
+    assert inv.distinct_attribute() == f"{DRIVER}/index"  # different on every device of each node
     assert inv.numeric_attribute() == f"{DRIVER}/index"
     assert inv.largest_capacity() == (f"{DRIVER}/memory", "16Gi")
 
@@ -74,7 +97,9 @@ def test_device_fields_and_facts_read_both_shapes_alike():
     assert device_fields(v1) == device_fields(beta)
     rows = facts([_slice("n1", [v1]), _slice("n2", [beta])])
     assert [(r["node"], r["device"], r["attributes"]["model"], r["capacity"]["memory"]) for r in rows] == [
-        ("n1", "g", "a", "8Gi"), ("n2", "g", "a", "8Gi")]
+        ("n1", "g", "a", "8Gi"),
+        ("n2", "g", "a", "8Gi"),
+    ]
     assert discovery.devices_of([_slice("n1", [v1])]) == rows[:1]
 
 

@@ -1,6 +1,7 @@
 """Unit tests of how the K8s client treats 409 Conflict, against a fake HTTP transport (an in-memory API
 server for one DeviceClass with optimistic concurrency): a PUT with a stale resourceVersion is never resent
 unchanged, and ``K8s.update`` re-reads and re-applies its change (client-go ``retry.RetryOnConflict``)."""
+
 import json
 
 import pytest
@@ -25,8 +26,11 @@ class FakeApiServer:
     ``writer``: called after every GET, to simulate a controller writing between our read and our PUT."""
 
     def __init__(self, writer=None, fail_first_put_with: int = 0) -> None:
-        self.obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                    "metadata": {"name": "cls", "resourceVersion": "1", "labels": {}}}
+        self.obj = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "cls", "resourceVersion": "1", "labels": {}},
+        }
         self.requests: list[str] = []
         self.writer, self.fail_first_put_with = writer, fail_first_put_with
         self.rest_client = self

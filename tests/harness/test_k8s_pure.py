@@ -1,5 +1,6 @@
 """Unit tests of the pure parts of conformance.k8s and conformance.core: errors, objects, discovery parsing,
 pool completeness, names, timeouts."""
+
 import pytest
 
 from conformance.core import errors, names, timeouts
@@ -29,25 +30,42 @@ def test_config_error_names_source_field_and_fix():
 
 
 def test_obj_snake_case_access_and_describe():
-    obj = Obj({"kind": "ResourceClaim", "apiVersion": "resource.k8s.io/v1",
-               "metadata": {"name": "c", "namespace": "n", "managedFields": [1]},
-               "status": {"reservedFor": [{"name": "p", "uid": "u"}],
-                          "allocation": {"devices": {"results": [{"device": "gpu-0"}]}}}})
+    obj = Obj(
+        {
+            "kind": "ResourceClaim",
+            "apiVersion": "resource.k8s.io/v1",
+            "metadata": {"name": "c", "namespace": "n", "managedFields": [1]},
+            "status": {
+                "reservedFor": [{"name": "p", "uid": "u"}],
+                "allocation": {"devices": {"results": [{"device": "gpu-0"}]}},
+            },
+        }
+    )
     assert obj.status.reserved_for[0].name == "p" and obj.results[0].device == "gpu-0"
     assert obj.get("status.allocation.devices.results.0.device") == "gpu-0"
     assert obj.ref == "ResourceClaim n/c" and "managedFields" not in obj.describe()
 
 
 def test_feature_gate_metrics_parse():
-    text = ('# HELP x\nkubernetes_feature_enabled{name="DRAAdminAccess",stage="BETA"} 1\n'
-            'kubernetes_feature_enabled{name="DRADeviceTaints",stage="ALPHA"} 0\n')
+    text = (
+        '# HELP x\nkubernetes_feature_enabled{name="DRAAdminAccess",stage="BETA"} 1\n'
+        'kubernetes_feature_enabled{name="DRADeviceTaints",stage="ALPHA"} 0\n'
+    )
     assert discovery.parse_feature_metrics(text) == {"DRAAdminAccess": True, "DRADeviceTaints": False}
 
 
 def _slice(pool, gen, count, ndev, node="n1"):
-    return Obj({"kind": "ResourceSlice", "metadata": {"name": f"{pool}-{gen}-{ndev}"},
-                "spec": {"nodeName": node, "pool": {"name": pool, "generation": gen, "resourceSliceCount": count},
-                         "devices": [{"name": f"d{i}"} for i in range(ndev)]}})
+    return Obj(
+        {
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{pool}-{gen}-{ndev}"},
+            "spec": {
+                "nodeName": node,
+                "pool": {"name": pool, "generation": gen, "resourceSliceCount": count},
+                "devices": [{"name": f"d{i}"} for i in range(ndev)],
+            },
+        }
+    )
 
 
 def test_complete_pools_use_highest_generation_and_count():
@@ -58,8 +76,15 @@ def test_complete_pools_use_highest_generation_and_count():
 
 
 def test_devices_of_unwraps_v1beta1_basic():
-    s = Obj({"spec": {"nodeName": "n", "pool": {"name": "p"},
-                      "devices": [{"name": "d", "basic": {"attributes": {"model": {"string": "m"}}}}]}})
+    s = Obj(
+        {
+            "spec": {
+                "nodeName": "n",
+                "pool": {"name": "p"},
+                "devices": [{"name": "d", "basic": {"attributes": {"model": {"string": "m"}}}}],
+            }
+        }
+    )
     assert discovery.devices_of([s])[0]["attributes"] == {"model": "m"}
 
 
@@ -84,8 +109,13 @@ def test_client_prefers_newest_served_version_for_kinds_missing_in_v1():
     from conformance.k8s.client import K8s
 
     k8s = K8s(api=None)
-    k8s.prefer_versions({"v1": ["deviceclasses", "resourceclaims"], "v1alpha3": ["devicetaintrules"],
-                         "v1beta2": ["devicetaintrules", "deviceclasses"]})
+    k8s.prefer_versions(
+        {
+            "v1": ["deviceclasses", "resourceclaims"],
+            "v1alpha3": ["devicetaintrules"],
+            "v1beta2": ["devicetaintrules", "deviceclasses"],
+        }
+    )
     assert k8s.versions == {"DeviceTaintRule": "v1beta2"}
     assert k8s._res("DeviceTaintRule", None).version == "v1beta2"
     assert k8s._res("DeviceTaintRule", "v1").version == "v1" and k8s._res("DeviceClass", None).version == "v1"

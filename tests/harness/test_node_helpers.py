@@ -1,6 +1,7 @@
 """Unit tests of node-side helpers without a cluster: plugin registration GetInfo over a real unix socket
 (served by the reference driver's registration service, so both ends' protos are checked against each
 other), PodResources errors and reshaping, CDI spec reading, and the visibility probe's log fallback."""
+
 import shutil
 import tempfile
 from concurrent import futures
@@ -15,8 +16,14 @@ from conformance.core.profile import Visibility
 from conformance.k8s.objects import Obj
 from conformance.node import cdi, registration
 from conformance.node.local import LocalNodeAccess
-from conformance.node.podresources import (PodResourcesClient, PodResourcesError, allocated_devices,
-                                           claims_by_container, reported_cdi_ids, reported_devices)
+from conformance.node.podresources import (
+    PodResourcesClient,
+    PodResourcesError,
+    allocated_devices,
+    claims_by_container,
+    reported_cdi_ids,
+    reported_devices,
+)
 from conformance.node.probe import Probe
 
 
@@ -39,13 +46,22 @@ def registry():
 
 def test_get_info_decodes_the_plugin_info(registry):
     info = registration.get_info(registry / "gpu.example.com-reg.sock")
-    assert info == {"type": "DRAPlugin", "name": "gpu.example.com", "endpoint": "/plugins/x/dra.sock",
-                    "supported_versions": ["v1.DRAPlugin", "v1beta1.DRAPlugin"]}
+    assert info == {
+        "type": "DRAPlugin",
+        "name": "gpu.example.com",
+        "endpoint": "/plugins/x/dra.sock",
+        "supported_versions": ["v1.DRAPlugin", "v1beta1.DRAPlugin"],
+    }
 
 
 def test_local_node_access_asks_every_registry_socket(registry):
-    node = SimpleNamespace(name="n0", plugin_registry_dir=str(registry), cdi_dir=str(registry),
-                           kubeconfig=str(registry / "k"), pod_resources_socket=str(registry / "pr.sock"))
+    node = SimpleNamespace(
+        name="n0",
+        plugin_registry_dir=str(registry),
+        cdi_dir=str(registry),
+        kubeconfig=str(registry / "k"),
+        pod_resources_socket=str(registry / "pr.sock"),
+    )
     answers = LocalNodeAccess(SimpleNamespace(nodes=[node])).plugin_info("n0")
     assert [a.get("name") for a in answers] == ["gpu.example.com", None]
     assert answers[0]["socket"] == "gpu.example.com-reg.sock" and answers[1]["error"].startswith("StatusCode.")
@@ -60,21 +76,48 @@ def test_podresources_call_errors_are_typed(tmp_path):
 
 
 def test_podresources_reshaping_per_container():
-    entry = {"name": "p", "containers": [
-        {"name": "user", "dynamicResources": [{"claimName": "c", "claimResources": [
-            {"driverName": "d", "poolName": "n1", "deviceName": "gpu-0", "cdiDevices": [{"name": "k=gpu-0"}]}]}]},
-        {"name": "other"}]}
+    entry = {
+        "name": "p",
+        "containers": [
+            {
+                "name": "user",
+                "dynamicResources": [
+                    {
+                        "claimName": "c",
+                        "claimResources": [
+                            {
+                                "driverName": "d",
+                                "poolName": "n1",
+                                "deviceName": "gpu-0",
+                                "cdiDevices": [{"name": "k=gpu-0"}],
+                            }
+                        ],
+                    }
+                ],
+            },
+            {"name": "other"},
+        ],
+    }
     per = claims_by_container(entry)
     assert per["other"] == [] and reported_devices(per["user"]) == {("d", "n1", "gpu-0")}
     assert reported_cdi_ids(per["user"]) == {"k=gpu-0"}
-    claim = Obj({"status": {"allocation": {"devices": {"results": [
-        {"request": "r", "driver": "d", "pool": "n1", "device": "gpu-0"}]}}}})
+    claim = Obj(
+        {
+            "status": {
+                "allocation": {
+                    "devices": {"results": [{"request": "r", "driver": "d", "pool": "n1", "device": "gpu-0"}]}
+                }
+            }
+        }
+    )
     assert allocated_devices(claim) == reported_devices(per["user"])
 
 
 def test_cdi_specs_of_a_claim_and_defined_ids():
-    specs = {"d-uid1.json": '{"kind": "k.com/gpu", "devices": [{"name": "a"}]}',
-             "other.yaml": "kind: k.com/gpu\ndevices:\n- name: b\n"}
+    specs = {
+        "d-uid1.json": '{"kind": "k.com/gpu", "devices": [{"name": "a"}]}',
+        "other.yaml": "kind: k.com/gpu\ndevices:\n- name: b\n",
+    }
     access = SimpleNamespace(cdi_specs=lambda node: specs)
     assert cdi.claim_specs(access, "n", SimpleNamespace(uid="uid1")) == {"d-uid1.json": specs["d-uid1.json"]}
     assert cdi.defined_ids(access, "n") == {"k.com/gpu=a", "k.com/gpu=b"}
@@ -90,13 +133,17 @@ class _K8s:
         return "GPU_DEVICE_0=gpu-0\nGPU_DEVICE_1=gpu-1\nOPAQUE=1\n"
 
     def get(self, kind, name, namespace):
-        return Obj({"metadata": {"name": name, "uid": "u1"}, "spec": {"nodeName": "n1", "containers": [
-            {"name": "ctr"}]}})
+        return Obj(
+            {"metadata": {"name": name, "uid": "u1"}, "spec": {"nodeName": "n1", "containers": [{"name": "ctr"}]}}
+        )
 
 
 def _profile():
-    return SimpleNamespace(visibility=Visibility(env_regex=r"^GPU_DEVICE_\d+=\S+$"), opaque_shows_as="^OPAQUE=",
-                           admin_access_signal="^ADMIN=")
+    return SimpleNamespace(
+        visibility=Visibility(env_regex=r"^GPU_DEVICE_\d+=\S+$"),
+        opaque_shows_as="^OPAQUE=",
+        admin_access_signal="^ADMIN=",
+    )
 
 
 def test_probe_counts_devices_and_names_them():

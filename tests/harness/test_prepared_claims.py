@@ -1,5 +1,6 @@
 """Unit tests of PreparedClaims: which claims a node still has prepared, from a fake NodeAccess (CDI spec
 files naming the claim UID; PodResources ``List`` still reporting the claim)."""
+
 import grpc
 
 from conformance.k8s.tracker import Tracked
@@ -38,29 +39,39 @@ class FakeNodeAccess:
 
 
 def _pod_using(namespace, name):
-    return {"name": "p", "namespace": namespace, "containers": [
-        {"name": "ctr", "dynamicResources": [{"claimName": name, "claimNamespace": namespace}]}]}
+    return {
+        "name": "p",
+        "namespace": namespace,
+        "containers": [{"name": "ctr", "dynamicResources": [{"claimName": name, "claimNamespace": namespace}]}],
+    }
 
 
 def test_cdi_spec_naming_the_uid_and_pod_resources_listing_the_claim_are_both_evidence():
     access = FakeNodeAccess(
         specs={"a": {"base.json": "{}"}, "b": {"driver-uid-1.json": '{"devices": []}'}},
-        pod_resources={"a": FakePodResources([_pod_using("ns", "c1")]), "b": FakePodResources([])})
+        pod_resources={"a": FakePodResources([_pod_using("ns", "c1")]), "b": FakePodResources([])},
+    )
     found = PreparedClaims(access, ["a", "b"])([CLAIM, OTHER])
-    assert [(c.name, node, why.split(" ")[0]) for c, node, why in found] == [("c1", "a", "PodResources"),
-                                                                             ("c1", "b", "CDI")]
+    assert [(c.name, node, why.split(" ")[0]) for c, node, why in found] == [
+        ("c1", "a", "PodResources"),
+        ("c1", "b", "CDI"),
+    ]
     assert "driver-uid-1.json" in found[1][2]
 
 
 def test_nodes_that_cannot_be_read_show_nothing():
     access = FakeNodeAccess(
         specs={"a": NodeAccessUnavailable("no access"), "b": OSError("gone")},
-        pod_resources={"a": NodeAccessUnavailable("no socket"),
-                       "b": FakePodResources([], error=grpc.RpcError("unavailable"))})
+        pod_resources={
+            "a": NodeAccessUnavailable("no socket"),
+            "b": FakePodResources([], error=grpc.RpcError("unavailable")),
+        },
+    )
     assert PreparedClaims(access, ["a", "b"])([CLAIM]) == []
 
 
 def test_nothing_prepared_gives_an_empty_list():
-    access = FakeNodeAccess(specs={"a": {"driver-uid-9.json": "uid-9"}},
-                            pod_resources={"a": FakePodResources([_pod_using("ns", "c9")])})
+    access = FakeNodeAccess(
+        specs={"a": {"driver-uid-9.json": "uid-9"}}, pod_resources={"a": FakePodResources([_pod_using("ns", "c9")])}
+    )
     assert PreparedClaims(access, ["a"])([CLAIM, OTHER]) == []

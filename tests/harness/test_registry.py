@@ -1,6 +1,7 @@
 """Unit tests of the seams: the provider/deployer registry (unknown names, third-party registration, entry
 points, duplicates), the optional abilities checked with isinstance, and a Session that takes its cluster
 provider and driver deployer from the registry (a third-party deployer from tests/plugins). No cluster."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -90,10 +91,14 @@ def test_malformed_hook_results_are_config_errors():
 
 def test_entry_points_load_on_first_use_and_a_broken_one_is_a_config_error():
     registry = Registry()
-    registry.add_entry_points([
-        importlib.metadata.EntryPoint("vendor-operator", "tests.plugins.vendor_deployer:VendorOperatorDeployer",
-                                      DEPLOYER_GROUP),
-        importlib.metadata.EntryPoint("broken", "no_such_module_xyz:factory", PROVIDER_GROUP)])
+    registry.add_entry_points(
+        [
+            importlib.metadata.EntryPoint(
+                "vendor-operator", "tests.plugins.vendor_deployer:VendorOperatorDeployer", DEPLOYER_GROUP
+            ),
+            importlib.metadata.EntryPoint("broken", "no_such_module_xyz:factory", PROVIDER_GROUP),
+        ]
+    )
     assert registry.driver_deployer("vendor-operator") is vendor_deployer.VendorOperatorDeployer
     assert registry.names("cluster provider") == ("broken",)
     with pytest.raises(ConfigError, match="cannot be loaded"):
@@ -160,11 +165,13 @@ def test_session_takes_provider_and_deployer_from_the_registry(tmp_path, monkeyp
     def discover(k8s, profile, **kwargs):
         seen.update(kwargs)
         return Capabilities({}), {"served_versions": {}, "devices": [], "nodes": []}
+
     monkeypatch.setattr(session_mod.facts_mod, "discover", discover)
     monkeypatch.setattr(HostDeployer, "deploy", lambda self: HostProcessDriver.of(self.profile, "bundled", version="v"))
     monkeypatch.setattr(HostDeployer, "teardown", lambda self: None)
-    cfg = RunConfig(cluster="fake", driver="reference", driver_deploy="vendor-operator", run_id="r-0001",
-                    report_dir=str(tmp_path))
+    cfg = RunConfig(
+        cluster="fake", driver="reference", driver_deploy="vendor-operator", run_id="r-0001", report_dir=str(tmp_path)
+    )
     session = session_mod.Session(cfg, tmp_path, registry)
     session.setup()
     assert isinstance(session.deployer, vendor_deployer.VendorOperatorDeployer)
@@ -180,9 +187,27 @@ def test_session_takes_provider_and_deployer_from_the_registry(tmp_path, monkeyp
 
 
 def _collect(report: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           "--driver", "reference", "--report-dir", str(report), *args],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--driver",
+            "reference",
+            "--report-dir",
+            str(report),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
 
 
 def test_the_plugin_option_p_makes_a_vendor_deployer_known_to_the_harness(tmp_path):

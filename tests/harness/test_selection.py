@@ -1,22 +1,32 @@
 """Unit tests: capabilities from facts, and selection (deselect by profile, skip with evidence, fail when a
 declared capability is not delivered)."""
+
 import pytest
 
 from conformance.core import capabilities, profile, selection
 from conformance.core.errors import ConfigError
 
-_RAW = {"name": "p", "driver": "gpu.example.com", "device_classes": ["gpu.example.com"],
-        "visibility": {"env_regex": "x"},
-        "capabilities": {"multiple_devices": True, "shared_claims": True, "partitions": False, "admin_access": True}}
+_RAW = {
+    "name": "p",
+    "driver": "gpu.example.com",
+    "device_classes": ["gpu.example.com"],
+    "visibility": {"env_regex": "x"},
+    "capabilities": {"multiple_devices": True, "shared_claims": True, "partitions": False, "admin_access": True},
+}
 PROFILE = profile.parse(_RAW, source="p.yaml")
 
 
 def _facts(devices_per_node=2, gates=None):
-    devices = [{"node": n, "pool": n, "device": f"d{i}", "attributes": {}} for n in ("a", "b")
-               for i in range(devices_per_node)]
-    return {"served_versions": {"v1": ["deviceclasses", "resourceclaims"], "v1beta1": []},
-            "feature_gates": gates if gates is not None else {"DRAAdminAccess": True}, "devices": devices,
-            "node_access": (True, "local"), "k8s_version": "v1.34.4"}
+    devices = [
+        {"node": n, "pool": n, "device": f"d{i}", "attributes": {}} for n in ("a", "b") for i in range(devices_per_node)
+    ]
+    return {
+        "served_versions": {"v1": ["deviceclasses", "resourceclaims"], "v1beta1": []},
+        "feature_gates": gates if gates is not None else {"DRAAdminAccess": True},
+        "devices": devices,
+        "node_access": (True, "local"),
+        "k8s_version": "v1.34.4",
+    }
 
 
 def test_capabilities_have_evidence():
@@ -41,10 +51,15 @@ def test_missing_cluster_capability_skips_with_evidence():
     assert decision.reason.startswith("driver.admin_access not available: ") and "DRAAdminAccess" in decision.reason
 
 
-@pytest.mark.parametrize("selected, marker, action", [
-    ("core", "standard", "deselect"), ("standard", "core", "run"), ("full", "disruptive", "deselect"),
-    ("disruptive", "full", "run"),
-])
+@pytest.mark.parametrize(
+    "selected, marker, action",
+    [
+        ("core", "standard", "deselect"),
+        ("standard", "core", "run"),
+        ("full", "disruptive", "deselect"),
+        ("disruptive", "full", "run"),
+    ],
+)
 def test_profiles_nest(selected, marker, action):
     assert selection.decide([marker], [], selected, None).action == action
 
@@ -66,8 +81,9 @@ def test_distinct_attribute_follows_the_release_and_the_gate(version, available)
     facts = {**_facts(gates={"DRAConsumableCapacity": True}), "k8s_version": version}
     cap = capabilities.evaluate(facts, PROFILE).items["allocator.distinct_attribute"]
     assert cap.available is available and version in cap.evidence, cap
-    off = capabilities.evaluate({**_facts(gates={"DRAConsumableCapacity": False}), "k8s_version": "v1.37.2"},
-                                PROFILE).items["allocator.distinct_attribute"]
+    off = capabilities.evaluate(
+        {**_facts(gates={"DRAConsumableCapacity": False}), "k8s_version": "v1.37.2"}, PROFILE
+    ).items["allocator.distinct_attribute"]
     assert not off.available and "DRAConsumableCapacity" in off.evidence
 
 

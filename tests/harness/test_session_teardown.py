@@ -2,6 +2,7 @@
 sweep requests the remaining deletions without waiting, the rest still runs and ``interrupted`` is set (the
 plugin then ends the run with exit 2). Steps are stand-ins here; tests/e2e/test_harness_run.py and
 test_harness_interrupt.py interrupt real runs."""
+
 from conformance.core.config import from_options
 from conformance.k8s import sweep
 from conformance.runner.session import STATE_FILE, Session
@@ -36,6 +37,7 @@ def test_ctrl_c_in_the_sweep_requests_deletions_and_still_removes_driver_and_clu
     def swept_until_ctrl_c(k8s, run_id, **_):
         log.append("sweep")
         raise KeyboardInterrupt
+
     monkeypatch.setattr(sweep, "sweep_run", swept_until_ctrl_c)
     monkeypatch.setattr(sweep, "request_deletion", lambda k8s, run_id: log.append("request") or ["Namespace n"])
     s = _session(tmp_path, log)

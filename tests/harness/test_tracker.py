@@ -1,5 +1,6 @@
 """Unit tests of the tracker's teardown order and leak reporting, against an in-memory fake client
 (a fake only inside unit tests; the e2e tests run the tracker against a real API server)."""
+
 import time
 
 import pytest
@@ -52,8 +53,15 @@ def _obj(kind, name, ns="ns"):
 def test_cleanup_deletes_in_dra_order_then_lifo():
     k8s = FakeK8s()
     tracker = Tracker(k8s, phase_timeout=1)
-    for kind, name in [("Namespace", "ns"), ("DeviceClass", "cls"), ("ResourceClaimTemplate", "t"),
-                       ("ResourceClaim", "c1"), ("Pod", "p1"), ("ResourceClaim", "c2"), ("Pod", "p2")]:
+    for kind, name in [
+        ("Namespace", "ns"),
+        ("DeviceClass", "cls"),
+        ("ResourceClaimTemplate", "t"),
+        ("ResourceClaim", "c1"),
+        ("Pod", "p1"),
+        ("ResourceClaim", "c2"),
+        ("Pod", "p2"),
+    ]:
         tracker.create(_obj(kind, name))
     tracker.cleanup()
     assert [n for _, n in k8s.deleted] == ["p2", "p1", "c2", "c1", "t", "cls", "ns"]
@@ -118,7 +126,8 @@ def test_a_claim_left_prepared_is_a_leak_naming_claim_and_node():
     with pytest.raises(errors.LeakError) as info:
         tracker.cleanup()
     assert info.value.survivors == [
-        "ResourceClaim ns/c1 still prepared on node node-1 (CDI spec x-u-c1.json names its UID)"]
+        "ResourceClaim ns/c1 still prepared on node node-1 (CDI spec x-u-c1.json names its UID)"
+    ]
 
 
 def test_claims_generated_for_a_pod_are_checked_after_the_pod_is_gone():

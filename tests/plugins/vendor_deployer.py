@@ -7,11 +7,13 @@ host processes of a local cluster (the bundled deployment), records each reconci
 directory, and names itself in the driver handle (run.json ``driver.deploy`` and the handle's
 ``deploy_mode``). Nothing under conformance/ knows this module.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from conformance.core.errors import ConfigError
 from conformance.drivers.base import DeployContext, DeployedDriver
@@ -31,12 +33,16 @@ class VendorOperatorDeployer:
 
     def __init__(self, ctx: DeployContext) -> None:
         if ctx.profile.deploy_mode not in ("bundled", NAME):
-            raise ConfigError(f"{NAME} deploys the bundled reference driver, not profile {ctx.profile.name}",
-                              source="--driver-deploy", fix="use --driver reference")
+            raise ConfigError(
+                f"{NAME} deploys the bundled reference driver, not profile {ctx.profile.name}",
+                source="--driver-deploy",
+                fix="use --driver reference",
+            )
         self.ctx = ctx
         self.state_dir = ctx.state_root / NAME
-        bundled = dataclasses.replace(ctx.profile, deploy_mode="bundled",
-                                      deploy={**ctx.profile.deploy, "mode": "bundled"})
+        bundled = dataclasses.replace(
+            ctx.profile, deploy_mode="bundled", deploy={**ctx.profile.deploy, "mode": "bundled"}
+        )
         self.inner = HostDeployer(ctx.cluster, bundled, ctx.k8s, ctx.run_id, state_root=self.state_dir)
 
     def _named(self, handle: DeployedDriver) -> DeployedDriver:

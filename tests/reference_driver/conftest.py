@@ -1,4 +1,5 @@
 """Fixtures for reference-driver unit tests: a DeviceState over temp dirs and a fake claim source."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,6 +25,14 @@ def make_state(tmp_path, source):
     inventory = SimulatedInventory(SimulatedSpec(count=4), NODE)
 
     def make(faults: Faults = Faults(), claim_source=None) -> DeviceState:
-        return DeviceState(DRIVER_NAME, {NODE}, inventory.snapshot, claim_source or source,
-                           CdiStore(tmp_path / "cdi"), Checkpoint(tmp_path / "state" / "checkpoint.json"), faults)
+        return DeviceState(
+            DRIVER_NAME,
+            {NODE},
+            inventory.snapshot,
+            claim_source or source,
+            CdiStore(tmp_path / "cdi"),
+            Checkpoint(tmp_path / "state" / "checkpoint.json"),
+            faults,
+        )
+
     return make

@@ -2,6 +2,7 @@
 
 The fake claim source stands in for the API server in unit tests only; e2e tests use the real one.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -21,8 +22,9 @@ def gpu_config(strategy: str | None = "TimeSlicing", **extra) -> dict:
     return params
 
 
-def config(params: dict, source: str = "FromClaim", requests: list[str] | None = None,
-           driver: str = DRIVER_NAME) -> dict:
+def config(
+    params: dict, source: str = "FromClaim", requests: list[str] | None = None, driver: str = DRIVER_NAME
+) -> dict:
     """One allocation.devices.config[] entry."""
     entry = {"source": source, "opaque": {"driver": driver, "parameters": params}}
     if requests:
@@ -35,14 +37,26 @@ def result(device: str, request: str = "gpu", pool: str = NODE, driver: str = DR
     return {"request": request, "driver": driver, "pool": pool, "device": device, **extra}
 
 
-def claim(uid: str = "uid-1", name: str = "claim-1", namespace: str = "ns", results: list[dict] | None = None,
-          configs: list[dict] | None = None, allocated: bool = True) -> dict:
+def claim(
+    uid: str = "uid-1",
+    name: str = "claim-1",
+    namespace: str = "ns",
+    results: list[dict] | None = None,
+    configs: list[dict] | None = None,
+    allocated: bool = True,
+) -> dict:
     """A resource.k8s.io/v1 ResourceClaim as JSON."""
-    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-           "metadata": {"name": name, "namespace": namespace, "uid": uid}, "spec": {"devices": {}}, "status": {}}
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "spec": {"devices": {}},
+        "status": {},
+    }
     if allocated:
-        obj["status"]["allocation"] = {"devices": {"results": results if results is not None else [result("gpu-0")],
-                                                   "config": configs or []}}
+        obj["status"]["allocation"] = {
+            "devices": {"results": results if results is not None else [result("gpu-0")], "config": configs or []}
+        }
     return obj
 
 

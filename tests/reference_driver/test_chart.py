@@ -1,6 +1,7 @@
 """The Helm chart lints and renders to least-privilege, node-scoped manifests; the DeviceClass YAML
 selects this driver. Needs the cached helm binary (`make setup`); the e2e module applies the rendered
 manifests with a server-side dry-run. Source: feature-catalog.md PERM-01/PERM-02."""
+
 from __future__ import annotations
 
 import subprocess
@@ -17,6 +18,7 @@ DEPLOY = CHART.parent
 
 def helm() -> Path:
     from conformance.toolchain import cache  # test-side only: the driver never imports conformance
+
     try:
         return cache.tool_binary("helm")
     except cache.CacheMiss as err:
@@ -25,9 +27,13 @@ def helm() -> Path:
 
 def render(*extra: str) -> list[dict]:
     """`helm template` output as a list of objects."""
-    out = subprocess.run([str(helm()), "template", "refdrv", str(CHART), "--namespace", "dra-ref",
-                          "--kube-version", "1.34.0", *extra],
-                         check=True, capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run(
+        [str(helm()), "template", "refdrv", str(CHART), "--namespace", "dra-ref", "--kube-version", "1.34.0", *extra],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 
 
@@ -40,14 +46,18 @@ def test_rendered_rbac_is_least_privilege_and_policy_is_node_scoped():
     objs = {(o["kind"], o["metadata"]["name"]): o for o in render()}
     role = next(o for (k, _), o in objs.items() if k == "ClusterRole")
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
-    assert rules == {(("resource.k8s.io",), ("resourceclaims",)): {"get"}, (("",), ("nodes",)): {"get"},
-                     (("resource.k8s.io",), ("resourceslices",)): {"get", "list", "watch", "create", "update",
-                                                                   "patch", "delete"}}
+    assert rules == {
+        (("resource.k8s.io",), ("resourceclaims",)): {"get"},
+        (("",), ("nodes",)): {"get"},
+        (("resource.k8s.io",), ("resourceslices",)): {"get", "list", "watch", "create", "update", "patch", "delete"},
+    }
     vap = next(o for (k, _), o in objs.items() if k == "ValidatingAdmissionPolicy")
     assert "authentication.kubernetes.io/node-name" in yaml.safe_dump(vap)
     assert any(k == "ValidatingAdmissionPolicyBinding" for k, _ in objs)
-    assert objs[("DeviceClass", DRIVER_NAME)]["spec"]["selectors"][0]["cel"]["expression"] == \
-        f'device.driver == "{DRIVER_NAME}"'
+    assert (
+        objs[("DeviceClass", DRIVER_NAME)]["spec"]["selectors"][0]["cel"]["expression"]
+        == f'device.driver == "{DRIVER_NAME}"'
+    )
 
 
 def test_daemonset_mounts_kubelet_and_cdi_paths_and_passes_faults():

@@ -1,4 +1,5 @@
 """Which results and configs of a claim belong to this driver (claims.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -50,8 +51,12 @@ def test_invalid_config_for_this_driver_is_a_claim_error():
 
 def test_claim_config_overrides_class_config():
     """FromClass applies first, FromClaim overrides it (whatever the list order)."""
-    obj = claim(configs=[config(gpu_config("SpacePartitioning"), source="FromClaim"),
-                         config(gpu_config("Exclusive"), source="FromClass")])
+    obj = claim(
+        configs=[
+            config(gpu_config("SpacePartitioning"), source="FromClaim"),
+            config(gpu_config("Exclusive"), source="FromClass"),
+        ]
+    )
     dev = devices(obj)[0]
     assert dev.config.sharing.strategy == "SpacePartitioning"
     assert dev.config_sources == ("FromClass[1]", "FromClaim[0]")
@@ -59,10 +64,14 @@ def test_claim_config_overrides_class_config():
 
 def test_request_scoped_configs_and_subrequests():
     """No requests = all; listed requests only; a parent name covers its subrequests."""
-    obj = claim(results=[result("gpu-0", "a"), result("gpu-1", "b/small"), result("gpu-2", "c/large")],
-                configs=[config(gpu_config("Exclusive")),
-                         config(gpu_config("SpacePartitioning"), requests=["b"]),
-                         config(gpu_config("TimeSlicing"), requests=["c/small"])])
+    obj = claim(
+        results=[result("gpu-0", "a"), result("gpu-1", "b/small"), result("gpu-2", "c/large")],
+        configs=[
+            config(gpu_config("Exclusive")),
+            config(gpu_config("SpacePartitioning"), requests=["b"]),
+            config(gpu_config("TimeSlicing"), requests=["c/small"]),
+        ],
+    )
     got = {d.device: (d.config.sharing.strategy, d.base_request) for d in devices(obj)}
     assert got == {"gpu-0": ("Exclusive", "a"), "gpu-1": ("SpacePartitioning", "b"), "gpu-2": ("Exclusive", "c")}
     assert applies(None, "x/y") and applies(["x"], "x/y") and applies(["x/y"], "x/y")
@@ -70,8 +79,9 @@ def test_request_scoped_configs_and_subrequests():
 
 
 def test_admin_access_share_id_and_consumed_capacity_are_kept():
-    obj = claim(results=[result("gpu-0", adminAccess=True, shareID="abcdef12-0000",
-                                consumedCapacity={"memory": "4Gi"})])
+    obj = claim(
+        results=[result("gpu-0", adminAccess=True, shareID="abcdef12-0000", consumedCapacity={"memory": "4Gi"})]
+    )
     dev = devices(obj)[0]
     assert dev.admin_access and dev.share_id == "abcdef12-0000" and dev.consumed_capacity == (("memory", "4Gi"),)
 

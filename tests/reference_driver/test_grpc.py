@@ -1,6 +1,7 @@
 """Every gRPC method over a real unix socket with a real grpc channel: registration GetInfo and
 NotifyRegistrationStatus; v1 and v1beta1 NodePrepareResources / NodeUnprepareResources.
 Source: dra-protocols.md §1 and §2; upstream test-driver kubeletplugin.go behaviour (PREP-09)."""
+
 from __future__ import annotations
 
 import time
@@ -11,7 +12,7 @@ import pytest
 from reference_driver import DRIVER_NAME
 from reference_driver.faults import Faults
 from reference_driver.plugin import wire
-from reference_driver.plugin.server import PluginServer, SocketPaths, SocketPathError, socket_exists
+from reference_driver.plugin.server import PluginServer, SocketPathError, SocketPaths, socket_exists
 
 from .helpers import claim, result, rmtree, short_tmpdir
 
@@ -30,6 +31,7 @@ def plugin(make_state, source):
         server.start()
         servers.append(server)
         return server
+
     yield start, paths
     for server in servers:
         server.stop(0)
@@ -39,15 +41,22 @@ def plugin(make_state, source):
 def call(path, service: str, method: str, request, response_cls, timeout=5.0):
     """One unary call over a fresh channel to ``unix://path``."""
     with grpc.insecure_channel(f"unix://{path}") as channel:
-        fn = channel.unary_unary(f"/{service}/{method}", request_serializer=type(request).SerializeToString,
-                                 response_deserializer=response_cls.FromString)
+        fn = channel.unary_unary(
+            f"/{service}/{method}",
+            request_serializer=type(request).SerializeToString,
+            response_deserializer=response_cls.FromString,
+        )
         return fn(request, timeout=timeout)
 
 
 def prepare(paths, version, *claims):
     m = VERSIONS[version]()
-    req = m.NodePrepareResourcesRequest(claims=[m.Claim(namespace=c["metadata"]["namespace"], name=c["metadata"]["name"],
-                                                        uid=c["metadata"]["uid"]) for c in claims])
+    req = m.NodePrepareResourcesRequest(
+        claims=[
+            m.Claim(namespace=c["metadata"]["namespace"], name=c["metadata"]["name"], uid=c["metadata"]["uid"])
+            for c in claims
+        ]
+    )
     return call(paths.dra, m.SERVICE, "NodePrepareResources", req, m.NodePrepareResourcesResponse)
 
 
@@ -66,11 +75,21 @@ def test_registration_get_info_and_notify(plugin):
     info = call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
     assert (info.type, info.name, info.endpoint) == ("DRAPlugin", DRIVER_NAME, str(paths.dra))
     assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
-    call(paths.registration, m.SERVICE, "NotifyRegistrationStatus",
-         m.RegistrationStatus(plugin_registered=False, error="nope"), m.RegistrationStatusResponse)
+    call(
+        paths.registration,
+        m.SERVICE,
+        "NotifyRegistrationStatus",
+        m.RegistrationStatus(plugin_registered=False, error="nope"),
+        m.RegistrationStatusResponse,
+    )
     assert not server.registration.registered.is_set()
-    call(paths.registration, m.SERVICE, "NotifyRegistrationStatus",
-         m.RegistrationStatus(plugin_registered=True), m.RegistrationStatusResponse)
+    call(
+        paths.registration,
+        m.SERVICE,
+        "NotifyRegistrationStatus",
+        m.RegistrationStatus(plugin_registered=True),
+        m.RegistrationStatusResponse,
+    )
     assert server.registration.registered.is_set()
     assert [(s.registered, s.error) for s in server.registration.statuses] == [(False, "nope"), (True, "")]
 
@@ -152,31 +171,42 @@ def test_health_stream_reports_every_device_on_both_versions(make_state):
     """DRAResourceHealth v1 and v1alpha1 stream the complete device list, HEALTHY, with a timeout; GetInfo
     advertises them after the DRA services; the fault unhealthy-devices flips them (HLTH-01)."""
     from reference_driver.inventory import SimulatedInventory, SimulatedSpec
+
     snapshot = SimulatedInventory(SimulatedSpec(count=3), "node-a").snapshot
     root = short_tmpdir()
     paths = SocketPaths.for_driver(root / "reg", root / "plugins", DRIVER_NAME)
     try:
         for faults, want in ((Faults(), "HEALTHY"), (Faults.parse("unhealthy-devices"), "UNHEALTHY")):
-            server = PluginServer(DRIVER_NAME, make_state(), paths, health=snapshot, pool="node-a", faults=faults,
-                                  health_interval=0.1)
+            server = PluginServer(
+                DRIVER_NAME, make_state(), paths, health=snapshot, pool="node-a", faults=faults, health_interval=0.1
+            )
             server.start()
             try:
                 m = wire.registration()
                 info = call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
-                assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin",
-                                                         "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
+                assert list(info.supported_versions) == [
+                    "v1.DRAPlugin",
+                    "v1beta1.DRAPlugin",
+                    "v1.DRAResourceHealth",
+                    "v1alpha1.DRAResourceHealth",
+                ]
                 for msgs in (wire.health_v1(), wire.health_v1alpha1()):
                     with grpc.insecure_channel(f"unix://{paths.dra}") as ch:
-                        stream = ch.unary_stream(f"/{msgs.SERVICE}/NodeWatchResources",
-                                                 request_serializer=msgs.NodeWatchResourcesRequest.SerializeToString,
-                                                 response_deserializer=msgs.NodeWatchResourcesResponse.FromString)(
-                            msgs.NodeWatchResourcesRequest(), timeout=5)
+                        stream = ch.unary_stream(
+                            f"/{msgs.SERVICE}/NodeWatchResources",
+                            request_serializer=msgs.NodeWatchResourcesRequest.SerializeToString,
+                            response_deserializer=msgs.NodeWatchResourcesResponse.FromString,
+                        )(msgs.NodeWatchResourcesRequest(), timeout=5)
                         first, second = next(stream), next(stream)
                         stream.cancel()
                     assert [d.device.device_name for d in first.devices] == ["gpu-0", "gpu-1", "gpu-2"]
                     assert {msgs.HealthStatus.Name(d.health) for d in second.devices} == {want}
-                    assert all(d.device.pool_name == "node-a" and d.health_check_timeout_seconds > 0
-                               and d.last_updated_time > 0 for d in first.devices)
+                    assert all(
+                        d.device.pool_name == "node-a"
+                        and d.health_check_timeout_seconds > 0
+                        and d.last_updated_time > 0
+                        for d in first.devices
+                    )
             finally:
                 server.stop(0)
     finally:

@@ -1,4 +1,5 @@
 """GpuConfig validation and the fault registry."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,24 +12,37 @@ from .helpers import gpu_config
 
 def test_gpu_config_valid_parses_sharing_and_env():
     """A valid GpuConfig yields its strategy, interval and env."""
-    cfg = opaque.parse(gpu_config(None, sharing={"strategy": "TimeSlicing", "timeSlicing": {"interval": "Short"}},
-                                  env={"FOO": "bar", "ON": True}))
+    cfg = opaque.parse(
+        gpu_config(
+            None,
+            sharing={"strategy": "TimeSlicing", "timeSlicing": {"interval": "Short"}},
+            env={"FOO": "bar", "ON": True},
+        )
+    )
     assert cfg.sharing == opaque.Sharing("TimeSlicing", "Short", None)
     assert dict(cfg.env) == {"FOO": "bar", "ON": "true"}
 
 
-@pytest.mark.parametrize("params, fragment", [
-    ({"apiVersion": "other/v1", "kind": "GpuConfig"}, "unknown apiVersion 'other/v1'"),
-    (gpu_config(None) | {"kind": "TpuConfig"}, "unknown kind 'TpuConfig'"),
-    (gpu_config("TimeSlicing", colour="red"), "unknown field(s) ['colour']"),
-    (gpu_config(None, sharing={"strategy": "Magic"}), "unknown value 'Magic'"),
-    (gpu_config(None, sharing={"strategy": "Exclusive", "timeSlicing": {}}), "only allowed with strategy TimeSlicing"),
-    (gpu_config(None, sharing={"strategy": "SpacePartitioning", "spacePartitioning": {"partitionCount": 9}}),
-     "partitionCount: 9"),
-    (gpu_config(None, env={"DRA_X": "1"}), "reserved prefix DRA_"),
-    (gpu_config(None, env={"1BAD": "1"}), "'1BAD' is not a valid env var name"),
-    ("not an object", "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "params, fragment",
+    [
+        ({"apiVersion": "other/v1", "kind": "GpuConfig"}, "unknown apiVersion 'other/v1'"),
+        (gpu_config(None) | {"kind": "TpuConfig"}, "unknown kind 'TpuConfig'"),
+        (gpu_config("TimeSlicing", colour="red"), "unknown field(s) ['colour']"),
+        (gpu_config(None, sharing={"strategy": "Magic"}), "unknown value 'Magic'"),
+        (
+            gpu_config(None, sharing={"strategy": "Exclusive", "timeSlicing": {}}),
+            "only allowed with strategy TimeSlicing",
+        ),
+        (
+            gpu_config(None, sharing={"strategy": "SpacePartitioning", "spacePartitioning": {"partitionCount": 9}}),
+            "partitionCount: 9",
+        ),
+        (gpu_config(None, env={"DRA_X": "1"}), "reserved prefix DRA_"),
+        (gpu_config(None, env={"1BAD": "1"}), "'1BAD' is not a valid env var name"),
+        ("not an object", "expected a JSON object"),
+    ],
+)
 def test_gpu_config_invalid_names_the_bad_input(params, fragment):
     """Unknown kind/field/value is an error that names it."""
     with pytest.raises(opaque.ConfigError) as info:

@@ -1,6 +1,7 @@
 """SlicePublisher against an in-memory stand-in for the ResourceSlice API (unit test only; the e2e test
 uses the real API server): create, no churn on re-sync, re-create after deletion with a generation bump,
 generation bump on inventory change, faults."""
+
 from __future__ import annotations
 
 import copy
@@ -37,8 +38,11 @@ class FakeSliceApi:
 
     def list_resource_slice(self, field_selector, **_):
         want = dict(kv.split("=") for kv in field_selector.split(","))
-        items = [o for o in self.objects.values()
-                 if o["spec"]["nodeName"] == want["spec.nodeName"] and o["spec"]["driver"] == want["spec.driver"]]
+        items = [
+            o
+            for o in self.objects.values()
+            if o["spec"]["nodeName"] == want["spec.nodeName"] and o["spec"]["driver"] == want["spec.driver"]
+        ]
         return types.SimpleNamespace(data=json.dumps({"items": copy.deepcopy(items)}))
 
     def create_resource_slice(self, body, **_):
@@ -62,16 +66,20 @@ def make_publisher(monkeypatch):
     spec = {"count": 2}
 
     def make(faults: Faults = Faults()):
-        pub = publisher.SlicePublisher(None, NODE, DRIVER_NAME,
-                                       lambda: SimulatedInventory(parse_spec(spec), NODE).snapshot(), faults)
+        pub = publisher.SlicePublisher(
+            None, NODE, DRIVER_NAME, lambda: SimulatedInventory(parse_spec(spec), NODE).snapshot(), faults
+        )
         pub._resource = api
         pub._separate = True
         return pub
+
     return make, api, spec
 
 
 def pools(api):
-    return sorted((o["spec"]["pool"]["generation"], o["spec"]["pool"]["resourceSliceCount"]) for o in api.objects.values())
+    return sorted(
+        (o["spec"]["pool"]["generation"], o["spec"]["pool"]["resourceSliceCount"]) for o in api.objects.values()
+    )
 
 
 def test_publish_then_resync_writes_nothing(make_publisher):

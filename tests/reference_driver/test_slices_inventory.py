@@ -1,4 +1,5 @@
 """Inventory -> slices (pure) and the device sources."""
+
 from __future__ import annotations
 
 import sys
@@ -29,11 +30,17 @@ def test_simulated_gpus_are_deterministic_and_typed():
     assert other.device("gpu-0").attribute("uuid") != a.device("gpu-0").attribute("uuid")
 
 
-@pytest.mark.parametrize("raw, fragment", [
-    ({"count": -1}, "count"), ({"colour": 1}, "unknown key"), ({"memory": "1.5Gi"}, "memory"),
-    ({"driverVersion": "1.02.3"}, "driverVersion"), ({"partitions": 9}, "partitions"),
-    ({"capacityRequestPolicy": {"default": "1Gi"}}, "needs allowMultipleAllocations"),
-])
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        ({"count": -1}, "count"),
+        ({"colour": 1}, "unknown key"),
+        ({"memory": "1.5Gi"}, "memory"),
+        ({"driverVersion": "1.02.3"}, "driverVersion"),
+        ({"partitions": 9}, "partitions"),
+        ({"capacityRequestPolicy": {"default": "1Gi"}}, "needs allowMultipleAllocations"),
+    ],
+)
 def test_simulated_spec_errors_name_the_key(raw, fragment):
     with pytest.raises(InventoryError, match=fragment):
         parse_spec(raw)
@@ -47,8 +54,15 @@ def test_inventory_yaml_errors_name_the_file(tmp_path):
 
 
 def test_multiple_allocations_and_request_policy():
-    dev = sim(count=1, allowMultipleAllocations=True,
-              capacityRequestPolicy={"default": "1Gi", "min": "1Gi", "step": "1Gi"}).device("gpu-0").to_api()
+    dev = (
+        sim(
+            count=1,
+            allowMultipleAllocations=True,
+            capacityRequestPolicy={"default": "1Gi", "min": "1Gi", "step": "1Gi"},
+        )
+        .device("gpu-0")
+        .to_api()
+    )
     assert dev["allowMultipleAllocations"] is True
     assert dev["capacity"]["memory"]["requestPolicy"] == {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
 
@@ -62,8 +76,9 @@ def test_partitions_use_shared_counters_in_their_own_slice():
     assert all(not p.devices for p in counter_slices)
     assert [len(p.devices) for p in planned if p.devices] == [64, 26]
     part = snap.device("gpu-0-part-1").to_api()
-    assert part["consumesCounters"] == [{"counterSet": "gpu-0-counters",
-                                         "counters": {"memory": {"value": "40Gi"}, "slices": {"value": "1"}}}]
+    assert part["consumesCounters"] == [
+        {"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "40Gi"}, "slices": {"value": "1"}}}
+    ]
 
 
 def test_partitions_for_1_34_keep_counters_next_to_their_devices():
@@ -86,8 +101,9 @@ def test_render_sets_node_pool_owner_and_generation():
     objs = slices.render(slices.plan(sim(count=2), "node-a", DRIVER_NAME), "node-a", "uid-n", DRIVER_NAME, 3)
     (obj,) = objs
     assert obj["metadata"]["name"] == f"node-a-{DRIVER_NAME}-0"
-    assert obj["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Node", "name": "node-a",
-                                                   "uid": "uid-n", "controller": True}]
+    assert obj["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": "uid-n", "controller": True}
+    ]
     assert obj["spec"]["pool"] == {"name": "node-a", "generation": 3, "resourceSliceCount": 1}
     assert obj["spec"]["nodeName"] == "node-a" and len(obj["spec"]["devices"]) == 2
     assert len(slices.slice_name("x" * 250, DRIVER_NAME, 0)) <= 253
@@ -115,13 +131,19 @@ def test_nvml_helpers():
 def test_nvml_inventory_reads_devices_from_nvml(monkeypatch):
     """With a fake pynvml module (unit test only) the NVML source maps NVML answers to attributes."""
     fake = types.SimpleNamespace(
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 1,
-        nvmlSystemGetDriverVersion=lambda: "550.54.15", nvmlSystemGetCudaDriverVersion_v2=lambda: 12040,
-        nvmlDeviceGetHandleByIndex=lambda i: i, nvmlDeviceGetName=lambda h: b"NVIDIA H200",
-        nvmlDeviceGetUUID=lambda h: "GPU-1234", nvmlDeviceGetCudaComputeCapability=lambda h: (9, 0),
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 1,
+        nvmlSystemGetDriverVersion=lambda: "550.54.15",
+        nvmlSystemGetCudaDriverVersion_v2=lambda: 12040,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: b"NVIDIA H200",
+        nvmlDeviceGetUUID=lambda h: "GPU-1234",
+        nvmlDeviceGetCudaComputeCapability=lambda h: (9, 0),
         nvmlDeviceGetPciInfo=lambda h: types.SimpleNamespace(busId=b"00000000:1B:00.0"),
         nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=150754820096),
-        nvmlDeviceGetMinorNumber=lambda h: 0)
+        nvmlDeviceGetMinorNumber=lambda h: 0,
+    )
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     dev = nvml.NvmlInventory().snapshot().device("gpu-0")
     api = dev.to_api()

@@ -1,4 +1,5 @@
 """The device state machine on temp dirs: idempotency, unknown claims, restart, corrupt checkpoint, faults."""
+
 from __future__ import annotations
 
 import json
@@ -101,8 +102,10 @@ def test_config_for_another_driver_does_not_change_env(make_state, source):
     assert "DRA_GPU_GPU_0_SHARING_STRATEGY=TimeSlicing" in env and "DRA_GPU_GPU_0_CONFIG_SOURCES=none" in env
 
 
-@pytest.mark.parametrize("fault", ["prepare-error", "unprepare-error", "leak-device-to-all-containers",
-                                   "unprepare-keeps-cdi", "skip-uid-check"])
+@pytest.mark.parametrize(
+    "fault",
+    ["prepare-error", "unprepare-error", "leak-device-to-all-containers", "unprepare-keeps-cdi", "skip-uid-check"],
+)
 def test_faults_change_exactly_their_behaviour(make_state, source, fault):
     source.add(claim(uid="other-uid" if fault == "skip-uid-check" else "uid-1"))
     state = make_state(Faults.parse(fault))

@@ -3,6 +3,7 @@
 The sample suite (``sample_suite/``) is a stand-in for real suites: tests carrying our markers, one
 failing, one skipped with a reason, one broken by an infrastructure error. It is never collected directly.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,15 +31,32 @@ def sample_run_json(**overrides) -> dict:
     return data
 
 
-def run_sample(run_dir: pathlib.Path, *pytest_args: str, run_json: dict | None = None, fail: bool = True,
-               report_dir: bool = True, pythonpath: pathlib.Path | None = None,
-               target: pathlib.Path = SAMPLE) -> subprocess.CompletedProcess:
+def run_sample(
+    run_dir: pathlib.Path,
+    *pytest_args: str,
+    run_json: dict | None = None,
+    fail: bool = True,
+    report_dir: bool = True,
+    pythonpath: pathlib.Path | None = None,
+    target: pathlib.Path = SAMPLE,
+) -> subprocess.CompletedProcess:
     """Run the sample suite in a child pytest with ``--report-dir run_dir`` (the harness would have written
     run.json; here it is copied in first). Returns the finished process (exit code 1 when a test failed)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "run.json").write_text(json.dumps(run_json if run_json is not None else sample_run_json()))
-    args = [sys.executable, "-m", "pytest", str(target), "-p", "no:cacheprovider", "-q",
-            "--rootdir", str(REPO), *(["--report-dir", str(run_dir)] if report_dir else []), *pytest_args]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(target),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--rootdir",
+        str(REPO),
+        *(["--report-dir", str(run_dir)] if report_dir else []),
+        *pytest_args,
+    ]
     env = {**os.environ, "SAMPLE_FAIL": "1" if fail else "0"}
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(pythonpath), env.get("PYTHONPATH")) if p)

@@ -1,4 +1,5 @@
 """The generated Allure 3 HTML, opened in headless Chromium over http://127.0.0.1 (acceptance of issue 7)."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,18 @@ def test_report_shows_suites_and_the_failing_tests_attachments(failing_run):
         failing = _result_id(failing_run, SHARED)
         details = browser.visible_text(browser.dump_dom(f"{url}index.html#/{failing}/attachments"))
         shot = browser.screenshot(f"{url}index.html#/{failing}", failing_run / "report-failing-test.png")
-    for text in ("Kubernetes 1.35", "allocation", "node", "prioritized_list", "test_claim_allocated", SHARED,
-                 "kubernetes.version", "v1.35.4", "Categories", "Global Attachments"):
+    for text in (
+        "Kubernetes 1.35",
+        "allocation",
+        "node",
+        "prioritized_list",
+        "test_claim_allocated",
+        SHARED,
+        "kubernetes.version",
+        "v1.35.4",
+        "Categories",
+        "Global Attachments",
+    ):
         assert text in overview, f"{text!r} not shown on the report overview:\n{overview[:2000]}"
     for text in (SHARED, "claim.yaml", "events.txt", "driver-log.txt", "application/yaml"):
         assert text in details, f"{text!r} not shown on the failing test's page:\n{details[:2000]}"
@@ -83,5 +94,6 @@ def test_single_file_report_is_self_contained_and_does_not_append_history(failin
     single = run_dir / "allure-report-single"
     assert sorted(p.name for p in single.iterdir() if p.suffix == ".html") == ["index.html"]
     assert not (single / "data").exists()
-    assert history.points(run_dir / "history" / "history.jsonl") == history.points(
-        run_dir / "history" / "base.jsonl") + 1
+    assert (
+        history.points(run_dir / "history" / "history.jsonl") == history.points(run_dir / "history" / "base.jsonl") + 1
+    )

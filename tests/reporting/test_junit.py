@@ -1,4 +1,5 @@
 """junit.xml: one testcase per test with unique names, even with rerun duplicates."""
+
 from __future__ import annotations
 
 import collections
@@ -60,7 +61,8 @@ def test_allure_retries_collapse_to_the_last_attempt(tmp_path):
 
     base = {"name": "t", "fullName": "m#t", "historyId": "h1", "labels": [], "parameters": []}
     for i, (status, stop) in enumerate((("failed", 10), ("passed", 20))):
-        (tmp_path / f"{i}-result.json").write_text(json.dumps({**base, "status": status, "start": stop - 1,
-                                                                 "stop": stop}))
+        (tmp_path / f"{i}-result.json").write_text(
+            json.dumps({**base, "status": status, "start": stop - 1, "stop": stop})
+        )
     (rec,) = results.load(tmp_path)
     assert (rec.status, rec.retries) == ("passed", 1)

@@ -1,4 +1,5 @@
 """The multi-version matrix: one cell per Kubernetes version, merged into one report."""
+
 from __future__ import annotations
 
 import json
@@ -13,16 +14,34 @@ RUNNER = f"{sys.executable} -m tests.reporting.fake_runner"
 
 def test_matrix_merges_versions_into_one_report(tmp_path, monkeypatch):
     monkeypatch.chdir(__import__("tests.reporting.conftest", fromlist=["REPO"]).REPO)
-    code = matrix.main(["--versions", "1.34", "1.36", "--reports-root", str(tmp_path), "--matrix-id", "m",
-                        "--runner", RUNNER, "--", "--fail-versions", "1.36"])
+    code = matrix.main(
+        [
+            "--versions",
+            "1.34",
+            "1.36",
+            "--reports-root",
+            str(tmp_path),
+            "--matrix-id",
+            "m",
+            "--runner",
+            RUNNER,
+            "--",
+            "--fail-versions",
+            "1.36",
+        ]
+    )
     mdir = tmp_path / "m"
     assert code == 1
     data = json.loads((mdir / "matrix.json").read_text())
     assert [c["verdict"] for c in data["cells"]] == ["PASS", "FAIL"]
     assert data["capabilities"]["driver.shared_claims"] == {
         "1.34": {"status": "pass", "reasons": [], "declared": False},
-        "1.36": {"status": "fail", "declared": False,
-                 "reasons": data["capabilities"]["driver.shared_claims"]["1.36"]["reasons"]}}
+        "1.36": {
+            "status": "fail",
+            "declared": False,
+            "reasons": data["capabilities"]["driver.shared_claims"]["1.36"]["reasons"],
+        },
+    }
     assert "| driver.shared_claims | pass | fail |" in (mdir / "matrix.md").read_text()
     records = results.load(mdir / "allure-results")
     assert len(records) == 8 and not any(r.retries for r in records)  # same tests, two versions, no retries
@@ -43,8 +62,27 @@ def test_matrix_rejects_bad_versions(capsys):
 
 
 def test_matrix_dry_run_prints_one_command_per_version(tmp_path, capsys):
-    assert matrix.main(["--versions", "1.34", "1.35", "--reports-root", str(tmp_path), "--matrix-id", "x",
-                        "--runner", "dra-conformance run", "--dry-run", "--", "--profile", "core"]) == 0
+    assert (
+        matrix.main(
+            [
+                "--versions",
+                "1.34",
+                "1.35",
+                "--reports-root",
+                str(tmp_path),
+                "--matrix-id",
+                "x",
+                "--runner",
+                "dra-conformance run",
+                "--dry-run",
+                "--",
+                "--profile",
+                "core",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [f"dra-conformance run --k8s-version {v} --report-dir {tmp_path}/x/{v} --profile core"
-                     for v in ("1.34", "1.35")]
+    assert lines == [
+        f"dra-conformance run --k8s-version {v} --report-dir {tmp_path}/x/{v} --profile core" for v in ("1.34", "1.35")
+    ]

@@ -1,4 +1,5 @@
 """The reporting pytest plugin: Allure labels, identity per Kubernetes version/driver, evidence, options."""
+
 from __future__ import annotations
 
 import json
@@ -23,13 +24,23 @@ def test_every_test_carries_marker_and_environment_labels(failing_run):
     assert rec.labels["feature"] == ["driver.shared_claims"], rec.labels
     assert rec.labels["story"] == ["ALLOC-04"], rec.labels
     assert rec.labels["severity"] == ["normal"], rec.labels
-    assert {"k8s-1.35", "driver:gpu.reference.dra.example", "run-profile:full", "gates:default",
-            "standard", "allocation"} <= set(rec.labels["tag"]), rec.labels["tag"]
+    assert {
+        "k8s-1.35",
+        "driver:gpu.reference.dra.example",
+        "run-profile:full",
+        "gates:default",
+        "standard",
+        "allocation",
+    } <= set(rec.labels["tag"]), rec.labels["tag"]
     assert _records(failing_run)["test_claim_allocated"].labels["severity"] == ["critical"]
-    data = json.loads(next(p for p in (failing_run / "allure-results").glob("*-result.json")
-                           if SHARED in p.read_text()).read_text())
-    assert {"url": "https://github.com/kubernetes/enhancements/issues/4381", "name": "KEP-4381",
-            "type": "link"} in data["links"], data["links"]
+    data = json.loads(
+        next(p for p in (failing_run / "allure-results").glob("*-result.json") if SHARED in p.read_text()).read_text()
+    )
+    assert {
+        "url": "https://github.com/kubernetes/enhancements/issues/4381",
+        "name": "KEP-4381",
+        "type": "link",
+    } in data["links"], data["links"]
     assert rec.parameters == {"Kubernetes": "1.35", "driver": "gpu.reference.dra.example"}, rec.parameters
 
 
@@ -38,8 +49,7 @@ def test_history_id_differs_per_kubernetes_version_and_is_stable(tmp_path):
     (allure-pytest utils.get_history_id); the same version gives the same historyId on the next run."""
     ids = {}
     for name, version in (("a", "v1.35.4"), ("b", "v1.36.3"), ("c", "v1.35.4")):
-        run_sample(tmp_path / name, "-k", "claim_allocated",
-                   run_json=sample_run_json(cluster={"k8s_version": version}))
+        run_sample(tmp_path / name, "-k", "claim_allocated", run_json=sample_run_json(cluster={"k8s_version": version}))
         ids[name] = _records(tmp_path / name)["test_claim_allocated"]
     assert ids["a"].history_id != ids["b"].history_id
     assert ids["a"].history_id == ids["c"].history_id
@@ -90,7 +100,8 @@ def test_report_dir_option_tolerates_a_harness_that_registered_it(tmp_path):
     """When another plugin (the harness) already added --report-dir, ours does not add it again."""
     (tmp_path / "harness_stub.py").write_text(
         "def pytest_addoption(parser):\n"
-        "    parser.getgroup('harness').addoption('--report-dir', dest='report_dir', default=None)\n")
+        "    parser.getgroup('harness').addoption('--report-dir', dest='report_dir', default=None)\n"
+    )
     proc = run_sample(tmp_path / "run", "-k", "claim_allocated", "-p", "harness_stub", pythonpath=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list((tmp_path / "run" / "allure-results").glob("*-result.json"))
@@ -105,9 +116,11 @@ def test_harness_can_activate_reporting_after_deriving_the_report_dir(tmp_path):
         "@pytest.hookimpl(tryfirst=True)\n"
         "def pytest_configure(config):\n"
         f"    config.option.report_dir = {str(tmp_path / 'derived')!r}\n"
-        "    assert plugin.activate(config) and plugin.activate(config)\n")
-    proc = run_sample(tmp_path / "run", "-k", "claim_allocated", "-p", "harness_default", report_dir=False,
-                      pythonpath=tmp_path)
+        "    assert plugin.activate(config) and plugin.activate(config)\n"
+    )
+    proc = run_sample(
+        tmp_path / "run", "-k", "claim_allocated", "-p", "harness_default", report_dir=False, pythonpath=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list((tmp_path / "derived" / "allure-results").glob("*-result.json"))
     assert (tmp_path / "derived" / "junit.xml").is_file()
@@ -128,7 +141,8 @@ def test_teardown_failure_is_classified_and_gets_evidence(tmp_path):
         "    raise LeakError(['ResourceClaim ns/claim-0'])\n"
         "@pytest.mark.allocation\n@pytest.mark.core\n"
         "def test_claim_is_cleaned_up(tracker):\n"
-        "    pass\n")
+        "    pass\n"
+    )
     from .conftest import REPO
 
     run_sample(tmp_path / "run", target=suite, pythonpath=REPO)

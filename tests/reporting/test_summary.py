@@ -1,4 +1,5 @@
 """summary.json: schema validation and the fail-closed verdict rules (reporting.md §4.3, §4.6)."""
+
 from __future__ import annotations
 
 import copy
@@ -24,13 +25,25 @@ def test_failing_run_summary_follows_schema_and_fails(failing_run):
     assert "not available" in caps["gate.DRAPrioritizedList"]["reasons"][0]
     assert caps["baseline"]["status"] == "pass"
     assert any("driver.shared_claims" in r for r in data["verdictReasons"]), data["verdictReasons"]
-    assert data["counts"] == {"passed": 1, "failed": 1, "broken": 1, "skipped": 1, "unknown": 0, "total": 4,
-                              "executed": 3, "retried": 0}
+    assert data["counts"] == {
+        "passed": 1,
+        "failed": 1,
+        "broken": 1,
+        "skipped": 1,
+        "unknown": 0,
+        "total": 4,
+        "executed": 3,
+        "retried": 0,
+    }
     env = data["environment"]
     assert (env["kubernetesVersion"], env["containerRuntime"]) == ("v1.35.4", "containerd://2.2.9")
     assert env["nodeOS"].startswith("Debian") and len(env["devices"]) == 2
-    assert data["driver"] == {"name": "gpu.reference.dra.example", "version": "0.1.0", "deploy": "process",
-                              "profile": "reference"}
+    assert data["driver"] == {
+        "name": "gpu.reference.dra.example",
+        "version": "0.1.0",
+        "deploy": "process",
+        "profile": "reference",
+    }
     failed = next(t for t in data["tests"] if t["status"] == "failed")
     assert failed["failureClass"] == "driver-defect" and len(failed["evidence"]) == 3
     assert "# DRA driver qualification: FAIL" in (failing_run / "summary.md").read_text()
@@ -53,8 +66,13 @@ def test_schema_rejects_a_fail_without_reasons_and_a_skip_without_reason(failing
 
 
 def test_passing_run_passes(tmp_path):
-    proc = run_sample(tmp_path / "run", "-k", "claim_allocated or sharing or first_available", fail=False,
-                      run_json=sample_run_json(declared_capabilities=[]))
+    proc = run_sample(
+        tmp_path / "run",
+        "-k",
+        "claim_allocated or sharing or first_available",
+        fail=False,
+        run_json=sample_run_json(declared_capabilities=[]),
+    )
     assert proc.returncode == 0, proc.stdout
     verdict = build.generate(tmp_path / "run", html_report=False)
     assert verdict.passed and verdict.text == "PASS" and verdict.reasons == (), verdict
@@ -91,9 +109,13 @@ def test_broken_capability_from_the_harness_fails(tmp_path):
     """run.json capabilities marked ``broken`` (declared by the profile, not delivered) fail the run even
     when every test requiring them was deselected."""
     run = sample_run_json(declared_capabilities=[])
-    run["capabilities"]["driver.admin_access"] = {"available": False, "broken": True,
-                                                  "evidence": "profile declares admin_access; slices do not"}
+    run["capabilities"]["driver.admin_access"] = {
+        "available": False,
+        "broken": True,
+        "evidence": "profile declares admin_access; slices do not",
+    }
     run_sample(tmp_path / "run", "-k", "claim_allocated", run_json=run)
     verdict = build.generate(tmp_path / "run", html_report=False)
-    assert any(r.startswith("declared capability driver.admin_access is fail") for r in verdict.reasons), \
+    assert any(r.startswith("declared capability driver.admin_access is fail") for r in verdict.reasons), (
         verdict.reasons
+    )

@@ -1,4 +1,5 @@
 """The binary cache never trusts a partial entry; setup errors name the step and the fix."""
+
 import pytest
 
 from conformance.toolchain import cache, gobuild
@@ -48,8 +49,13 @@ def test_unreachable_registry_fails_with_step_and_fix_and_leaves_no_entry(tmp_pa
     monkeypatch.setenv("GOPROXY", "off")
     monkeypatch.setenv("GOMODCACHE", str(tmp_path / "empty-modcache"))
     monkeypatch.setenv("GOFLAGS", "")
-    tool = GoTool(name="nosuch", module="example.invalid/nosuch", version="v0.0.1",
-                  packages=("example.invalid/nosuch",), binaries=("nosuch",))
+    tool = GoTool(
+        name="nosuch",
+        module="example.invalid/nosuch",
+        version="v0.0.1",
+        packages=("example.invalid/nosuch",),
+        binaries=("nosuch",),
+    )
     with pytest.raises(SetupError) as err:
         gobuild.build_tool(tool, tmp_path / "log.txt")
     assert "nosuch v0.0.1" in err.value.step
@@ -67,6 +73,7 @@ def test_run_steps_reports_each_step_with_timing(capsys):
 def test_run_steps_wraps_unexpected_errors_with_the_step_name():
     def boom():
         raise OSError("disk full")
+
     with pytest.raises(SetupError, match="setup step 'writer' failed: OSError: disk full"):
         run_steps([Step("writer", boom)])
 

@@ -1,4 +1,5 @@
 """versions.toml parsing and Kubernetes tag resolution."""
+
 import pytest
 
 from conformance.toolchain import versions
@@ -17,8 +18,9 @@ def test_k8s_tag_accepts_minor_and_exact_forms(given):
     assert v.k8s_tag(given) == v.k8s_releases["1.35"]
 
 
-@pytest.mark.parametrize("given,needle", [("1.99", "pinned:"), ("banana", "not a Kubernetes version"),
-                                          ("1.35.99", "only v1.35")])
+@pytest.mark.parametrize(
+    "given,needle", [("1.99", "pinned:"), ("banana", "not a Kubernetes version"), ("1.35.99", "only v1.35")]
+)
 def test_k8s_tag_rejects_unknown_versions_with_the_fix(given, needle):
     with pytest.raises(versions.VersionError, match=needle):
         versions.load().k8s_tag(given)

@@ -4,6 +4,7 @@ scheduler, kube-proxy, one containerd 2 + kubelet per node, optional kwok fake n
     from conformance.clusters.local import LocalCluster, LocalClusterConfig
     handle = LocalCluster(LocalClusterConfig(name="dra", nodes=2, feature_gates="all")).up()
 """
+
 from .cluster import LocalCluster
 from .config import LocalClusterConfig
 from .handle import LocalClusterHandle, LocalNode

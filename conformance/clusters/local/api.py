@@ -4,6 +4,7 @@ apiserver /readyz, nodes Ready, the ``default`` ServiceAccount, ``kube-root-ca.c
 Kept independent of conformance/k8s so the cluster layer stays below it. Every wait is bounded and its
 error names what was awaited and the last observed state (design.md §7).
 """
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ import ssl
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from conformance.core.errors import WaitFailed, WaitTimeout
 
@@ -28,8 +29,12 @@ class Api:
     def request(self, method: str, path: str, body: dict | None = None, timeout: float = 10.0) -> tuple[int, str]:
         """(HTTP status, body text); status 0 with the error text when the server cannot be reached."""
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        req = urllib.request.Request(
+            self.server + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, context=self.ctx, timeout=timeout) as resp:
                 return resp.status, resp.read().decode(errors="replace")
@@ -44,8 +49,13 @@ class Api:
         return json.loads(text) if status == 200 else None
 
 
-def wait_for(awaited: str, probe: Callable[[], tuple[bool, str]], timeout: float, interval: float = 0.25,
-             failed: Callable[[], str | None] | None = None) -> None:
+def wait_for(
+    awaited: str,
+    probe: Callable[[], tuple[bool, str]],
+    timeout: float,
+    interval: float = 0.25,
+    failed: Callable[[], str | None] | None = None,
+) -> None:
     """Poll ``probe`` (-> (done, observed state)) until done; raises WaitTimeout with the last state.
 
     ``failed`` (-> message or None) ends the wait early with WaitFailed, e.g. when the awaited process exited.

@@ -5,14 +5,15 @@ Start order (local-cluster.md §3.7): etcd, kube-apiserver and every node's cont
 ServiceAccount, ``kube-root-ca.crt``, resource.k8s.io/v1 served -> kwok fake nodes.
 On any failure the partial cluster is torn down and ClusterUnavailable names the component with its log.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from conformance.core.errors import ClusterUnavailable, ConfigError, WaitError
 from conformance.toolchain import cache, versions
@@ -67,13 +68,19 @@ class LocalCluster:
 
     # ---- public API -------------------------------------------------------------------------------
     @classmethod
-    def load(cls, name: str) -> "LocalCluster":
+    def load(cls, name: str) -> LocalCluster:
         """The cluster ``name`` from its on-disk state (for ``down``/``status`` from another process).
         Raises FileNotFoundError when no such cluster exists."""
         state = ClusterState.load(name)
-        cfg = LocalClusterConfig(name=state.name, nodes=state.nodes, slot=state.slot, log_dir=Path(state.log_dir),
-                                 feature_gates=state.feature_gate_mode or "defaults",
-                                 kwok_nodes=len(state.kwok_nodes), k8s_version=state.k8s_version or None)
+        cfg = LocalClusterConfig(
+            name=state.name,
+            nodes=state.nodes,
+            slot=state.slot,
+            log_dir=Path(state.log_dir),
+            feature_gates=state.feature_gate_mode or "defaults",
+            kwok_nodes=len(state.kwok_nodes),
+            k8s_version=state.k8s_version or None,
+        )
         cluster = cls(cfg)
         if state.phase == "running":
             cluster.handle = cluster._make_handle(state)
@@ -95,21 +102,31 @@ class LocalCluster:
         old = self.state()
         if old is not None:
             if any(p.is_running() for p in old.processes):
-                raise ClusterUnavailable(f"local cluster {self.config.name!r} is already running; "
-                                         f"run `dra-conformance cluster down --name {self.config.name}` first")
+                raise ClusterUnavailable(
+                    f"local cluster {self.config.name!r} is already running; "
+                    f"run `dra-conformance cluster down --name {self.config.name}` first"
+                )
             self._say(f"removing stale state of {self.config.name!r}")
             teardown(old)
         with host_lock():  # one kube-proxy per host: decide and record the intent atomically
             other = other_kube_proxy(self.config.name)
             if self.config.kube_proxy and other:
-                raise ConfigError("another local cluster on this host runs kube-proxy (it owns the host's KUBE-* "
-                                  "iptables chains)", field="kube_proxy",
-                                  fix="tear that cluster down, or use kube_proxy=False for this one")
+                raise ConfigError(
+                    "another local cluster on this host runs kube-proxy (it owns the host's KUBE-* iptables chains)",
+                    field="kube_proxy",
+                    fix="tear that cluster down, or use kube_proxy=False for this one",
+                )
             self.run_kube_proxy = bool(self.config.kube_proxy if self.config.kube_proxy is not None else not other)
             facts = preflight.run(tag, self.layout.all_ports(), need_kwok=self.config.kwok_nodes > 0)
-            state = ClusterState(name=self.config.name, slot=self.config.slot, nodes=self.config.nodes,
-                                 log_dir=str(self.layout.log_dir), k8s_version=tag,
-                                 feature_gate_mode=self.config.feature_gates, binaries=facts.binaries)
+            state = ClusterState(
+                name=self.config.name,
+                slot=self.config.slot,
+                nodes=self.config.nodes,
+                log_dir=str(self.layout.log_dir),
+                k8s_version=tag,
+                feature_gate_mode=self.config.feature_gates,
+                binaries=facts.binaries,
+            )
             if self.run_kube_proxy:
                 state.host["kube_proxy"] = facts.binaries["kube-proxy"]
             state.save()
@@ -145,8 +162,9 @@ class LocalCluster:
     def _say(self, msg: str) -> None:
         self.progress(f"[{time.monotonic() - self._t0:5.1f}s] {msg}")
 
-    def _spawn(self, state: ClusterState, name: str, node: str, argv: list[str],
-               env: dict[str, str] | None = None) -> HostProcess:
+    def _spawn(
+        self, state: ClusterState, name: str, node: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> HostProcess:
         log = self.layout.log_dir / (f"{node}-{name}.log" if node else f"{name}.log")
         return state.add_process(HostProcess.spawn(name, node, argv, log, env=env))
 
@@ -154,6 +172,7 @@ class LocalCluster:
         def failed() -> str | None:
             dead = [p for p in procs if not p.is_running()]
             return f"{dead[0].name} exited; its log ({dead[0].log_path}) ends with:\n{dead[0].tail()}" if dead else None
+
         apilib.wait_for(awaited, probe, timeout, failed=failed)
 
     def _bring_up(self, state: ClusterState, facts: preflight.HostFacts, tag: str) -> LocalClusterHandle:
@@ -172,22 +191,41 @@ class LocalCluster:
         kubeconfigs = self._pki(state)
         admin = kubeconfigs["admin"]
         etcd = self._spawn(state, "etcd", "", cp.etcd(b["etcd"], lay))
-        apiserver = self._spawn(state, "kube-apiserver", "", cp.apiserver(
-            b["kube-apiserver"], lay, Pki(lay.pki_dir), state.node_ip, gates, state.runtime_config))
+        apiserver = self._spawn(
+            state,
+            "kube-apiserver",
+            "",
+            cp.apiserver(b["kube-apiserver"], lay, Pki(lay.pki_dir), state.node_ip, gates, state.runtime_config),
+        )
         ctrds = self._start_containerds(state, facts)
-        archives = {"pause": images.pause_archive(state.images["pause"]),
-                    "busybox": images.busybox_archive(state.images["busybox"])}
+        archives = {
+            "pause": images.pause_archive(state.images["pause"]),
+            "busybox": images.busybox_archive(state.images["busybox"]),
+        }
         pki = Pki(lay.pki_dir)
         api = apilib.Api(f"https://127.0.0.1:{lay.apiserver_port}", pki.ca_cert, pki.cert("admin"), pki.key("admin"))
         self._wait("kube-apiserver /readyz", lambda: apilib.readyz(api), 90, [etcd, apiserver])
         self._say("kube-apiserver ready")
-        cp_procs = [etcd, apiserver,
-                    self._spawn(state, "kube-controller-manager", "", cp.controller_manager(
-                        b["kube-controller-manager"], lay, pki, admin, gates)),
-                    self._spawn(state, "kube-scheduler", "", cp.scheduler(b["kube-scheduler"], lay, admin, gates))]
+        cp_procs = [
+            etcd,
+            apiserver,
+            self._spawn(
+                state,
+                "kube-controller-manager",
+                "",
+                cp.controller_manager(b["kube-controller-manager"], lay, pki, admin, gates),
+            ),
+            self._spawn(state, "kube-scheduler", "", cp.scheduler(b["kube-scheduler"], lay, admin, gates)),
+        ]
         if self.run_kube_proxy:
-            cp_procs.append(self._spawn(state, "kube-proxy", "", cp.kube_proxy(
-                b["kube-proxy"], lay, kubeconfigs["kube-proxy"], lay.node_name(0))))
+            cp_procs.append(
+                self._spawn(
+                    state,
+                    "kube-proxy",
+                    "",
+                    cp.kube_proxy(b["kube-proxy"], lay, kubeconfigs["kube-proxy"], lay.node_name(0)),
+                )
+            )
         kubelets = []
         for i, ctrd in enumerate(ctrds):
             np = node_config.node_paths(lay, i)
@@ -195,15 +233,23 @@ class LocalCluster:
             for archive in archives.values():
                 images.import_image(Path(b["ctr"]), np.containerd_socket, archive)
             conf = node_config.kubelet_config(lay, np, pki.ca_cert, gates)
-            kubelets.append(self._spawn(state, "kubelet", np.name,
-                                        node_config.kubelet_argv(b["kubelet"], np, conf, state.node_ip)))
+            kubelets.append(
+                self._spawn(state, "kubelet", np.name, node_config.kubelet_argv(b["kubelet"], np, conf, state.node_ip))
+            )
         self._say(f"images imported, {len(kubelets)} kubelet(s) started")
         names = [lay.node_name(i) for i in range(lay.nodes)]
-        self._wait(f"nodes {names} Ready", lambda: apilib.nodes_ready(api, names), cfg.ready_timeout,
-                   cp_procs + ctrds + kubelets)
+        self._wait(
+            f"nodes {names} Ready",
+            lambda: apilib.nodes_ready(api, names),
+            cfg.ready_timeout,
+            cp_procs + ctrds + kubelets,
+        )
         self._say("nodes Ready")
-        for path in ("/api/v1/namespaces/default/serviceaccounts/default",
-                     "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", "/apis/resource.k8s.io/v1"):
+        for path in (
+            "/api/v1/namespaces/default/serviceaccounts/default",
+            "/api/v1/namespaces/default/configmaps/kube-root-ca.crt",
+            "/apis/resource.k8s.io/v1",
+        ):
             self._wait(f"GET {path}", lambda path=path: apilib.exists(api, path), 60, cp_procs)
         if cfg.kwok_nodes:
             self._start_kwok(state, api, b["kwok"], admin, cp_procs)
@@ -219,9 +265,11 @@ class LocalCluster:
         pki.issue_apiserver(lay.service_ip, state.node_ip)
         server = f"https://127.0.0.1:{lay.apiserver_port}"
         out = {}
-        for name, cn, org in (("admin", "dra-conformance-admin", "system:masters"),
-                              ("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters"),
-                              ("kube-proxy", "system:kube-proxy", None)):
+        for name, cn, org in (
+            ("admin", "dra-conformance-admin", "system:masters"),
+            ("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters"),
+            ("kube-proxy", "system:kube-proxy", None),
+        ):
             cert, key = pki.issue(name, cn, org)
             if name != "apiserver-kubelet-client":
                 out[name] = write_kubeconfig(lay.state_dir / f"{name}.kubeconfig", server, pki.ca_cert, cert, key, cn)
@@ -235,37 +283,57 @@ class LocalCluster:
         lay, procs = self.layout, []
         for i in range(lay.nodes):
             np = node_config.node_paths(lay, i)
-            for d in (np.dir, np.run_dir, np.cdi_dir, np.kubelet_root / "plugins_registry", np.kubelet_root / "plugins",
-                      np.pod_logs_dir):
+            for d in (
+                np.dir,
+                np.run_dir,
+                np.cdi_dir,
+                np.kubelet_root / "plugins_registry",
+                np.kubelet_root / "plugins",
+                np.pod_logs_dir,
+            ):
                 d.mkdir(parents=True, exist_ok=True)
             hostsys.create_cgroup_root(lay.cgroup_root(i))
             node_config.cni_config(lay, np)
             conf = node_config.containerd_config(np, facts.runc, facts.cni_bin_dir, state.images["pause"])
             bin_dir = str(Path(facts.binaries["containerd"]).parent)  # containerd-shim-runc-v2 lives there
             env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
-            procs.append(self._spawn(state, "containerd", np.name,
-                                     node_config.containerd_argv(facts.binaries["containerd"], conf), env=env))
+            procs.append(
+                self._spawn(
+                    state,
+                    "containerd",
+                    np.name,
+                    node_config.containerd_argv(facts.binaries["containerd"], conf),
+                    env=env,
+                )
+            )
         return procs
 
     @staticmethod
     def _ctr_ready(ctr: str, np: node_config.NodePaths) -> tuple[bool, str]:
         if not np.containerd_socket.exists():
             return False, f"{np.containerd_socket} does not exist yet"
-        proc = subprocess.run([ctr, "--address", str(np.containerd_socket), "version"], capture_output=True,
-                              text=True, timeout=10)
+        proc = subprocess.run(
+            [ctr, "--address", str(np.containerd_socket), "version"], capture_output=True, text=True, timeout=10
+        )
         return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-300:]
 
     def _start_kwok(self, state: ClusterState, api: apilib.Api, kwok: str, admin: Path, procs) -> None:
-        from .kwok import create_fake_nodes
+        from .kwok import create_fake_nodes  # noqa: PLC0415 - kwok only when fake nodes are asked for
+
         proc = self._spawn(state, "kwok", "", cp.kwok(kwok, self.layout, admin, state.node_ip))
         state.kwok_nodes = create_fake_nodes(api, self.config.name, self.config.kwok_nodes)
         state.save()
-        self._wait(f"kwok nodes {state.kwok_nodes} Ready", lambda: apilib.nodes_ready(api, state.kwok_nodes), 60,
-                   [*procs, proc])
+        self._wait(
+            f"kwok nodes {state.kwok_nodes} Ready",
+            lambda: apilib.nodes_ready(api, state.kwok_nodes),
+            60,
+            [*procs, proc],
+        )
         self._say(f"{len(state.kwok_nodes)} kwok node(s) Ready")
 
     def _make_handle(self, state: ClusterState) -> LocalClusterHandle:
         pki = Pki(self.layout.pki_dir)
-        api = apilib.Api(f"https://127.0.0.1:{self.layout.apiserver_port}", pki.ca_cert, pki.cert("admin"),
-                         pki.key("admin"))
+        api = apilib.Api(
+            f"https://127.0.0.1:{self.layout.apiserver_port}", pki.ca_cert, pki.cert("admin"), pki.key("admin")
+        )
         return LocalClusterHandle(state, self.layout, api, self.layout.state_dir / "admin.kubeconfig")

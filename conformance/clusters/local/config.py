@@ -7,6 +7,7 @@ kube-controller-manager ``base+2``, kube-scheduler ``base+3``, kube-proxy health
 kwok ``base+6``, kubelet i: port ``base+10+2i``, healthz ``base+11+2i``. Pod subnet of node i
 ``10.88.<16s+i>.0/24``; Service CIDR ``10.0.<s>.0/24`` (the ``kubernetes`` Service gets ``10.0.<s>.1``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,7 +36,8 @@ class LocalClusterConfig:
     ``reports/cluster-logs/<name>``); slot: 0..9, offsets ports and subnets so two clusters can coexist;
     kube_proxy: run kube-proxy (it owns the host's KUBE-* iptables chains, so only one cluster per host
     can run it): True = required (ConfigError if another cluster runs it), False = never, None = run it
-    unless another cluster already does (Service ClusterIPs then do not work in this cluster); images: override of the image references (``busybox``, ``pause``);
+    unless another cluster already does (Service ClusterIPs then do not work in this cluster); images: override
+    of the image references (``busybox``, ``pause``);
     timeouts in seconds.
     Raises ConfigError (field + fix) from :meth:`validate`.
     """
@@ -52,19 +54,29 @@ class LocalClusterConfig:
     ready_timeout: float = 120.0
     extra_feature_gates: dict[str, bool] = dataclasses.field(default_factory=dict)
 
-    def validate(self) -> "LocalClusterConfig":
+    def validate(self) -> LocalClusterConfig:
         """Check every field; returns self. Raises ConfigError naming the field and the fix."""
         if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise ConfigError(f"cluster name {self.name!r} is not valid", field="name",
-                              fix="use 1-16 lowercase letters, digits or '-', starting with a letter")
-        for field, value, low, high in (("nodes", self.nodes, 1, MAX_NODES), ("kwok_nodes", self.kwok_nodes, 0, 100),
-                                        ("slot", self.slot, 0, 9)):
+            raise ConfigError(
+                f"cluster name {self.name!r} is not valid",
+                field="name",
+                fix="use 1-16 lowercase letters, digits or '-', starting with a letter",
+            )
+        for field, value, low, high in (
+            ("nodes", self.nodes, 1, MAX_NODES),
+            ("kwok_nodes", self.kwok_nodes, 0, 100),
+            ("slot", self.slot, 0, 9),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ConfigError(f"{field}={value!r} is out of range", field=field,
-                                  fix=f"use an integer from {low} to {high}")
+                raise ConfigError(
+                    f"{field}={value!r} is out of range", field=field, fix=f"use an integer from {low} to {high}"
+                )
         if self.feature_gates not in FEATURE_GATE_MODES:
-            raise ConfigError(f"feature-gate mode {self.feature_gates!r} is unknown", field="feature_gates",
-                              fix=f"use one of: {', '.join(FEATURE_GATE_MODES)}")
+            raise ConfigError(
+                f"feature-gate mode {self.feature_gates!r} is unknown",
+                field="feature_gates",
+                fix=f"use one of: {', '.join(FEATURE_GATE_MODES)}",
+            )
         unknown = set(self.images) - {"busybox", "pause"}
         if unknown:
             raise ConfigError(f"unknown image names {sorted(unknown)}", field="images", fix="use busybox, pause")
@@ -142,10 +154,16 @@ class Layout:
 
     def all_ports(self) -> dict[str, int]:
         """Component -> TCP port, for the free-port pre-flight."""
-        ports = {"kube-apiserver": self.apiserver_port, "etcd": self.etcd_port, "etcd-peer": self.etcd_peer_port,
-                 "kube-controller-manager": self.kcm_port, "kube-scheduler": self.scheduler_port,
-                 "kube-proxy-healthz": self.proxy_healthz_port, "kube-proxy-metrics": self.proxy_metrics_port,
-                 "kwok": self.kwok_port}
+        ports = {
+            "kube-apiserver": self.apiserver_port,
+            "etcd": self.etcd_port,
+            "etcd-peer": self.etcd_peer_port,
+            "kube-controller-manager": self.kcm_port,
+            "kube-scheduler": self.scheduler_port,
+            "kube-proxy-healthz": self.proxy_healthz_port,
+            "kube-proxy-metrics": self.proxy_metrics_port,
+            "kwok": self.kwok_port,
+        }
         for i in range(self.nodes):
             ports[f"kubelet-{i}"] = self.kubelet_port(i)
             ports[f"kubelet-{i}-healthz"] = self.kubelet_healthz_port(i)

@@ -9,6 +9,7 @@ Sources: feature-catalog.md §1.1/§1.2; upstream test-infra dra.jinja "all feat
 of kube_features.go); local-cluster.md §3.2 (``kube-apiserver --help`` lists ``Name=true|false (STAGE -
 default=...)``).
 """
+
 from __future__ import annotations
 
 import re
@@ -76,8 +77,11 @@ def runtime_config(mode: str, k8s_tag: str, gates: dict[str, bool] | None = None
 
 def served_versions(mode: str, k8s_tag: str) -> list[str]:
     """resource.k8s.io versions the apiserver is expected to serve in ``mode`` (v1 first)."""
-    extra = [part.split("=")[0].split("/")[1] for part in runtime_config(mode, k8s_tag).split(",")
-             if part.startswith("resource.k8s.io/")]
+    extra = [
+        part.split("=")[0].split("/")[1]
+        for part in runtime_config(mode, k8s_tag).split(",")
+        if part.startswith("resource.k8s.io/")
+    ]
     return ["v1", *extra]
 
 

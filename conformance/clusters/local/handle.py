@@ -1,5 +1,6 @@
 """LocalNode and LocalClusterHandle: what ``LocalCluster.up()`` returns (core.handles ClusterHandle, HostNode,
 RunsHostProcesses, RestartsKubelet, HasComponentLogs)."""
+
 from __future__ import annotations
 
 import calendar
@@ -42,11 +43,20 @@ def make_nodes(lay: Layout, node_ip: str) -> list[LocalNode]:
     for i in range(lay.nodes):
         np = node_paths(lay, i)
         root = np.kubelet_root
-        nodes.append(LocalNode(name=np.name, ip=node_ip, kubelet_root_dir=root,
-                               plugin_registry_dir=root / "plugins_registry", plugins_dir=root / "plugins",
-                               pod_resources_socket=root / "pod-resources" / "kubelet.sock", cdi_dir=np.cdi_dir,
-                               containerd_socket=np.containerd_socket, kubeconfig=np.kubeconfig,
-                               log_dir=lay.log_dir))
+        nodes.append(
+            LocalNode(
+                name=np.name,
+                ip=node_ip,
+                kubelet_root_dir=root,
+                plugin_registry_dir=root / "plugins_registry",
+                plugins_dir=root / "plugins",
+                pod_resources_socket=root / "pod-resources" / "kubelet.sock",
+                cdi_dir=np.cdi_dir,
+                containerd_socket=np.containerd_socket,
+                kubeconfig=np.kubeconfig,
+                log_dir=lay.log_dir,
+            )
+        )
     return nodes
 
 
@@ -113,11 +123,18 @@ class LocalClusterHandle:
         def fresh() -> tuple[bool, str]:
             done, observed = apilib.nodes_ready(self._api, [node])
             obj = self._api.get_json(f"/api/v1/nodes/{node}") or {}
-            hb = [c.get("lastHeartbeatTime", "") for c in obj.get("status", {}).get("conditions", [])
-                  if c.get("type") == "Ready"]
+            hb = [
+                c.get("lastHeartbeatTime", "")
+                for c in obj.get("status", {}).get("conditions", [])
+                if c.get("type") == "Ready"
+            ]
             stamp = time.strptime(hb[0], "%Y-%m-%dT%H:%M:%SZ") if hb and hb[0] else None
             recent = stamp is not None and calendar.timegm(stamp) >= int(before) - 1
             return done and recent and proc.is_running(), observed + f"; heartbeat {hb}"
 
-        apilib.wait_for(f"node {node} Ready after kubelet restart", fresh, timeout,
-                        failed=lambda: None if proc.is_running() else f"kubelet exited:\n{proc.tail()}")
+        apilib.wait_for(
+            f"node {node} Ready after kubelet restart",
+            fresh,
+            timeout,
+            failed=lambda: None if proc.is_running() else f"kubelet exited:\n{proc.tail()}",
+        )

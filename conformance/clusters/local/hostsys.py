@@ -4,6 +4,7 @@ the cluster directories, CNI bridges, iptables chains, sysctls. Every function i
 Sources: local-cluster.md §0.2 (``mount --make-rshared /``), containernetworking/plugins bridge +
 ipMasq (chains ``CNI-<hash>`` with comment ``name: "<net>" id: "<container>"``), kube-proxy ``--cleanup``.
 """
+
 from __future__ import annotations
 
 import os
@@ -185,8 +186,9 @@ def cni_chains_for(networks: list[str]) -> list[tuple[str, str]]:
 def delete_cni_chains(networks: list[str]) -> None:
     """Remove the POSTROUTING jumps and the CNI-* chains of ``networks`` (left by killed pods)."""
     for rule, chain in cni_chains_for(networks):
-        subprocess.run(["sh", "-c", "iptables -t nat " + rule.replace("-A ", "-D ", 1)],
-                       capture_output=True, text=True, timeout=30)
+        subprocess.run(
+            ["sh", "-c", "iptables -t nat " + rule.replace("-A ", "-D ", 1)], capture_output=True, text=True, timeout=30
+        )
         _run(["iptables", "-t", "nat", "-F", chain])
         _run(["iptables", "-t", "nat", "-X", chain])
 
@@ -217,8 +219,12 @@ def delete_chains(prefix: str = "KUBE-") -> None:
         rules = _run(["iptables", "-t", table, "-S"]).stdout.splitlines()
         for rule in rules:
             if rule.startswith("-A ") and not rule.split()[1].startswith(prefix) and f"-j {prefix}" in rule:
-                subprocess.run(["sh", "-c", f"iptables -t {table} " + rule.replace("-A ", "-D ", 1)],
-                               capture_output=True, text=True, timeout=30)
+                subprocess.run(
+                    ["sh", "-c", f"iptables -t {table} " + rule.replace("-A ", "-D ", 1)],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
         chains = [r.split()[1] for r in rules if r.startswith("-N ") and r.split()[1].startswith(prefix)]
         for chain in chains:
             _run(["iptables", "-t", table, "-F", chain])
@@ -234,8 +240,7 @@ def remove_dead_shim_sockets() -> list[str]:
     tear-down leave them); sockets of live shims (any containerd) are kept. Returns what was removed."""
     if not SHIM_SOCKET_DIR.is_dir():
         return []
-    live = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:]
-            if len(line.split()) >= 8}
+    live = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:] if len(line.split()) >= 8}
     removed = []
     for f in SHIM_SOCKET_DIR.iterdir():
         if f.is_socket() and str(f) not in live:

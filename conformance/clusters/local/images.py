@@ -6,6 +6,7 @@ Source: OCI image-layout and image-spec v1.1 (index.json, blobs/sha256, manifest
 rootfs.diff_ids); containerd ``ctr images import`` reads the ref from the index annotation
 ``io.containerd.image.name`` (local-cluster.md §5.3).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,29 +57,63 @@ def layer_tar(entries: list[Entry]) -> bytes:
     return buf.getvalue()
 
 
-def write_oci_archive(out: Path, ref: str, entries: list[Entry], entrypoint: list[str], cmd: list[str] = (),
-                      env: tuple[str, ...] = ("PATH=/bin:/usr/bin",), arch: str = "amd64") -> str:
+def write_oci_archive(
+    out: Path,
+    ref: str,
+    entries: list[Entry],
+    entrypoint: list[str],
+    cmd: list[str] = (),
+    env: tuple[str, ...] = ("PATH=/bin:/usr/bin",),
+    arch: str = "amd64",
+) -> str:
     """Write a one-layer OCI image-layout tarball for ``ref``; returns the manifest digest (``sha256:...``)."""
     layer = layer_tar(entries)
     lsha = hashlib.sha256(layer).hexdigest()
-    config = json.dumps({"architecture": arch, "os": "linux",
-                         "config": {"Entrypoint": list(entrypoint), "Cmd": list(cmd), "Env": list(env),
-                                    "WorkingDir": "/"},
-                         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + lsha]}}, sort_keys=True).encode()
+    config = json.dumps(
+        {
+            "architecture": arch,
+            "os": "linux",
+            "config": {"Entrypoint": list(entrypoint), "Cmd": list(cmd), "Env": list(env), "WorkingDir": "/"},
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + lsha]},
+        },
+        sort_keys=True,
+    ).encode()
     csha = hashlib.sha256(config).hexdigest()
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                                      "digest": "sha256:" + csha, "size": len(config)},
-                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
-                                       "digest": "sha256:" + lsha, "size": len(layer)}]}, sort_keys=True).encode()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": "sha256:" + csha,
+                "size": len(config),
+            },
+            "layers": [
+                {"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": "sha256:" + lsha, "size": len(layer)}
+            ],
+        },
+        sort_keys=True,
+    ).encode()
     msha = hashlib.sha256(manifest).hexdigest()
-    index = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
-                        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
-                                       "digest": "sha256:" + msha, "size": len(manifest),
-                                       "platform": {"architecture": arch, "os": "linux"},
-                                       "annotations": {"io.containerd.image.name": ref,
-                                                       "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[-1]}}]},
-                       sort_keys=True).encode()
+    index = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": [
+                {
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": "sha256:" + msha,
+                    "size": len(manifest),
+                    "platform": {"architecture": arch, "os": "linux"},
+                    "annotations": {
+                        "io.containerd.image.name": ref,
+                        "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[-1],
+                    },
+                }
+            ],
+        },
+        sort_keys=True,
+    ).encode()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     with tarfile.open(tmp, "w") as tf:
@@ -111,8 +146,14 @@ def build_pause() -> Path:
     tmp = out.with_name(f"pause.tmp-{os.getpid()}")
     tmp.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, CGO_ENABLED="0", GOWORK="off", GOFLAGS="", GO111MODULE="auto")
-    proc = subprocess.run([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), PAUSE_SOURCE.name],
-                          cwd=PAUSE_SOURCE.parent, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), PAUSE_SOURCE.name],
+        cwd=PAUSE_SOURCE.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         raise ImageError(f"building the pause program failed: {proc.stderr.strip()}")
     os.replace(tmp, out)
@@ -120,9 +161,16 @@ def build_pause() -> Path:
 
 
 def _base_dirs() -> list[Entry]:
-    return [("bin", "dir", None, 0o755), ("dev", "dir", None, 0o755), ("etc", "dir", None, 0o755),
-            ("proc", "dir", None, 0o755), ("sys", "dir", None, 0o755), ("tmp", "dir", None, 0o1777),
-            ("var", "dir", None, 0o755), ("root", "dir", None, 0o700)]
+    return [
+        ("bin", "dir", None, 0o755),
+        ("dev", "dir", None, 0o755),
+        ("etc", "dir", None, 0o755),
+        ("proc", "dir", None, 0o755),
+        ("sys", "dir", None, 0o755),
+        ("tmp", "dir", None, 0o1777),
+        ("var", "dir", None, 0o755),
+        ("root", "dir", None, 0o700),
+    ]
 
 
 def pause_archive(ref: str) -> Path:
@@ -152,9 +200,11 @@ def busybox_archive(ref: str) -> Path:
     if out.is_file():
         return out
     applets = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True).stdout.split()
-    entries = _base_dirs() + [("bin/busybox", "file", binary, 0o755),
-                              ("etc/passwd", "file", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n", 0o644),
-                              ("etc/group", "file", b"root:x:0:\nnogroup:x:65534:\n", 0o644)]
+    entries = _base_dirs() + [
+        ("bin/busybox", "file", binary, 0o755),
+        ("etc/passwd", "file", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n", 0o644),
+        ("etc/group", "file", b"root:x:0:\nnogroup:x:65534:\n", 0o644),
+    ]
     entries += [(f"bin/{a}", "symlink", "busybox", 0o777) for a in sorted(set(applets)) if a != "busybox"]
     write_oci_archive(out, ref, entries, [], ["sh"])
     return out

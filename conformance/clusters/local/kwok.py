@@ -5,6 +5,7 @@ Each fake node carries the annotation ``kwok.x-k8s.io/node=fake`` (kwok runs wit
 takes over a real kubelet's Node) and the taint ``kwok.x-k8s.io/node=fake:NoSchedule`` (keeps DaemonSets,
 e.g. a DRA driver, off them). Fake nodes run no kubelet plugin: tests publish their ResourceSlices.
 """
+
 from __future__ import annotations
 
 from conformance.core.errors import ClusterUnavailable
@@ -17,17 +18,32 @@ FAKE_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedul
 
 def fake_node(name: str) -> dict:
     """The Node object of one fake node (4 CPUs, 16 GiB, 110 pods)."""
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": {FAKE_ANNOTATION[0]: FAKE_ANNOTATION[1],
-                                                        "node.alpha.kubernetes.io/ttl": "0"},
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                    "kubernetes.io/arch": "amd64", "type": "kwok",
-                                    "dra-conformance.test/node": "kwok"}},
-            "spec": {"taints": [FAKE_TAINT]},
-            "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                       "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                       "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
-                                    "kubeletVersion": "fake", "kubeProxyVersion": "fake"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {FAKE_ANNOTATION[0]: FAKE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+                "dra-conformance.test/node": "kwok",
+            },
+        },
+        "spec": {"taints": [FAKE_TAINT]},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "kubeletVersion": "fake",
+                "kubeProxyVersion": "fake",
+            },
+        },
+    }
 
 
 def create_fake_nodes(api: Api, cluster: str, count: int) -> list[str]:

@@ -5,6 +5,7 @@ kubelet root dir, ports and cgroupRoot, so several kubelets share one host witho
 Sources: local-cluster.md §3.5, §3.6, §5.2; containerd docs/cri/config.md (v3 keys);
 kubelet config/v1beta1 types.go (failCgroupV1, podLogsDir, cgroupRoot).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -114,11 +115,25 @@ state = '{np.containerd_state}'
 
 def cni_config(lay: Layout, np: NodePaths) -> Path:
     """Write the node's bridge + host-local conflist (own bridge, subnet, IPAM data dir)."""
-    conf = {"cniVersion": "1.0.0", "name": lay.cni_network(np.index),
-            "plugins": [{"type": "bridge", "bridge": lay.bridge(np.index), "isGateway": True, "ipMasq": True,
-                         "hairpinMode": True,
-                         "ipam": {"type": "host-local", "ranges": [[{"subnet": lay.pod_subnet(np.index)}]],
-                                  "routes": [{"dst": "0.0.0.0/0"}], "dataDir": str(np.dir / "cni-ipam")}}]}
+    conf = {
+        "cniVersion": "1.0.0",
+        "name": lay.cni_network(np.index),
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": lay.bridge(np.index),
+                "isGateway": True,
+                "ipMasq": True,
+                "hairpinMode": True,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": lay.pod_subnet(np.index)}]],
+                    "routes": [{"dst": "0.0.0.0/0"}],
+                    "dataDir": str(np.dir / "cni-ipam"),
+                },
+            }
+        ],
+    }
     np.cni_conf_dir.mkdir(parents=True, exist_ok=True)
     path = np.cni_conf_dir / "10-dra-conformance.conflist"
     path.write_text(json.dumps(conf, indent=2))
@@ -128,23 +143,45 @@ def cni_config(lay: Layout, np: NodePaths) -> Path:
 def kubelet_config(lay: Layout, np: NodePaths, ca: Path, gates: dict[str, bool]) -> Path:
     """Write the node's KubeletConfiguration (cgroupfs, failCgroupV1 false, own ports/cgroupRoot/logs)."""
     cfg = {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
         "containerRuntimeEndpoint": f"unix://{np.containerd_socket}",
-        "cgroupDriver": "cgroupfs", "cgroupRoot": lay.cgroup_root(np.index), "cgroupsPerQOS": True,
-        "failCgroupV1": False, "failSwapOn": False,
-        "address": "0.0.0.0", "port": lay.kubelet_port(np.index), "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1", "healthzPort": lay.kubelet_healthz_port(np.index),
-        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False},
-                           "x509": {"clientCAFile": str(ca)}},
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": lay.cgroup_root(np.index),
+        "cgroupsPerQOS": True,
+        "failCgroupV1": False,
+        "failSwapOn": False,
+        "address": "0.0.0.0",
+        "port": lay.kubelet_port(np.index),
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": lay.kubelet_healthz_port(np.index),
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": False},
+            "x509": {"clientCAFile": str(ca)},
+        },
         "authorization": {"mode": "AlwaysAllow"},
-        "rotateCertificates": False, "serverTLSBootstrap": False,
-        "clusterDomain": "cluster.local", "resolvConf": "/etc/resolv.conf",
-        "oomScoreAdj": 0, "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
-        "evictionHard": {"memory.available": "50Mi", "nodefs.available": "1%", "imagefs.available": "1%",
-                         "nodefs.inodesFree": "1%"},
-        "podLogsDir": str(np.pod_logs_dir), "volumePluginDir": str(np.dir / "volume-plugins"),
-        "staticPodPath": "", "maxPods": 110, "serializeImagePulls": False,
-        "nodeStatusUpdateFrequency": "5s", "syncFrequency": "10s",
+        "rotateCertificates": False,
+        "serverTLSBootstrap": False,
+        "clusterDomain": "cluster.local",
+        "resolvConf": "/etc/resolv.conf",
+        "oomScoreAdj": 0,
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "evictionHard": {
+            "memory.available": "50Mi",
+            "nodefs.available": "1%",
+            "imagefs.available": "1%",
+            "nodefs.inodesFree": "1%",
+        },
+        "podLogsDir": str(np.pod_logs_dir),
+        "volumePluginDir": str(np.dir / "volume-plugins"),
+        "staticPodPath": "",
+        "maxPods": 110,
+        "serializeImagePulls": False,
+        "nodeStatusUpdateFrequency": "5s",
+        "syncFrequency": "10s",
         "featureGates": dict(gates),
     }
     path = np.dir / "kubelet.yaml"
@@ -154,9 +191,17 @@ def kubelet_config(lay: Layout, np: NodePaths, ca: Path, gates: dict[str, bool])
 
 def kubelet_argv(bin_: str, np: NodePaths, config: Path, node_ip: str) -> list[str]:
     """kubelet command line (flags the config file cannot carry)."""
-    return [bin_, f"--config={config}", f"--kubeconfig={np.kubeconfig}", f"--root-dir={np.kubelet_root}",
-            f"--cert-dir={np.dir / 'kubelet-pki'}", f"--hostname-override={np.name}", f"--node-ip={node_ip}",
-            "--node-labels=dra-conformance.test/node=real", "--v=1"]
+    return [
+        bin_,
+        f"--config={config}",
+        f"--kubeconfig={np.kubeconfig}",
+        f"--root-dir={np.kubelet_root}",
+        f"--cert-dir={np.dir / 'kubelet-pki'}",
+        f"--hostname-override={np.name}",
+        f"--node-ip={node_ip}",
+        "--node-labels=dra-conformance.test/node=real",
+        "--v=1",
+    ]
 
 
 def containerd_argv(bin_: str, config: Path) -> list[str]:

@@ -7,6 +7,7 @@ admission apply), a kube-proxy client cert (CN=system:kube-proxy, bound by the d
 system:node-proxier ClusterRoleBinding). Plus the service-account RSA key pair.
 Source: local-cluster.md §3.1; Kubernetes "PKI certificates and requirements" (kubeadm).
 """
+
 from __future__ import annotations
 
 import base64
@@ -33,8 +34,9 @@ def _write(path: Path, data: bytes, mode: int = 0o600) -> None:
 
 
 def _key_pem(key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
 
 
 def _name(cn: str, org: str | None = None) -> x509.Name:
@@ -66,26 +68,53 @@ class Pki:
     def create(self) -> None:
         """Generate the CA (EC P-256, 7 days) and the service-account RSA-2048 key pair."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
-        cert = (x509.CertificateBuilder().subject_name(_name("dra-conformance-ca")).issuer_name(_name("dra-conformance-ca"))
-                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + VALIDITY)
-                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                             content_commitment=False, key_encipherment=False,
-                                             data_encipherment=False, key_agreement=False,
-                                             encipher_only=False, decipher_only=False), critical=True)
-                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-                .sign(key, hashes.SHA256()))
+        now = datetime.datetime.now(datetime.UTC)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(_name("dra-conformance-ca"))
+            .issuer_name(_name("dra-conformance-ca"))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
+        )
         _write(self.ca_key, _key_pem(key))
         _write(self.ca_cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
         sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         _write(self.sa_key, _key_pem(sa))
-        _write(self.sa_pub, sa.public_key().public_bytes(serialization.Encoding.PEM,
-                                                         serialization.PublicFormat.SubjectPublicKeyInfo), 0o644)
+        _write(
+            self.sa_pub,
+            sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo),
+            0o644,
+        )
 
-    def issue(self, name: str, cn: str, org: str | None = None, *, server: bool = False,
-              dns: tuple[str, ...] = (), ips: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    def issue(
+        self,
+        name: str,
+        cn: str,
+        org: str | None = None,
+        *,
+        server: bool = False,
+        dns: tuple[str, ...] = (),
+        ips: tuple[str, ...] = (),
+    ) -> tuple[Path, Path]:
         """Sign a leaf cert for ``cn``/``org`` (client auth; plus server auth and SANs when ``server``).
 
         Returns (cert path, key path). Raises FileNotFoundError if :meth:`create` has not run.
@@ -93,15 +122,20 @@ class Pki:
         ca_key = serialization.load_pem_private_key(self.ca_key.read_bytes(), password=None)
         ca = x509.load_pem_x509_certificate(self.ca_cert.read_bytes())
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         usages = [ExtendedKeyUsageOID.CLIENT_AUTH] + ([ExtendedKeyUsageOID.SERVER_AUTH] if server else [])
-        builder = (x509.CertificateBuilder().subject_name(_name(cn, org)).issuer_name(ca.subject)
-                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + VALIDITY)
-                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-                   .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                                  critical=False))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(_name(cn, org))
+            .issuer_name(ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        )
         if dns or ips:
             sans = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -112,8 +146,13 @@ class Pki:
 
     def issue_apiserver(self, service_ip: str, node_ip: str) -> tuple[Path, Path]:
         """The kube-apiserver serving cert with the in-cluster and host SANs."""
-        dns = ("kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
-               "localhost")
+        dns = (
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+            "localhost",
+        )
         ips = tuple(dict.fromkeys(("127.0.0.1", service_ip, node_ip)))
         return self.issue("apiserver", "kube-apiserver", server=True, dns=dns, ips=ips)
 
@@ -123,12 +162,17 @@ def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path, u
 
     Shape: one cluster ``local``, one user ``user``, current context ``local``.
     """
+
     def b64(p: Path) -> str:
         return base64.b64encode(p.read_bytes()).decode()
 
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "local",
-           "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority-data": b64(ca)}}],
-           "users": [{"name": user, "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)}}],
-           "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}]}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "local",
+        "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority-data": b64(ca)}}],
+        "users": [{"name": user, "user": {"client-certificate-data": b64(cert), "client-key-data": b64(key)}}],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
+    }
     _write(path, yaml.safe_dump(doc).encode())
     return path

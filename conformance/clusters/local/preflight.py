@@ -3,6 +3,7 @@
 Checks (local-cluster.md §3.9 checklist): root, cgroup layout, the six kubelet sysctls, /dev/kmsg, free
 TCP ports, cached binaries for the requested version, runc, CNI plugins, iptables, busybox.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,12 +16,21 @@ from conformance.core.errors import ClusterUnavailable
 from conformance.toolchain import cache
 
 # kubelet pkg/kubelet/cm/container_manager_linux.go setupKernelTunables (KernelTunableModify).
-KUBELET_SYSCTLS = {"vm/overcommit_memory": "1", "vm/panic_on_oom": "0", "kernel/panic": "10",
-                   "kernel/panic_on_oops": "1", "kernel/keys/root_maxkeys": "1000000",
-                   "kernel/keys/root_maxbytes": "25000000"}
+KUBELET_SYSCTLS = {
+    "vm/overcommit_memory": "1",
+    "vm/panic_on_oom": "0",
+    "kernel/panic": "10",
+    "kernel/panic_on_oops": "1",
+    "kernel/keys/root_maxkeys": "1000000",
+    "kernel/keys/root_maxbytes": "25000000",
+}
 K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl")
-TOOL_BINARIES = (("etcd", "etcd"), ("containerd", "containerd"), ("containerd", "containerd-shim-runc-v2"),
-                 ("containerd", "ctr"))
+TOOL_BINARIES = (
+    ("etcd", "etcd"),
+    ("containerd", "containerd"),
+    ("containerd", "containerd-shim-runc-v2"),
+    ("containerd", "ctr"),
+)
 RUNC_CANDIDATES = ("/usr/sbin/runc", "/usr/bin/runc")
 CNI_BIN_DIRS = ("/usr/lib/cni", "/opt/cni/bin")
 CNI_PLUGINS = ("bridge", "host-local", "loopback")
@@ -67,8 +77,12 @@ def port_free(port: int, host: str = "0.0.0.0") -> bool:
 
 def check_ports(ports: dict[str, int]) -> list[str]:
     """One problem line per port already in use."""
-    return [f"port {port} (for {name}) is in use; stop what listens there (`ss -ltnp 'sport = :{port}'`) "
-            f"or pick another cluster slot" for name, port in ports.items() if not port_free(port)]
+    return [
+        f"port {port} (for {name}) is in use; stop what listens there (`ss -ltnp 'sport = :{port}'`) "
+        f"or pick another cluster slot"
+        for name, port in ports.items()
+        if not port_free(port)
+    ]
 
 
 def check_sysctls(fix: bool = True) -> list[str]:
@@ -82,8 +96,10 @@ def check_sysctls(fix: bool = True) -> list[str]:
             if fix:
                 path.write_text(want)
         except OSError as exc:
-            problems.append(f"sysctl {key.replace('/', '.')} cannot be set to {want} ({exc}); the kubelet "
-                            f"refuses to start; run `sysctl -w {key.replace('/', '.')}={want}` as root")
+            problems.append(
+                f"sysctl {key.replace('/', '.')} cannot be set to {want} ({exc}); the kubelet "
+                f"refuses to start; run `sysctl -w {key.replace('/', '.')}={want}` as root"
+            )
     return problems
 
 
@@ -129,8 +145,10 @@ def run(tag: str, ports: dict[str, int], need_kwok: bool = False) -> HostFacts:
         with open("/dev/kmsg", "rb"):
             pass
     except OSError as exc:
-        problems.append(f"/dev/kmsg cannot be opened ({exc}); the kubelet's OOM watcher needs it "
-                        f"(workaround: `mount --bind /dev/null /dev/kmsg`)")
+        problems.append(
+            f"/dev/kmsg cannot be opened ({exc}); the kubelet's OOM watcher needs it "
+            f"(workaround: `mount --bind /dev/null /dev/kmsg`)"
+        )
     problems += check_ports(ports)
     binaries, missing = find_binaries(tag)
     problems += missing
@@ -144,8 +162,10 @@ def run(tag: str, ports: dict[str, int], need_kwok: bool = False) -> HostFacts:
         problems.append("runc is not installed; run `apt-get install -y runc` (or make setup)")
     cni = next((d for d in CNI_BIN_DIRS if all(os.access(f"{d}/{p}", os.X_OK) for p in CNI_PLUGINS)), None)
     if cni is None:
-        problems.append("CNI plugins (bridge, host-local, loopback) not found in /usr/lib/cni or /opt/cni/bin; "
-                        "run `apt-get install -y containernetworking-plugins` (or make setup)")
+        problems.append(
+            "CNI plugins (bridge, host-local, loopback) not found in /usr/lib/cni or /opt/cni/bin; "
+            "run `apt-get install -y containernetworking-plugins` (or make setup)"
+        )
     for tool, pkg in (("iptables", "iptables"), ("ip", "iproute2"), ("mount", "mount")):
         if shutil.which(tool) is None:
             problems.append(f"`{tool}` is not installed; run `apt-get install -y {pkg}`")

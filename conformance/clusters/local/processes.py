@@ -1,6 +1,7 @@
 """Host processes of a local cluster: started in their own session (process group), output appended to a
 log file, identified by (pid, start time) so a later process (``cluster down``) never signals a reused pid.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +9,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def start_time(pid: int) -> int | None:
@@ -53,21 +54,43 @@ class HostProcess:
     argv: list[str]
     env: dict[str, str] | None = None
     cwd: str | None = None
-    on_change: Callable[["HostProcess"], None] | None = dataclasses.field(default=None, repr=False, compare=False)
+    on_change: Callable[[HostProcess], None] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
-    def spawn(cls, name: str, node: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None,
-              cwd: str | None = None) -> "HostProcess":
+    def spawn(
+        cls,
+        name: str,
+        node: str,
+        argv: list[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> HostProcess:
         """Start ``argv`` in a new session; raises FileNotFoundError/PermissionError from exec."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         full_env = dict(os.environ, **(env or {}))
         with open(log_path, "ab") as log:
             log.write(f"\n==== {time.strftime('%H:%M:%S')} start: {' '.join(argv)}\n".encode())
             log.flush()
-            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=full_env, cwd=cwd, start_new_session=True)
-        return cls(name=name, node=node, pid=proc.pid, started=start_time(proc.pid), log_path=log_path,
-                   argv=list(argv), env=env, cwd=cwd)
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        return cls(
+            name=name,
+            node=node,
+            pid=proc.pid,
+            started=start_time(proc.pid),
+            log_path=log_path,
+            argv=list(argv),
+            env=env,
+            cwd=cwd,
+        )
 
     def is_running(self) -> bool:
         """True while the process (with its recorded start time) exists and is not a zombie."""
@@ -78,7 +101,7 @@ class HostProcess:
         if not self.is_running():
             return
         for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-            for target in (lambda: os.killpg(self.pid, sig), lambda: os.kill(self.pid, sig)):
+            for target in (lambda: os.killpg(self.pid, sig), lambda: os.kill(self.pid, sig)):  # noqa: B023 - called now
                 try:
                     target()
                 except (ProcessLookupError, PermissionError):
@@ -91,7 +114,7 @@ class HostProcess:
         if self.is_running():
             raise RuntimeError(f"{self.name} (pid {self.pid}) survived SIGKILL")
 
-    def restart(self) -> "HostProcess":
+    def restart(self) -> HostProcess:
         """Stop, then start the same argv again; returns self with the new pid."""
         self.stop()
         new = HostProcess.spawn(self.name, self.node, self.argv, self.log_path, self.env, self.cwd)
@@ -109,13 +132,29 @@ class HostProcess:
         return "\n".join(data.splitlines()[-lines:])
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "node": self.node, "pid": self.pid, "started": self.started,
-                "log_path": str(self.log_path), "argv": self.argv, "env": self.env, "cwd": self.cwd}
+        return {
+            "name": self.name,
+            "node": self.node,
+            "pid": self.pid,
+            "started": self.started,
+            "log_path": str(self.log_path),
+            "argv": self.argv,
+            "env": self.env,
+            "cwd": self.cwd,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "HostProcess":
-        return cls(name=d["name"], node=d["node"], pid=d["pid"], started=d.get("started"),
-                   log_path=Path(d["log_path"]), argv=list(d["argv"]), env=d.get("env"), cwd=d.get("cwd"))
+    def from_dict(cls, d: dict) -> HostProcess:
+        return cls(
+            name=d["name"],
+            node=d["node"],
+            pid=d["pid"],
+            started=d.get("started"),
+            log_path=Path(d["log_path"]),
+            argv=list(d["argv"]),
+            env=d.get("env"),
+            cwd=d.get("cwd"),
+        )
 
 
 def processes_matching(needle: str) -> list[int]:

@@ -4,9 +4,11 @@
 Slots: 0 is the e2e cluster, 1 its lifecycle tests, 2..9 conformance runs. kube-proxy owns host-wide iptables
 chains: ``up()`` decides under a host-wide lock whether this cluster runs it (``kube_proxy=None``).
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from conformance.core import errors
 from conformance.core.handles import NodeAccess, ProviderContext
@@ -39,8 +41,10 @@ def free_slot() -> int:
             continue
     free = [s for s in range(FIRST_SLOT, LAST_SLOT + 1) if s not in used]
     if not free:
-        raise errors.ClusterUnavailable(f"no free local cluster slot: clusters {others} use slots "
-                                        f"{sorted(used)}; stop one with `dra-conformance cluster down`")
+        raise errors.ClusterUnavailable(
+            f"no free local cluster slot: clusters {others} use slots "
+            f"{sorted(used)}; stop one with `dra-conformance cluster down`"
+        )
     return free[0]
 
 
@@ -56,10 +60,19 @@ class LocalProvider:
     def up(self) -> LocalClusterHandle:
         """Allocate a slot, start the cluster. Raises ClusterUnavailable (after cleaning up) or ConfigError."""
         cfg = self.ctx.cfg
-        self.cluster = LocalCluster(LocalClusterConfig(
-            name=cluster_name(cfg.run_id), nodes=cfg.nodes, kwok_nodes=0, k8s_version=cfg.k8s_version,
-            feature_gates=cfg.feature_gates, log_dir=self.ctx.report_dir / "cluster-logs", slot=free_slot(),
-            kube_proxy=None), self.ctx.progress)
+        self.cluster = LocalCluster(
+            LocalClusterConfig(
+                name=cluster_name(cfg.run_id),
+                nodes=cfg.nodes,
+                kwok_nodes=0,
+                k8s_version=cfg.k8s_version,
+                feature_gates=cfg.feature_gates,
+                log_dir=self.ctx.report_dir / "cluster-logs",
+                slot=free_slot(),
+                kube_proxy=None,
+            ),
+            self.ctx.progress,
+        )
         self.ctx.progress(f"starting local cluster ({cfg.nodes} node(s), gates {cfg.feature_gates})")
         self.handle = self.cluster.up()
         return self.handle

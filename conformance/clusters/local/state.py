@@ -2,6 +2,7 @@
 atomically after every change so ``cluster down`` or ``status`` in another process sees every process,
 bridge, cgroup and directory the cluster made.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +48,9 @@ class ClusterState:
     def save(self) -> None:
         """Atomic write (tmp + fsync + rename)."""
         with self._lock:
-            data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                    if f.name not in ("processes", "_lock")}
+            data = {
+                f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("processes", "_lock")
+            }
             data["processes"] = [p.to_dict() for p in self.processes]
             data["schema"] = SCHEMA
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +72,7 @@ class ClusterState:
         return next((p for p in self.processes if p.name == name and p.node == node), None)
 
     @classmethod
-    def load(cls, name: str) -> "ClusterState":
+    def load(cls, name: str) -> ClusterState:
         """Read the state of cluster ``name``; raises FileNotFoundError naming the path when absent."""
         path = STATE_ROOT / name / "state.json"
         try:

@@ -7,6 +7,7 @@ Order: host processes (plugins) -> kwok, kube-proxy, scheduler, controller-manag
 container processes (cgroup kill) -> containerd + shims -> apiserver -> etcd -> mounts -> network ->
 cgroups -> directories. Each step collects errors; the last step raises one error listing them.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -160,7 +161,8 @@ def leftovers(state_name: str, lay: Layout, bridges: list[str]) -> list[str]:
     found += [f"interface {b}" for b in bridges if b in present]
     for i in range(lay.nodes):
         if hostsys.cgroup_pids(lay.cgroup_root(i)) or any(
-                (h / lay.cgroup_root(i).strip("/")).exists() for h in hostsys.cgroup_hierarchies()):
+            (h / lay.cgroup_root(i).strip("/")).exists() for h in hostsys.cgroup_hierarchies()
+        ):
             found.append(f"cgroup {lay.cgroup_root(i)}")
     networks = [lay.cni_network(i) for i in range(lay.nodes)]
     if hostsys.cni_chains_for(networks):
@@ -170,6 +172,9 @@ def leftovers(state_name: str, lay: Layout, bridges: list[str]) -> list[str]:
         found += [f"CNI result {f}" for f in results.iterdir() if any(f.name.startswith(n + "-") for n in networks)]
     logs = Path("/var/log/containers")
     if logs.is_dir():
-        found += [f"log link {f}" for f in logs.iterdir()
-                  if f.is_symlink() and str(f.readlink()).startswith(str(lay.state_dir) + "/")]
+        found += [
+            f"log link {f}"
+            for f in logs.iterdir()
+            if f.is_symlink() and str(f.readlink()).startswith(str(lay.state_dir) + "/")
+        ]
     return found

@@ -3,9 +3,31 @@ difference. :class:`~conformance.k8s.builders.builder.Builder` binds them to one
 driver, DeviceClass, API version). Part functions (``request``, ``first_available``...) live in
 :mod:`.parts`.
 """
-from .builder import Builder
-from .parts import (Version, container, device, distinct_attribute, first_available, match_attribute,
-                    opaque_config, request, subrequest, toleration)
 
-__all__ = ["Builder", "Version", "container", "device", "distinct_attribute", "first_available",
-           "match_attribute", "opaque_config", "request", "subrequest", "toleration"]
+from .builder import Builder
+from .parts import (
+    Version,
+    container,
+    device,
+    distinct_attribute,
+    first_available,
+    match_attribute,
+    opaque_config,
+    request,
+    subrequest,
+    toleration,
+)
+
+__all__ = [
+    "Builder",
+    "Version",
+    "container",
+    "device",
+    "distinct_attribute",
+    "first_available",
+    "match_attribute",
+    "opaque_config",
+    "request",
+    "subrequest",
+    "toleration",
+]

@@ -4,11 +4,13 @@ namespace, the driver's DeviceClass and the requested API version (v1 unless a t
 Source of the shapes: resource.k8s.io/v1 (KEP-4381), upstream test/e2e/dra builders (``b.claim()``,
 ``b.podExternal()``...).
 """
+
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from conformance.core import names
 
@@ -45,7 +47,7 @@ class Builder:
         self.ctx = ctx
         self.namer = names.Namer(ctx.test_id)
 
-    def in_namespace(self, namespace: str) -> "Builder":
+    def in_namespace(self, namespace: str) -> Builder:
         """A Builder for another namespace (e.g. the ``admin_namespace``), sharing this one's name counter."""
         other = Builder(dataclasses.replace(self.ctx, namespace=namespace))
         other.namer = self.namer
@@ -57,16 +59,30 @@ class Builder:
         return names.run_labels(self.ctx.run_id, self.ctx.test_id)
 
     def _meta(self, kind: str, name: str | None, namespaced: bool, labels: Mapping[str, str] | None) -> dict:
-        meta: dict[str, Any] = {"name": name or self.namer.next(_SHORT.get(kind, kind.lower())),
-                                "labels": {**self.labels(), **(labels or {})}}
+        meta: dict[str, Any] = {
+            "name": name or self.namer.next(_SHORT.get(kind, kind.lower())),
+            "labels": {**self.labels(), **(labels or {})},
+        }
         if namespaced:
             meta["namespace"] = self.ctx.namespace
         return meta
 
-    def _dra(self, kind: str, spec: dict, *, name: str | None, namespaced: bool, version: str | None,
-             labels: Mapping[str, str] | None = None) -> Obj:
-        obj = {"apiVersion": "resource.k8s.io/v1", "kind": kind,
-               "metadata": self._meta(kind, name, namespaced, labels), "spec": spec}
+    def _dra(
+        self,
+        kind: str,
+        spec: dict,
+        *,
+        name: str | None,
+        namespaced: bool,
+        version: str | None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Obj:
+        obj = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": kind,
+            "metadata": self._meta(kind, name, namespaced, labels),
+            "spec": spec,
+        }
         return Obj(render(obj, version or self.ctx.api_version))
 
     def _fill_request(self, req: dict) -> dict:
@@ -76,11 +92,19 @@ class Builder:
                 spec["deviceClassName"] = self.ctx.device_class
         return req
 
-    def _claim_spec(self, requests, count, selectors, allocation_mode, admin_access, constraints, config,
-                    device_class) -> dict:
+    def _claim_spec(
+        self, requests, count, selectors, allocation_mode, admin_access, constraints, config, device_class
+    ) -> dict:
         if requests is None:
-            requests = [parts.request(device_class=device_class, count=count, selectors=selectors,
-                                      allocation_mode=allocation_mode, admin_access=admin_access)]
+            requests = [
+                parts.request(
+                    device_class=device_class,
+                    count=count,
+                    selectors=selectors,
+                    allocation_mode=allocation_mode,
+                    admin_access=admin_access,
+                )
+            ]
         devices: dict[str, Any] = {"requests": [self._fill_request(r) for r in requests]}
         if constraints:
             devices["constraints"] = list(constraints)
@@ -93,31 +117,61 @@ class Builder:
         return {"devices": devices}
 
     # -- DRA objects ----------------------------------------------------------------------------------
-    def claim(self, *, requests: Iterable[dict] | None = None, count: int | None = None,
-              selectors: Iterable[str] | str | None = None, allocation_mode: str | None = None,
-              admin_access: bool | None = None, constraints: Iterable[dict] = (), config: Iterable[dict] = (),
-              device_class: str | None = None, name: str | None = None, version: str | None = None,
-              labels: Mapping[str, str] | None = None) -> Obj:
+    def claim(
+        self,
+        *,
+        requests: Iterable[dict] | None = None,
+        count: int | None = None,
+        selectors: Iterable[str] | str | None = None,
+        allocation_mode: str | None = None,
+        admin_access: bool | None = None,
+        constraints: Iterable[dict] = (),
+        config: Iterable[dict] = (),
+        device_class: str | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Obj:
         """A ResourceClaim. Without ``requests``: one request ``device`` for ``count`` (default 1) devices of
         the test's DeviceClass with ``selectors``/``allocation_mode``/``admin_access``; otherwise the given
         :func:`~.parts.request`/:func:`~.parts.first_available` requests (class filled in)."""
-        spec = self._claim_spec(requests, count, selectors, allocation_mode, admin_access, constraints, config,
-                                device_class)
+        spec = self._claim_spec(
+            requests, count, selectors, allocation_mode, admin_access, constraints, config, device_class
+        )
         return self._dra("ResourceClaim", spec, name=name, namespaced=True, version=version, labels=labels)
 
-    def claim_template(self, *, requests: Iterable[dict] | None = None, count: int | None = None,
-                       selectors: Iterable[str] | str | None = None, allocation_mode: str | None = None,
-                       admin_access: bool | None = None, constraints: Iterable[dict] = (),
-                       config: Iterable[dict] = (), device_class: str | None = None, name: str | None = None,
-                       version: str | None = None) -> Obj:
+    def claim_template(
+        self,
+        *,
+        requests: Iterable[dict] | None = None,
+        count: int | None = None,
+        selectors: Iterable[str] | str | None = None,
+        allocation_mode: str | None = None,
+        admin_access: bool | None = None,
+        constraints: Iterable[dict] = (),
+        config: Iterable[dict] = (),
+        device_class: str | None = None,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> Obj:
         """A ResourceClaimTemplate whose claim spec is what :meth:`claim` would build."""
-        spec = {"spec": self._claim_spec(requests, count, selectors, allocation_mode, admin_access, constraints,
-                                         config, device_class)}
+        spec = {
+            "spec": self._claim_spec(
+                requests, count, selectors, allocation_mode, admin_access, constraints, config, device_class
+            )
+        }
         return self._dra("ResourceClaimTemplate", spec, name=name, namespaced=True, version=version)
 
-    def device_class(self, *, selectors: Iterable[str] | str | None = None, config: Iterable[dict] = (),
-                     extended_resource_name: str | None = None, driver: str | None = None,
-                     name: str | None = None, version: str | None = None) -> Obj:
+    def device_class(
+        self,
+        *,
+        selectors: Iterable[str] | str | None = None,
+        config: Iterable[dict] = (),
+        extended_resource_name: str | None = None,
+        driver: str | None = None,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> Obj:
         """A DeviceClass selecting ``device.driver == <driver>`` plus ``selectors``; ``config``: opaque
         configs (driver filled in); name derived from run and test IDs."""
         drv = driver or self.ctx.driver
@@ -132,46 +186,86 @@ class Builder:
             spec["config"] = cfgs
         if extended_resource_name:
             spec["extendedResourceName"] = extended_resource_name
-        return self._dra("DeviceClass", spec, name=name or self._cluster_name("class"), namespaced=False,
-                         version=version)
+        return self._dra(
+            "DeviceClass", spec, name=name or self._cluster_name("class"), namespaced=False, version=version
+        )
 
-    def resource_slice(self, devices: Iterable[dict], *, node: str | None = None, all_nodes: bool = False,
-                       pool: str | None = None, driver: str | None = None, generation: int = 1,
-                       slice_count: int = 1, name: str | None = None, version: str | None = None) -> Obj:
+    def resource_slice(
+        self,
+        devices: Iterable[dict],
+        *,
+        node: str | None = None,
+        all_nodes: bool = False,
+        pool: str | None = None,
+        driver: str | None = None,
+        generation: int = 1,
+        slice_count: int = 1,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> Obj:
         """A test-made ResourceSlice for ``driver`` (default: a per-test driver name, never the real one) on
         ``node`` or ``all_nodes``; ``devices`` from :func:`~.parts.device`."""
         drv = driver or self.test_driver_name()
-        spec: dict[str, Any] = {"driver": drv, "pool": {"name": pool or (node or self.ctx.test_id),
-                                                        "generation": generation,
-                                                        "resourceSliceCount": slice_count},
-                                "devices": list(devices)}
+        spec: dict[str, Any] = {
+            "driver": drv,
+            "pool": {
+                "name": pool or (node or self.ctx.test_id),
+                "generation": generation,
+                "resourceSliceCount": slice_count,
+            },
+            "devices": list(devices),
+        }
         if node:
             spec["nodeName"] = node
         else:
             spec["allNodes"] = True
-        return self._dra("ResourceSlice", spec, name=name or self._cluster_name("slice"), namespaced=False,
-                         version=version)
+        return self._dra(
+            "ResourceSlice", spec, name=name or self._cluster_name("slice"), namespaced=False, version=version
+        )
 
-    def device_taint_rule(self, *, key: str, effect: str = "NoSchedule", value: str | None = None,
-                          driver: str | None = None, pool: str | None = None, device: str | None = None,
-                          name: str | None = None, version: str | None = None) -> Obj:
+    def device_taint_rule(
+        self,
+        *,
+        key: str,
+        effect: str = "NoSchedule",
+        value: str | None = None,
+        driver: str | None = None,
+        pool: str | None = None,
+        device: str | None = None,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> Obj:
         """A DeviceTaintRule tainting devices of ``driver``/``pool``/``device`` (KEP-5055), rendered in the
         version the cluster serves for DeviceTaintRule unless ``version`` is given."""
-        selector = {k: v for k, v in {"driver": driver or self.ctx.driver, "pool": pool, "device": device}.items()
-                    if v}
+        selector = {k: v for k, v in {"driver": driver or self.ctx.driver, "pool": pool, "device": device}.items() if v}
         taint: dict[str, Any] = {"key": key, "effect": effect}
         if value is not None:
             taint["value"] = value
         spec = {"deviceSelector": selector, "taint": taint}
-        return self._dra("DeviceTaintRule", spec, name=name or self._cluster_name("taint"), namespaced=False,
-                         version=version or self.ctx.taint_rule_version)
+        return self._dra(
+            "DeviceTaintRule",
+            spec,
+            name=name or self._cluster_name("taint"),
+            namespaced=False,
+            version=version or self.ctx.taint_rule_version,
+        )
 
     # -- pods ----------------------------------------------------------------------------------------
-    def pod(self, *, uses: Any = None, containers: Iterable[dict] | None = None,
-            init_containers: Iterable[dict] = (), command: list[str] | None = None, node_name: str | None = None,
-            restart_policy: str = "Never", extended_resources: Mapping[str, str] | None = None,
-            name: str | None = None, labels: Mapping[str, str] | None = None, bypass_scheduler: bool = False,
-            unreferenced: Iterable[Obj] = ()) -> Obj:
+    def pod(
+        self,
+        *,
+        uses: Any = None,
+        containers: Iterable[dict] | None = None,
+        init_containers: Iterable[dict] = (),
+        command: list[str] | None = None,
+        node_name: str | None = None,
+        restart_policy: str = "Never",
+        extended_resources: Mapping[str, str] | None = None,
+        name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        bypass_scheduler: bool = False,
+        unreferenced: Iterable[Obj] = (),
+    ) -> Obj:
         """A Pod. ``uses``: a claim/template Obj, a ``(obj, request)`` pair, or a list of those, referenced by
         one default container that runs the profile's probe then sleeps. ``containers``: explicit
         :func:`~.parts.container` specs instead. Pod claim names are ``c0``, ``c1``... in order of first use;
@@ -187,8 +281,11 @@ class Builder:
         rendered = [self._container(c, pod_claims, extended_resources) for c in containers]
         for obj in unreferenced:
             self._pod_claim(obj, pod_claims)
-        spec: dict[str, Any] = {"restartPolicy": restart_policy, "containers": rendered,
-                                "terminationGracePeriodSeconds": 5}
+        spec: dict[str, Any] = {
+            "restartPolicy": restart_policy,
+            "containers": rendered,
+            "terminationGracePeriodSeconds": 5,
+        }
         if rendered_init:
             spec["initContainers"] = rendered_init
         if pod_claims:
@@ -197,8 +294,7 @@ class Builder:
             spec["nodeName"] = node_name
         elif node_name:
             spec["nodeSelector"] = {"kubernetes.io/hostname": node_name}
-        return Obj({"apiVersion": "v1", "kind": "Pod", "metadata": self._meta("Pod", name, True, labels),
-                    "spec": spec})
+        return Obj({"apiVersion": "v1", "kind": "Pod", "metadata": self._meta("Pod", name, True, labels), "spec": spec})
 
     def probe_pod_command(self, then_sleep: bool = True) -> list[str]:
         """``sh -c '<probe>; sleep ...'``: the default command of a claim-using container."""
@@ -222,8 +318,11 @@ class Builder:
             if req:
                 ref["request"] = req
             claims.append(ref)
-        out: dict[str, Any] = {"name": spec["name"], "image": spec.get("image") or self.ctx.image,
-                               "command": spec.get("command") or self.probe_pod_command()}
+        out: dict[str, Any] = {
+            "name": spec["name"],
+            "image": spec.get("image") or self.ctx.image,
+            "command": spec.get("command") or self.probe_pod_command(),
+        }
         if spec.get("env"):
             out["env"] = [{"name": k, "value": v} for k, v in spec["env"].items()]
         resources: dict[str, Any] = {}

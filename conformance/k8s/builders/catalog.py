@@ -5,10 +5,11 @@ Sources: upstream test/e2e/dra/dra.go "CRUD Tests" (conformance, v1.35/v1.37): D
 matching nothing, ResourceSlice for a fictional driver, DeviceTaintRule for a driver no device has, a claim
 status ``allocation: {}``; k/k pkg/apis/resource/validation (reservedFor entries: resource, name, uid).
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from ..objects import Obj
 from ..resources import resource
@@ -46,13 +47,20 @@ KINDS = (
     Kind("ResourceClaim", lambda b: b.claim()),
     Kind("ResourceClaimTemplate", lambda b: b.claim_template()),
     Kind("ResourceSlice", lambda b: b.resource_slice([], all_nodes=True)),
-    Kind("DeviceTaintRule", lambda b: b.device_taint_rule(key=TAINT_KEY, driver=b.test_driver_name()),
-         "api.devicetaintrules"),
+    Kind(
+        "DeviceTaintRule",
+        lambda b: b.device_taint_rule(key=TAINT_KEY, driver=b.test_driver_name()),
+        "api.devicetaintrules",
+    ),
 )
 CORE_KINDS = KINDS[:4]
 
 
 def reserved_for(count: int) -> dict:
     """A ResourceClaim status with an empty allocation and ``count`` fictional pod consumers."""
-    return {**EMPTY_ALLOCATION, "reservedFor": [
-        {"resource": "pods", "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}"} for i in range(count)]}
+    return {
+        **EMPTY_ALLOCATION,
+        "reservedFor": [
+            {"resource": "pods", "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}"} for i in range(count)
+        ],
+    }

@@ -5,6 +5,7 @@ Sources: Kubernetes API conventions (json patch RFC 6902 with ``~1`` escaping, m
 server-side apply of a partial object); upstream test/e2e/dra/dra.go "CRUD Tests" (a ResourceSlice gains
 ``device-0``, a DeviceClass's selector is updated, a claim's status gets ``allocation: {}``).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,10 +5,11 @@ Sources: k/k pkg/apis/resource/types.go constants and pkg/apis/resource/validati
 CELSelectorExpressionMaxLength 10 KiB, CELSelectorExpressionMaxCost 1,000,000); DNS label/subdomain lengths
 (63/253); dra-protocols.md §5-§6. Reasons and fields observed on kube-apiserver v1.34.4.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from ..objects import Obj
 from .parts import device, request
@@ -60,29 +61,74 @@ def slice_with_devices(builder, count: int) -> Obj:
 
 
 LIMITS = (
-    Limit("LIM-01-devices-per-slice", lambda b: slice_with_devices(b, MAX_DEVICES_PER_SLICE + 1),
-        "spec.devices", ("FieldValueTooMany",), f"at most {MAX_DEVICES_PER_SLICE}"),
-    Limit("LIM-09-attributes-per-device", _many_attributes, "spec.devices[0]",
-          ("FieldValueInvalid", "FieldValueTooMany"), str(MAX_ATTRIBUTES_AND_CAPACITIES)),
-    Limit("LIM-08-pool-name-length", lambda b: b.resource_slice([], all_nodes=True, pool="p" * (DNS_SUBDOMAIN_MAX + 1)),
-          "spec.pool.name", ("FieldValueTooLong", "FieldValueInvalid"), str(DNS_SUBDOMAIN_MAX)),
-    Limit("LIM-09-driver-name-length",
-          lambda b: b.resource_slice([], all_nodes=True, driver="d" * DNS_LABEL_MAX + ".test"),
-          "spec.driver", ("FieldValueTooLong", "FieldValueInvalid"), str(DNS_LABEL_MAX)),
-    Limit("LIM-09-requests-per-claim", lambda b: b.claim(
-        requests=[request(f"r{i}") for i in range(MAX_REQUESTS_PER_CLAIM + 1)]),
-        "spec.devices.requests", ("FieldValueTooMany",), f"at most {MAX_REQUESTS_PER_CLAIM}"),
-    Limit("LIM-09-request-name-length", lambda b: b.claim(requests=[request("r" * (DNS_LABEL_MAX + 1))]),
-          "spec.devices.requests[0].name", ("FieldValueInvalid", "FieldValueTooLong"), str(DNS_LABEL_MAX)),
-    Limit("LIM-09-class-name-length", lambda b: b.device_class(name="c" * (DNS_SUBDOMAIN_MAX + 1)),
-          "metadata.name", ("FieldValueInvalid", "FieldValueTooLong"), str(DNS_SUBDOMAIN_MAX)),
-    Limit("LIM-09-cel-cost", lambda b: b.claim(selectors=_expensive_cel(b.test_driver_name())),
-          "spec.devices.requests[0].exactly.selectors[0].cel.expression", ("FieldValueForbidden",),
-          "exceeds cost limit"),
-    Limit("LIM-09-cel-length", lambda b: b.claim(selectors=_long_cel()),
-          "spec.devices.requests[0].exactly.selectors[0].cel.expression", ("FieldValueTooLong",),
-          str(MAX_CEL_LENGTH)),
-    Limit("LIM-09-cel-compile-error", lambda b: b.claim(selectors="device.attributes["),
-          "spec.devices.requests[0].exactly.selectors[0].cel.expression", ("FieldValueInvalid",),
-          "compilation failed"),
+    Limit(
+        "LIM-01-devices-per-slice",
+        lambda b: slice_with_devices(b, MAX_DEVICES_PER_SLICE + 1),
+        "spec.devices",
+        ("FieldValueTooMany",),
+        f"at most {MAX_DEVICES_PER_SLICE}",
+    ),
+    Limit(
+        "LIM-09-attributes-per-device",
+        _many_attributes,
+        "spec.devices[0]",
+        ("FieldValueInvalid", "FieldValueTooMany"),
+        str(MAX_ATTRIBUTES_AND_CAPACITIES),
+    ),
+    Limit(
+        "LIM-08-pool-name-length",
+        lambda b: b.resource_slice([], all_nodes=True, pool="p" * (DNS_SUBDOMAIN_MAX + 1)),
+        "spec.pool.name",
+        ("FieldValueTooLong", "FieldValueInvalid"),
+        str(DNS_SUBDOMAIN_MAX),
+    ),
+    Limit(
+        "LIM-09-driver-name-length",
+        lambda b: b.resource_slice([], all_nodes=True, driver="d" * DNS_LABEL_MAX + ".test"),
+        "spec.driver",
+        ("FieldValueTooLong", "FieldValueInvalid"),
+        str(DNS_LABEL_MAX),
+    ),
+    Limit(
+        "LIM-09-requests-per-claim",
+        lambda b: b.claim(requests=[request(f"r{i}") for i in range(MAX_REQUESTS_PER_CLAIM + 1)]),
+        "spec.devices.requests",
+        ("FieldValueTooMany",),
+        f"at most {MAX_REQUESTS_PER_CLAIM}",
+    ),
+    Limit(
+        "LIM-09-request-name-length",
+        lambda b: b.claim(requests=[request("r" * (DNS_LABEL_MAX + 1))]),
+        "spec.devices.requests[0].name",
+        ("FieldValueInvalid", "FieldValueTooLong"),
+        str(DNS_LABEL_MAX),
+    ),
+    Limit(
+        "LIM-09-class-name-length",
+        lambda b: b.device_class(name="c" * (DNS_SUBDOMAIN_MAX + 1)),
+        "metadata.name",
+        ("FieldValueInvalid", "FieldValueTooLong"),
+        str(DNS_SUBDOMAIN_MAX),
+    ),
+    Limit(
+        "LIM-09-cel-cost",
+        lambda b: b.claim(selectors=_expensive_cel(b.test_driver_name())),
+        "spec.devices.requests[0].exactly.selectors[0].cel.expression",
+        ("FieldValueForbidden",),
+        "exceeds cost limit",
+    ),
+    Limit(
+        "LIM-09-cel-length",
+        lambda b: b.claim(selectors=_long_cel()),
+        "spec.devices.requests[0].exactly.selectors[0].cel.expression",
+        ("FieldValueTooLong",),
+        str(MAX_CEL_LENGTH),
+    ),
+    Limit(
+        "LIM-09-cel-compile-error",
+        lambda b: b.claim(selectors="device.attributes["),
+        "spec.devices.requests[0].exactly.selectors[0].cel.expression",
+        ("FieldValueInvalid",),
+        "compilation failed",
+    ),
 )

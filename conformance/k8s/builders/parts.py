@@ -3,10 +3,12 @@ tolerations, devices, containers. Field names and limits: resource.k8s.io/v1 (dr
 
 A ``request`` without ``device_class`` gets the test's DeviceClass when the :class:`Builder` renders it.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 # A valid CEL selector no device matches (upstream CRUD test's DeviceClass "matching nothing"; scheduler tests).
 NEVER_MATCHES = "device.driver != device.driver"
@@ -44,8 +46,14 @@ def _selectors(selectors: Iterable[str] | str | None) -> list[dict]:
     return [{"cel": {"expression": s}} for s in selectors]
 
 
-def _exact(device_class: str | None, count: int | None, selectors: Any, allocation_mode: str | None,
-           tolerations: Iterable[dict] | None, capacity: Mapping[str, str] | None) -> dict:
+def _exact(
+    device_class: str | None,
+    count: int | None,
+    selectors: Any,
+    allocation_mode: str | None,
+    tolerations: Iterable[dict] | None,
+    capacity: Mapping[str, str] | None,
+) -> dict:
     spec: dict[str, Any] = {"deviceClassName": device_class}
     if selectors:
         spec["selectors"] = _selectors(selectors)
@@ -61,10 +69,17 @@ def _exact(device_class: str | None, count: int | None, selectors: Any, allocati
     return spec
 
 
-def request(name: str = "device", *, device_class: str | None = None, count: int | None = None,
-            selectors: Iterable[str] | str | None = None, allocation_mode: str | None = None,
-            admin_access: bool | None = None, tolerations: Iterable[dict] | None = None,
-            capacity: Mapping[str, str] | None = None) -> dict:
+def request(
+    name: str = "device",
+    *,
+    device_class: str | None = None,
+    count: int | None = None,
+    selectors: Iterable[str] | str | None = None,
+    allocation_mode: str | None = None,
+    admin_access: bool | None = None,
+    tolerations: Iterable[dict] | None = None,
+    capacity: Mapping[str, str] | None = None,
+) -> dict:
     """A ``DeviceRequest`` with ``exactly`` (ExactDeviceRequest). ``allocation_mode``: ``ExactCount``
     (default, ``count`` default 1) or ``All``; ``selectors``: CEL expressions (ANDed); ``capacity``:
     ``{name: quantity}`` (DRAConsumableCapacity)."""
@@ -74,9 +89,16 @@ def request(name: str = "device", *, device_class: str | None = None, count: int
     return {"name": name, "exactly": exact}
 
 
-def subrequest(name: str, *, device_class: str | None = None, count: int | None = None,
-               selectors: Iterable[str] | str | None = None, allocation_mode: str | None = None,
-               tolerations: Iterable[dict] | None = None, capacity: Mapping[str, str] | None = None) -> dict:
+def subrequest(
+    name: str,
+    *,
+    device_class: str | None = None,
+    count: int | None = None,
+    selectors: Iterable[str] | str | None = None,
+    allocation_mode: str | None = None,
+    tolerations: Iterable[dict] | None = None,
+    capacity: Mapping[str, str] | None = None,
+) -> dict:
     """A ``DeviceSubRequest`` for :func:`first_available` (KEP-4816); same fields as a request minus
     adminAccess."""
     return {"name": name, **_exact(device_class, count, selectors, allocation_mode, tolerations, capacity)}
@@ -105,8 +127,7 @@ def distinct_attribute(attribute_name: str, requests: Iterable[str] = ()) -> dic
     return out
 
 
-def opaque_config(parameters: Mapping[str, Any], *, requests: Iterable[str] = (), driver: str | None = None
-                  ) -> dict:
+def opaque_config(parameters: Mapping[str, Any], *, requests: Iterable[str] = (), driver: str | None = None) -> dict:
     """A claim ``DeviceClaimConfiguration`` with opaque ``parameters`` for ``driver`` (default: the test's
     driver), scoped to ``requests`` (empty = all requests of the claim)."""
     out: dict[str, Any] = {"opaque": {"driver": driver, "parameters": dict(parameters)}}
@@ -115,8 +136,14 @@ def opaque_config(parameters: Mapping[str, Any], *, requests: Iterable[str] = ()
     return out
 
 
-def toleration(key: str, *, operator: str = "Equal", value: str | None = None, effect: str | None = None,
-               toleration_seconds: int | None = None) -> dict:
+def toleration(
+    key: str,
+    *,
+    operator: str = "Equal",
+    value: str | None = None,
+    effect: str | None = None,
+    toleration_seconds: int | None = None,
+) -> dict:
     """A ``DeviceToleration`` (KEP-5055): operator ``Equal`` or ``Exists``; effect ``NoSchedule``,
     ``NoExecute`` or None (all)."""
     out: dict[str, Any] = {"key": key, "operator": operator}
@@ -129,9 +156,15 @@ def toleration(key: str, *, operator: str = "Equal", value: str | None = None, e
     return out
 
 
-def device(name: str, *, attributes: Mapping[str, Any] | None = None, capacity: Mapping[str, str] | None = None,
-           taints: Iterable[dict] = (), allow_multiple_allocations: bool | None = None,
-           consumes_counters: Iterable[dict] = ()) -> dict:
+def device(
+    name: str,
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    capacity: Mapping[str, str] | None = None,
+    taints: Iterable[dict] = (),
+    allow_multiple_allocations: bool | None = None,
+    consumes_counters: Iterable[dict] = (),
+) -> dict:
     """A ResourceSlice ``Device``. ``attributes``: ``{name: python value}`` (see :func:`attribute`);
     ``capacity``: ``{name: quantity}``; ``taints``: ``[{key, value, effect}]``."""
     out: dict[str, Any] = {"name": name}
@@ -148,8 +181,14 @@ def device(name: str, *, attributes: Mapping[str, Any] | None = None, capacity: 
     return out
 
 
-def container(name: str = "ctr", *, uses: Iterable[Any] = (), command: list[str] | None = None,
-              image: str | None = None, env: Mapping[str, str] | None = None) -> dict:
+def container(
+    name: str = "ctr",
+    *,
+    uses: Iterable[Any] = (),
+    command: list[str] | None = None,
+    image: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict:
     """A pod container spec. ``uses``: claims/templates (Obj) or ``(claim_or_template, request)`` pairs the
     container references; the :class:`Builder` turns them into ``resources.claims`` entries and fills the
     image and default probe command."""

@@ -4,6 +4,7 @@ v1beta2 has the v1 shape (``exactly``; devices without ``basic``). v1beta1 flatt
 request and wraps device fields in ``basic`` (resource.k8s.io/v1beta1 types.go; KEP-4381 API history).
 Pure: no I/O.
 """
+
 from __future__ import annotations
 
 import copy

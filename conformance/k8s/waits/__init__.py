@@ -4,14 +4,32 @@ Each is bounded (``timeout`` required, scaled by ``--timeout-scale``), driven by
 on its failure predicate and raises :class:`~conformance.core.errors.WaitTimeout` (or ``WaitFailed``) with
 what was awaited, the last observed state and recent events.
 """
+
 from .claims import claim_allocated, claim_deallocated, claim_gone, pod_claims
 from .core import poll, recent_events, stays_equal, until
 from .objects import object_gone, object_matches
-from .pods import (event, events_for, pod_gone, pod_running, pod_stays_pending, pod_succeeded,
-                   pod_unschedulable_with)
+from .pods import event, events_for, pod_gone, pod_running, pod_stays_pending, pod_succeeded, pod_unschedulable_with
 from .slices import complete_pools, device_count, slices_published
 
-__all__ = ["claim_allocated", "claim_deallocated", "claim_gone", "complete_pools", "device_count", "event",
-           "events_for", "object_gone", "object_matches", "pod_claims", "pod_gone", "pod_running",
-           "pod_stays_pending", "pod_succeeded", "pod_unschedulable_with", "poll", "recent_events",
-           "slices_published", "stays_equal", "until"]
+__all__ = [
+    "claim_allocated",
+    "claim_deallocated",
+    "claim_gone",
+    "complete_pools",
+    "device_count",
+    "event",
+    "events_for",
+    "object_gone",
+    "object_matches",
+    "pod_claims",
+    "pod_gone",
+    "pod_running",
+    "pod_stays_pending",
+    "pod_succeeded",
+    "pod_unschedulable_with",
+    "poll",
+    "recent_events",
+    "slices_published",
+    "stays_equal",
+    "until",
+]

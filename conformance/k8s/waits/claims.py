@@ -1,15 +1,16 @@
 """ResourceClaim state waits. Source: resource.k8s.io/v1 ResourceClaim.status.allocation / reservedFor;
 the resourceclaim controller deallocates after the last consumer is gone (KEP-4381)."""
+
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from ..client import K8s
 from ..objects import Obj
 from .core import until
 
 
-def _deleted(obj: Optional[Obj], _events) -> Optional[str]:
+def _deleted(obj: Obj | None, _events) -> str | None:
     return "the claim was deleted" if obj is None else None
 
 
@@ -22,29 +23,53 @@ def claim_allocated(k8s: K8s, claim: Obj, *, timeout: float, reserved_for: Itera
         if obj is None or not obj.get("status.allocation"):
             return False
         have = {r.get("uid") for r in obj.get("status.reservedFor") or []} | {
-            r.get("name") for r in obj.get("status.reservedFor") or []}
+            r.get("name") for r in obj.get("status.reservedFor") or []
+        }
         return wanted <= have
+
     suffix = f" and reserved for {sorted(wanted)}" if wanted else ""
-    return until(k8s, "ResourceClaim", claim.name, claim.namespace, done=done, failed=_deleted, timeout=timeout,
-                 awaited=f"claim {claim.namespace}/{claim.name} allocated{suffix}")
+    return until(
+        k8s,
+        "ResourceClaim",
+        claim.name,
+        claim.namespace,
+        done=done,
+        failed=_deleted,
+        timeout=timeout,
+        awaited=f"claim {claim.namespace}/{claim.name} allocated{suffix}",
+    )
 
 
-def claim_deallocated(k8s: K8s, claim: Obj, *, timeout: float) -> Optional[Obj]:
+def claim_deallocated(k8s: K8s, claim: Obj, *, timeout: float) -> Obj | None:
     """Wait until the claim has no allocation and no reservedFor (or is gone); return it (None when gone)."""
-    return until(k8s, "ResourceClaim", claim.name, claim.namespace,
-                 done=lambda o: o is None or (not o.get("status.allocation") and not o.get("status.reservedFor")),
-                 timeout=timeout, awaited=f"claim {claim.namespace}/{claim.name} deallocated")
+    return until(
+        k8s,
+        "ResourceClaim",
+        claim.name,
+        claim.namespace,
+        done=lambda o: o is None or (not o.get("status.allocation") and not o.get("status.reservedFor")),
+        timeout=timeout,
+        awaited=f"claim {claim.namespace}/{claim.name} deallocated",
+    )
 
 
 def claim_gone(k8s: K8s, claim: Obj, *, timeout: float) -> None:
     """Wait until the claim object no longer exists (its delete-protection finalizer was removed)."""
-    until(k8s, "ResourceClaim", claim.name, claim.namespace, done=lambda o: o is None or o.uid != claim.uid,
-          timeout=timeout, awaited=f"claim {claim.namespace}/{claim.name} deleted")
+    until(
+        k8s,
+        "ResourceClaim",
+        claim.name,
+        claim.namespace,
+        done=lambda o: o is None or o.uid != claim.uid,
+        timeout=timeout,
+        awaited=f"claim {claim.namespace}/{claim.name} deleted",
+    )
 
 
 def pod_claims(k8s: K8s, pod: Obj) -> list[Obj]:
     """The ResourceClaims a pod uses, resolved through ``status.resourceClaimStatuses`` for templates."""
-    names = {s.get("resourceClaimName") for s in pod.get("status.resourceClaimStatuses") or []
-             if s.get("resourceClaimName")}
+    names = {
+        s.get("resourceClaimName") for s in pod.get("status.resourceClaimStatuses") or [] if s.get("resourceClaimName")
+    }
     names |= {c.get("resourceClaimName") for c in pod.get("spec.resourceClaims") or [] if c.get("resourceClaimName")}
     return [k8s.get("ResourceClaim", n, pod.namespace) for n in sorted(names)]

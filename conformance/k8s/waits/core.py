@@ -7,52 +7,68 @@ Every named object wait in this package is a pair of predicates handed to :func:
 deleted) and ``events`` the involved object's recent core/v1 Events. The timeout is required and is
 multiplied by ``--timeout-scale`` (:func:`conformance.core.timeouts.scaled`).
 """
+
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from conformance.core import errors, timeouts
 
 from ..client import K8s
 from ..objects import Obj
 
-Done = Callable[[Optional[Obj]], bool]
-Failed = Callable[[Optional[Obj], list[Obj]], Optional[str]]
+Done = Callable[[Obj | None], bool]
+Failed = Callable[[Obj | None, list[Obj]], str | None]
 
 T = TypeVar("T")
 WATCH_SLICE_S = 5  # seconds per watch request: how often event-based failure predicates are re-checked
 RECONNECT_PAUSE_S = 0.5  # seconds before a watch resumes after a disconnect
 
 
-def recent_events(k8s: K8s, namespace: str | None, name: str | None = None, kind: str | None = None,
-                  limit: int = 20) -> list[Obj]:
+def recent_events(
+    k8s: K8s, namespace: str | None, name: str | None = None, kind: str | None = None, limit: int = 20
+) -> list[Obj]:
     """The newest core/v1 Events in ``namespace`` (about object ``name`` of ``kind`` when given), oldest
     first. API errors yield an empty list (events are evidence, never the state itself)."""
     if not namespace:
         return []
-    selector = ",".join(f for f in (f"involvedObject.name={name}" if name else "",
-                                    f"involvedObject.kind={kind}" if kind else "") if f)
+    selector = ",".join(
+        f for f in (f"involvedObject.name={name}" if name else "", f"involvedObject.kind={kind}" if kind else "") if f
+    )
     try:
         items = k8s.list("Event", namespace, field_selector=selector)
     except (errors.ApiError, OSError):
         return []
-    items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e.get("metadata.creationTimestamp")
-               or "")
+    items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e.get("metadata.creationTimestamp") or "")
     return items[-limit:]
 
 
 def event_line(event: Obj) -> str:
     """``<type> <reason> <kind>/<name>: <message> (xN)`` for messages."""
     count = event.get("count") or 1
-    return (f"{event.get('type', '')} {event.get('reason', '')} {event.get('involvedObject.kind', '')}/"
-            f"{event.get('involvedObject.name', '')}: {event.get('message', '').strip()}"
-            + (f" (x{count})" if count and count > 1 else ""))
+    return (
+        f"{event.get('type', '')} {event.get('reason', '')} {event.get('involvedObject.kind', '')}/"
+        f"{event.get('involvedObject.name', '')}: {event.get('message', '').strip()}"
+        + (f" (x{count})" if count and count > 1 else "")
+    )
 
 
-def until(k8s: K8s, kind: str, name: str, namespace: str | None, *, done: Done, timeout: float, awaited: str,
-          failed: Failed | None = None, version: str | None = None, with_events: bool = False,
-          describe: Callable[[Optional[Obj]], str] | None = None) -> Optional[Obj]:
+def until(
+    k8s: K8s,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    *,
+    done: Done,
+    timeout: float,
+    awaited: str,
+    failed: Failed | None = None,
+    version: str | None = None,
+    with_events: bool = False,
+    describe: Callable[[Obj | None], str] | None = None,
+) -> Obj | None:
     """Wait until ``done(obj)`` for one object; return the last object (None if it is gone).
 
     Raises WaitFailed as soon as ``failed`` returns a message, WaitTimeout after ``scaled(timeout)`` seconds;
@@ -64,10 +80,10 @@ def until(k8s: K8s, kind: str, name: str, namespace: str | None, *, done: Done, 
     deadline = time.monotonic() + budget
     field = f"metadata.name={name}"
     show = describe or (lambda o: o.describe(status_only=True) if o is not None else "  (object does not exist)")
-    last: Optional[Obj] = None
+    last: Obj | None = None
     observed = False
 
-    def check(obj: Optional[Obj]) -> bool:
+    def check(obj: Obj | None) -> bool:
         nonlocal last, observed
         last, observed = obj, True
         events = recent_events(k8s, namespace, name) if (with_events and failed) else []
@@ -87,9 +103,14 @@ def until(k8s: K8s, kind: str, name: str, namespace: str | None, *, done: Done, 
                 items, rv = k8s.list_with_version(kind, namespace, field_selector=field, version=version)
                 if check(items[0] if items else None):
                     return last
-            for etype, raw in k8s.watch(kind, namespace, resource_version=rv, field_selector=field,
-                                        timeout_seconds=max(1, min(WATCH_SLICE_S, int(remaining) + 1)),
-                                        version=version):
+            for etype, raw in k8s.watch(
+                kind,
+                namespace,
+                resource_version=rv,
+                field_selector=field,
+                timeout_seconds=max(1, min(WATCH_SLICE_S, int(remaining) + 1)),
+                version=version,
+            ):
                 rv = raw.get("metadata", {}).get("resourceVersion", rv)
                 if etype in ("ADDED", "MODIFIED", "DELETED"):
                     if check(None if etype == "DELETED" else Obj(raw)):
@@ -117,7 +138,7 @@ def _lines(k8s: K8s, namespace: str | None, name: str, events: list[Obj] | None 
     return [event_line(e) for e in events]
 
 
-def has_event(events: list[Obj], reason: str) -> Optional[Obj]:
+def has_event(events: list[Obj], reason: str) -> Obj | None:
     """The newest event with ``reason`` among ``events`` (None if absent)."""
     for event in reversed(events):
         if event.get("reason") == reason:

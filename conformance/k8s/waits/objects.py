@@ -1,7 +1,8 @@
 """Generic object waits: gone, and a field reaching a value."""
+
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..client import K8s
 from ..objects import Obj
@@ -10,13 +11,28 @@ from .core import until
 
 def object_gone(k8s: K8s, obj: Obj, *, timeout: float) -> None:
     """Wait until ``obj`` (any kind) no longer exists, or was replaced by an object with another UID."""
-    until(k8s, obj.kind, obj.name, obj.namespace or None, done=lambda o: o is None or o.uid != obj.uid,
-          timeout=timeout, awaited=f"{obj.ref} deleted", version=obj.api_version.rsplit("/", 1)[-1] or None)
+    until(
+        k8s,
+        obj.kind,
+        obj.name,
+        obj.namespace or None,
+        done=lambda o: o is None or o.uid != obj.uid,
+        timeout=timeout,
+        awaited=f"{obj.ref} deleted",
+        version=obj.api_version.rsplit("/", 1)[-1] or None,
+    )
 
 
-def object_matches(k8s: K8s, obj: Obj, predicate: Callable[[Obj], bool], *, timeout: float, awaited: str
-                   ) -> Obj:
+def object_matches(k8s: K8s, obj: Obj, predicate: Callable[[Obj], bool], *, timeout: float, awaited: str) -> Obj:
     """Wait until ``predicate(current object)``; fails early when the object is deleted."""
-    return until(k8s, obj.kind, obj.name, obj.namespace or None, done=lambda o: o is not None and predicate(o),
-                 failed=lambda o, _e: f"{obj.ref} was deleted" if o is None else None, timeout=timeout,
-                 awaited=awaited, version=obj.api_version.rsplit("/", 1)[-1] or None)
+    return until(
+        k8s,
+        obj.kind,
+        obj.name,
+        obj.namespace or None,
+        done=lambda o: o is not None and predicate(o),
+        failed=lambda o, _e: f"{obj.ref} was deleted" if o is None else None,
+        timeout=timeout,
+        awaited=awaited,
+        version=obj.api_version.rsplit("/", 1)[-1] or None,
+    )

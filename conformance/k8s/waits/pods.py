@@ -1,8 +1,7 @@
 """Pod state waits. Sources: core/v1 Pod phase and PodScheduled condition; DRA kubelet events
 ``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) that end a wait early."""
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 from conformance.core import errors, timeouts
 
@@ -15,7 +14,7 @@ EVENT_POLL_S = 2.0  # seconds between event lists
 
 
 def _pod_failed(allow_prepare_errors: bool):
-    def failed(pod: Optional[Obj], events: list[Obj]) -> Optional[str]:
+    def failed(pod: Obj | None, events: list[Obj]) -> str | None:
         if pod is None:
             return "the pod was deleted"
         if pod.phase == "Failed":
@@ -25,6 +24,7 @@ def _pod_failed(allow_prepare_errors: bool):
             if event is not None:
                 return f"kubelet could not prepare the pod's claims: {event_line(event)}"
         return None
+
     return failed
 
 
@@ -42,27 +42,56 @@ def pod_running(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: boo
         return base(obj, events)
 
     def done(obj):
-        return obj is not None and obj.phase == "Running" and all(
-            c.get("state", {}).get("running") for c in obj.get("status.containerStatuses") or [{}])
-    return until(k8s, "Pod", pod.name, pod.namespace, done=done, failed=failed, timeout=timeout,
-                 awaited=f"pod {pod.namespace}/{pod.name} Running", with_events=True)
+        return (
+            obj is not None
+            and obj.phase == "Running"
+            and all(c.get("state", {}).get("running") for c in obj.get("status.containerStatuses") or [{}])
+        )
+
+    return until(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        done=done,
+        failed=failed,
+        timeout=timeout,
+        awaited=f"pod {pod.namespace}/{pod.name} Running",
+        with_events=True,
+    )
 
 
 def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: bool = False) -> Obj:
     """Wait until the pod phase is Succeeded (all containers exited 0); fails early as :func:`pod_running`."""
-    return until(k8s, "Pod", pod.name, pod.namespace, done=lambda o: o is not None and o.phase == "Succeeded",
-                 failed=_pod_failed(allow_prepare_errors), timeout=timeout,
-                 awaited=f"pod {pod.namespace}/{pod.name} Succeeded", with_events=True)
+    return until(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        done=lambda o: o is not None and o.phase == "Succeeded",
+        failed=_pod_failed(allow_prepare_errors),
+        timeout=timeout,
+        awaited=f"pod {pod.namespace}/{pod.name} Succeeded",
+        with_events=True,
+    )
 
 
 def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:
     """Wait until the pod object no longer exists (kubelet finished NodeUnprepareResources and removal)."""
-    until(k8s, "Pod", pod.name, pod.namespace, done=lambda o: o is None or o.uid != pod.uid, timeout=timeout,
-          awaited=f"pod {pod.namespace}/{pod.name} deleted")
+    until(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        done=lambda o: o is None or o.uid != pod.uid,
+        timeout=timeout,
+        awaited=f"pod {pod.namespace}/{pod.name} deleted",
+    )
 
 
-def pod_unschedulable_with(k8s: K8s, pod: Obj, *texts: str, timeout: float,
-                           reason: str | None = "Unschedulable") -> Obj:
+def pod_unschedulable_with(
+    k8s: K8s, pod: Obj, *texts: str, timeout: float, reason: str | None = "Unschedulable"
+) -> Obj:
     """Wait until the scheduler reports the pod not scheduled (PodScheduled=False) with ``reason`` (default
     ``Unschedulable``; None: any reason) and a message containing every text in ``texts`` (e.g.
     ``"cannot allocate all claims"``); return the pod.
@@ -71,6 +100,7 @@ def pod_unschedulable_with(k8s: K8s, pod: Obj, *texts: str, timeout: float,
     (observed on 1.34; upstream "keeps pod pending because of CEL runtime errors" checks only the message).
     Fails early when the pod gets scheduled or is deleted.
     """
+
     def cond(obj):
         for c in obj.get("status.conditions") or []:
             if c.get("type") == "PodScheduled":
@@ -86,11 +116,24 @@ def pod_unschedulable_with(k8s: K8s, pod: Obj, *texts: str, timeout: float,
 
     def done(obj):
         c = obj is not None and cond(obj)
-        return bool(c) and c.get("status") == "False" and reason in (None, c.get("reason")) and all(
-            t in (c.get("message") or "") for t in texts)
+        return (
+            bool(c)
+            and c.get("status") == "False"
+            and reason in (None, c.get("reason"))
+            and all(t in (c.get("message") or "") for t in texts)
+        )
+
     why = f" ({reason})" if reason else ""
-    return until(k8s, "Pod", pod.name, pod.namespace, done=done, failed=failed, timeout=timeout,
-                 awaited=f"pod {pod.namespace}/{pod.name} not scheduled{why} with {list(texts)}")
+    return until(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        done=done,
+        failed=failed,
+        timeout=timeout,
+        awaited=f"pod {pod.namespace}/{pod.name} not scheduled{why} with {list(texts)}",
+    )
 
 
 def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
@@ -98,6 +141,7 @@ def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
 
     Raises WaitFailed with the pod state if it gets a node or starts; returns the still-pending pod.
     """
+
     def failed(obj, _events):
         if obj is None:
             return "the pod was deleted"
@@ -106,8 +150,16 @@ def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
         return None
 
     try:
-        until(k8s, "Pod", pod.name, pod.namespace, done=lambda o: False, failed=failed, timeout=duration,
-              awaited=f"pod {pod.namespace}/{pod.name} to stay pending for {duration:.0f}s")
+        until(
+            k8s,
+            "Pod",
+            pod.name,
+            pod.namespace,
+            done=lambda o: False,
+            failed=failed,
+            timeout=duration,
+            awaited=f"pod {pod.namespace}/{pod.name} to stay pending for {duration:.0f}s",
+        )
     except errors.WaitFailed:
         raise
     except errors.WaitTimeout:

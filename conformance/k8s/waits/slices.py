@@ -1,8 +1,9 @@
 """ResourceSlice waits. Source: KEP-4381 (a driver publishes ≥ 1 slice per served node, PUB-08); complete
 pools: ``resourceSliceCount`` slices of the highest generation (resource.k8s.io/v1 ResourcePool)."""
+
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from conformance.core import errors, timeouts
 
@@ -19,8 +20,15 @@ def device_count(slices: Iterable[Obj]) -> int:
     return sum(len(s.get("spec.devices") or []) for s in slices)
 
 
-def slices_published(k8s: K8s, driver: str, *, nodes: Iterable[str] = (), min_devices: int = 1,
-                     timeout: float, failed: Callable[[], Optional[str]] | None = None) -> list[Obj]:
+def slices_published(
+    k8s: K8s,
+    driver: str,
+    *,
+    nodes: Iterable[str] = (),
+    min_devices: int = 1,
+    timeout: float,
+    failed: Callable[[], str | None] | None = None,
+) -> list[Obj]:
     """Wait until ``driver`` has complete pools with ≥ ``min_devices`` devices on every node in ``nodes``
     (any node when empty); return the driver's current slices. Polls every 2 s (field selector
     ``spec.driver``). Raises WaitTimeout listing what was seen per node; WaitFailed as soon as ``failed()``
@@ -46,14 +54,16 @@ def slices_published(k8s: K8s, driver: str, *, nodes: Iterable[str] = (), min_de
         why = failed() if failed else None
         if why:
             state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items()))
-            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", timeouts.scaled(timeout), state,
-                                    failed=why)
+            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", timeouts.scaled(timeout), state, failed=why)
         return False
 
     if poll(check, timeout=timeout, interval=SLICES_POLL_S):
         return current
-    state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items())) or \
-        f"  no ResourceSlice with spec.driver={driver}"
+    state = (
+        "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items()))
+        or f"  no ResourceSlice with spec.driver={driver}"
+    )
     target = f"nodes {wanted}" if wanted else "any node"
-    raise errors.WaitTimeout(f"ResourceSlices of driver {driver} with ≥ {min_devices} device(s) on {target}",
-                             timeouts.scaled(timeout), state)
+    raise errors.WaitTimeout(
+        f"ResourceSlices of driver {driver} with ≥ {min_devices} device(s) on {target}", timeouts.scaled(timeout), state
+    )

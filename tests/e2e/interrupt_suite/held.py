@@ -6,6 +6,7 @@ tests pass its path to ``dra-conformance run``, which collects a path it is give
 Protocol: the test creates a ResourceClaim labelled with the run (nothing else follows but the wait), then
 waits until the claim carries the label :data:`RELEASE` — a state only the e2e test can bring about.
 """
+
 import pytest
 
 from conformance.api import timeouts, waits
@@ -20,5 +21,10 @@ def test_held_until_released(k8s, tracker, builder):
     # given: a claim of the run (the e2e test's signal that the test body runs)
     claim = tracker.create(builder.claim())
     # when/then: the e2e test releases it
-    waits.object_matches(k8s, claim, lambda o: RELEASE in o.labels, timeout=timeouts.POD_START,
-                         awaited=f"{claim.ref} labelled {RELEASE} by the e2e test")
+    waits.object_matches(
+        k8s,
+        claim,
+        lambda o: RELEASE in o.labels,
+        timeout=timeouts.POD_START,
+        awaited=f"{claim.ref} labelled {RELEASE} by the e2e test",
+    )

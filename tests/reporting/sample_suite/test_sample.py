@@ -1,4 +1,5 @@
 """Sample suite for the reporting tests: one pass, one failure, one reasoned skip, one broken fixture."""
+
 import os
 
 import pytest

@@ -43,6 +43,7 @@ PLUGIN_NAME = "dra_conformance_harness"
 DECISION = pytest.StashKey[selection.Decision]()
 TRACKER = pytest.StashKey[Tracker]()
 NAMESPACE = pytest.StashKey[str]()
+HARNESS = pytest.StashKey["Harness"]()  # the run's Harness, on config.stash (no lookup by plugin name)
 SERIAL_CAPS = {"kubelet_restart", "plugin_restart", "api.devicetaintrules", "driver.fault_injection"}
 EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 4, 3
 
@@ -147,7 +148,8 @@ def pytest_configure(config):
         registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
     except errors.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.pluginmanager.register(Harness(config, cfg, registry), PLUGIN_NAME)
+    config.stash[HARNESS] = harness = Harness(config, cfg, registry)
+    config.pluginmanager.register(harness, PLUGIN_NAME)
 
 
 class Harness:
@@ -269,7 +271,7 @@ pytest_plugins = ["conformance.fixtures"]
 
 
 def _session(request) -> Session:
-    harness = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+    harness = request.config.stash.get(HARNESS, None)
     if harness is None or harness.session is None:
         pytest.fail(
             "the dra-conformance harness is not set up: run `dra-conformance run` or pass --driver NAME", pytrace=False

@@ -143,11 +143,19 @@ class Stoppable(Protocol):
 @runtime_checkable
 class PodResources(Protocol):
     """One kubelet's PodResources API v1 (KEP-3695): ``list()`` -> podResources dicts (protobuf JSON names),
-    ``get(pod, namespace)`` -> one pod's entry."""
+    ``get(pod, namespace)`` -> one pod's entry (gate KubeletPodResourcesGet), ``allocatable()`` ->
+    GetAllocatableResources, ``entry(pod, namespace)`` -> the pod's ``List`` entry ({} when not listed),
+    ``dynamic_resources(pod, namespace)`` -> ``{container: [DynamicResource dict]}`` from ``List``."""
 
     def list(self) -> list[dict]: ...
 
     def get(self, pod: str, namespace: str) -> dict: ...
+
+    def allocatable(self) -> dict: ...
+
+    def entry(self, pod: str, namespace: str) -> dict: ...
+
+    def dynamic_resources(self, pod: str, namespace: str) -> dict[str, list[dict]]: ...
 
 
 @runtime_checkable

@@ -52,9 +52,9 @@ class K8s:
     def prefer_versions(self, served: dict[str, list[str]]) -> None:
         """Use, for each resource.k8s.io kind the cluster does not serve in v1, its newest served version
         (e.g. DeviceTaintRule in v1alpha3 on 1.34). ``served``: ``{version: [plural...]}`` from discovery."""
-        from .resources import _TABLE, DRA_VERSIONS  # noqa: PLC0415
+        from .resources import DRA_VERSIONS, TABLE  # noqa: PLC0415
 
-        for kind, (group, _, plural, _) in _TABLE.items():
+        for kind, (group, _, plural, _) in TABLE.items():
             if group != "resource.k8s.io" or plural in served.get("v1", []):
                 continue
             for version in DRA_VERSIONS:

@@ -43,7 +43,7 @@ class Resource:
         return dataclasses.replace(self, version=version)
 
 
-_TABLE = {
+TABLE = {
     "Pod": ("", "v1", "pods", True),
     "Namespace": ("", "v1", "namespaces", False),
     "Node": ("", "v1", "nodes", False),
@@ -64,9 +64,9 @@ def resource(kind: str, api_version: str | None = None) -> Resource:
 
     Raises KeyError naming the known kinds for an unknown kind.
     """
-    if kind not in _TABLE:
-        raise KeyError(f"unknown kind {kind!r}; known: {sorted(_TABLE)}")
-    group, version, plural, namespaced = _TABLE[kind]
+    if kind not in TABLE:
+        raise KeyError(f"unknown kind {kind!r}; known: {sorted(TABLE)}")
+    group, version, plural, namespaced = TABLE[kind]
     if api_version:
         version = api_version.rsplit("/", 1)[-1]
     return Resource(kind, group, version, plural, namespaced)

@@ -77,10 +77,15 @@ class Probe:
 
     def shows_allocation(self, pod: Obj, claim: Obj, inventory, container: str | None = None) -> tuple[bool, str]:
         """:meth:`shows_devices` for the devices of ``claim``'s allocation results among those ``inventory``
-        (:class:`~conformance.k8s.inventory.Inventory`) publishes on the pod's node. Returns ``(ok, evidence)``."""
-        return self.shows_devices(
-            pod, [r.device for r in claim.results], inventory.names_on(pod.get("spec.nodeName")), container
-        )
+        (:class:`~conformance.k8s.inventory.Inventory`) publishes on the pod's node. Returns ``(ok, evidence)``.
+        Raises ValueError for a pod not bound to a node (pass the pod a wait returned): without the node there are
+        no device names to compare and any output would pass."""
+        node = pod.get("spec.nodeName")
+        if not node:
+            raise ValueError(
+                f"pod {pod.namespace}/{pod.name} has no spec.nodeName: pass the pod waits.pod_running returned"
+            )
+        return self.shows_devices(pod, [r.device for r in claim.results], inventory.names_on(node), container)
 
     def shows_config(self, pod: Obj, container: str | None = None) -> bool:
         """Whether the profile's opaque-config marker (``opaque_config.shows_as``) is in the output."""

@@ -64,9 +64,16 @@ def collect(
     return facts
 
 
-def discover(k8s: K8s, profile: DriverProfile, **kwargs: Any) -> tuple[caps_mod.Capabilities, dict]:
-    """``(capabilities, facts)`` for this run."""
-    facts = collect(k8s, profile, **kwargs)
+def discover(
+    k8s: K8s,
+    profile: DriverProfile,
+    *,
+    cluster: ClusterHandle | None = None,
+    node_access: NodeAccess | None = None,
+    driver: DriverHandle | None = None,
+) -> tuple[caps_mod.Capabilities, dict]:
+    """``(capabilities, facts)`` for this run (facts: see :func:`collect`)."""
+    facts = collect(k8s, profile, cluster=cluster, node_access=node_access, driver=driver)
     return caps_mod.evaluate(facts, profile), facts
 
 

@@ -88,7 +88,7 @@ def test_bundled_reference_driver_publishes_and_capabilities_have_evidence(k8s, 
     try:
         handle = deployer.deploy()
         assert set(handle.processes) == {n.name for n in local_cluster.nodes}
-        caps, found = facts.discover(k8s, prof, cluster=local_cluster, restart_plugin=True)
+        caps, found = facts.discover(k8s, prof, cluster=local_cluster, driver=handle)
         per_node = {n.name: sum(1 for d in found["devices"] if d["node"] == n.name) for n in local_cluster.nodes}
         assert all(count == 4 for count in per_node.values()), per_node
         assert caps.has("multi_node") and caps.has("driver.multiple_devices"), caps.as_dict()

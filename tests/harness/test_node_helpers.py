@@ -161,3 +161,19 @@ def test_probe_falls_back_to_the_node_log_and_says_so():
     assert visible and "GPU_DEVICE_0=n1-u1-ctr" in evidence and "pods/log failed with 502" in evidence
     with pytest.raises(errors.ApiError):
         Probe(_K8s(True), _profile(), None).sees(pod)
+
+
+def test_probe_shows_allocation_compares_the_claims_devices_on_the_pods_node():
+    probe = Probe(_K8s(False), _profile())
+    inventory = SimpleNamespace(names_on=lambda node: {"n1": ["gpu-0", "gpu-1", "gpu-2"]}.get(node, []))
+
+    def claim(*devices):
+        results = [{"driver": "d", "pool": "n1", "device": d, "request": "gpu"} for d in devices]
+        return Obj({"metadata": {"name": "c"}, "status": {"allocation": {"devices": {"results": results}}}})
+
+    bound = Obj({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"}})
+    assert probe.shows_allocation(bound, claim("gpu-0", "gpu-1"), inventory)[0]
+    ok, evidence = probe.shows_allocation(bound, claim("gpu-2"), inventory)
+    assert not ok and "gpu-2" in evidence
+    with pytest.raises(ValueError, match="no spec.nodeName"):
+        probe.shows_allocation(Obj({"metadata": {"name": "p", "namespace": "ns"}}), claim("gpu-2"), inventory)

@@ -176,7 +176,7 @@ class Builder:
         configs (driver filled in); name derived from run and test IDs."""
         drv = driver or self.ctx.driver
         extra = [selectors] if isinstance(selectors, str) else list(selectors or [])
-        spec: dict[str, Any] = {"selectors": parts._selectors([f'device.driver == "{drv}"'] + extra)}
+        spec: dict[str, Any] = {"selectors": parts.cel_selectors([f'device.driver == "{drv}"'] + extra)}
         if config:
             cfgs = copy.deepcopy(list(config))
             for cfg in cfgs:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..objects import Obj
-from .parts import _selectors, device
+from .parts import cel_selectors, device
 
 PATCH_TYPES = ("json", "merge", "strategic", "apply")
 ADDED_DEVICE = "dev-0"
@@ -19,13 +19,16 @@ ADDED_DEVICE = "dev-0"
 
 def with_field(obj: Obj, path: str, value: Any) -> Obj:
     """A copy of ``obj`` (with its resourceVersion) whose dotted ``path`` (list indexes as numbers, e.g.
-    ``spec.devices.requests.0.exactly.count``) is set to ``value``; missing mappings are created.
-    Raises IndexError/KeyError when a list index or a non-mapping step does not exist."""
+    ``spec.devices.requests.0.exactly.count``) is set to ``value``. Every step but the last must exist, so a
+    mistyped path fails here instead of sending an unknown field: raises KeyError/IndexError naming the path."""
     raw = obj.to_dict()
     cur: Any = raw
     parts = path.split(".")
-    for part in parts[:-1]:
-        cur = cur[int(part)] if part.isdigit() else cur.setdefault(part, {})
+    try:
+        for part in parts[:-1]:
+            cur = cur[int(part)] if part.isdigit() else cur[part]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise KeyError(f"{obj.kind} {obj.name}: no {path!r} to set ({type(exc).__name__}: {exc})") from None
     last = parts[-1]
     cur[int(last) if last.isdigit() else last] = value
     return Obj(raw)
@@ -43,7 +46,7 @@ def with_added_device(slice_obj: Obj) -> Obj:
 
 def with_selectors(device_class: Obj, *expressions: str) -> Obj:
     """A copy of a DeviceClass whose selectors are exactly ``expressions`` (DeviceClass spec is mutable)."""
-    return with_field(device_class, "spec.selectors", _selectors(list(expressions)))
+    return with_field(device_class, "spec.selectors", cel_selectors(list(expressions)))
 
 
 def _applied(obj: Obj, **fields: Any) -> Obj:

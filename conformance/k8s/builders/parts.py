@@ -38,7 +38,9 @@ def attribute(value: Any) -> dict:
     raise TypeError(f"unsupported attribute value {value!r}")
 
 
-def _selectors(selectors: Iterable[str] | str | None) -> list[dict]:
+def cel_selectors(selectors: Iterable[str] | str | None) -> list[dict]:
+    """``[{"cel": {"expression": e}}]`` for one CEL expression or several (None -> []): DeviceSelector of
+    resource.k8s.io/v1 (DeviceClass spec.selectors, DeviceRequest selectors)."""
     if selectors is None:
         return []
     if isinstance(selectors, str):
@@ -56,7 +58,7 @@ def _exact(
 ) -> dict:
     spec: dict[str, Any] = {"deviceClassName": device_class}
     if selectors:
-        spec["selectors"] = _selectors(selectors)
+        spec["selectors"] = cel_selectors(selectors)
     if allocation_mode and allocation_mode != "ExactCount":
         spec["allocationMode"] = allocation_mode
     else:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from ..client import K8s
 from ..objects import Obj
 from .core import until
+from .objects import object_gone
 
 
 def _deleted(obj: Obj | None, _events) -> str | None:
@@ -55,15 +56,7 @@ def claim_deallocated(k8s: K8s, claim: Obj, *, timeout: float) -> Obj | None:
 
 def claim_gone(k8s: K8s, claim: Obj, *, timeout: float) -> None:
     """Wait until the claim object no longer exists (its delete-protection finalizer was removed)."""
-    until(
-        k8s,
-        "ResourceClaim",
-        claim.name,
-        claim.namespace,
-        done=lambda o: o is None or o.uid != claim.uid,
-        timeout=timeout,
-        awaited=f"claim {claim.namespace}/{claim.name} deleted",
-    )
+    object_gone(k8s, claim, timeout=timeout)
 
 
 def pod_claims(k8s: K8s, pod: Obj) -> list[Obj]:

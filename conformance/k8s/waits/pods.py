@@ -8,6 +8,7 @@ from conformance.core import errors, timeouts
 from ..client import K8s
 from ..objects import Obj
 from .core import event_line, has_event, poll, recent_events, until
+from .objects import object_gone
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
 EVENT_POLL_S = 2.0  # seconds between event lists
@@ -78,15 +79,7 @@ def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: b
 
 def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:
     """Wait until the pod object no longer exists (kubelet finished NodeUnprepareResources and removal)."""
-    until(
-        k8s,
-        "Pod",
-        pod.name,
-        pod.namespace,
-        done=lambda o: o is None or o.uid != pod.uid,
-        timeout=timeout,
-        awaited=f"pod {pod.namespace}/{pod.name} deleted",
-    )
+    object_gone(k8s, pod, timeout=timeout)
 
 
 def pod_unschedulable_with(

@@ -33,14 +33,5 @@ def make_namespace(
             "metadata": {"name": namespace_name(run_id, test_id), "labels": all_labels},
         }
     )
-    # pods are refused until the ServiceAccount admission has a "default" account to mount
-    waits.until(
-        tracker.k8s,
-        "ServiceAccount",
-        "default",
-        ns.name,
-        done=lambda o: o is not None,
-        timeout=timeouts.API_SHORT,
-        awaited=f"ServiceAccount {ns.name}/default created",
-    )
+    waits.default_service_account(tracker.k8s, ns.name, timeout=timeouts.API_SHORT)
     return ns

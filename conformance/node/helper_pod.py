@@ -73,15 +73,7 @@ class HelperPodNodeAccess:
                     "metadata": {"name": self.namespace, "labels": names.run_labels(self.run_id, "node-access")},
                 }
             )
-            waits.until(
-                self.k8s,
-                "ServiceAccount",
-                "default",
-                self.namespace,
-                done=lambda o: o is not None,
-                timeout=timeouts.API_SHORT,
-                awaited="default ServiceAccount of the node-access namespace",
-            )
+            waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
             for i, node in enumerate(self.node_names):
                 pod = self.k8s.create(helper_pod(f"helper-{i}", self.namespace, node, self.image, self.run_id))
                 waits.pod_running(self.k8s, pod, timeout=timeouts.POD_START)

@@ -23,6 +23,20 @@ def object_gone(k8s: K8s, obj: Obj, *, timeout: float) -> None:
     )
 
 
+def default_service_account(k8s: K8s, namespace: str, *, timeout: float) -> None:
+    """Wait until ``namespace`` has its ``default`` ServiceAccount: pods are refused until the ServiceAccount
+    admission plugin has one to mount (kube-controller-manager's serviceaccount controller creates it)."""
+    until(
+        k8s,
+        "ServiceAccount",
+        "default",
+        namespace,
+        done=lambda o: o is not None,
+        timeout=timeout,
+        awaited=f"ServiceAccount {namespace}/default created",
+    )
+
+
 def object_matches(k8s: K8s, obj: Obj, predicate: Callable[[Obj], bool], *, timeout: float, awaited: str) -> Obj:
     """Wait until ``predicate(current object)``; fails early when the object is deleted."""
     return until(

@@ -30,7 +30,7 @@ from conformance.core.handles import (
 from conformance.core.profile import DriverProfile
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
-from conformance.k8s import discovery, sweep
+from conformance.k8s import discovery, sweep, waits
 from conformance.k8s.client import K8s
 
 from . import facts as facts_mod
@@ -171,11 +171,8 @@ class Session:
         re-opens its handle from its own state, the deployer its driver handle. A worker owns neither (its
         session has no provider or deployer to tear down)."""
         path = Path(report_dir) / STATE_FILE
-        deadline = time.monotonic() + wait_s
-        while not path.exists():
-            if time.monotonic() > deadline:
-                raise errors.ClusterUnavailable(f"no session state at {path} after {wait_s:.0f}s")
-            time.sleep(1)
+        if not waits.poll(path.exists, timeout=wait_s, interval=1.0, scale=False):
+            raise errors.ClusterUnavailable(f"no session state at {path} after {wait_s:.0f}s")
         with open(path.with_suffix(".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_SH)
             state = json.loads(path.read_text())

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from conformance.core.errors import WaitFailed, WaitTimeout
+from conformance.k8s import waits
 
 
 class Api:
@@ -60,18 +60,18 @@ def wait_for(
 
     ``failed`` (-> message or None) ends the wait early with WaitFailed, e.g. when the awaited process exited.
     """
-    deadline = time.monotonic() + timeout
     last = ""
-    while True:
+
+    def check() -> bool:
+        nonlocal last
         done, last = probe()
-        if done:
-            return
-        why = failed() if failed else None
+        why = None if done or not failed else failed()
         if why:
             raise WaitFailed(awaited, timeout, last, failed=why)
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(awaited, timeout, last)
-        time.sleep(interval)
+        return done
+
+    if not waits.poll(check, timeout=timeout, interval=interval, scale=False):
+        raise WaitTimeout(awaited, timeout, last)
 
 
 def readyz(api: Api) -> tuple[bool, str]:

@@ -10,11 +10,13 @@ FEATURE_GATES ?= all
 NODES ?= 2
 PYTEST_ARGS ?=
 RUN_ARGS ?=
+FAULTS ?=
+VALIDATE_ARGS ?=
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint clean matrix report bench-cluster
+        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -46,6 +48,10 @@ conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table
 	$(PY) -m conformance.reporting.matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
 	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+
+validate-suite: ## fault-detection matrix: every reference-driver fault (FAULTS=a,b) fails its fixtures/faults.yaml tests, the healthy driver none
+	$(PY) -m conformance.cli validate-suite $(if $(FAULTS),--faults $(FAULTS)) --feature-gates $(FEATURE_GATES) \
+	  $(K8S_FLAG) $(VALIDATE_ARGS)
 
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
 	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)

@@ -14,12 +14,14 @@ from conformance.clusters import cli as cluster_cli
 from conformance.reporting import cli as report_cli
 from conformance.runner import cli as run_cli
 from conformance.toolchain import cli as toolchain_cli
+from conformance.validation import cli as validation_cli
 
 SUBCOMMANDS = (
     toolchain_cli,  # versions
     cluster_cli,  # cluster up|down|status|logs
     run_cli,  # run, list
     report_cli,  # report
+    validation_cli,  # validate-suite
 )
 
 

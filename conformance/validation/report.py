@@ -28,6 +28,7 @@ from conformance.reporting import build, history, html, runinfo, summary
 from . import verdict
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
+REPORTS_ROOT = pathlib.Path(__file__).resolve().parents[2] / "reports"
 SCHEMA_VERSION = "1"
 SYMBOLS = {
     verdict.CAUGHT: "caught",
@@ -223,7 +224,8 @@ def allure_results(matrix_dir: pathlib.Path, data: dict) -> pathlib.Path:
 
 def write(matrix_dir: pathlib.Path, data: dict, *, html_report: bool = True) -> list[str]:
     """Write summary.json, summary.md, the Allure results and (``html_report``) allure-report/, then point
-    ``<parent>/latest`` at ``matrix_dir``. Returns problems that did not stop the report (Allure CLI errors)."""
+    ``<parent>/latest`` at ``matrix_dir`` (not when the parent is reports/ itself: reports/latest is the last
+    plain run's). Returns problems that did not stop the report (Allure CLI errors)."""
     (matrix_dir / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (matrix_dir / "summary.md").write_text(render(data), encoding="utf-8")
     folder = allure_results(matrix_dir, data)
@@ -244,5 +246,6 @@ def write(matrix_dir: pathlib.Path, data: dict, *, html_report: bool = True) -> 
             )
         except html.ReportError as exc:
             problems.append(str(exc))
-    history.update_latest(matrix_dir)
+    if matrix_dir.resolve().parent != REPORTS_ROOT:  # never take over reports/latest (the last plain run)
+        history.update_latest(matrix_dir)
     return problems

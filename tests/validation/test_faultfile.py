@@ -44,6 +44,11 @@ def test_valid_entry_gets_defaults_and_options():
     assert first.run_key == ("full", ("--nodes", "1"), ()) != second.run_key
 
 
+def test_module_invariants_result_may_be_expected():
+    data = _doc(**{"no-slices": _entry(expect=[f"{SMOKE}::invariants"])})
+    assert faultfile.parse(data, KNOWN).entries["no-slices"].expect == (f"{SMOKE}::invariants",)
+
+
 def test_unknown_fault_is_named_with_the_known_ones():
     (problem,) = _problems(_doc(**{"prepare-eror": _entry()}))
     assert problem.startswith("faults.prepare-eror: unknown fault") and "prepare-error" in problem

@@ -142,7 +142,8 @@ def main(args: argparse.Namespace) -> int:
         selectedFaults=[e.name for e in entries],
         interrupted=interrupted,
     )
-    for problem in report.write(matrix_dir, data, html_report=not args.no_html):
+    link = args.report_dir is None or matrix_dir.parent == REPORTS.resolve()
+    for problem in report.write(matrix_dir, data, html_report=not args.no_html, link_latest=link):
         _say(f"warning: Allure report not built: {problem.splitlines()[0]}")
     return _finish(data, matrix_dir, interrupted)
 

@@ -222,10 +222,10 @@ def allure_results(matrix_dir: pathlib.Path, data: dict) -> pathlib.Path:
     return folder
 
 
-def write(matrix_dir: pathlib.Path, data: dict, *, html_report: bool = True) -> list[str]:
+def write(matrix_dir: pathlib.Path, data: dict, *, html_report: bool = True, link_latest: bool = True) -> list[str]:
     """Write summary.json, summary.md, the Allure results and (``html_report``) allure-report/, then point
-    ``<parent>/latest`` at ``matrix_dir`` (not when the parent is reports/ itself: reports/latest is the last
-    plain run's). Returns problems that did not stop the report (Allure CLI errors)."""
+    ``<parent>/latest`` at ``matrix_dir`` when ``link_latest`` (never when the parent is reports/ itself:
+    reports/latest is the last plain run's). Returns problems that did not stop the report (Allure CLI errors)."""
     (matrix_dir / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (matrix_dir / "summary.md").write_text(render(data), encoding="utf-8")
     folder = allure_results(matrix_dir, data)
@@ -246,6 +246,6 @@ def write(matrix_dir: pathlib.Path, data: dict, *, html_report: bool = True) -> 
             )
         except html.ReportError as exc:
             problems.append(str(exc))
-    if matrix_dir.resolve().parent != REPORTS_ROOT:  # never take over reports/latest (the last plain run)
+    if link_latest and matrix_dir.resolve().parent != REPORTS_ROOT:  # reports/latest is the last plain run's
         history.update_latest(matrix_dir)
     return problems

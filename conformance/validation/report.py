@@ -226,6 +226,7 @@ def write(matrix_dir: pathlib.Path, data: dict, *, html_report: bool = True, lin
     """Write summary.json, summary.md, the Allure results and (``html_report``) allure-report/, then point
     ``<parent>/latest`` at ``matrix_dir`` when ``link_latest`` (never when the parent is reports/ itself:
     reports/latest is the last plain run's). Returns problems that did not stop the report (Allure CLI errors)."""
+    matrix_dir.mkdir(parents=True, exist_ok=True)
     (matrix_dir / "summary.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (matrix_dir / "summary.md").write_text(render(data), encoding="utf-8")
     folder = allure_results(matrix_dir, data)

@@ -1,0 +1,95 @@
+"""`dra-conformance validate-suite` orchestration without a cluster: child runs replaced by canned results;
+progress lines, exit codes (0 pass, 1 matrix failed, 2 Ctrl-C with a partial report, 4 bad faults file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance import cli
+from conformance.validation import runs
+from conformance.validation.verdict import RunResult
+
+SMOKE = "suites/smoke/test_smoke.py"
+SEES = f"{SMOKE}::test_pod_with_claim_runs_and_sees_its_device"
+PUBLISHES = f"{SMOKE}::test_driver_publishes_devices_on_every_node"
+
+
+def _file(tmp_path: Path, faults=("prepare-error", "skip-cdi-env"), **over) -> Path:
+    from conformance.validation import faultfile
+
+    known = faultfile.known_faults()
+    entries = {n: {"class": n, "select": [SMOKE], "expect": [SEES]} for n in known}
+    entries.update(over)
+    path = tmp_path / "faults.yaml"
+    path.write_text(json.dumps({"version": 1, "faults": entries}))
+    return path
+
+
+@pytest.fixture
+def fake_runs(monkeypatch):
+    """Replace child runs: ``outcome[label]`` -> tests dict (or an exception to raise)."""
+    outcome: dict = {}
+    seen: list[str] = []
+
+    def execute(plan, common=(), **_kw):
+        seen.append(plan.label)
+        got = outcome.get(plan.label, {SEES: "failed", PUBLISHES: "passed"})
+        if isinstance(got, BaseException):
+            raise got
+        return RunResult(plan.label, 0 if plan.label == "healthy" else 1, got, 5.0, report_dir=str(plan.report_dir))
+
+    monkeypatch.setattr(runs, "execute", execute)
+    outcome["healthy"] = {SEES: "passed", PUBLISHES: "passed"}
+    return outcome, seen
+
+
+def _main(tmp_path, faults_file, faults="prepare-error,skip-cdi-env") -> int:
+    argv = ["validate-suite", "--faults-file", str(faults_file), "--faults", faults, "--no-html"]
+    return cli.main([*argv, "--report-dir", str(tmp_path / "m")])
+
+
+def test_all_caught_passes_with_progress_per_fault(tmp_path, fake_runs, capsys):
+    _outcome, seen = fake_runs
+    assert _main(tmp_path, _file(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert seen == ["healthy", "prepare-error", "skip-cdi-env"]
+    assert "fault 1/2 prepare-error: caught by 1 expected test(s) in 5s" in out
+    assert "VALIDATE-SUITE: PASS - 2/2 fault(s) caught (100%)" in out
+    assert json.loads((tmp_path / "m" / "summary.json").read_text())["verdict"] == "PASS"
+
+
+def test_missed_fault_fails_naming_it(tmp_path, fake_runs, capsys):
+    outcome, _seen = fake_runs
+    outcome["skip-cdi-env"] = {SEES: "passed", PUBLISHES: "passed"}
+    assert _main(tmp_path, _file(tmp_path)) == 1
+    out = capsys.readouterr().out
+    assert "fault 2/2 skip-cdi-env: MISSED" in out and "fault skip-cdi-env: caught by no test" in out
+
+
+def test_ctrl_c_writes_a_partial_report_and_exits_2(tmp_path, fake_runs, capsys):
+    outcome, seen = fake_runs
+    stopped = RunResult("prepare-error", 2, {}, 3.0, note="interrupted", report_dir=str(tmp_path / "m/runs/x"))
+    outcome["prepare-error"] = runs.Interrupted(stopped)
+    assert _main(tmp_path, _file(tmp_path)) == 2
+    assert seen == ["healthy", "prepare-error"]
+    doc = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert doc["verdict"] == "INTERRUPTED" and doc["options"]["interrupted"] is True and doc["faults"] == []
+    assert "interrupted during prepare-error (interrupted)" in capsys.readouterr().out
+
+
+def test_bad_faults_file_exits_4_naming_the_entry(tmp_path, fake_runs, capsys):
+    path = _file(tmp_path, **{"prepare-error": {"class": "x", "select": [SMOKE], "expect": [SEES], "expected": []}})
+    assert _main(tmp_path, path) == 4
+    err = capsys.readouterr().err
+    assert "faults.prepare-error: unknown key 'expected'" in err and fake_runs[1] == []
+
+
+def test_check_and_dry_run_start_nothing(tmp_path, fake_runs, capsys):
+    path = _file(tmp_path)
+    assert cli.main(["validate-suite", "--faults-file", str(path), "--check"]) == 0
+    assert cli.main(["validate-suite", "--faults-file", str(path), "--faults", "skip-cdi-env", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "DRA_REFERENCE_FAULTS=skip-cdi-env " in out and "DRA_REFERENCE_FAULTS= " in out and fake_runs[1] == []

@@ -13,7 +13,8 @@ Format (version 1)::
           - suites/smoke/test_smoke.py
         expect:                    # tests that must FAIL with the fault on (and pass without it): node IDs,
           - suites/smoke/test_smoke.py::test_pod_with_claim_runs_and_sees_its_device   # a parametrized test
-                                   # by its base ID, or a glob with * / ? (e.g. suites/node/test_prepare.py::*)
+                                   # by its base ID, or a glob with * / ? (e.g. suites/node/test_prepare.py::*);
+                                   # run::setup: the harness refuses the driver before any test (exit 3)
         profile: standard          # optional, as in defaults
         timeout_scale: 0.3         # optional, as in defaults
         run_args: [--driver, fixtures/drivers/x.yaml]   # optional extra `dra-conformance run` options
@@ -50,6 +51,9 @@ OPTION_KEYS = ("profile", "timeout_scale", "run_args", "pytest_args")
 ENTRY_KEYS = ("class", "select", "expect", *OPTION_KEYS)
 # results that are not test functions: the after-module invariant checks report as ``<module>::invariants``
 SYNTHETIC_TESTS = ("invariants",)
+# the run ended before any test because the harness refused the cluster or driver (exit 3 or 4), e.g. a driver
+# that publishes no ResourceSlice (KEP-5970: "no slices for the driver -> clear error")
+SETUP_RESULT = "run::setup"
 BUILTIN_DEFAULTS = {"profile": "standard", "timeout_scale": 1.0, "run_args": (), "pytest_args": ()}
 # options the matrix sets itself for every run (one cluster and one report dir per fault)
 RESERVED_RUN_ARGS = (
@@ -159,6 +163,8 @@ def _defined(path: Path, name: str) -> bool:
 
 
 def _check_test_ref(item: str, where: str, problems: list[str]) -> None:
+    if item == SETUP_RESULT:
+        return
     path, name = _split(item)
     if not item.startswith("suites/") or ".." in item:
         problems.append(f"{where}: {item!r} is not under suites/ (fix: a path such as suites/node/test_prepare.py)")
@@ -176,6 +182,8 @@ def _check_test_ref(item: str, where: str, problems: list[str]) -> None:
 
 def _covered(pattern: str, select: Iterable[str]) -> bool:
     """Whether an expected test is inside one of the selected paths / node IDs."""
+    if pattern == SETUP_RESULT:
+        return True
     for sel in select:
         if "::" in sel:
             if expected_matches(sel, pattern) or pattern == sel or pattern.startswith(sel + "::"):

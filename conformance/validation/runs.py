@@ -21,7 +21,7 @@ from pathlib import Path
 
 from conformance.reporting import results
 
-from .faultfile import REPO_ROOT, FaultEntry
+from .faultfile import REPO_ROOT, SETUP_RESULT, FaultEntry
 from .verdict import RunResult
 
 FAULTS_ENV = "DRA_REFERENCE_FAULTS"
@@ -130,7 +130,9 @@ def environment(plan: Plan, base: dict[str, str] | None = None) -> dict[str, str
 
 
 def read_result(plan: Plan, exit_code: int | None, duration_s: float, note: str, cmd: list[str]) -> RunResult:
-    """The child's outcome from its ``allure-results`` (node ID label); no results directory -> no tests."""
+    """The child's outcome from its ``allure-results`` (node ID label); no results directory -> no tests.
+    A run the harness ended before any test (exit 3 or 4) gets one broken result ``run::setup`` carrying the
+    refusal line of its log."""
     tests, messages = {}, {}
     folder = plan.report_dir / "allure-results"
     for rec in results.load(folder) if folder.is_dir() else []:
@@ -138,7 +140,17 @@ def read_result(plan: Plan, exit_code: int | None, duration_s: float, note: str,
         tests[nodeid] = rec.status
         if rec.message:
             messages[nodeid] = rec.message.strip().splitlines()[0][:300]
+    if not tests and exit_code in (3, 4):  # the harness refused the cluster or driver before any test
+        tests[SETUP_RESULT] = "broken"
+        messages[SETUP_RESULT] = _refusal(plan.report_dir / "run.log") or f"exit {exit_code} before any test"
     return RunResult(plan.label, exit_code, tests, duration_s, messages, note, str(plan.report_dir), shlex.join(cmd))
+
+
+def _refusal(log: Path) -> str:
+    """The harness's one-line refusal (``dra-conformance: DriverNotReady: ...``) from a child's log, or ''."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    found = [line for line in text.splitlines() if "dra-conformance: " in line and "Exit" in line]
+    return found[-1].split("dra-conformance: ", 1)[1].strip(" !")[:300] if found else ""
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from .faultfile import FaultEntry, expected_matches
+from .faultfile import SETUP_RESULT, FaultEntry, expected_matches
 
 CAUGHT, MISSED, NOT_RUN, UNEXPECTED, PASSED = "caught", "missed", "not-run", "unexpected-fail", "passed"
 FAILED_STATUSES = ("failed", "broken")
@@ -142,7 +142,7 @@ def _healthy_reasons(runs: Iterable[RunResult], entries: Iterable[FaultEntry]) -
             out.append(f"healthy driver: run {run.label} produced no test results")
     unproven = set()
     for entry in entries:
-        for pattern in entry.expect:
+        for pattern in (p for p in entry.expect if p != SETUP_RESULT):
             matched = [n for n in statuses if expected_matches(pattern, n)]
             if statuses and (not matched or any(statuses[n] == "skipped" for n in matched)):
                 unproven.add(pattern)

@@ -100,3 +100,17 @@ def test_child_environment_sets_or_clears_the_fault(tmp_path: Path):
     inherited = {"DRA_REFERENCE_FAULTS": "prepare-error", "PATH": "/bin"}
     assert runs.environment(faulty, inherited)["DRA_REFERENCE_FAULTS"] == "skip-cdi-env"
     assert "DRA_REFERENCE_FAULTS" not in runs.environment(healthy, inherited)
+
+
+def test_run_refused_before_any_test_is_a_setup_result(tmp_path: Path):
+    plan = runs.fault_plan(_entry("no-slices", expect=("run::setup",)), tmp_path)
+    plan.report_dir.mkdir()
+    (plan.report_dir / "run.log").write_text(
+        "!!! _pytest.outcomes.Exit: dra-conformance: DriverNotReady: driver 'x' not ready: ResourceSlices !!!\n"
+    )
+    result = runs.read_result(plan, 3, 40.0, "", ["dra-conformance", "run"])
+    assert result.tests == {"run::setup": "broken"}
+    assert result.messages["run::setup"] == "DriverNotReady: driver 'x' not ready: ResourceSlices"
+    healthy = RunResult("healthy", 0, {A: "passed"}, 1.0)
+    data = verdict.decide([_entry("no-slices", expect=("run::setup",))], {"no-slices": result}, [healthy])
+    assert data["faults"][0]["status"] == "caught" and data["verdict"] == "PASS", data["verdictReasons"]

@@ -112,7 +112,10 @@ def main(args: argparse.Namespace) -> int:
             result = runs.execute(plan, _common(args), progress=_say, timeout_s=args.run_timeout, verbose=args.verbose)
             healthy_runs.append(result)
             row = verdict.healthy_row(result)
-            _say(f"[{_stamp()}] healthy {i}/{len(healthy)}: {row['ended']}, {row['counts']} in {row['durationS']:.0f}s")
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(row["counts"].items())) or "no tests"
+            _say(f"[{_stamp()}] healthy {i}/{len(healthy)}: {row['ended']}, {counts} in {row['durationS']:.0f}s")
+            for nodeid, message in row["failures"].items():
+                _say(f"  FAILED on the healthy driver: {nodeid}: {message}")
         for i, (entry, plan) in enumerate(zip(entries, faulty, strict=True), 1):
             _say(f"[{_stamp()}] fault {i}/{len(entries)} {entry.name}: {' '.join(plan.select)} ...")
             result = runs.execute(plan, _common(args), progress=_say, timeout_s=args.run_timeout, verbose=args.verbose)
@@ -143,7 +146,8 @@ def main(args: argparse.Namespace) -> int:
         interrupted=interrupted,
     )
     link = args.report_dir is None or matrix_dir.parent == REPORTS.resolve()
-    for problem in report.write(matrix_dir, data, html_report=not args.no_html, link_latest=link):
+    html_report = not args.no_html and not interrupted  # after Ctrl-C: summary files only, no Allure CLI
+    for problem in report.write(matrix_dir, data, html_report=html_report, link_latest=link):
         _say(f"warning: Allure report not built: {problem.splitlines()[0]}")
     return _finish(data, matrix_dir, interrupted)
 

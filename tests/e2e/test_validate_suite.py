@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
-FAULTS = ("skip-cdi-env", "prepare-error", "ignore-claim-config")
+FAULTS = ("prepare-error", "skip-cdi-env", "ignore-claim-config")  # in fixtures/faults.yaml order
 
 
 @pytest.fixture(scope="module")

@@ -122,7 +122,8 @@ def _fault_reasons(row: dict) -> list[str]:
     if row["status"] == "error":
         out.append(f"fault {name}: its run produced no test results ({row['ended']}); see {row['reportDir']}")
     elif not row["caughtBy"]:
-        out.append(f"fault {name}: caught by no test ({row['ended']}); expected to fail: {', '.join(row['missed'] + row['notRun'])}")
+        expected = ", ".join(row["missed"] + row["notRun"])
+        out.append(f"fault {name}: caught by no test ({row['ended']}); expected to fail: {expected}")
     for nodeid in row["missed"] if row["caughtBy"] else []:
         out.append(f"fault {name}: expected test passed with the fault on: {nodeid}")
     for nodeid in row["notRun"] if row["status"] != "error" else []:

@@ -1,0 +1,235 @@
+"""After-module invariant checks (issue 11): the driver-agnostic rules of :mod:`conformance.checks` run over what
+every suite module produced, and their verdict appears as one result per module, ``<module>::invariants``.
+
+When (pytest glue, registered by :mod:`conformance.plugin` through ``pytest_plugins``):
+
+* end of each test, before its fixtures are torn down (``pytest_runtest_teardown``, tryfirst; each test's
+  namespaces are deleted by its tracker's teardown): one LIST of ResourceClaims per namespace the test's tracker
+  knows (claims made from templates included) and, when one of them is allocated, one LIST of DeviceClasses:
+  a *snapshot* of claims allocated at the same moment;
+* end of the module on this process (the next item is in another file, or none): one LIST of the driver's
+  ResourceSlices; :func:`conformance.checks.slices.check_slices` and, per snapshot,
+  :func:`conformance.checks.allocations.check_allocations`; the outcome is written to
+  ``<report_dir>/invariants/<module>--<process>-<n>.json`` (xdist workers share the report dir);
+* end of the run loop, in the xdist controller or the only process (``pytest_runtestloop`` wrapper): one
+  result per module from those files, merged across workers: a pytest report (terminal, JUnit, exit status,
+  the ``dra-conformance run`` counts) and an Allure result with the module's labels
+  (:mod:`conformance.reporting.synthetic`, so summary.json and the verdict see it). A module with a violation
+  FAILS as ``<module>::invariants`` (failure class driver-defect) with every violation in the message and as
+  evidence; a clean one PASSES stating how many claims, snapshots and slices it judged (the check ran).
+
+Why a result of its own rather than failing the module's last test: that test may be skipped or have failed
+already (Allure keeps the first status), and under xdist a module's tests spread over workers, so no single
+test is "last"; a synthetic pytest item would be scheduled on any worker, before the module's tests finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import time
+
+import pytest
+from _pytest.reports import TestReport
+
+from conformance.checks import base
+from conformance.checks.allocations import check_allocations
+from conformance.checks.slices import check_slices
+from conformance.core import errors
+from conformance.k8s.inventory import driver_slices
+from conformance.k8s.objects import Obj
+from conformance.plugin import HARNESS, SUITES, TRACKER
+from conformance.reporting import synthetic
+from conformance.reporting.evidence import test_id
+
+FOLDER = "invariants"
+NODE_SUFFIX = "::invariants"
+SNAPSHOTS = pytest.StashKey[dict]()  # module path -> {"snapshots": [...], "start": float}
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _harness(config):
+    harness = config.stash.get(HARNESS, None)
+    return harness if harness is not None and harness.session is not None else None
+
+
+def _process() -> str:
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Snapshot the test's claims before its tracker deletes them; at the module's end, judge the module."""
+    harness = _harness(item.config)
+    if harness is None or SUITES not in item.path.parents:
+        return
+    state = item.config.stash.setdefault(SNAPSHOTS, {})
+    module = state.setdefault(_module(item), {"snapshots": [], "start": time.time(), "tests": 0})
+    module["tests"] += 1
+    tracker = item.stash.get(TRACKER, None)
+    if tracker is not None:
+        module["snapshots"].append(snapshot(harness.session.k8s, tracker.namespaces(), item.nodeid))
+    if nextitem is None or _module(nextitem) != _module(item):
+        judge(harness, _module(item), state.pop(_module(item)), _marks(item))
+
+
+def snapshot(k8s, namespaces: list[str], nodeid: str) -> dict:
+    """``{"test", "claims": [raw claims], "classes": {name: raw DeviceClass}, "error"}``: the claims of
+    ``namespaces`` read now (one LIST each), and the DeviceClasses when a claim is allocated."""
+    out = {"test": nodeid, "claims": [], "classes": {}, "error": ""}
+    try:
+        for namespace in namespaces:
+            out["claims"] += [c.raw for c in k8s.list("ResourceClaim", namespace)]
+        if any(Obj(c).get("status.allocation") for c in out["claims"]):
+            out["classes"] = {c.name: c.raw for c in k8s.list("DeviceClass")}
+    except errors.ApiError as exc:
+        out["error"] = f"could not read the claims of {namespaces}: {exc}"
+    return out
+
+
+def _marks(item) -> list[list]:
+    """The module's own markers as ``[name, [args]]`` (area, profile, kep: what labels the result)."""
+    marks = getattr(item.module, "pytestmark", [])
+    marks = marks if isinstance(marks, list) else [marks]
+    return [[m.name, [str(a) for a in m.args]] for m in marks]
+
+
+def judge(harness, module: str, state: dict, marks: list) -> pathlib.Path:
+    """Run the slice and allocation checks over ``state``'s snapshots with one LIST of the driver's slices;
+    write the outcome file and return its path."""
+    session = harness.session
+    driver = session.driver.name
+    problems = [s["error"] for s in state["snapshots"] if s["error"]]
+    violations: list[base.Violation] = []
+    slices: list[Obj] = []
+    try:
+        slices = driver_slices(session.k8s, driver)
+        violations += check_slices(slices, driver, session.profile.attributes)
+    except errors.ApiError as exc:
+        problems.append(f"could not list the ResourceSlices of {driver}: {exc}")
+    judged = 0
+    for snap in state["snapshots"]:
+        claims = [Obj(c) for c in snap["claims"]]
+        classes = {n: Obj(c) for n, c in snap["classes"].items()}
+        judged += sum(1 for c in claims if c.get("status.allocation.devices.results"))
+        for v in check_allocations(claims, slices, driver, classes) if slices else []:
+            if v not in violations:
+                violations.append(v)
+    outcome = {
+        "module": module,
+        "marks": marks,
+        "start": state["start"],
+        "tests": state["tests"],
+        "snapshots": len(state["snapshots"]),
+        "allocated_claims": judged,
+        "slices": len(slices),
+        "driver": driver,
+        "violations": [vars(v) for v in violations],
+        "problems": problems,
+        "evidence": {"slices": [s.raw for s in slices]} if violations else {},
+    }
+    folder = pathlib.Path(harness.report_dir) / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{test_id(module)}--{_process()}-{time.monotonic_ns()}.json"
+    if violations:
+        outcome["evidence"]["snapshots"] = state["snapshots"]
+    path.write_text(json.dumps(outcome, indent=1, default=str), encoding="utf-8")
+    return path
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    """After every test ran (all workers done under xdist): one ``<module>::invariants`` result per module."""
+    harness = _harness(session.config)
+    owner = harness is not None and not hasattr(session.config, "workerinput")
+    try:
+        result = yield
+    except Exception:  # e.g. --maxfail reached: report what the modules that ran produced
+        if owner:
+            report_all(session.config, pathlib.Path(harness.report_dir))
+        raise
+    if owner:
+        report_all(session.config, pathlib.Path(harness.report_dir))
+    return result
+
+
+class _Mark:
+    def __init__(self, name: str, args: list) -> None:
+        self.name, self.args = name, tuple(args)
+
+
+def merged(folder: pathlib.Path) -> dict[str, dict]:
+    """``{module: outcome}`` from every outcome file in ``folder``, merged across processes (counts summed,
+    violations, problems and evidence snapshots concatenated without duplicates)."""
+    out: dict[str, dict] = {}
+    for path in sorted(folder.glob("*.json")):
+        part = json.loads(path.read_text(encoding="utf-8"))
+        whole = out.get(part["module"])
+        if whole is None:
+            out[part["module"]] = part
+            continue
+        whole["start"] = min(whole["start"], part["start"])
+        whole["slices"] = max(whole["slices"], part["slices"])
+        for key in ("tests", "snapshots", "allocated_claims"):
+            whole[key] += part[key]
+        for key in ("violations", "problems"):
+            whole[key] += [x for x in part[key] if x not in whole[key]]
+        for key, value in part["evidence"].items():
+            whole["evidence"].setdefault(key, value if key == "slices" else [])
+            if key == "snapshots":
+                whole["evidence"][key] += value
+    return out
+
+
+def report_all(config, report_dir: pathlib.Path) -> None:
+    """Emit the pytest report and the Allure result of every module's invariants."""
+    folder = report_dir / FOLDER
+    if not folder.is_dir():
+        return
+    allure_dir = getattr(config.option, "allure_report_dir", None)
+    for module, outcome in sorted(merged(folder).items()):
+        nodeid = module + NODE_SUFFIX
+        violations = [base.Violation(**v) for v in outcome["violations"]]
+        failed = bool(violations or outcome["problems"])
+        status = "failed" if violations else "broken" if failed else "passed"
+        text = _text(outcome, violations)
+        location = (module, None, "invariants")
+        config.hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+        for when in ("setup", "call", "teardown"):
+            bad = failed and when == "call"
+            report = TestReport(
+                nodeid, location, {"invariants": 1}, "failed" if bad else "passed", text if bad else None, when
+            )
+            config.hook.pytest_runtest_logreport(report=report)
+        config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+        if allure_dir:
+            pieces = [("violations.txt", text.encode(), "text/plain")]
+            if failed:
+                pieces.append(
+                    ("snapshots.json", json.dumps(outcome["evidence"], indent=1).encode(), "application/json")
+                )
+            synthetic.write_result(
+                report_dir,
+                pathlib.Path(allure_dir),
+                nodeid=nodeid,
+                name=f"invariants[{module}]",
+                marks=[_Mark(n, a) for n, a in outcome["marks"]],
+                status=status,
+                message=text,
+                pieces=pieces if failed else [],
+                start_s=outcome["start"],
+            )
+
+
+def _text(outcome: dict, violations: list[base.Violation]) -> str:
+    head = (
+        f"invariants[{outcome['module']}]: {len(violations)} violation(s) over {outcome['allocated_claims']} "
+        f"allocated claim(s) in {outcome['snapshots']} snapshot(s) of {outcome['tests']} test(s) and "
+        f"{outcome['slices']} ResourceSlice(s) of {outcome['driver']}"
+    )
+    lines = [head] + [f"  {v}" for v in violations] + [f"  could not check: {p}" for p in outcome["problems"]]
+    return "\n".join(lines)

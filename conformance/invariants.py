@@ -36,7 +36,6 @@ from _pytest.reports import TestReport
 from conformance.checks import base
 from conformance.checks.allocations import check_allocations
 from conformance.checks.slices import check_slices
-from conformance.core import errors
 from conformance.k8s.inventory import driver_slices
 from conformance.k8s.objects import Obj
 from conformance.plugin import HARNESS, SUITES, TRACKER
@@ -86,8 +85,8 @@ def snapshot(k8s, namespaces: list[str], nodeid: str) -> dict:
             out["claims"] += [c.raw for c in k8s.list("ResourceClaim", namespace)]
         if any(Obj(c).get("status.allocation") for c in out["claims"]):
             out["classes"] = {c.name: c.raw for c in k8s.list("DeviceClass")}
-    except errors.ApiError as exc:
-        out["error"] = f"could not read the claims of {namespaces}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - a failed look is reported (broken result), never a test's error
+        out["error"] = f"could not read the claims of {namespaces}: {type(exc).__name__}: {exc}"
     return out
 
 
@@ -108,17 +107,22 @@ def judge(harness, module: str, state: dict, marks: list) -> pathlib.Path:
     slices: list[Obj] = []
     try:
         slices = driver_slices(session.k8s, driver)
-        violations += check_slices(slices, driver, session.profile.attributes)
-    except errors.ApiError as exc:
-        problems.append(f"could not list the ResourceSlices of {driver}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - reported as a broken result
+        problems.append(f"could not list the ResourceSlices of {driver}: {type(exc).__name__}: {exc}")
     judged = 0
-    for snap in state["snapshots"]:
+    checks = [("check_slices", lambda: check_slices(slices, driver, session.profile.attributes))]
+    for snap in state["snapshots"] if slices else []:
         claims = [Obj(c) for c in snap["claims"]]
         classes = {n: Obj(c) for n, c in snap["classes"].items()}
         judged += sum(1 for c in claims if c.get("status.allocation.devices.results"))
-        for v in check_allocations(claims, slices, driver, classes) if slices else []:
-            if v not in violations:
-                violations.append(v)
+        checks.append(
+            (f"check_allocations ({snap['test']})", lambda c=claims, k=classes: check_allocations(c, slices, driver, k))
+        )
+    for name, check in checks if slices else []:
+        try:
+            violations += [v for v in check() if v not in violations]
+        except Exception as exc:  # noqa: BLE001 - a crashing check is a broken result, not a pass
+            problems.append(f"{name} raised {type(exc).__name__}: {exc}")
     outcome = {
         "module": module,
         "marks": marks,

@@ -1,0 +1,118 @@
+"""Unit tests of the after-module invariant glue (conformance.invariants) without a cluster: a test's claims are
+snapshotted, a module is judged against one LIST of slices, outcome files of several xdist workers merge, and
+each module becomes one ``<module>::invariants`` result: a pytest report and an Allure result that the summary
+reads back (passed with what it judged, or failed with the violations as message and evidence)."""
+
+import json
+import types
+
+from conformance import invariants
+from conformance.reporting import results
+from tests.harness.test_allocation_checks import CLASSES, DRIVER, SLICES, _edit, healthy
+
+MODULE = "suites/allocation/test_example.py"
+
+
+class FakeK8s:
+    """Lists claims per namespace, DeviceClasses and the driver's slices; counts the calls."""
+
+    def __init__(self, claims):
+        self.claims, self.calls = claims, []
+
+    def list(self, kind, namespace=None, field_selector=None, version=None):
+        self.calls.append((kind, namespace, field_selector))
+        if kind == "ResourceClaim":
+            return [c for c in self.claims if c.namespace == namespace]
+        return {"DeviceClass": list(CLASSES.values()), "ResourceSlice": SLICES}[kind]
+
+
+def _harness(tmp_path, claims):
+    profile = types.SimpleNamespace(attributes={"model": "string", "index": "int"})
+    session = types.SimpleNamespace(k8s=FakeK8s(claims), driver=types.SimpleNamespace(name=DRIVER), profile=profile)
+    return types.SimpleNamespace(session=session, report_dir=tmp_path)
+
+
+class FakeConfig:
+    """Records the report hooks the glue calls; Allure results go to ``allure``."""
+
+    def __init__(self, allure):
+        self.reports = []
+        self.hook = self
+        self.option = types.SimpleNamespace(allure_report_dir=str(allure))
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        pass
+
+    def pytest_runtest_logreport(self, report):
+        self.reports.append(report)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        pass
+
+
+def _judge(tmp_path, claims):
+    harness = _harness(tmp_path, claims)
+    snap = invariants.snapshot(harness.session.k8s, ["ns"], MODULE + "::test_x")
+    state = {"snapshots": [snap], "start": 0.0, "tests": 1}
+    return harness, invariants.judge(harness, MODULE, state, [["allocation", []], ["standard", []]])
+
+
+def test_a_healthy_module_passes_and_says_what_it_judged(tmp_path):
+    harness, path = _judge(tmp_path, healthy())
+    kinds = [c[0] for c in harness.session.k8s.calls]
+    assert kinds == ["ResourceClaim", "DeviceClass", "ResourceSlice"], kinds  # one LIST of slices per module
+    config = FakeConfig(tmp_path / "allure-results")
+    invariants.report_all(config, tmp_path)
+    assert [(r.when, r.outcome) for r in config.reports] == [
+        ("setup", "passed"),
+        ("call", "passed"),
+        ("teardown", "passed"),
+    ]
+    assert {r.nodeid for r in config.reports} == {MODULE + "::invariants"}
+    (record,) = results.load(tmp_path / "allure-results")
+    assert record.status == "passed" and record.label("nodeid") == MODULE + "::invariants"
+    assert record.labels["epic"] == ["allocation"], record.labels
+    assert json.loads(path.read_text())["allocated_claims"] == 3
+
+
+def test_a_violation_fails_the_module_result_with_evidence(tmp_path):
+    bad = _edit(healthy(), "pick", "status.allocation.devices.results.0.device", "gpu-0")
+    _judge(tmp_path, bad)
+    config = FakeConfig(tmp_path / "allure-results")
+    invariants.report_all(config, tmp_path)
+    call = next(r for r in config.reports if r.when == "call")
+    assert call.failed and "allocation.unique-device" in str(call.longrepr) and "gpu-0" in str(call.longrepr)
+    (record,) = results.load(tmp_path / "allure-results")
+    assert record.status == "failed" and record.failure_class == "driver-defect"
+    assert record.message.startswith(f"invariants[{MODULE}]: 1 violation(s)"), record.message
+    assert {a["name"] for a in record.attachments} == {"violations.txt", "snapshots.json"}
+    assert list((tmp_path / "evidence").iterdir()), "evidence copied for the summary"
+
+
+def test_outcomes_of_several_workers_merge_into_one_result(tmp_path):
+    bad = _edit(healthy(), "pick", "status.allocation.devices.results.0.device", "gpu-0")
+    _judge(tmp_path, bad)
+    _judge(tmp_path, bad)
+    _judge(tmp_path, healthy())
+    (outcome,) = invariants.merged(tmp_path / invariants.FOLDER).values()
+    assert outcome["tests"] == 3 and outcome["snapshots"] == 3 and outcome["allocated_claims"] == 9
+    assert [v["rule"] for v in outcome["violations"]] == ["allocation.unique-device"]
+    assert len(outcome["evidence"]["snapshots"]) == 2
+
+
+def test_an_unreadable_cluster_is_broken_not_passed(tmp_path):
+    harness = _harness(tmp_path, healthy())
+
+    def refuse(*args, **kwargs):
+        from conformance.core import errors
+
+        raise errors.ApiError(403, "Forbidden", "no")
+
+    harness.session.k8s.list = refuse
+    snap = invariants.snapshot(harness.session.k8s, ["ns"], MODULE + "::test_x")
+    invariants.judge(harness, MODULE, {"snapshots": [snap], "start": 0.0, "tests": 1}, [])
+    config = FakeConfig(tmp_path / "allure-results")
+    invariants.report_all(config, tmp_path)
+    assert next(r for r in config.reports if r.when == "call").failed
+    (record,) = results.load(tmp_path / "allure-results")
+    assert record.status == "broken" and "could not" in record.message

@@ -66,14 +66,28 @@ def pytest_runtest_teardown(item, nextitem):
     harness = _harness(item.config)
     if harness is None or SUITES not in item.path.parents:
         return
-    state = item.config.stash.setdefault(SNAPSHOTS, {})
-    module = state.setdefault(_module(item), {"snapshots": [], "start": time.time(), "tests": 0})
-    module["tests"] += 1
+    module = _state(item.config, _module(item))
     tracker = item.stash.get(TRACKER, None)
     if tracker is not None:
         module["snapshots"].append(snapshot(harness.session.k8s, tracker.namespaces(), item.nodeid))
     if nextitem is None or _module(nextitem) != _module(item):
-        judge(harness, _module(item), state.pop(_module(item)), _marks(item))
+        judge(harness, _module(item), item.config.stash[SNAPSHOTS].pop(_module(item)), _marks(item))
+
+
+def _state(config, module: str) -> dict:
+    """This process's record of ``module`` so far: snapshots, start time, tests executed (not skipped)."""
+    modules = config.stash.setdefault(SNAPSHOTS, {})
+    return modules.setdefault(module, {"snapshots": [], "start": time.time(), "tests": 0})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Count the tests of a module that executed (a module whose tests were all skipped gets no result: an
+    invariants pass must not turn an everything-skipped run into a passing one)."""
+    report = yield
+    if call.when == "call" and not report.skipped and _harness(item.config) is not None:
+        _state(item.config, _module(item))["tests"] += 1
+    return report
 
 
 def snapshot(k8s, namespaces: list[str], nodeid: str) -> dict:
@@ -199,6 +213,8 @@ def report_all(config, report_dir: pathlib.Path) -> None:
         nodeid = module + NODE_SUFFIX
         violations = [base.Violation(**v) for v in outcome["violations"]]
         failed = bool(violations or outcome["problems"])
+        if not outcome["tests"] and not failed:
+            continue  # every test of the module skipped: nothing was exercised, no result
         status = "failed" if violations else "broken" if failed else "passed"
         text = _text(outcome, violations)
         location = (module, None, "invariants")

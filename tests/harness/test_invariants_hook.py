@@ -116,3 +116,12 @@ def test_an_unreadable_cluster_is_broken_not_passed(tmp_path):
     assert next(r for r in config.reports if r.when == "call").failed
     (record,) = results.load(tmp_path / "allure-results")
     assert record.status == "broken" and "could not" in record.message
+
+
+def test_a_module_whose_tests_all_skipped_gets_no_result(tmp_path):
+    """An invariants pass must not turn an everything-skipped run into a passing one (fail-closed verdict)."""
+    harness = _harness(tmp_path, [])
+    invariants.judge(harness, MODULE, {"snapshots": [], "start": 0.0, "tests": 0}, [])
+    config = FakeConfig(tmp_path / "allure-results")
+    invariants.report_all(config, tmp_path)
+    assert config.reports == [] and not (tmp_path / "allure-results").exists()

@@ -11,12 +11,15 @@ When (pytest glue, registered by :mod:`conformance.plugin` through ``pytest_plug
   ResourceSlices; :func:`conformance.checks.slices.check_slices` and, per snapshot,
   :func:`conformance.checks.allocations.check_allocations`; the outcome is written to
   ``<report_dir>/invariants/<module>--<process>-<n>.json`` (xdist workers share the report dir);
-* end of the run loop, in the xdist controller or the only process (``pytest_runtestloop`` wrapper): one
-  result per module from those files, merged across workers: a pytest report (terminal, JUnit, exit status,
-  the ``dra-conformance run`` counts) and an Allure result with the module's labels
-  (:mod:`conformance.reporting.synthetic`, so summary.json and the verdict see it). A module with a violation
-  FAILS as ``<module>::invariants`` (failure class driver-defect) with every violation in the message and as
-  evidence; a clean one PASSES stating how many claims, snapshots and slices it judged (the check ran).
+* end of the run loop, in the xdist controller or the only process (``pytest_runtestloop`` wrapper): the
+  outcome files merged per module (across workers). A module with a violation FAILS as
+  ``<module>::invariants``: a pytest report (terminal, JUnit, exit status, the ``dra-conformance run`` counts)
+  and an Allure result with the module's labels, failure class driver-defect, every violation in the message and
+  the snapshots as evidence (:mod:`conformance.reporting.synthetic`; summary.json and its verdict read it). A
+  check that could not run (API error, a crashing rule) is a *broken* ``<module>::invariants``, never a pass.
+  A clean module adds no result (the run's counts stay those of its tests); what every module's check judged
+  (tests executed, snapshots, allocated claims, slices) is in ``<report_dir>/invariants.json`` and one terminal
+  line: the proof that the checks ran.
 
 Why a result of its own rather than failing the module's last test: that test may be skipped or have failed
 already (Allure keeps the first status), and under xdist a module's tests spread over workers, so no single
@@ -82,8 +85,7 @@ def _state(config, module: str) -> dict:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Count the tests of a module that executed (a module whose tests were all skipped gets no result: an
-    invariants pass must not turn an everything-skipped run into a passing one)."""
+    """Count the tests of a module that executed (not skipped), for invariants.json."""
     report = yield
     if call.when == "call" and not report.skipped and _harness(item.config) is not None:
         _state(item.config, _module(item))["tests"] += 1
@@ -203,46 +205,60 @@ def merged(folder: pathlib.Path) -> dict[str, dict]:
     return out
 
 
-def report_all(config, report_dir: pathlib.Path) -> None:
-    """Emit the pytest report and the Allure result of every module's invariants."""
+def report_all(config, report_dir: pathlib.Path) -> dict[str, dict]:
+    """Emit a failing pytest report and Allure result for every module with a violation (or a check that could
+    not run: broken); record every module's outcome (what was judged) in ``<report_dir>/invariants.json`` and
+    say it on the terminal. Returns ``{module: outcome}``."""
     folder = report_dir / FOLDER
     if not folder.is_dir():
-        return
+        return {}
     allure_dir = getattr(config.option, "allure_report_dir", None)
-    for module, outcome in sorted(merged(folder).items()):
-        nodeid = module + NODE_SUFFIX
+    outcomes = merged(folder)
+    for outcome in outcomes.values():
         violations = [base.Violation(**v) for v in outcome["violations"]]
-        failed = bool(violations or outcome["problems"])
-        if not outcome["tests"] and not failed:
-            continue  # every test of the module skipped: nothing was exercised, no result
-        status = "failed" if violations else "broken" if failed else "passed"
-        text = _text(outcome, violations)
-        location = (module, None, "invariants")
-        config.hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-        for when in ("setup", "call", "teardown"):
-            bad = failed and when == "call"
-            report = TestReport(
-                nodeid, location, {"invariants": 1}, "failed" if bad else "passed", text if bad else None, when
-            )
-            config.hook.pytest_runtest_logreport(report=report)
-        config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
-        if allure_dir:
-            pieces = [("violations.txt", text.encode(), "text/plain")]
-            if failed:
-                pieces.append(
-                    ("snapshots.json", json.dumps(outcome["evidence"], indent=1).encode(), "application/json")
-                )
-            synthetic.write_result(
-                report_dir,
-                pathlib.Path(allure_dir),
-                nodeid=nodeid,
-                name=f"invariants[{module}]",
-                marks=[_Mark(n, a) for n, a in outcome["marks"]],
-                status=status,
-                message=text,
-                pieces=pieces if failed else [],
-                start_s=outcome["start"],
-            )
+        if violations or outcome["problems"]:
+            _fail(config, report_dir, allure_dir, outcome, violations)
+    record = {m: {k: v for k, v in o.items() if k != "evidence"} for m, o in outcomes.items()}
+    (report_dir / "invariants.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    bad = sorted(m for m, o in outcomes.items() if o["violations"] or o["problems"])
+    tr = config.pluginmanager.get_plugin("terminalreporter") if hasattr(config, "pluginmanager") else None
+    if tr is not None:
+        tr.write_line(
+            f"[dra-conformance] invariants: {len(outcomes)} module(s), "
+            f"{sum(o['allocated_claims'] for o in outcomes.values())} allocated claim(s) in "
+            f"{sum(o['snapshots'] for o in outcomes.values())} snapshot(s); failing: {bad or 'none'} "
+            f"({report_dir / 'invariants.json'})"
+        )
+    return outcomes
+
+
+def _fail(config, report_dir: pathlib.Path, allure_dir, outcome: dict, violations: list[base.Violation]) -> None:
+    """The failing ``<module>::invariants`` result: pytest reports (setup/call/teardown: terminal, JUnit, exit
+    status, run counts) and an Allure result with the violations and the snapshots as evidence."""
+    module = outcome["module"]
+    nodeid, text = module + NODE_SUFFIX, _text(outcome, violations)
+    location = (module, None, "invariants")
+    config.hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+    for when in ("setup", "call", "teardown"):
+        bad = when == "call"
+        report = TestReport(
+            nodeid, location, {"invariants": 1}, "failed" if bad else "passed", text if bad else None, when
+        )
+        config.hook.pytest_runtest_logreport(report=report)
+    config.hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+    if allure_dir:
+        snapshots = json.dumps(outcome["evidence"], indent=1).encode()
+        synthetic.write_result(
+            report_dir,
+            pathlib.Path(allure_dir),
+            nodeid=nodeid,
+            name=f"invariants[{module}]",
+            marks=[_Mark(n, a) for n, a in outcome["marks"]],
+            status="failed" if violations else "broken",
+            message=text,
+            pieces=[("violations.txt", text.encode(), "text/plain"), ("snapshots.json", snapshots, "application/json")],
+            start_s=outcome["start"],
+        )
 
 
 def _text(outcome: dict, violations: list[base.Violation]) -> str:

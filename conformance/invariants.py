@@ -98,12 +98,18 @@ def snapshot(k8s, namespaces: list[str], nodeid: str) -> dict:
     out = {"test": nodeid, "claims": [], "classes": {}, "error": ""}
     try:
         for namespace in namespaces:
-            out["claims"] += [c.raw for c in k8s.list("ResourceClaim", namespace)]
+            out["claims"] += [_lean(c.raw) for c in k8s.list("ResourceClaim", namespace)]
         if any(Obj(c).get("status.allocation") for c in out["claims"]):
-            out["classes"] = {c.name: c.raw for c in k8s.list("DeviceClass")}
+            out["classes"] = {c.name: _lean(c.raw) for c in k8s.list("DeviceClass")}
     except Exception as exc:  # noqa: BLE001 - a failed look is reported (broken result), never a test's error
         out["error"] = f"could not read the claims of {namespaces}: {type(exc).__name__}: {exc}"
     return out
+
+
+def _lean(raw: dict) -> dict:
+    """``raw`` without ``metadata.managedFields`` (kept as evidence, so smaller)."""
+    raw.get("metadata", {}).pop("managedFields", None)
+    return raw
 
 
 def _marks(item) -> list[list]:
@@ -120,21 +126,21 @@ def judge(harness, module: str, state: dict, marks: list) -> pathlib.Path:
     driver = session.driver.name
     problems = [s["error"] for s in state["snapshots"] if s["error"]]
     violations: list[base.Violation] = []
-    slices: list[Obj] = []
+    slices: list[Obj] | None = None  # None: the LIST failed (no check can run)
     try:
         slices = driver_slices(session.k8s, driver)
     except Exception as exc:  # noqa: BLE001 - reported as a broken result
         problems.append(f"could not list the ResourceSlices of {driver}: {type(exc).__name__}: {exc}")
     judged = 0
     checks = [("check_slices", lambda: check_slices(slices, driver, session.profile.attributes))]
-    for snap in state["snapshots"] if slices else []:
+    for snap in state["snapshots"] if slices is not None else []:
         claims = [Obj(c) for c in snap["claims"]]
         classes = {n: Obj(c) for n, c in snap["classes"].items()}
         judged += sum(1 for c in claims if c.get("status.allocation.devices.results"))
         checks.append(
             (f"check_allocations ({snap['test']})", lambda c=claims, k=classes: check_allocations(c, slices, driver, k))
         )
-    for name, check in checks if slices else []:
+    for name, check in checks if slices is not None else []:
         try:
             violations += [v for v in check() if v not in violations]
         except Exception as exc:  # noqa: BLE001 - a crashing check is a broken result, not a pass
@@ -146,11 +152,11 @@ def judge(harness, module: str, state: dict, marks: list) -> pathlib.Path:
         "tests": state["tests"],
         "snapshots": len(state["snapshots"]),
         "allocated_claims": judged,
-        "slices": len(slices),
+        "slices": len(slices or []),
         "driver": driver,
         "violations": [vars(v) for v in violations],
         "problems": problems,
-        "evidence": {"slices": [s.raw for s in slices]} if violations else {},
+        "evidence": {"slices": [s.raw for s in slices or []]} if violations else {},
     }
     folder = pathlib.Path(harness.report_dir) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)

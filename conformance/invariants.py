@@ -229,6 +229,7 @@ def report_all(config, report_dir: pathlib.Path) -> dict[str, dict]:
     bad = sorted(m for m, o in outcomes.items() if o["violations"] or o["problems"])
     tr = config.pluginmanager.get_plugin("terminalreporter") if hasattr(config, "pluginmanager") else None
     if tr is not None:
+        tr.ensure_newline()
         tr.write_line(
             f"[dra-conformance] invariants: {len(outcomes)} module(s), "
             f"{sum(o['allocated_claims'] for o in outcomes.values())} allocated claim(s) in "

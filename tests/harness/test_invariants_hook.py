@@ -111,3 +111,44 @@ def test_an_unreadable_cluster_is_broken_not_passed(tmp_path):
     assert next(r for r in config.reports if r.when == "call").failed
     (record,) = results.load(tmp_path / "allure-results")
     assert record.status == "broken" and "could not" in record.message
+
+
+CHILD_CONFTEST = """
+import pathlib, types
+from conformance.plugin import HARNESS
+
+def pytest_configure(config):
+    report_dir = pathlib.Path(__file__).parent / "report"
+    config.stash[HARNESS] = types.SimpleNamespace(session=object(), report_dir=report_dir)
+"""
+
+
+def test_a_failing_module_reaches_exit_status_junit_and_allure_under_xdist(tmp_path):
+    """Through real pytest + xdist (controller emits the result): exit 1, a JUnit failure and an Allure result
+    named after the module, with the violation in the message."""
+    import os
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+
+    bad = _edit(healthy(), "pick", "status.allocation.devices.results.0.device", "gpu-0")
+    _judge(tmp_path / "report", bad)
+    (tmp_path / "conftest.py").write_text(CHILD_CONFTEST)
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    args = ["-q", "-p", "no:cacheprovider", "-n", "2", "--rootdir", str(tmp_path), "--junitxml", "j.xml"]
+    args += ["--alluredir", str(tmp_path / "allure")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed, 1 passed" in proc.stdout and "allocation.unique-device" in proc.stdout, proc.stdout
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")}
+    assert cases["invariants"].find("failure") is not None, ET.tostring(ET.parse(tmp_path / "j.xml").getroot())
+    failed = [r for r in results.load(tmp_path / "allure") if r.status == "failed"]
+    assert [r.name for r in failed] == [f"invariants[{MODULE}]"], failed

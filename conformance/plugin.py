@@ -266,8 +266,9 @@ class Harness:
 
 
 # -- fixtures --------------------------------------------------------------------------------------------
-# Suite fixtures over these (probe, device_visible, inventory, admin_builder, attribute pickers).
-pytest_plugins = ["conformance.fixtures"]
+# Suite fixtures over these (probe, device_visible, inventory, admin_builder, attribute pickers); the
+# after-module invariant checks (conformance/invariants.py: `<module>::invariants` results).
+pytest_plugins = ["conformance.fixtures", "conformance.invariants"]
 
 
 def _session(request) -> Session:

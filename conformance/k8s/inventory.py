@@ -79,7 +79,8 @@ def remove_driver_slice(k8s, driver: str, slice_: Obj) -> None:
     ValueError for a slice of another driver (the one exception to the guard is the driver under test)."""
     if slice_.get("spec.driver") != driver:
         raise ValueError(
-            f"refusing to delete ResourceSlice {slice_.name}: it belongs to {slice_.get('spec.driver')!r}, not {driver!r}"
+            f"refusing to delete ResourceSlice {slice_.name}: "
+            f"it belongs to {slice_.get('spec.driver')!r}, not {driver!r}"
         )
     k8s.unguarded().delete("ResourceSlice", slice_.name)
 

@@ -55,6 +55,7 @@ def test_deleted_slice_is_republished(k8s, driver, profile):
     upgradedowngrade "wait for ResourceSlices"; k8s.io/dynamic-resource-allocation resourceslice controller."""
     # given: the driver's pool with the most devices, as published now
     pools = current_slices(driver_slices(k8s, driver.name))
+    assert pools, f"driver {driver.name} publishes no ResourceSlice"
     pool = max(sorted(pools), key=lambda name: len(pool_devices(pools[name])))
     victim, devices = pools[pool][-1], pool_devices(pools[pool])
     # when: one of its slices is deleted

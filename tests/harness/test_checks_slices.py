@@ -173,3 +173,38 @@ def test_v1beta1_devices_are_read_through_basic():
     beta = {"name": "gpu-0", "basic": {k: v for k, v in dev.items() if k != "name"}}
     beta["basic"]["attributes"]["index"] = {"string": "0"}
     assert _rules(_slice(devices=[beta])) == ["slice.attribute-type"]
+
+
+class _SliceLister:
+    """A K8s stand-in whose ``list`` answers ResourceSlices from a script of listings (last one repeats)."""
+
+    def __init__(self, *listings):
+        self.listings = [[Obj(r) for r in listing] for listing in listings]
+
+    def list(self, kind, **_):
+        return self.listings.pop(0) if len(self.listings) > 1 else self.listings[0]
+
+
+def test_pool_republished_waits_for_the_pool_without_the_deleted_slice(monkeypatch):
+    from conformance.core import errors
+    from conformance.k8s.inventory import pool_devices
+    from conformance.k8s.waits import slices as slice_waits
+
+    monkeypatch.setattr(slice_waits, "SLICES_POLL_S", 0.01)
+    before = _slice()
+    devices = pool_devices([Obj(before)])
+    again = copy.deepcopy(before)
+    again["metadata"]["uid"] = "uid-new"
+    k8s = _SliceLister([before], [], [again])
+    got = slice_waits.pool_republished(k8s, DRIVER, "n1", devices=devices, removed=["uid-n1-0"], timeout=5)
+    assert [s.uid for s in got] == ["uid-new"]
+    with pytest.raises(errors.WaitTimeout, match="uid-n1-0"):
+        slice_waits.pool_republished(
+            _SliceLister([before]), DRIVER, "n1", devices=devices, removed=["uid-n1-0"], timeout=0.05
+        )
+    fewer = copy.deepcopy(again)
+    fewer["spec"]["devices"] = fewer["spec"]["devices"][:1]
+    with pytest.raises(errors.WaitTimeout, match="gpu-0"):
+        slice_waits.pool_republished(
+            _SliceLister([fewer]), DRIVER, "n1", devices=devices, removed=["uid-n1-0"], timeout=0.05
+        )

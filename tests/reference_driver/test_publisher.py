@@ -167,3 +167,17 @@ def test_fault_oversized_slice(make_publisher):
     make(Faults.parse("oversized-slice")).sync()
     assert [len(o["spec"]["devices"]) for o in api.objects.values()] == [130]
     assert pools(api) == [(1, 1)]
+
+
+@pytest.mark.parametrize("faults, bumped", [("", True), ("wrong-pool-generation", False)])
+def test_one_deleted_slice_of_a_two_slice_pool(make_publisher, faults, bumped):
+    """What suites/node/test_slice_publishing.py::test_pool_republished_across_slices_moves_to_a_higher_generation
+    sees: a healthy driver republishes a two-slice pool at a higher generation, the fault at the same one."""
+    make, api, spec = make_publisher
+    spec["count"] = 130
+    pub = make(Faults.parse(faults))
+    before = pub.sync().generation
+    api.objects.pop(sorted(api.objects)[-1])  # delete one slice, as a test (or the kubelet) does
+    pub.sync()
+    generations = {o["spec"]["pool"]["generation"] for o in api.objects.values()}
+    assert len(api.objects) == 2 and generations == ({before + 1} if bumped else {before})

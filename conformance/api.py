@@ -1,5 +1,5 @@
 """The one public module suites import (design.md §2): builders' parts, edits and catalogs, waits, timeouts,
-errors, API verbs, inventory and node-state helpers.
+errors, API verbs, inventory and node-state helpers, invariant checks (``check_slices``).
 
     from conformance.api import waits, timeouts, request, first_available, match_attribute, opaque_config
 
@@ -9,6 +9,9 @@ come from the ``dra_conformance`` pytest plugin by name. An import-linter contra
 module. See conformance/k8s/README.md for the cheat sheet.
 """
 
+from conformance.checks.base import Violation
+from conformance.checks.base import describe as describe_violations
+from conformance.checks.slices import check_slices, node_owner_uids
 from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
 from conformance.k8s import api_verbs, waits
@@ -37,7 +40,17 @@ from conformance.k8s.builders.edits import (
 )
 from conformance.k8s.builders.parts import NEVER_MATCHES
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
-from conformance.k8s.inventory import cel_attribute, cel_capacity, cel_literal, device_fields, driver_slices
+from conformance.k8s.inventory import (
+    cel_attribute,
+    cel_capacity,
+    cel_literal,
+    current_slices,
+    device_fields,
+    driver_slices,
+    pool_devices,
+    remove_driver_slice,
+    slice_state,
+)
 from conformance.k8s.objects import Obj
 from conformance.node import cdi
 from conformance.node.podresources import (
@@ -49,6 +62,14 @@ from conformance.node.podresources import (
 )
 
 __all__ = [
+    "slice_state",
+    "remove_driver_slice",
+    "pool_devices",
+    "current_slices",
+    "describe_violations",
+    "node_owner_uids",
+    "check_slices",
+    "Violation",
     "CORE_KINDS",
     "EMPTY_ALLOCATION",
     "KINDS",

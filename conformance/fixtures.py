@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.k8s.inventory import Inventory
+from conformance.k8s.inventory import Inventory, complete_pools, driver_slices
 from conformance.node.probe import Probe
 
 
@@ -78,3 +78,15 @@ def unique_attribute(inventory) -> str:
 def largest_capacity(inventory) -> tuple[str, str]:
     """``(capacity name, largest published value)`` of a capacity every device publishes; skips when none."""
     return _pick(inventory, "capacity", inventory.largest_capacity)
+
+
+@pytest.fixture
+def multi_slice_pool(k8s, driver) -> str:
+    """The name of one of the driver's complete pools published as two or more slices (the pool generation
+    rule only shows there); skips with each pool's slice count as evidence when every pool is one slice."""
+    pools = complete_pools(driver_slices(k8s, driver.name))
+    multi = sorted(p for p, items in pools.items() if len(items) > 1)
+    if not multi:
+        counts = {p: len(items) for p, items in sorted(pools.items())}
+        pytest.skip(f"pool of two or more slices not available: slices per complete pool of {driver.name}: {counts}")
+    return multi[0]

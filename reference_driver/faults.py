@@ -30,6 +30,12 @@ FAULTS: dict[str, str] = {
     "re-created pool restarts at generation 1 (PUB-11).",
     "wrong-slice-count": "pool.resourceSliceCount is one more than the number of slices published, so the "
     "pool never looks complete (PUB-11).",
+    "slices-no-owner": "Node-local ResourceSlices carry no ownerReference to their Node, so they are not "
+    "garbage-collected with it (PUB-01).",
+    "attribute-missing": "The profile-declared attribute 'model' is left out of every published device.",
+    "attribute-wrong-type": "The attribute 'index' is published as a string instead of an int.",
+    "oversized-slice": "All devices of the pool go into one slice, ignoring the 128-devices-per-slice limit "
+    "(the API server refuses it: shows with more than 128 devices per node, LIM-01).",
 }
 
 

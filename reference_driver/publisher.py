@@ -76,12 +76,21 @@ class SlicePublisher:
         return json.loads(resp.data).get("items") or []
 
     def desired(self, uid: str, generation: int) -> list[dict]:
-        """The slices this node should have at ``generation`` (none with fault ``no-slices``)."""
+        """The slices this node should have at ``generation`` (none with fault ``no-slices``; faults
+        ``oversized-slice``, ``attribute-missing``, ``attribute-wrong-type``, ``wrong-slice-count`` and
+        ``slices-no-owner`` change them)."""
         if self.faults.on("no-slices"):
             return []
-        planned = slices.plan(self._snapshot(), self.node, self.driver, separate_counters=self.separate_counters())
+        limit = None if self.faults.on("oversized-slice") else slices.MAX_DEVICES
+        planned = slices.plan(self._snapshot(), self.node, self.driver, self.separate_counters(), limit)
+        planned = slices.edit_attributes(
+            planned,
+            drop="model" if self.faults.on("attribute-missing") else "",
+            as_string="index" if self.faults.on("attribute-wrong-type") else "",
+        )
         count = len(planned) + 1 if self.faults.on("wrong-slice-count") else None
-        return slices.render(planned, self.node, uid, self.driver, generation, count)
+        owned = not self.faults.on("slices-no-owner")
+        return slices.render(planned, self.node, uid, self.driver, generation, count, owned)
 
     def _consistent(self, want: list[dict], have: dict[str, dict]) -> bool:
         if set(have) != {w["metadata"]["name"] for w in want}:

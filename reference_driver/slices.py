@@ -63,12 +63,15 @@ def _combined(snapshot: Snapshot) -> list[tuple[tuple, tuple]]:
     return [(tuple(devs), tuple(sets)) for devs, sets in out]
 
 
-def plan(snapshot: Snapshot, node: str, driver: str, separate_counters: bool = True) -> list[PlannedSlice]:
+def plan(
+    snapshot: Snapshot, node: str, driver: str, separate_counters: bool = True, max_devices: int | None = MAX_DEVICES
+) -> list[PlannedSlice]:
     """Split the inventory into slice contents that respect the API limits.
 
     ``separate_counters``: True for API servers >= 1.35 (counter sets in slices of their own, first),
-    False for 1.34 (counter sets next to their devices). Raises ValueError when a device consumes a
-    counter set that the inventory does not define.
+    False for 1.34 (counter sets next to their devices). ``max_devices``: devices per slice of devices that
+    consume no counters; None puts them all in one slice (only the fault ``oversized-slice`` does that).
+    Raises ValueError when a device consumes a counter set that the inventory does not define.
     """
     known = {c.name for c in snapshot.counter_sets}
     for dev in snapshot.devices:
@@ -85,7 +88,7 @@ def plan(snapshot: Snapshot, node: str, driver: str, separate_counters: bool = T
             contents.append((tuple(group), ()))
     else:
         contents.extend(_combined(snapshot))
-    for group in _chunks(plain, MAX_DEVICES):
+    for group in _chunks(plain, max_devices or max(len(plain), 1)):
         contents.append((tuple(group), ()))
     if not contents:
         contents.append(((), ()))
@@ -93,11 +96,18 @@ def plan(snapshot: Snapshot, node: str, driver: str, separate_counters: bool = T
 
 
 def render(
-    planned: list[PlannedSlice], node: str, node_uid: str, driver: str, generation: int, slice_count: int | None = None
+    planned: list[PlannedSlice],
+    node: str,
+    node_uid: str,
+    driver: str,
+    generation: int,
+    slice_count: int | None = None,
+    owned: bool = True,
 ) -> list[dict]:
     """Full ResourceSlice objects (``resource.k8s.io/v1``) for ``planned`` at ``generation``.
 
-    ``slice_count`` overrides ``pool.resourceSliceCount`` (only the fault ``wrong-slice-count`` does that).
+    ``slice_count`` overrides ``pool.resourceSliceCount`` (only the fault ``wrong-slice-count`` does that);
+    ``owned=False`` leaves out the Node ownerReference (only the fault ``slices-no-owner`` does that).
     """
     count = len(planned) if slice_count is None else slice_count
     out = []
@@ -119,11 +129,28 @@ def render(
                     "name": item.name,
                     "ownerReferences": [
                         {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid, "controller": True}
-                    ],
+                    ]
+                    if owned
+                    else [],
                 },
                 "spec": spec,
             }
         )
+    return out
+
+
+def edit_attributes(planned: list[PlannedSlice], drop: str = "", as_string: str = "") -> list[PlannedSlice]:
+    """``planned`` with attribute ``drop`` removed from every device and attribute ``as_string`` published as
+    a string of its value (only the faults ``attribute-missing`` and ``attribute-wrong-type`` do that)."""
+    out = []
+    for item in planned:
+        devices = []
+        for dev in item.devices:
+            attrs = {k: v for k, v in (dev.get("attributes") or {}).items() if k != drop}
+            if as_string in attrs:
+                attrs[as_string] = {"string": str(next(iter(attrs[as_string].values())))}
+            devices.append({**dev, "attributes": attrs} if "attributes" in dev else dict(dev))
+        out.append(PlannedSlice(item.name, tuple(devices), item.shared_counters))
     return out
 
 

@@ -16,24 +16,73 @@ from collections.abc import Iterable, Iterator
 from .objects import Obj
 
 
-def complete_pools(slices: list[Obj]) -> dict[str, list[Obj]]:
-    """``{pool name: slices of its highest generation}`` for pools whose slice count is complete."""
+def current_slices(slices: list[Obj]) -> dict[str, list[Obj]]:
+    """``{pool name: slices of its highest pool.generation}`` for every pool among ``slices`` (of one driver),
+    complete or not (resource.k8s.io/v1 ResourcePool.generation: consumers ignore older generations)."""
     by_pool: dict[str, list[Obj]] = {}
     for s in slices:
         by_pool.setdefault(s.get("spec.pool.name"), []).append(s)
     out = {}
     for pool, items in by_pool.items():
         gen = max(int(s.get("spec.pool.generation") or 0) for s in items)
-        current = [s for s in items if int(s.get("spec.pool.generation") or 0) == gen]
-        if len(current) >= int(current[0].get("spec.pool.resourceSliceCount") or 1):
-            out[pool] = current
+        out[pool] = [s for s in items if int(s.get("spec.pool.generation") or 0) == gen]
     return out
+
+
+def complete_pools(slices: list[Obj]) -> dict[str, list[Obj]]:
+    """``{pool name: slices of its highest generation}`` for pools whose slice count is complete."""
+    return {
+        pool: current
+        for pool, current in current_slices(slices).items()
+        if len(current) >= int(current[0].get("spec.pool.resourceSliceCount") or 1)
+    }
 
 
 def driver_slices(k8s, driver: str, version: str | None = None) -> list[Obj]:
     """The driver's current ResourceSlices (field selector ``spec.driver``), every pool and generation, read
     through API ``version`` (default: the client's)."""
     return k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}", version=version)
+
+
+def pool_devices(slices: Iterable[Obj]) -> dict[str, tuple]:
+    """``{device name: (sorted attributes, sorted capacity)}`` of ``slices`` (one pool's current slices):
+    what "the same devices" means when a pool is re-created (names, attribute values, capacities)."""
+    out = {}
+    for _, d in slice_devices(slices):
+        name, attrs, cap = device_fields(d)
+        out[name] = (
+            tuple(sorted((k, repr(v)) for k, v in attrs.items())),
+            tuple(sorted((k, repr(v)) for k, v in cap.items())),
+        )
+    return out
+
+
+def slice_state(slices: Iterable[Obj]) -> list[tuple]:
+    """``[(slice name, uid, pool, generation, resourceSliceCount, device names)]`` sorted: the published
+    state whose change between two reads is churn (new objects, generation bumps, devices moving)."""
+    return sorted(
+        (
+            s.name,
+            s.uid,
+            s.get("spec.pool.name"),
+            int(s.get("spec.pool.generation") or 0),
+            int(s.get("spec.pool.resourceSliceCount") or 0),
+            tuple(device_fields(d)[0] for d in s.get("spec.devices") or []),
+        )
+        for s in slices
+    )
+
+
+def remove_driver_slice(k8s, driver: str, slice_: Obj) -> None:
+    """Delete one ResourceSlice of ``driver`` as the kubelet does at start-up (upstream "ResourceSlice must be
+    removed on kubelet startup"), past the write guard that protects objects the run does not own. Raises
+    ValueError for a slice of another driver (the one exception to the guard is the driver under test)."""
+    if slice_.get("spec.driver") != driver:
+        raise ValueError(
+            f"refusing to delete ResourceSlice {slice_.name}: "
+            f"it belongs to {slice_.get('spec.driver')!r}, not {driver!r}"
+        )
+    k8s.unguarded().delete("ResourceSlice", slice_.name)
 
 
 def device_body(device: dict) -> dict:
@@ -54,8 +103,9 @@ def slice_devices(slices: Iterable[Obj]) -> Iterator[tuple[Obj, dict]]:
             yield s, d
 
 
-def _typed(attributes: dict) -> dict[str, tuple[str, object]]:
-    """``{name: (type, value)}`` of typed attribute values (``{"int": 3}`` -> ``("int", 3)``)."""
+def typed_attributes(attributes: dict) -> dict[str, tuple[str, object]]:
+    """``{name: (type, value)}`` of typed attribute values as published (``{"int": 3}`` -> ``("int", 3)``);
+    the type is the DeviceAttribute field set: ``int`` | ``bool`` | ``string`` | ``version``."""
     return {k: next(iter(v.items())) for k, v in attributes.items() if isinstance(v, dict) and v}
 
 
@@ -78,7 +128,9 @@ class Device:
         return self.pool, self.name
 
 
-def _qualify(driver: str, name: str) -> str:
+def qualify(driver: str, name: str) -> str:
+    """The fully-qualified attribute or capacity name: unprefixed names get the driver's domain
+    (``model`` -> ``<driver>/model``; resource.k8s.io/v1 QualifiedName)."""
     return name if "/" in name else f"{driver}/{name}"
 
 
@@ -120,14 +172,14 @@ class Inventory:
         for pool_slices in complete_pools(slices).values():
             for s, d in slice_devices(pool_slices):
                 name, attrs, cap = device_fields(d)
-                typed = {_qualify(driver, k): tv for k, tv in _typed(attrs).items()}
+                typed = {qualify(driver, k): tv for k, tv in typed_attributes(attrs).items()}
                 devices.append(
                     Device(
                         s.get("spec.nodeName") or "",
                         s.get("spec.pool.name"),
                         name,
                         {k: v for k, (_, v) in typed.items()},
-                        {_qualify(driver, k): (v or {}).get("value") for k, v in cap.items()},
+                        {qualify(driver, k): (v or {}).get("value") for k, v in cap.items()},
                         {k: t for k, (t, _) in typed.items()},
                     )
                 )

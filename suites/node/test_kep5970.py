@@ -6,7 +6,7 @@ profile's visibility probe (CDI-injected env or a vendor command).
 
 import pytest
 
-from conformance.api import timeouts, waits
+from conformance.api import check_slices, describe_violations, driver_slices, node_owner_uids, timeouts, waits
 
 pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
@@ -29,17 +29,25 @@ def test_driver_registers_with_every_kubelet(driver, inventory, node_access):
 
 
 @pytest.mark.publishing
-@pytest.mark.scenario("KEP5970-2", "PUB-01")
+@pytest.mark.scenario("KEP5970-2", "PUB-01", "PUB-11", "LIM-01")
 def test_driver_publishes_slices_with_devices(k8s, driver, profile):
-    """The driver publishes complete ResourceSlice pools with its name and at least one device per node.
-    Source: KEP-5970 behaviour 2; resource.k8s.io/v1 ResourceSlice spec.driver / spec.pool."""
-    # given: the driver's profile (devices per node)
-    expected = profile.devices_per_node
-    # when: its slices are read
-    slices = waits.slices_published(k8s, driver.name, min_devices=expected, timeout=timeouts.SLICES_PUBLISHED)
-    # then: every slice names the driver, and node-local ones name their node
-    assert all(s.get("spec.driver") == driver.name for s in slices), [s.describe() for s in slices]
-    assert waits.device_count(slices) >= expected, [s.describe() for s in slices]
+    """The driver publishes complete ResourceSlice pools with at least the profile's devices on each of its nodes,
+    and every slice keeps the API's rules (``check_slices``): exactly one of nodeName / nodeSelector / allNodes /
+    perDeviceNodeSelection, node-local slices owned by their Node (its current UID), one generation per pool
+    with ``resourceSliceCount`` slices, unique device names per pool, size limits, the declared attributes
+    with their declared types.
+    Source: KEP-5970 behaviour 2; resource.k8s.io/v1 ResourceSliceSpec and ResourcePool; KEP-4381; upstream
+    "kubelet must manage ResourceSlices"."""
+    # given: the driver's profile (devices per node, declared attributes) and the Nodes' UIDs
+    expected, node_uids = profile.devices_per_node, {n.name: n.uid for n in k8s.list("Node")}
+    # when: its pools are complete and all its slices are read
+    published = waits.slices_published(k8s, driver.name, min_devices=expected, timeout=timeouts.SLICES_PUBLISHED)
+    slices = driver_slices(k8s, driver.name)
+    # then: every slice keeps the rules, and each node publishes at least the expected devices
+    violations = check_slices(slices, driver.name, profile.attributes) + node_owner_uids(slices, node_uids)
+    assert violations == [], describe_violations(violations)
+    per_node = waits.devices_by_node(published)
+    assert per_node and all(count >= expected for count in per_node.values()), per_node
 
 
 @pytest.mark.allocation

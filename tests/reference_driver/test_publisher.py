@@ -125,3 +125,59 @@ def test_faults_no_slices_wrong_count_wrong_generation(make_publisher):
     spec["count"] = 3
     pub.sync()
     assert pools(api) == [(1, 1)]
+
+
+def _devices(api):
+    return [d for o in sorted(api.objects.values(), key=lambda o: o["metadata"]["name"]) for d in o["spec"]["devices"]]
+
+
+def test_fault_slices_no_owner(make_publisher):
+    make, api, _ = make_publisher
+    make().sync()
+    assert [o["metadata"]["ownerReferences"][0]["kind"] for o in api.objects.values()] == ["Node"]
+    pub = make(Faults.parse("slices-no-owner"))
+    assert pub.sync().changed, "turning the fault on rewrites the owned slice"
+    assert [o["metadata"]["ownerReferences"] for o in api.objects.values()] == [[]]
+    assert not pub.sync().changed, "a fault must not cause churn"
+
+
+def test_fault_attribute_missing(make_publisher):
+    make, api, _ = make_publisher
+    make(Faults.parse("attribute-missing")).sync()
+    devices = _devices(api)
+    assert len(devices) == 2 and all("model" not in d["attributes"] for d in devices)
+    assert all(d["attributes"]["productName"] == {"string": "DRA Conformance GPU 80GB"} for d in devices)
+
+
+def test_fault_attribute_wrong_type(make_publisher):
+    make, api, _ = make_publisher
+    pub = make(Faults.parse("attribute-wrong-type"))
+    pub.sync()
+    assert [d["attributes"]["index"] for d in _devices(api)] == [{"string": "0"}, {"string": "1"}]
+    assert all(d["attributes"]["model"] == {"string": "DRA Conformance GPU 80GB"} for d in _devices(api))
+    assert not pub.sync().changed, "a fault must not cause churn"
+
+
+def test_fault_oversized_slice(make_publisher):
+    make, api, spec = make_publisher
+    spec["count"] = 130
+    make().sync()
+    assert sorted(len(o["spec"]["devices"]) for o in api.objects.values()) == [2, 128]
+    api.objects.clear()
+    make(Faults.parse("oversized-slice")).sync()
+    assert [len(o["spec"]["devices"]) for o in api.objects.values()] == [130]
+    assert pools(api) == [(1, 1)]
+
+
+@pytest.mark.parametrize("faults, bumped", [("", True), ("wrong-pool-generation", False)])
+def test_one_deleted_slice_of_a_two_slice_pool(make_publisher, faults, bumped):
+    """What suites/node/test_slice_publishing.py::test_pool_republished_across_slices_moves_to_a_higher_generation
+    sees: a healthy driver republishes a two-slice pool at a higher generation, the fault at the same one."""
+    make, api, spec = make_publisher
+    spec["count"] = 130
+    pub = make(Faults.parse(faults))
+    before = pub.sync().generation
+    api.objects.pop(sorted(api.objects)[-1])  # delete one slice, as a test (or the kubelet) does
+    pub.sync()
+    generations = {o["spec"]["pool"]["generation"] for o in api.objects.values()}
+    assert len(api.objects) == 2 and generations == ({before + 1} if bumped else {before})

@@ -161,3 +161,17 @@ def test_nvml_source_without_nvidia_ml_py_is_a_clear_error_and_auto_falls_back(m
     with pytest.raises(InventoryError, match="nvidia-ml-py"):
         inventory.from_mapping({"source": "nvml"}, "n")
     assert inventory.from_mapping({"source": "auto", "simulated": {"count": 1}}, "n").kind == "simulated"
+
+
+def test_large_pool_devices_file_spans_two_slices():
+    """reference_driver/deploy/devices-large-pool.yaml (the self-validation profile's inventory) gives more
+    devices than one slice may hold, so the pool is two slices (and one oversized slice with the fault)."""
+    from pathlib import Path
+
+    from reference_driver import inventory, slices
+
+    path = Path(__file__).resolve().parents[2] / "reference_driver" / "deploy" / "devices-large-pool.yaml"
+    snap = inventory.load(path, "n1").snapshot()
+    assert len(snap.devices) > slices.MAX_DEVICES
+    assert [len(p.devices) for p in slices.plan(snap, "n1", "gpu.example.com")] == [128, len(snap.devices) - 128]
+    assert [len(p.devices) for p in slices.plan(snap, "n1", "gpu.example.com", max_devices=None)] == [130]

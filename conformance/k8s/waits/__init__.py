@@ -9,7 +9,7 @@ from .claims import claim_allocated, claim_deallocated, claim_gone, pod_claims
 from .core import poll, recent_events, stays_equal, until
 from .objects import default_service_account, object_gone, object_matches
 from .pods import event, events_for, pod_gone, pod_running, pod_stays_pending, pod_succeeded, pod_unschedulable_with
-from .slices import complete_pools, device_count, slices_published
+from .slices import complete_pools, device_count, devices_by_node, pool_republished, slices_published
 
 __all__ = [
     "claim_allocated",
@@ -18,6 +18,7 @@ __all__ = [
     "complete_pools",
     "default_service_account",
     "device_count",
+    "devices_by_node",
     "event",
     "events_for",
     "object_gone",
@@ -29,6 +30,7 @@ __all__ = [
     "pod_succeeded",
     "pod_unschedulable_with",
     "poll",
+    "pool_republished",
     "recent_events",
     "slices_published",
     "stays_equal",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from conformance.core import errors, timeouts
 
 from ..client import K8s
-from ..inventory import complete_pools, driver_slices
+from ..inventory import complete_pools, driver_slices, pool_devices
 from ..objects import Obj
 from .core import poll
 
@@ -18,6 +18,16 @@ SLICES_POLL_S = 2.0  # seconds between slice lists
 def device_count(slices: Iterable[Obj]) -> int:
     """Number of devices across ``slices``."""
     return sum(len(s.get("spec.devices") or []) for s in slices)
+
+
+def devices_by_node(slices: Iterable[Obj]) -> dict[str, int]:
+    """``{node: number of devices}`` of ``slices``; slices without ``nodeName`` count under ``<all nodes>``
+    (allNodes) or ``<node selector>``."""
+    out: dict[str, int] = {}
+    for s in slices:
+        node = s.get("spec.nodeName") or ("<all nodes>" if s.get("spec.allNodes") else "<node selector>")
+        out[node] = out.get(node, 0) + len(s.get("spec.devices") or [])
+    return out
 
 
 def slices_published(
@@ -44,9 +54,7 @@ def slices_published(
             slices = []
         current[:] = [s for items in complete_pools(slices).values() for s in items]
         seen.clear()
-        for s in current:
-            node = s.get("spec.nodeName") or ("<all nodes>" if s.get("spec.allNodes") else "<node selector>")
-            seen[node] = seen.get(node, 0) + len(s.get("spec.devices") or [])
+        seen.update(devices_by_node(current))
         if wanted and all(seen.get(n, 0) >= min_devices for n in wanted):
             return True
         if not wanted and current and sum(seen.values()) >= min_devices:
@@ -66,4 +74,40 @@ def slices_published(
     target = f"nodes {wanted}" if wanted else "any node"
     raise errors.WaitTimeout(
         f"ResourceSlices of driver {driver} with ≥ {min_devices} device(s) on {target}", timeouts.scaled(timeout), state
+    )
+
+
+def pool_republished(
+    k8s: K8s, driver: str, pool: str, *, devices: dict, removed: Iterable[str], timeout: float
+) -> list[Obj]:
+    """Wait until ``driver``'s pool ``pool`` is complete again with exactly ``devices`` (as
+    :func:`~conformance.k8s.inventory.pool_devices` reads them: names, attributes, capacities) and none of its
+    current slices is one of the ``removed`` slice UIDs (so the answer is a republish, not the listing from before
+    the delete); return the pool's current slices. Polls every 2 s. Raises WaitTimeout with the pool's last
+    observed slices. Source: upstream "ResourceSlice must be removed on kubelet startup" (the driver republishes),
+    e2e_dra upgradedowngrade "wait for ResourceSlices" (PUB-03, PUB-09)."""
+    gone = set(removed)
+    last: list[Obj] = []
+
+    def check() -> bool:
+        try:
+            slices = [s for s in driver_slices(k8s, driver) if s.get("spec.pool.name") == pool]
+        except errors.TransientApiError:
+            return False
+        last[:] = slices
+        current = complete_pools(slices).get(pool)
+        return bool(current) and not gone & {s.uid for s in current} and pool_devices(current) == devices
+
+    if poll(check, timeout=timeout, interval=SLICES_POLL_S):
+        return complete_pools(last)[pool]
+    state = "\n".join(
+        f"  {s.name} uid={s.uid} generation={s.get('spec.pool.generation')} "
+        f"count={s.get('spec.pool.resourceSliceCount')} devices={sorted(pool_devices([s]))}"
+        for s in last
+    )
+    raise errors.WaitTimeout(
+        f"pool {pool} of driver {driver} republished with its {len(devices)} device(s) {sorted(devices)[:8]} "
+        f"(without slice UIDs {sorted(gone)})",
+        timeouts.scaled(timeout),
+        state or f"  no ResourceSlice of pool {pool}",
     )

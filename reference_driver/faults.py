@@ -30,6 +30,9 @@ FAULTS: dict[str, str] = {
     "re-created pool restarts at generation 1 (PUB-11).",
     "wrong-slice-count": "pool.resourceSliceCount is one more than the number of slices published, so the "
     "pool never looks complete (PUB-11).",
+    "wrong-cdi-device": "NodePrepareResources returns, and writes the CDI spec for, another device of this node "
+    "than the one allocated (the next by name), so containers get a device the claim does not hold "
+    "(driver contract: prepared devices are the allocation results; KAR-0049 isolation).",
 }
 
 

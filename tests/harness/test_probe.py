@@ -3,6 +3,7 @@ parsing, the "probe did not run" error, and the Probe's judgements over fake pod
 for the marker, never passes on an empty or cut-off output, and names devices instead of counting them."""
 
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -240,3 +241,16 @@ def test_shows_allocation_compares_the_claims_devices_on_the_pods_node():
     assert not ok and "gpu-2" in evidence
     with pytest.raises(ValueError, match="no spec.nodeName"):
         probe.shows_allocation(_POD, Obj(_claim("c", ("gpu", "gpu-2"))), _INVENTORY)
+
+
+def test_suites_name_devices_instead_of_counting_probe_hits():
+    """Suites judge containers with shows_claimed_devices / shows_no_device / shows_allocation, never with a
+    count or an equality of probe hits (a driver injecting another device would pass those)."""
+    suites = Path(__file__).resolve().parents[2] / "suites"
+    offenders = [
+        f"{p.relative_to(suites)}:{n}"
+        for p in sorted(suites.rglob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if ".hits(" in line
+    ]
+    assert offenders == [], offenders

@@ -51,7 +51,7 @@ def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker,
     assert reported_devices(user) == allocated_devices(claim), (user, claim.describe())
     assert per_container.get("other") == [], per_container
     user, other = probe.shows_claimed_devices(pod, "user"), probe.shows_no_device(pod, "other")
-    assert user and other, (user.evidence, other.evidence)
+    assert user and other, f"{user.evidence}\n{other.evidence}"
 
 
 @pytest.mark.scenario("PRA-02")

@@ -23,10 +23,10 @@ def _optional_node_access(request):
 
 
 @pytest.fixture
-def probe(request, k8s, profile) -> Probe:
+def probe(request, k8s, profile, inventory) -> Probe:
     """A :class:`~conformance.node.probe.Probe` for this run (reads the node's log files when pods/log
-    fails and the cluster offers node access)."""
-    return Probe(k8s, profile, _optional_node_access(request))
+    fails and the cluster offers node access; names devices from the driver's published ``inventory``)."""
+    return Probe(k8s, profile, _optional_node_access(request), inventory)
 
 
 @pytest.fixture

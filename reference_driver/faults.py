@@ -36,6 +36,9 @@ FAULTS: dict[str, str] = {
     "attribute-wrong-type": "The attribute 'index' is published as a string instead of an int.",
     "oversized-slice": "All devices of the pool go into one slice, ignoring the 128-devices-per-slice limit "
     "(the API server refuses it: shows with more than 128 devices per node, LIM-01).",
+    "wrong-cdi-device": "NodePrepareResources returns, and writes the CDI spec for, another device of this node "
+    "than the one allocated (the next by name), so containers get a device the claim does not hold "
+    "(driver contract: prepared devices are the allocation results; KAR-0049 isolation).",
 }
 
 

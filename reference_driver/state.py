@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from . import cdi, claims
 from .checkpoint import Checkpoint, CheckpointCorrupt
 from .claims import ClaimError, ClaimRef
 from .faults import Faults
-from .inventory.base import Snapshot
+from .inventory.base import Device, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,14 @@ class RecoveryReport:
     claims: int = 0
     rewritten: tuple[str, ...] = ()
     quarantined: str | None = None
+
+
+def _neighbour(alloc: claims.AllocatedDevice, snap: Snapshot) -> tuple[claims.AllocatedDevice, Device]:
+    """Fault ``wrong-cdi-device``: the device after ``alloc.device`` in name order (wrapping; itself when it is
+    the node's only device), in place of the allocated one."""
+    names = sorted(d.name for d in snap.devices)
+    other = names[(names.index(alloc.device) + 1) % len(names)]
+    return replace(alloc, device=other), snap.device(other)
 
 
 class DeviceState:
@@ -150,7 +158,7 @@ class DeviceState:
             device = snap.device(alloc.device)
             if device is None:
                 raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
-            pairs.append((alloc, device))
+            pairs.append(_neighbour(alloc, snap) if self.faults.on("wrong-cdi-device") else (alloc, device))
         spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
         devices = [

@@ -104,6 +104,26 @@ class LeakError(ConformanceError):
         super().__init__(text)
 
 
+class ProbeDidNotRun(ConformanceError):
+    """A container's visibility probe gave no usable answer, so nothing may be judged from its output: the
+    end marker never came (the container exited or crashed first, or the deadline passed) or the vendor
+    command failed (exit status != 0). Never a pass, never a "sees no device".
+
+    ``pod``: ``namespace/name``; ``container``: its name; ``command``: the profile's probe command;
+    ``reason``: what went wrong; ``rc``: the command's exit status (None without the marker); ``output``: the
+    tail of the container's output.
+    """
+
+    def __init__(
+        self, pod: str, container: str, command: str, reason: str, output: str = "", rc: int | None = None
+    ) -> None:
+        self.pod, self.container, self.command, self.reason, self.rc = pod, container, command, reason, rc
+        self.output = output
+        text = f"visibility probe did not run in pod {pod} container {container!r} (command {command!r}): {reason}"
+        text += "\noutput tail:\n" + (output or "  (empty)")
+        super().__init__(text)
+
+
 class ApiError(ConformanceError):
     """The API server refused a request. ``status``: HTTP code; ``reason``: Status.reason
     (``NotFound``, ``AlreadyExists``, ``Invalid``, ``Conflict``, ``Forbidden``...); ``body``: the decoded

@@ -27,6 +27,9 @@ KUBELET_RETRY = 120.0
 REPUBLISH_AFTER_RESTART = 300.0
 # Namespace deletion: framework.DefaultNamespaceDeletionTimeout = 5 min.
 NAMESPACE_DELETE = 300.0
+# The visibility probe is a container's first command; its end marker is awaited in the log after Running
+# (upstream e2eoutput.LookForStringInLog polls a container's log with a caller-given timeout; 1 min here).
+PROBE_OUTPUT = 60.0
 # Short API round trips (object visible after create, event appears).
 API_SHORT = 30.0
 

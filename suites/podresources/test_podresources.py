@@ -50,7 +50,8 @@ def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker,
     assert [(d.get("claimName"), d.get("claimNamespace")) for d in user] == [(claim.name, claim.namespace)], user
     assert reported_devices(user) == allocated_devices(claim), (user, claim.describe())
     assert per_container.get("other") == [], per_container
-    assert len(probe.hits(pod, "user")) == 1 and probe.hits(pod, "other") == [], probe.evidence(pod, "user")
+    user, other = probe.shows_claimed_devices(pod, "user"), probe.shows_no_device(pod, "other")
+    assert user and other, f"{user.evidence}\n{other.evidence}"
 
 
 @pytest.mark.scenario("PRA-02")

@@ -26,7 +26,7 @@ def test_driver_publishes_devices_on_every_node(k8s, driver, profile, cluster):
 
 @pytest.mark.core
 @pytest.mark.allocation
-def test_pod_with_claim_runs_and_sees_its_device(k8s, tracker, builder, device_visible):
+def test_pod_with_claim_runs_and_sees_its_device(k8s, tracker, builder, probe):
     """A pod using a ResourceClaim for one device runs, its claim is allocated and reserved for it, and the
     container sees the device. Source: KEP-5970 behaviours 3-5; upstream "supports simple pod referencing
     inline resource claim"."""
@@ -34,9 +34,9 @@ def test_pod_with_claim_runs_and_sees_its_device(k8s, tracker, builder, device_v
     claim = tracker.create(builder.claim())
     # when: a pod uses it
     pod = tracker.create(builder.pod(uses=claim))
-    # then: it runs, the claim is allocated to it, and the probe shows the device
+    # then: it runs, the claim is allocated to it, and the probe shows exactly the allocated device
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
     assert len(allocated.results) == 1, allocated.describe()
-    visible, evidence = device_visible(pod)
-    assert visible, evidence
+    shown, evidence = probe.shows_claimed_devices(pod)
+    assert shown, evidence

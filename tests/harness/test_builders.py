@@ -1,6 +1,6 @@
 """Unit tests: builders render complete resource.k8s.io objects with labels, derived names and versions."""
 
-from conformance.core import names
+from conformance.core import names, probe_marker
 from conformance.k8s.builders import (
     Builder,
     Version,
@@ -103,7 +103,8 @@ def test_pod_references_claims_and_templates_per_container():
     ]
     assert pod.get("spec.containers.0.resources.claims") == [{"name": "c0"}, {"name": "c1", "request": "device"}]
     assert pod.get("spec.containers.1.resources.claims") == [{"name": "c0"}]
-    assert pod.get("spec.containers.0.command")[-1].startswith("env")
+    assert pod.get("spec.containers.0.command")[:2] == ["sh", "-c"]
+    assert pod.get("spec.containers.0.command")[-1] == probe_marker.script("env")
 
 
 def test_device_class_selects_driver_and_taint_rule_uses_served_version():

@@ -1,6 +1,6 @@
 """Unit tests of node-side helpers without a cluster: plugin registration GetInfo over a real unix socket
 (served by the reference driver's registration service, so both ends' protos are checked against each
-other), PodResources errors and reshaping, CDI spec reading, and the visibility probe's log fallback."""
+other), PodResources errors and reshaping, and CDI spec reading (the visibility probe: test_probe.py)."""
 
 import shutil
 import tempfile
@@ -12,7 +12,6 @@ import grpc
 import pytest
 
 from conformance.core import errors
-from conformance.core.profile import Visibility
 from conformance.k8s.objects import Obj
 from conformance.node import cdi, registration
 from conformance.node.local import LocalNodeAccess
@@ -24,7 +23,6 @@ from conformance.node.podresources import (
     reported_cdi_ids,
     reported_devices,
 )
-from conformance.node.probe import Probe
 
 
 @pytest.fixture
@@ -121,59 +119,3 @@ def test_cdi_specs_of_a_claim_and_defined_ids():
     access = SimpleNamespace(cdi_specs=lambda node: specs)
     assert cdi.claim_specs(access, "n", SimpleNamespace(uid="uid1")) == {"d-uid1.json": specs["d-uid1.json"]}
     assert cdi.defined_ids(access, "n") == {"k.com/gpu=a", "k.com/gpu=b"}
-
-
-class _K8s:
-    def __init__(self, fail: bool):
-        self.fail = fail
-
-    def logs(self, pod, container=None, retry=True):
-        if self.fail:
-            raise errors.ApiError(502, "BadGateway", "kubelet unreachable", {}, "GET")
-        return "GPU_DEVICE_0=gpu-0\nGPU_DEVICE_1=gpu-1\nOPAQUE=1\n"
-
-    def get(self, kind, name, namespace):
-        return Obj(
-            {"metadata": {"name": name, "uid": "u1"}, "spec": {"nodeName": "n1", "containers": [{"name": "ctr"}]}}
-        )
-
-
-def _profile():
-    return SimpleNamespace(
-        visibility=Visibility(env_regex=r"^GPU_DEVICE_\d+=\S+$"),
-        opaque_shows_as="^OPAQUE=",
-        admin_access_signal="^ADMIN=",
-    )
-
-
-def test_probe_counts_devices_and_names_them():
-    probe, pod = Probe(_K8s(False), _profile()), Obj({"metadata": {"name": "p", "namespace": "ns"}})
-    assert probe.hits(pod) == ["GPU_DEVICE_0=gpu-0", "GPU_DEVICE_1=gpu-1"]
-    assert probe.shows_devices(pod, ["gpu-0", "gpu-1"], ["gpu-0", "gpu-1", "gpu-2"])[0]
-    assert not probe.shows_devices(pod, ["gpu-0"], ["gpu-0", "gpu-1"])[0]
-    assert probe.shows_config(pod) and not probe.shows_admin_access(pod) and probe.sees(pod)[0]
-
-
-def test_probe_falls_back_to_the_node_log_and_says_so():
-    access = SimpleNamespace(container_log=lambda node, ns, pod, uid, ctr: f"GPU_DEVICE_0={node}-{uid}-{ctr}\n")
-    pod = Obj({"metadata": {"name": "p", "namespace": "ns"}})
-    visible, evidence = Probe(_K8s(True), _profile(), access).sees(pod)
-    assert visible and "GPU_DEVICE_0=n1-u1-ctr" in evidence and "pods/log failed with 502" in evidence
-    with pytest.raises(errors.ApiError):
-        Probe(_K8s(True), _profile(), None).sees(pod)
-
-
-def test_probe_shows_allocation_compares_the_claims_devices_on_the_pods_node():
-    probe = Probe(_K8s(False), _profile())
-    inventory = SimpleNamespace(names_on=lambda node: {"n1": ["gpu-0", "gpu-1", "gpu-2"]}.get(node, []))
-
-    def claim(*devices):
-        results = [{"driver": "d", "pool": "n1", "device": d, "request": "gpu"} for d in devices]
-        return Obj({"metadata": {"name": "c"}, "status": {"allocation": {"devices": {"results": results}}}})
-
-    bound = Obj({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"}})
-    assert probe.shows_allocation(bound, claim("gpu-0", "gpu-1"), inventory)[0]
-    ok, evidence = probe.shows_allocation(bound, claim("gpu-2"), inventory)
-    assert not ok and "gpu-2" in evidence
-    with pytest.raises(ValueError, match="no spec.nodeName"):
-        probe.shows_allocation(Obj({"metadata": {"name": "p", "namespace": "ns"}}), claim("gpu-2"), inventory)

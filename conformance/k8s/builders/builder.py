@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from conformance.core import names
+from conformance.core import names, probe_marker
 
 from ..objects import Obj
 from . import parts
@@ -297,9 +297,10 @@ class Builder:
         return Obj({"apiVersion": "v1", "kind": "Pod", "metadata": self._meta("Pod", name, True, labels), "spec": spec})
 
     def probe_pod_command(self, then_sleep: bool = True) -> list[str]:
-        """``sh -c '<probe>; sleep ...'``: the default command of a claim-using container."""
-        script = self.ctx.probe_command + ("; exec sleep 100000" if then_sleep else "")
-        return ["sh", "-c", script]
+        """``sh -c '(<probe>); echo DRA_CONFORMANCE_PROBE_END rc=$?; exec sleep ...'``: the default command of
+        a container, whose end marker proves the probe ran (:mod:`conformance.core.probe_marker`); with
+        ``then_sleep=False`` it exits with the probe's status instead of sleeping."""
+        return ["sh", "-c", probe_marker.script(self.ctx.probe_command, then_sleep)]
 
     @staticmethod
     def _pod_claim(obj: Obj, pod_claims: dict[str, dict]) -> str:

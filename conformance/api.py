@@ -47,6 +47,7 @@ from conformance.node.podresources import (
     reported_cdi_ids,
     reported_devices,
 )
+from conformance.node.prepared import Leftovers, leftovers
 
 __all__ = [
     "CORE_KINDS",
@@ -58,6 +59,7 @@ __all__ = [
     "Conflict",
     "Invalid",
     "LeakError",
+    "Leftovers",
     "NotFound",
     "Obj",
     "PodResourcesError",
@@ -80,6 +82,7 @@ __all__ = [
     "expects_deprecation_warning",
     "first_available",
     "label_patch",
+    "leftovers",
     "limits",
     "markers",
     "match_attribute",

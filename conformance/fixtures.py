@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.k8s.inventory import Inventory
+from conformance.k8s.inventory import Inventory, Together
 from conformance.node.probe import Probe
 
 
@@ -75,6 +75,15 @@ def unique_attribute(inventory) -> str:
 
 
 @pytest.fixture
-def largest_capacity(inventory) -> tuple[str, str]:
-    """``(capacity name, largest published value)`` of a capacity every device publishes; skips when none."""
-    return _pick(inventory, "capacity", inventory.largest_capacity)
+def splitting_capacity(inventory) -> tuple[str, str, str, list[str]]:
+    """``(node, capacity name, value, devices of node publishing >= value)``: a capacity whose values split
+    one node's devices (:meth:`Inventory.splitting_capacity`); skips with the capacities seen when none."""
+    return _pick(inventory, "capacity that splits a node's devices", inventory.splitting_capacity)
+
+
+@pytest.fixture
+def together(inventory) -> Together:
+    """The devices of each node that can be allocated together, with the CEL selector that picks them
+    (:meth:`Inventory.together`; tests taking a whole node use it, so partitions sharing counters do not
+    make them unsatisfiable); skips with the counter sets as evidence when no selector fits."""
+    return _pick(inventory, "devices allocatable together", inventory.together)

@@ -6,7 +6,7 @@ profile's visibility probe (CDI-injected env or a vendor command).
 
 import pytest
 
-from conformance.api import timeouts, waits
+from conformance.api import cdi, leftovers, timeouts, waits
 
 pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
@@ -93,38 +93,43 @@ def test_running_pod_sees_driver_injected_device(k8s, tracker, builder, probe):
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-6", "ALLOC-13", "ALLOC-15")
-def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder):
+@pytest.mark.requires("node_access")
+def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, node_access):
     """Deleting a running pod completes (NodeUnprepareResources succeeded), its generated claim is
-    deallocated and removed, and no FailedUnprepareDynamicResources event appears.
-    Source: KEP-5970 behaviour 6 (NodeUnprepareResources)."""
-    # given: a running pod with a generated claim
+    deallocated and removed, and the node keeps nothing of the claim: no CDI spec naming it, no PodResources
+    entry, nothing prepared.
+    Source: KEP-5970 behaviour 6 (NodeUnprepareResources); driver contract §6.4."""
+    # given: a running pod with a generated claim, whose CDI spec is on the node
     template = tracker.create(builder.claim_template())
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=template)), timeout=timeouts.POD_START)
-    claim = waits.pod_claims(k8s, pod)[0]
+    claim, node = waits.pod_claims(k8s, pod)[0], pod.spec.node_name
+    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     # when: the pod is deleted
     k8s.delete("Pod", pod.name, pod.namespace)
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
-    # then: the claim is gone and the kubelet reported no unprepare failure
+    # then: the claim is gone and the node holds nothing of it
     waits.claim_gone(k8s, claim, timeout=timeouts.DEALLOCATION)
-    assert waits.events_for(k8s, pod, "FailedUnprepareDynamicResources") == [], waits.recent_events(k8s, pod.namespace)
+    left = leftovers(node_access, node, claim)
+    assert left.found == [], left.describe()
 
 
 @pytest.mark.allocation
 @pytest.mark.scenario("KEP5970-7", "ALLOC-08")
-def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, inventory, probe):
-    """After a pod holding every device of its node is deleted, a second pod with a new claim from the same
-    DeviceClass on that node starts and sees the devices.
+@pytest.mark.xdist_group("dra-cluster-state")  # takes a whole node
+def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, inventory, probe, together):
+    """After a pod holding every device of its node (those that can be allocated together) is deleted, a
+    second pod with a new claim from the same DeviceClass on that node starts and sees the devices.
     Source: KEP-5970 behaviour 7 (resource reuse); upstream "supports reusing resources"."""
     # given: a pod that took every device of one node, then was deleted
-    node = inventory.nodes()[0]
-    first = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
+    node, whole_node = inventory.nodes()[0], builder.claim(allocation_mode="All", selectors=together.selector)
+    first = tracker.create(builder.pod(uses=tracker.create(whole_node), node_name=node))
     waits.pod_running(k8s, first, timeout=timeouts.POD_START)
     k8s.delete("Pod", first.name, first.namespace)
     waits.pod_gone(k8s, first, timeout=timeouts.POD_DELETE)
     # when: a second pod with a new claim of the same class needs every device of that node
-    second = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
+    whole_node = builder.claim(allocation_mode="All", selectors=together.selector)
+    second = tracker.create(builder.pod(uses=tracker.create(whole_node), node_name=node))
     # then: it runs and sees all of them
     waits.pod_running(k8s, second, timeout=timeouts.POD_START)
-    devices = inventory.names_on(node)
-    shown, evidence = probe.shows_devices(second, devices, devices)
+    shown, evidence = probe.shows_devices(second, together.names_on(node), inventory.names_on(node))
     assert shown, evidence

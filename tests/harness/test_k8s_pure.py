@@ -119,3 +119,10 @@ def test_client_prefers_newest_served_version_for_kinds_missing_in_v1():
     assert k8s.versions == {"DeviceTaintRule": "v1beta2"}
     assert k8s._res("DeviceTaintRule", None).version == "v1beta2"
     assert k8s._res("DeviceTaintRule", "v1").version == "v1" and k8s._res("DeviceClass", None).version == "v1"
+
+
+def test_pod_unschedulable_with_needs_the_dra_reason_text():
+    from conformance.k8s import waits  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match="DRA reason"):
+        waits.pod_unschedulable_with(None, Obj({}), timeout=1)

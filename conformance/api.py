@@ -42,8 +42,10 @@ from conformance.k8s.objects import Obj
 from conformance.node import cdi
 from conformance.node.podresources import (
     PodResourcesError,
+    allocatable_device_ids,
     allocated_devices,
     claims_by_container,
+    for_claim,
     reported_cdi_ids,
     reported_devices,
 )
@@ -66,6 +68,7 @@ __all__ = [
     "Version",
     "WaitFailed",
     "WaitTimeout",
+    "allocatable_device_ids",
     "allocated_devices",
     "api_verbs",
     "cdi",
@@ -81,6 +84,7 @@ __all__ = [
     "errors",
     "expects_deprecation_warning",
     "first_available",
+    "for_claim",
     "label_patch",
     "leftovers",
     "limits",

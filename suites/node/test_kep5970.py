@@ -56,7 +56,7 @@ def test_claim_is_allocated_when_its_pod_is_scheduled(k8s, tracker, builder, inv
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
     assert [r.driver for r in allocated.results] == [inventory.driver], allocated.describe()
     assert inventory.of(allocated.results[0]).node == pod.spec.node_name, allocated.describe()
-    assert pod.spec.node_name in str(allocated.get("status.allocation.nodeSelector")), allocated.describe()
+    assert allocated.allocation_node_names == [pod.spec.node_name], allocated.describe()
 
 
 @pytest.mark.node

@@ -1,5 +1,5 @@
 """The one public module suites import (design.md §2): builders' parts, edits and catalogs, waits, timeouts,
-errors, API verbs, inventory and node-state helpers.
+errors, API verbs, inventory, kubelet metrics and node-state helpers.
 
     from conformance.api import waits, timeouts, request, first_available, match_attribute, opaque_config
 
@@ -11,7 +11,7 @@ module. See conformance/k8s/README.md for the cheat sheet.
 
 from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
-from conformance.k8s import api_verbs, waits
+from conformance.k8s import api_verbs, kubelet, waits
 from conformance.k8s.builders import (
     Version,
     container,
@@ -85,6 +85,7 @@ __all__ = [
     "expects_deprecation_warning",
     "first_available",
     "for_claim",
+    "kubelet",
     "label_patch",
     "leftovers",
     "limits",

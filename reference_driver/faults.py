@@ -30,6 +30,8 @@ FAULTS: dict[str, str] = {
     "re-created pool restarts at generation 1 (PUB-11).",
     "wrong-slice-count": "pool.resourceSliceCount is one more than the number of slices published, so the "
     "pool never looks complete (PUB-11).",
+    "register-v1beta1-only": "GetInfo advertises only v1beta1.DRAPlugin (not the GA v1.DRAPlugin of KEP-4381 / "
+    "1.34), so the kubelet prepares through the deprecated v1beta1 service (REG-01).",
 }
 
 

@@ -6,26 +6,50 @@ profile's visibility probe (CDI-injected env or a vendor command).
 
 import pytest
 
-from conformance.api import cdi, leftovers, timeouts, waits
+from conformance.api import cdi, kubelet, leftovers, timeouts, waits
 
 pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-1", "REG-01")
-@pytest.mark.requires("node_access")
-def test_driver_registers_with_every_kubelet(driver, inventory, node_access):
-    """Every driver node's kubelet plugin registry holds a socket that answers GetInfo as a DRAPlugin named
-    after the driver, offering the v1 DRA service.
-    Source: KEP-5970 behaviour 1; upstream "kubelet registers plugin" (test/e2e/dra/dra.go); pluginregistration v1."""
+def test_driver_registers_with_every_kubelet(k8s, tracker, builder, driver, inventory):
+    """Every driver node's kubelet accepted the driver's plugin and prepares its claims through the GA
+    service: a pod using one device runs on each node, and that kubelet's metrics count new successful
+    ``v1.DRAPlugin/NodePrepareResources`` calls to the driver (no node access needed).
+    Source: KEP-5970 behaviour 1; KEP-4381 (v1 kubelet API, 1.34); upstream "kubelet registers plugin";
+    kubelet metric dra_grpc_operations_duration_seconds."""
+    # given: the nodes where the driver publishes devices, and each kubelet's calls to the driver so far
+    nodes = inventory.nodes()
+    before = {node: kubelet.DraCalls.read(k8s, node, driver.name) for node in nodes}
+    # when: a pod with one device of the driver runs on each node
+    pods = [tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node)) for node in nodes]
+    for pod in pods:
+        waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    # then: each kubelet called the driver's v1 NodePrepareResources
+    calls = {node: kubelet.DraCalls.read(k8s, node, driver.name).since(before[node]) for node in nodes}
+    assert nodes, f"driver {driver.name} publishes no node-local devices"
+    assert all(kubelet.PREPARE_V1 in c for c in calls.values()), calls
+
+
+@pytest.mark.node
+@pytest.mark.scenario("REG-01")
+@pytest.mark.requires("plugin_registration")
+def test_registration_socket_advertises_the_v1_service(k8s, driver, inventory, node_access):
+    """Each driver node has one registration socket answering GetInfo as a DRAPlugin named after the driver
+    that advertises the GA service v1.DRAPlugin, and the kubelet's plugin manager holds that very socket as
+    registered (actual state of world).
+    Source: pluginregistration v1 GetInfo; KEP-4381 (v1.DRAPlugin, 1.34); kubelet metric
+    plugin_manager_total_plugins."""
     # given: the nodes where the driver publishes devices
     nodes = inventory.nodes()
-    # when: every registration socket of each node is asked GetInfo, as the kubelet does
+    # when: their registration sockets are asked GetInfo and their kubelets' metrics are read
     answers = {node: [p for p in node_access.plugin_info(node) if p.get("name") == driver.name] for node in nodes}
-    # then: each node has the driver as a DRAPlugin serving v1.DRAPlugin
-    assert nodes, f"driver {driver.name} publishes no node-local devices"
-    assert all(len(a) == 1 and a[0]["type"] == "DRAPlugin" for a in answers.values()), answers
+    accepted = {node: kubelet.accepted_sockets(kubelet.metrics(k8s, node)) for node in nodes}
+    # then: one DRAPlugin socket per node advertises v1.DRAPlugin, and the kubelet registered it
+    assert nodes and all(len(a) == 1 and a[0]["type"] == "DRAPlugin" for a in answers.values()), answers
     assert all("v1.DRAPlugin" in a[0]["supported_versions"] for a in answers.values()), answers
+    assert all(kubelet.accepts_socket(accepted[n], answers[n][0]["socket"]) for n in nodes), (answers, accepted)
 
 
 @pytest.mark.publishing

@@ -1,5 +1,5 @@
 """The one public module suites import (design.md §2): builders' parts, edits and catalogs, waits, timeouts,
-errors, API verbs, inventory and node-state helpers, invariant checks (``check_slices``).
+errors, API verbs, inventory, kubelet metrics, node-state helpers and invariant checks (``check_slices``).
 
     from conformance.api import waits, timeouts, request, first_available, match_attribute, opaque_config
 
@@ -14,7 +14,7 @@ from conformance.checks.base import describe as describe_violations
 from conformance.checks.slices import check_slices, node_owner_uids
 from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
-from conformance.k8s import api_verbs, waits
+from conformance.k8s import api_verbs, kubelet, waits
 from conformance.k8s.builders import (
     Version,
     container,
@@ -55,11 +55,14 @@ from conformance.k8s.objects import Obj
 from conformance.node import cdi
 from conformance.node.podresources import (
     PodResourcesError,
+    allocatable_device_ids,
     allocated_devices,
     claims_by_container,
+    for_claim,
     reported_cdi_ids,
     reported_devices,
 )
+from conformance.node.prepared import Leftovers, leftovers
 
 __all__ = [
     "slice_state",
@@ -79,12 +82,14 @@ __all__ = [
     "Conflict",
     "Invalid",
     "LeakError",
+    "Leftovers",
     "NotFound",
     "Obj",
     "PodResourcesError",
     "Version",
     "WaitFailed",
     "WaitTimeout",
+    "allocatable_device_ids",
     "allocated_devices",
     "api_verbs",
     "cdi",
@@ -100,7 +105,10 @@ __all__ = [
     "errors",
     "expects_deprecation_warning",
     "first_available",
+    "for_claim",
+    "kubelet",
     "label_patch",
+    "leftovers",
     "limits",
     "markers",
     "match_attribute",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.k8s.inventory import Inventory, complete_pools, driver_slices
+from conformance.k8s.inventory import Inventory, Together, complete_pools, driver_slices
 from conformance.node.probe import Probe
 
 
@@ -75,12 +75,6 @@ def unique_attribute(inventory) -> str:
 
 
 @pytest.fixture
-def largest_capacity(inventory) -> tuple[str, str]:
-    """``(capacity name, largest published value)`` of a capacity every device publishes; skips when none."""
-    return _pick(inventory, "capacity", inventory.largest_capacity)
-
-
-@pytest.fixture
 def multi_slice_pool(k8s, driver) -> str:
     """The name of one of the driver's complete pools published as two or more slices (the pool generation
     rule only shows there); skips with each pool's slice count as evidence when every pool is one slice."""
@@ -90,3 +84,15 @@ def multi_slice_pool(k8s, driver) -> str:
         counts = {p: len(items) for p, items in sorted(pools.items())}
         pytest.skip(f"pool of two or more slices not available: slices per complete pool of {driver.name}: {counts}")
     return multi[0]
+def splitting_capacity(inventory) -> tuple[str, str, str, list[str]]:
+    """``(node, capacity name, value, devices of node publishing >= value)``: a capacity whose values split
+    one node's devices (:meth:`Inventory.splitting_capacity`); skips with the capacities seen when none."""
+    return _pick(inventory, "capacity that splits a node's devices", inventory.splitting_capacity)
+
+
+@pytest.fixture
+def together(inventory) -> Together:
+    """The devices of each node that can be allocated together, with the CEL selector that picks them
+    (:meth:`Inventory.together`; tests taking a whole node use it, so partitions sharing counters do not
+    make them unsatisfiable); skips with the counter sets as evidence when no selector fits."""
+    return _pick(inventory, "devices allocatable together", inventory.together)

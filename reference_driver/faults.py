@@ -39,6 +39,8 @@ FAULTS: dict[str, str] = {
     "wrong-cdi-device": "NodePrepareResources returns, and writes the CDI spec for, another device of this node "
     "than the one allocated (the next by name), so containers get a device the claim does not hold "
     "(driver contract: prepared devices are the allocation results; KAR-0049 isolation).",
+    "register-v1beta1-only": "GetInfo advertises only v1beta1.DRAPlugin (not the GA v1.DRAPlugin of KEP-4381 / "
+    "1.34), so the kubelet prepares through the deprecated v1beta1 service (REG-01).",
 }
 
 

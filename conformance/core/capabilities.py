@@ -179,8 +179,8 @@ def _allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capabili
 def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
     """Capabilities from ``facts``: ``served_versions`` {version: [plurals]}, ``feature_gates`` (apiserver
     metrics), ``kubelet_gates`` {node: gates}, ``configured_gates``, ``k8s_version``, ``devices`` (see
-    conformance.k8s.discovery.devices_of), ``node_access``/``plugin_restart``/``kubelet_restart``:
-    ``(bool, evidence)``."""
+    conformance.k8s.discovery.devices_of), ``node_access``/``plugin_restart``/``kubelet_restart``/
+    ``plugin_registration``: ``(bool, evidence)``."""
     served = facts.get("served_versions") or {}
     items: dict[str, Capability] = {}
     versions_text = ", ".join(sorted(served)) or "none"
@@ -193,7 +193,7 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
             items[name] = Capability(name, bool(where), f"devicetaintrules served in: {', '.join(where) or 'none'}")
         elif name.startswith("gate."):
             items[name] = _gate(name, facts)
-    for name in ("node_access", "plugin_restart", "kubelet_restart"):
+    for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration"):
         ok, why = facts.get(name) or (False, "not probed")
         items[name] = Capability(name, bool(ok), why)
     per_node = _per_node(facts.get("devices") or [])

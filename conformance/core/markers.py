@@ -79,6 +79,7 @@ CAPABILITIES = {
     "node_access": "the harness can reach node files and sockets (PodResources, CDI, plugin registry)",
     "plugin_restart": "the harness can restart the driver's kubelet plugin",
     "kubelet_restart": "the harness can restart a kubelet (disruptive)",
+    "plugin_registration": "the harness can call the kubelet plugin registration sockets (GetInfo)",
     # feature gates (kubernetes_feature_enabled metrics)
     "gate.DRAPrioritizedList": "feature gate DRAPrioritizedList on",
     "gate.DRAAdminAccess": "feature gate DRAAdminAccess on",

@@ -15,10 +15,8 @@ from . import inventory
 from .client import K8s
 from .inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from .objects import Obj
+from .prometheus import samples
 from .resources import RESOURCE_GROUP
-
-_FEATURE = re.compile(r"^kubernetes_feature_enabled\{([^}]*)\}\s+([0-9.eE+-]+)", re.M)
-_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 def served_versions(k8s: K8s) -> dict[str, list[str]]:
@@ -53,10 +51,9 @@ def server_version(k8s: K8s) -> str:
 def parse_feature_metrics(text: str) -> dict[str, bool]:
     """``{gate: enabled}`` from Prometheus text containing ``kubernetes_feature_enabled{name="X"} 1``."""
     gates = {}
-    for labels, value in _FEATURE.findall(text):
-        name = dict(_LABEL.findall(labels)).get("name")
-        if name:
-            gates[name] = float(value) == 1.0
+    for labels, value in samples(text, "kubernetes_feature_enabled"):
+        if labels.get("name"):
+            gates[labels["name"]] = value == 1.0
     return gates
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator
 
+from . import counters
 from .objects import Obj
 
 
@@ -113,7 +114,8 @@ def typed_attributes(attributes: dict) -> dict[str, tuple[str, object]]:
 class Device:
     """One published device: ``node`` ("" for non-node-local), ``pool``, ``name``, ``attributes`` and
     ``capacity`` keyed by fully-qualified name (attribute values unwrapped: int, bool, str, version str),
-    ``types`` (qualified attribute name -> ``int`` | ``bool`` | ``string`` | ``version``)."""
+    ``types`` (qualified attribute name -> ``int`` | ``bool`` | ``string`` | ``version``), ``consumes``
+    (``((counter set, counter, quantity string), ...)`` from ``consumesCounters``: KEP-4815)."""
 
     node: str
     pool: str
@@ -121,6 +123,7 @@ class Device:
     attributes: dict
     capacity: dict
     types: dict = dataclasses.field(default_factory=dict)
+    consumes: tuple = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -157,19 +160,38 @@ def facts(slices: Iterable[Obj]) -> list[dict]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Together:
+    """Devices that can be allocated together on each node: the CEL ``selector`` (None: every device)
+    matches exactly ``by_node[node]`` among that node's devices."""
+
+    selector: str | None
+    by_node: dict
+
+    def names_on(self, node: str) -> list[str]:
+        """Names of the devices the selector picks on ``node``, in published order."""
+        return [d.name for d in self.by_node.get(node, [])]
+
+    def smallest(self) -> int:
+        """The fewest devices the selector picks on any node (0 when no node)."""
+        return min((len(v) for v in self.by_node.values()), default=0)
+
+
 class Inventory:
     """All devices of one driver from its complete pools (highest generation)."""
 
-    def __init__(self, driver: str, devices: Iterable[Device]) -> None:
+    def __init__(self, driver: str, devices: Iterable[Device], counter_sets: dict | None = None) -> None:
         self.driver = driver
         self.devices = list(devices)
+        self.counter_sets = dict(counter_sets or {})  # {(pool, counter set): {counter: quantity string}}
         self._by_key = {d.key: d for d in self.devices}
 
     @classmethod
     def from_slices(cls, driver: str, slices: list[Obj]) -> Inventory:
         """The devices of ``driver``'s complete pools among ``slices``."""
-        devices = []
-        for pool_slices in complete_pools(slices).values():
+        devices, counter_sets = [], {}
+        for pool, pool_slices in complete_pools(slices).items():
+            counter_sets.update(counters.shared(pool, pool_slices))
             for s, d in slice_devices(pool_slices):
                 name, attrs, cap = device_fields(d)
                 typed = {qualify(driver, k): tv for k, tv in typed_attributes(attrs).items()}
@@ -181,9 +203,10 @@ class Inventory:
                         {k: v for k, (_, v) in typed.items()},
                         {qualify(driver, k): (v or {}).get("value") for k, v in cap.items()},
                         {k: t for k, (t, _) in typed.items()},
+                        counters.consumed(device_body(d)),
                     )
                 )
-        return cls(driver, devices)
+        return cls(driver, devices, counter_sets)
 
     @classmethod
     def read(cls, k8s, driver: str) -> Inventory:
@@ -240,15 +263,62 @@ class Inventory:
                 return name
         raise LookupError(f"no attribute has distinct values per node for {self.driver}")
 
-    def largest_capacity(self) -> tuple[str, str]:
-        """A capacity every device publishes and its largest published value (as the slice wrote it);
-        raises LookupError when no capacity is published by every device."""
+    def splitting_capacity(self) -> tuple[str, str, str, list[str]]:
+        """``(node, capacity name, value, names of the node's devices publishing at least value)``: a
+        capacity every device of ``node`` publishes with differing values, and its largest value there, so
+        a selector ``>= value`` matches some devices of the node and not others. Raises LookupError naming
+        the capacities seen per node when no capacity splits any node's devices."""
         from kubernetes.utils.quantity import parse_quantity  # noqa: PLC0415 - only for quantities
 
-        for name in sorted(self._common(self.devices, "capacity")):
-            best = max(self.devices, key=lambda d: parse_quantity(d.capacity[name]))
-            return name, best.capacity[name]
-        raise LookupError(f"no capacity is published by every device of {self.driver}")
+        seen = {}
+        for node in self.nodes():
+            devices = self.on_node(node)
+            for name in sorted(self._common(devices, "capacity")):
+                amounts = {d.name: parse_quantity(d.capacity[name]) for d in devices}
+                seen[f"{node}/{name}"] = sorted({d.capacity[name] for d in devices})
+                top = max(amounts.values())
+                if min(amounts.values()) < top:
+                    best = next(d.capacity[name] for d in devices if amounts[d.name] == top)
+                    return node, name, best, [d.name for d in devices if amounts[d.name] >= top]
+        raise LookupError(
+            f"no capacity of {self.driver} has different values on one node's devices "
+            f"(a quantity selector could not tell them apart); capacities seen per node: {seen or 'none'}"
+        )
+
+    def together(self) -> Together:
+        """The devices of each node that can be allocated together (allocationMode All, a whole node's
+        worth), picked by one selector on every node. None (every device) when no device consumes shared
+        counters; otherwise the largest group ``<attribute> == <value>`` whose counter consumption fits
+        the pool's counter sets on every node (e.g. whole GPUs, or all partitions, not both). Raises
+        LookupError when no such group exists.
+        Source: KEP-4815 (sharedCounters / consumesCounters: devices drawing on one counter set exceed
+        it together)."""
+        nodes = self.nodes()
+        if not any(d.consumes for d in self.devices):
+            return Together(None, {n: self.on_node(n) for n in nodes})
+        best = None
+        for name, value in self._attribute_values(nodes):
+            groups = {n: [d for d in self.on_node(n) if d.attributes[name] == value] for n in nodes}
+            size = min(len(g) for g in groups.values())
+            fits = all(counters.fit(g, self.counter_sets) for g in groups.values())
+            if size and fits and (best is None or size > best[0]):
+                best = size, f"{cel_attribute(name)} == {cel_literal(value)}", groups
+        if best is None:
+            raise LookupError(
+                f"no attribute value of {self.driver} selects devices that can be allocated together on every "
+                f"node (their consumesCounters exceed the sharedCounters); counter sets: {self.counter_sets}"
+            )
+        return Together(best[1], best[2])
+
+    def _attribute_values(self, nodes: list[str]) -> list[tuple[str, object]]:
+        """``(attribute, value)`` pairs of string/int/bool attributes every device of ``nodes`` publishes."""
+        devices = [d for n in nodes for d in self.on_node(n)]
+        names = [
+            n
+            for n in sorted(self._common(devices, "attributes"))
+            if all(d.types.get(n) in ("string", "int", "bool") for d in devices)
+        ]
+        return [(n, v) for n in names for v in sorted({d.attributes[n] for d in devices}, key=repr)]
 
     def numeric_attribute(self) -> str:
         """An int attribute every device has (for CEL selectors); raises LookupError when none."""
@@ -275,7 +345,9 @@ def cel_capacity(qualified: str) -> str:
 
 
 def cel_literal(value) -> str:
-    """A CEL literal for an attribute value (str quoted, int as is)."""
+    """A CEL literal for an attribute value (str quoted, bool ``true``/``false``, int as is)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return str(value)

@@ -121,6 +121,18 @@ class Obj(Node):
         return wrap(self.get("status.allocation.devices.results") or [])
 
     @property
+    def allocation_node_names(self) -> list[str]:
+        """Node names a ResourceClaim's ``status.allocation.nodeSelector`` names exactly (``matchFields``
+        ``metadata.name`` ``In`` values, every term; sorted, repeated names once; [] when none). The
+        allocator pins node-local devices this way (resource.k8s.io/v1 AllocationResult.nodeSelector)."""
+        names = set()
+        for term in self.get("status.allocation.nodeSelector.nodeSelectorTerms") or []:
+            for field in term.get("matchFields") or []:
+                if field.get("key") == "metadata.name" and field.get("operator") == "In":
+                    names.update(field.get("values") or [])
+        return sorted(names)
+
+    @property
     def reserved_for(self) -> list[Node]:
         """``status.reservedFor`` of a ResourceClaim (consumers with ``name``, ``uid``)."""
         return wrap(self.get("status.reservedFor") or [])

@@ -120,7 +120,10 @@ class HelperPodNodeAccess:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())
 
     def plugin_info(self, node: str) -> list[dict]:
-        raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the registration sockets")
+        raise NodeAccessUnavailable(
+            "the privileged helper pod has no gRPC client for the registration sockets "
+            "(kubelet acceptance is still checked through its metrics, without node access)"
+        )
 
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the PodResources socket")

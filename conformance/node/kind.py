@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
-from . import crilog
+from . import crilog, registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
@@ -15,7 +16,8 @@ REGISTRY = "/var/lib/kubelet/plugins_registry"
 
 class KindNodeAccess:
     """Runs commands in kind node containers. PodResources needs a socket on the host, which kind does not
-    expose: ``pod_resources`` raises NodeAccessUnavailable."""
+    expose: ``pod_resources`` raises NodeAccessUnavailable. Registration sockets are dialled through the
+    node container's root in ``/proc`` when this host runs the Docker daemon (``plugin_info``)."""
 
     mode = "kind"
 
@@ -23,13 +25,7 @@ class KindNodeAccess:
         self.node_names = list(node_names)
 
     def _exec(self, node: str, *argv: str) -> str:
-        docker = shutil.which("docker")
-        if not docker:
-            raise NodeAccessUnavailable("docker is not installed")
-        proc = subprocess.run([docker, "exec", node, *argv], capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            raise NodeAccessUnavailable(f"docker exec {node} {' '.join(argv)}: {proc.stderr.strip()}")
-        return proc.stdout
+        return self._exec_host("docker", "exec", node, *argv)
 
     def probe(self) -> tuple[bool, str]:
         try:
@@ -50,7 +46,31 @@ class KindNodeAccess:
         return sorted(self._exec(node, "ls", REGISTRY).split())
 
     def plugin_info(self, node: str) -> list[dict]:
-        raise NodeAccessUnavailable("kind does not expose the plugin registration sockets to the host")
+        """GetInfo answers of the node's registration sockets, dialled from this host through the node
+        container's root (``/proc/<pid>/root``): needs root on the Docker host itself. Raises
+        NodeAccessUnavailable (with the reason) when that path is not reachable."""
+        pid = self._exec_host("docker", "inspect", "--format", "{{.State.Pid}}", node).strip()
+        registry = Path(f"/proc/{pid}/root{REGISTRY}")
+        try:
+            if not Path(f"/proc/{pid}/root/kind").is_dir():  # the pid is this kind node's, not a remote daemon's
+                raise NodeAccessUnavailable(f"/proc/{pid}/root is not kind node {node} (remote Docker daemon?)")
+            registry.stat()
+        except OSError as exc:
+            raise NodeAccessUnavailable(
+                f"kind node {node}'s plugin registry is not reachable from this host as {registry}: {exc} "
+                "(run as root on the Docker host)"
+            ) from exc
+        return registration.plugins_in(registry)
+
+    def _exec_host(self, *argv: str) -> str:
+        """Run a host command (``docker ...``); its stdout. Raises NodeAccessUnavailable when it fails."""
+        binary = shutil.which(argv[0])
+        if not binary:
+            raise NodeAccessUnavailable(f"{argv[0]} is not installed")
+        proc = subprocess.run([binary, *argv[1:]], capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            raise NodeAccessUnavailable(f"{' '.join(argv)}: {proc.stderr.strip()}")
+        return proc.stdout
 
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("kind does not expose the kubelet PodResources socket to the host")

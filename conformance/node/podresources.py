@@ -120,6 +120,21 @@ def reported_cdi_ids(dynamic_resources: list[dict]) -> set[str]:
     }
 
 
+def for_claim(dynamic_resources: list[dict], claim) -> list[dict]:
+    """The DynamicResource entries that name ``claim`` (``claimName`` and ``claimNamespace`` equal to its
+    name and namespace), compared as exact values."""
+    return [
+        dr
+        for dr in dynamic_resources
+        if dr.get("claimName") == claim.name and dr.get("claimNamespace") == claim.namespace
+    ]
+
+
+def allocatable_device_ids(reply: dict) -> set[str]:
+    """Every device ID of a ``GetAllocatableResources`` reply (``devices[].deviceIds``), as exact values."""
+    return {i for d in reply.get("devices") or [] for i in d.get("deviceIds") or []}
+
+
 def allocated_devices(claim) -> set[tuple[str, str, str]]:
     """``{(driver, pool, device)}`` of a ResourceClaim's allocation results (to compare with
     :func:`reported_devices`)."""

@@ -10,6 +10,7 @@ kubelet's PodResources ``List`` still reporting the claim for a pod (KEP-3695 ``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import grpc
@@ -18,6 +19,51 @@ from conformance.k8s.tracker import Tracked
 
 from . import cdi
 from .base import NodeAccess, NodeAccessUnavailable
+
+
+@dataclasses.dataclass(frozen=True)
+class Leftovers:
+    """What a node still holds of one claim after unprepare: ``found`` (evidence lines: CDI spec files naming
+    its UID, PodResources pods still reporting it; empty when nothing) and ``looked`` (what was read, so an
+    empty ``found`` shows that the look ran)."""
+
+    node: str
+    found: list[str]
+    looked: str
+
+    def describe(self) -> str:
+        """One text for assertion messages: what was found and what was read on which node."""
+        return f"node {self.node}: found {self.found or 'nothing'}; read {self.looked}"
+
+
+def leftovers(node_access: NodeAccess, node: str, claim) -> Leftovers:
+    """What ``node`` still holds of ``claim`` (``uid``, ``name``, ``namespace``): CDI spec files naming its
+    UID (read strictly: NodeAccessUnavailable / OSError propagate, a look that cannot run is no pass) and the
+    pods PodResources ``List`` still reports it for (skipped, and said so in ``looked``, when the access mode
+    has no PodResources client: kind, privileged-pod).
+    Source: driver contract §6.4 (NodeUnprepareResources removes what prepare wrote); KEP-3695 (List reports
+    active pods' claims); design.md §6 (nothing prepared on any node)."""
+    specs = node_access.cdi_specs(node)
+    found = [f"CDI spec {name} names its UID {claim.uid}" for name in cdi.specs_naming(specs, claim.uid)]
+    looked = f"{len(specs)} CDI spec file(s) {sorted(specs)}"
+    try:
+        pods = node_access.pod_resources(node).list()
+    except NodeAccessUnavailable as exc:
+        return Leftovers(node, found, f"{looked}; PodResources not read: {exc}")
+    users = sorted(
+        f"{pod.get('namespace')}/{pod.get('name')}" for pod in pods if (claim.namespace, claim.name) in _claims_of(pod)
+    )
+    found += [f"PodResources List still reports it for pod {user}" for user in users]
+    return Leftovers(node, found, f"{looked}; PodResources List of {len(pods)} pod(s)")
+
+
+def _claims_of(pod: dict) -> set[tuple[str, str]]:
+    """``{(claim namespace, claim name)}`` of one PodResources ``List`` entry."""
+    return {
+        (dr.get("claimNamespace", ""), dr.get("claimName", ""))
+        for ctr in pod.get("containers") or []
+        for dr in ctr.get("dynamicResources") or []
+    }
 
 
 class PreparedClaims:
@@ -54,9 +100,4 @@ class PreparedClaims:
             pods = self.node_access.pod_resources(node).list()
         except (NodeAccessUnavailable, OSError, grpc.RpcError):  # no socket in this mode, kubelet restarting
             return set()
-        return {
-            (dr.get("claimNamespace", ""), dr.get("claimName", ""))
-            for pod in pods
-            for ctr in pod.get("containers") or []
-            for dr in ctr.get("dynamicResources") or []
-        }
+        return {key for pod in pods for key in _claims_of(pod)}

@@ -17,6 +17,8 @@ from google.protobuf.json_format import MessageToDict
 
 from conformance.core import errors
 
+from .base import NodeAccessUnavailable
+
 GET_INFO = "/pluginregistration.Registration/GetInfo"  # wire method name (upstream proto package)
 TIMEOUT_S = 10.0
 
@@ -63,3 +65,14 @@ def plugins_in(registry: Path | str, timeout: float = TIMEOUT_S) -> list[dict]:
         except grpc.RpcError as exc:
             out.append({"socket": sock.name, "error": str(exc.code())})
     return out
+
+
+def access(node_access, node: str) -> tuple[bool, str]:
+    """``(able, evidence)``: whether ``node_access`` can ask ``node``'s registration sockets GetInfo (the
+    ``plugin_registration`` capability). Decided by the access mode, not by the driver: a reachable registry
+    with no answering socket is still able (the test then fails on the driver)."""
+    try:
+        answers = node_access.plugin_info(node)
+    except (NodeAccessUnavailable, OSError) as exc:
+        return False, f"node access {node_access.mode} cannot call registration sockets on {node}: {exc}"
+    return True, f"node access {node_access.mode} reached {len(answers)} registration socket(s) on {node}"

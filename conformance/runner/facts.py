@@ -18,6 +18,7 @@ from conformance.core.handles import ClusterHandle, DriverHandle, NodeAccess, Re
 from conformance.core.profile import DriverProfile
 from conformance.k8s import discovery
 from conformance.k8s.client import K8s
+from conformance.node import registration
 
 
 def collect(
@@ -49,6 +50,9 @@ def collect(
             if isinstance(node_access, RestartsKubelet)
             else (False, f"node access {node_access.mode} cannot restart kubelets")
         )
+        facts["plugin_registration"] = (
+            registration.access(node_access, nodes[0]["name"]) if nodes else (False, "the cluster has no nodes")
+        )
     else:
         facts["node_access"] = (
             False,
@@ -56,6 +60,7 @@ def collect(
             "--node-access privileged-pod on an existing cluster)",
         )
         facts["kubelet_restart"] = (False, "no node access")
+        facts["plugin_registration"] = (False, "no node access")
     facts["plugin_restart"] = (
         (True, "driver runs as host processes the harness controls")
         if isinstance(driver, RestartsPlugin)

@@ -20,6 +20,13 @@ log = logging.getLogger(__name__)
 
 PLUGIN_TYPE = "DRAPlugin"
 SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
+V1BETA1_ONLY = ("v1beta1.DRAPlugin",)  # fault register-v1beta1-only: a pre-1.34 driver's advertisement
+
+
+def dra_versions(faults) -> tuple[str, ...]:
+    """The DRA services GetInfo advertises: v1 and v1beta1, or only v1beta1 under the fault
+    ``register-v1beta1-only`` (the kubelet then calls the v1beta1 service although v1 is served)."""
+    return V1BETA1_ONLY if faults.on("register-v1beta1-only") else SUPPORTED_VERSIONS
 
 
 @dataclass(frozen=True)

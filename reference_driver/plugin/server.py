@@ -25,7 +25,7 @@ from ..state import DeviceState
 from . import dra_v1, dra_v1beta1, wire
 from .dra import DraService
 from .health import HealthService
-from .registration import SUPPORTED_VERSIONS, RegistrationService
+from .registration import RegistrationService, dra_versions
 
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 105  # sun_path is 108 bytes incl. NUL; grpc-python refuses 106 and 107 (measured)
@@ -103,7 +103,7 @@ class PluginServer:
                     wire.health_v1alpha1(), pool, health, self._stopping, faults, health_interval
                 ),
             }
-        versions = SUPPORTED_VERSIONS + (HEALTH_VERSIONS if self.health else ())
+        versions = dra_versions(faults) + (HEALTH_VERSIONS if self.health else ())
         self.registration = RegistrationService(driver, str(paths.dra.absolute()), versions)
         self.services: dict[str, DraService] = {"v1": dra_v1.service(state), "v1beta1": dra_v1beta1.service(state)}
         self._workers = workers

@@ -12,13 +12,14 @@ pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381
 
 
 @pytest.mark.scenario("ALLOC-19")
-def test_pods_taking_a_whole_node_each_land_on_different_nodes(k8s, tracker, builder, inventory, probe):
-    """Pods whose claims each need every device of one node (count = the smallest node inventory) spread over
-    distinct nodes; each allocation's nodeSelector names the pod's node.
+@pytest.mark.xdist_group("dra-cluster-state")  # takes whole nodes
+def test_pods_taking_a_whole_node_each_land_on_different_nodes(k8s, tracker, builder, inventory, probe, together):
+    """Pods whose claims each need every device of one node (count = the fewest devices that can be allocated
+    together on any node) spread over distinct nodes; each allocation's devices are on the pod's node.
     Source: upstream "with node-local resources uses all resources"."""
     # given: one claim per driver node, each for a whole node's worth of devices
-    count = inventory.per_node_min()
-    pods = [tracker.create(builder.pod(uses=tracker.create(builder.claim(count=count)))) for _ in inventory.nodes()]
+    claims = [builder.claim(count=together.smallest(), selectors=together.selector) for _ in inventory.nodes()]
+    pods = [tracker.create(builder.pod(uses=tracker.create(claim))) for claim in claims]
     # when: they are scheduled
     pods = [waits.pod_running(k8s, p, timeout=timeouts.POD_START) for p in pods]
     # then: one pod per node, every device on the pod's node, all visible

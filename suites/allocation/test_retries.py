@@ -20,13 +20,16 @@ pytestmark = [
 
 @pytest.mark.scenario("ALLOC-10")
 def test_pod_runs_after_its_missing_device_class_is_created(k8s, tracker, builder, probe):
-    """A pod whose claim names a DeviceClass that does not exist yet is unschedulable; it runs once the
-    class is created.
-    Source: upstream "retries pod scheduling after creating device class"."""
+    """A pod whose claim names a DeviceClass that does not exist yet is unschedulable with the scheduler's
+    reason naming the class; it runs once the class is created.
+    Source: upstream "retries pod scheduling after creating device class"; scheduler DynamicResources
+    PreFilter ("device class <name> does not exist")."""
     # given: a pod whose claim uses a class not yet created
     device_class = builder.device_class()
     pod = tracker.create(builder.pod(uses=tracker.create(builder.claim(device_class=device_class.name))))
-    waits.pod_unschedulable_with(k8s, pod, timeout=timeouts.ALLOCATION)
+    waits.pod_unschedulable_with(
+        k8s, pod, f"device class {device_class.name} does not exist", timeout=timeouts.ALLOCATION
+    )
     # when: the class is created
     tracker.create(device_class)
     # then: the pod runs and sees its device

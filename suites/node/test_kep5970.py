@@ -6,26 +6,60 @@ profile's visibility probe (CDI-injected env or a vendor command).
 
 import pytest
 
-from conformance.api import check_slices, describe_violations, driver_slices, node_owner_uids, timeouts, waits
+from conformance.api import (
+    cdi,
+    check_slices,
+    describe_violations,
+    driver_slices,
+    kubelet,
+    leftovers,
+    node_owner_uids,
+    timeouts,
+    waits,
+)
 
 pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-1", "REG-01")
-@pytest.mark.requires("node_access")
-def test_driver_registers_with_every_kubelet(driver, inventory, node_access):
-    """Every driver node's kubelet plugin registry holds a socket that answers GetInfo as a DRAPlugin named
-    after the driver, offering the v1 DRA service.
-    Source: KEP-5970 behaviour 1; upstream "kubelet registers plugin" (test/e2e/dra/dra.go); pluginregistration v1."""
+def test_driver_registers_with_every_kubelet(k8s, tracker, builder, driver, inventory):
+    """Every driver node's kubelet accepted the driver's plugin and prepares its claims through the GA
+    service: a pod using one device runs on each node, and that kubelet's metrics count new successful
+    ``v1.DRAPlugin/NodePrepareResources`` calls to the driver (no node access needed).
+    Source: KEP-5970 behaviour 1; KEP-4381 (v1 kubelet API, 1.34); upstream "kubelet registers plugin";
+    kubelet metric dra_grpc_operations_duration_seconds."""
+    # given: the nodes where the driver publishes devices, and each kubelet's calls to the driver so far
+    nodes = inventory.nodes()
+    before = {node: kubelet.DraCalls.read(k8s, node, driver.name) for node in nodes}
+    # when: a pod with one device of the driver runs on each node
+    pods = [tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node)) for node in nodes]
+    for pod in pods:
+        waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    # then: each kubelet called the driver's v1 NodePrepareResources
+    calls = {node: kubelet.DraCalls.read(k8s, node, driver.name).since(before[node]) for node in nodes}
+    assert nodes, f"driver {driver.name} publishes no node-local devices"
+    assert all(kubelet.PREPARE_V1 in c for c in calls.values()), calls
+
+
+@pytest.mark.node
+@pytest.mark.scenario("REG-01")
+@pytest.mark.requires("plugin_registration")
+def test_registration_socket_advertises_the_v1_service(k8s, driver, inventory, node_access):
+    """Each driver node has one registration socket answering GetInfo as a DRAPlugin named after the driver
+    that advertises the GA service v1.DRAPlugin, and the kubelet's plugin manager holds that very socket as
+    registered (actual state of world).
+    Source: pluginregistration v1 GetInfo; KEP-4381 (v1.DRAPlugin, 1.34); kubelet metric
+    plugin_manager_total_plugins."""
     # given: the nodes where the driver publishes devices
     nodes = inventory.nodes()
-    # when: every registration socket of each node is asked GetInfo, as the kubelet does
+    # when: their registration sockets are asked GetInfo and their kubelets' metrics are read
     answers = {node: [p for p in node_access.plugin_info(node) if p.get("name") == driver.name] for node in nodes}
-    # then: each node has the driver as a DRAPlugin serving v1.DRAPlugin
-    assert nodes, f"driver {driver.name} publishes no node-local devices"
-    assert all(len(a) == 1 and a[0]["type"] == "DRAPlugin" for a in answers.values()), answers
+    accepted = {node: kubelet.accepted_sockets(kubelet.metrics(k8s, node)) for node in nodes}
+    # then: one DRAPlugin socket per node advertises v1.DRAPlugin, and the kubelet registered it
+    assert nodes and all(len(a) == 1 and a[0]["type"] == "DRAPlugin" for a in answers.values()), answers
     assert all("v1.DRAPlugin" in a[0]["supported_versions"] for a in answers.values()), answers
+    assert all(kubelet.accepts_socket(accepted[n], answers[n][0]["socket"]) for n in nodes), (answers, accepted)
 
 
 @pytest.mark.publishing
@@ -64,7 +98,7 @@ def test_claim_is_allocated_when_its_pod_is_scheduled(k8s, tracker, builder, inv
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
     assert [r.driver for r in allocated.results] == [inventory.driver], allocated.describe()
     assert inventory.of(allocated.results[0]).node == pod.spec.node_name, allocated.describe()
-    assert pod.spec.node_name in str(allocated.get("status.allocation.nodeSelector")), allocated.describe()
+    assert allocated.allocation_node_names == [pod.spec.node_name], allocated.describe()
 
 
 @pytest.mark.node
@@ -102,38 +136,43 @@ def test_running_pod_sees_driver_injected_device(k8s, tracker, builder, probe):
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-6", "ALLOC-13", "ALLOC-15")
-def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder):
+@pytest.mark.requires("node_access")
+def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, node_access):
     """Deleting a running pod completes (NodeUnprepareResources succeeded), its generated claim is
-    deallocated and removed, and no FailedUnprepareDynamicResources event appears.
-    Source: KEP-5970 behaviour 6 (NodeUnprepareResources)."""
-    # given: a running pod with a generated claim
+    deallocated and removed, and the node keeps nothing of the claim: no CDI spec naming it, no PodResources
+    entry, nothing prepared.
+    Source: KEP-5970 behaviour 6 (NodeUnprepareResources); driver contract §6.4."""
+    # given: a running pod with a generated claim, whose CDI spec is on the node
     template = tracker.create(builder.claim_template())
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=template)), timeout=timeouts.POD_START)
-    claim = waits.pod_claims(k8s, pod)[0]
+    claim, node = waits.pod_claims(k8s, pod)[0], pod.spec.node_name
+    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     # when: the pod is deleted
     k8s.delete("Pod", pod.name, pod.namespace)
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
-    # then: the claim is gone and the kubelet reported no unprepare failure
+    # then: the claim is gone and the node holds nothing of it
     waits.claim_gone(k8s, claim, timeout=timeouts.DEALLOCATION)
-    assert waits.events_for(k8s, pod, "FailedUnprepareDynamicResources") == [], waits.recent_events(k8s, pod.namespace)
+    left = leftovers(node_access, node, claim)
+    assert left.found == [], left.describe()
 
 
 @pytest.mark.allocation
 @pytest.mark.scenario("KEP5970-7", "ALLOC-08")
-def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, inventory, probe):
-    """After a pod holding every device of its node is deleted, a second pod with a new claim from the same
-    DeviceClass on that node starts and sees the devices.
+@pytest.mark.xdist_group("dra-cluster-state")  # takes a whole node
+def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, inventory, probe, together):
+    """After a pod holding every device of its node (those that can be allocated together) is deleted, a
+    second pod with a new claim from the same DeviceClass on that node starts and sees the devices.
     Source: KEP-5970 behaviour 7 (resource reuse); upstream "supports reusing resources"."""
     # given: a pod that took every device of one node, then was deleted
-    node = inventory.nodes()[0]
-    first = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
+    node, whole_node = inventory.nodes()[0], builder.claim(allocation_mode="All", selectors=together.selector)
+    first = tracker.create(builder.pod(uses=tracker.create(whole_node), node_name=node))
     waits.pod_running(k8s, first, timeout=timeouts.POD_START)
     k8s.delete("Pod", first.name, first.namespace)
     waits.pod_gone(k8s, first, timeout=timeouts.POD_DELETE)
     # when: a second pod with a new claim of the same class needs every device of that node
-    second = tracker.create(builder.pod(uses=tracker.create(builder.claim(allocation_mode="All")), node_name=node))
+    whole_node = builder.claim(allocation_mode="All", selectors=together.selector)
+    second = tracker.create(builder.pod(uses=tracker.create(whole_node), node_name=node))
     # then: it runs and sees all of them
     waits.pod_running(k8s, second, timeout=timeouts.POD_START)
-    devices = inventory.names_on(node)
-    shown, evidence = probe.shows_devices(second, devices, devices)
+    shown, evidence = probe.shows_devices(second, together.names_on(node), inventory.names_on(node))
     assert shown, evidence

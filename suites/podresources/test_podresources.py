@@ -9,10 +9,12 @@ import pytest
 
 from conformance.api import (
     PodResourcesError,
+    allocatable_device_ids,
     allocated_devices,
     cdi,
     claims_by_container,
     container,
+    for_claim,
     reported_cdi_ids,
     reported_devices,
     timeouts,
@@ -85,17 +87,18 @@ def test_get_for_an_unknown_pod_fails_with_not_found(builder, inventory, node_ac
 
 @pytest.mark.scenario("PRA-04")
 def test_reported_cdi_ids_are_defined_by_the_driver(k8s, tracker, builder, node_access):
-    """Every CDI device ID reported for the claim is defined by a CDI spec on the node (what the driver
-    prepared and the runtime injected).
+    """Every CDI device ID PodResources reports for the claim is defined by that claim's own CDI spec on the
+    node (what the driver prepared for it, not another claim's devices).
     Source: PodResources v1 ClaimResource.cdi_devices; CDI spec ``<kind>=<name>`` (dra-protocols.md §4)."""
     # given: a running pod with a claim
     pod, claim = _running_with_claim(k8s, tracker, builder)
     node = pod.spec.node_name
-    # when: PodResources and the node's CDI specs are read
-    reported = reported_cdi_ids(node_access.pod_resources(node).dynamic_resources(pod.name, pod.namespace)["user"])
+    # when: PodResources (the claim's entry) and the claim's own CDI spec files are read
+    entries = node_access.pod_resources(node).dynamic_resources(pod.name, pod.namespace)["user"]
+    reported, own = reported_cdi_ids(for_claim(entries, claim)), cdi.claim_ids(node_access, node, claim)
     # then: the reported IDs are non-empty and all defined in the claim's spec files
-    assert reported, "no CDI device reported"
-    assert reported <= cdi.defined_ids(node_access, node), (reported, node_access.cdi_specs(node))
+    assert reported, f"no CDI device reported for claim {claim.name}: {entries}"
+    assert reported <= own, (reported, cdi.claim_specs(node_access, node, claim))
 
 
 @pytest.mark.scenario("PRA-01")
@@ -158,4 +161,4 @@ def test_allocatable_resources_are_unaffected_by_dra_claims(k8s, tracker, builde
     # then: the answer is unchanged and names none of the driver's devices
     after = node_access.pod_resources(node).allocatable()
     assert after == before, (before, after)
-    assert not {d.name for d in inventory.on_node(node)} & set(str(after).split("'")), after
+    assert not set(inventory.names_on(node)) & allocatable_device_ids(after), after

@@ -72,12 +72,12 @@ def test_pickers_choose_attributes_that_can_show_the_rule():
     assert inv.grouping_attribute() == f"{DRIVER}/model"  # shared by some devices of n1, not all
     assert inv.distinct_attribute() == f"{DRIVER}/index"  # different on every device of each node
     assert inv.numeric_attribute() == f"{DRIVER}/index"
-    assert inv.largest_capacity() == (f"{DRIVER}/memory", "16Gi")
+    assert inv.splitting_capacity() == ("n1", f"{DRIVER}/memory", "16Gi", ["gpu-2"])  # n1: 8Gi, 8Gi, 16Gi
 
 
 def test_pickers_raise_lookup_error_when_nothing_fits():
     inv = Inventory.from_slices(DRIVER, [_slice("n1", [{"name": "d0"}, {"name": "d1"}])])
-    for pick in (inv.grouping_attribute, inv.distinct_attribute, inv.numeric_attribute, inv.largest_capacity):
+    for pick in (inv.grouping_attribute, inv.distinct_attribute, inv.numeric_attribute, inv.splitting_capacity):
         with pytest.raises(LookupError):
             pick()
     assert inv.sample() == {"d0": {"attributes": {}, "capacity": {}}, "d1": {"attributes": {}, "capacity": {}}}
@@ -107,3 +107,49 @@ def test_cel_helpers_quote_and_address():
     assert cel_attribute(f"{DRIVER}/model") == f'device.attributes["{DRIVER}"].model'
     assert cel_capacity(f"{DRIVER}/memory") == f'device.capacity["{DRIVER}"].memory'
     assert cel_literal('a"b\\') == '"a\\"b\\\\"' and cel_literal(3) == "3"
+
+
+def test_splitting_capacity_skips_when_every_device_has_the_same_value():
+    inv = Inventory.from_slices(DRIVER, [_slice("n1", [_dev("gpu-0", "a", 0), _dev("gpu-1", "a", 1)])])
+    with pytest.raises(LookupError, match=r"capacities seen per node: \{'n1/gpu.example.com/memory': \['8Gi'\]\}"):
+        inv.splitting_capacity()
+
+
+def test_cel_literal_writes_cel_booleans():
+    assert (cel_literal(True), cel_literal(False)) == ("true", "false")
+
+
+def _partitioned(node):
+    """One GPU with counters memory=8Gi: the whole GPU consumes all of it, two halves consume 4Gi each."""
+    whole = {**_dev("gpu-0", "a", 0), "consumesCounters": [{"counterSet": "c0", "counters": {"m": {"value": "8Gi"}}}]}
+    whole["attributes"]["partition"] = {"bool": False}
+    parts = []
+    for i in range(2):
+        part = {
+            **_dev(f"gpu-0-p{i}", "a", 0, "4Gi"),
+            "consumesCounters": [{"counterSet": "c0", "counters": {"m": {"value": "4Gi"}}}],
+        }
+        part["attributes"]["partition"] = {"bool": True}
+        parts.append(part)
+    s = _slice(node, [whole, *parts])
+    s.raw["spec"]["sharedCounters"] = [{"name": "c0", "counters": {"m": {"value": "8Gi"}}}]
+    return s
+
+
+def test_together_is_every_device_without_shared_counters():
+    together = _inventory().together()
+    assert together.selector is None and together.names_on("n1") == ["gpu-0", "gpu-1", "gpu-2"]
+    assert together.smallest() == 2
+
+
+def test_together_picks_devices_whose_counters_fit():
+    together = Inventory.from_slices(DRIVER, [_partitioned("n1"), _partitioned("n2")]).together()
+    assert together.selector == f'device.attributes["{DRIVER}"].partition == true'
+    assert together.names_on("n1") == ["gpu-0-p0", "gpu-0-p1"] and together.smallest() == 2
+
+
+def test_together_raises_when_no_group_fits():
+    s = _partitioned("n1")
+    s.raw["spec"]["sharedCounters"][0]["counters"]["m"]["value"] = "1Gi"  # nothing fits, not even one half
+    with pytest.raises(LookupError, match="counter sets"):
+        Inventory.from_slices(DRIVER, [s]).together()

@@ -119,3 +119,18 @@ def test_client_prefers_newest_served_version_for_kinds_missing_in_v1():
     assert k8s.versions == {"DeviceTaintRule": "v1beta2"}
     assert k8s._res("DeviceTaintRule", None).version == "v1beta2"
     assert k8s._res("DeviceTaintRule", "v1").version == "v1" and k8s._res("DeviceClass", None).version == "v1"
+
+
+def test_pod_unschedulable_with_needs_the_dra_reason_text():
+    from conformance.k8s import waits  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match="DRA reason"):
+        waits.pod_unschedulable_with(None, Obj({}), timeout=1)
+
+
+def test_allocation_node_names_are_exact_values_of_the_node_selector():
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+    other = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-10"]}]}
+    claim = Obj({"status": {"allocation": {"nodeSelector": {"nodeSelectorTerms": [term, other]}}}})
+    assert claim.allocation_node_names == ["node-1"]  # "node-1" in str(...) would also match node-10
+    assert Obj({"status": {}}).allocation_node_names == []

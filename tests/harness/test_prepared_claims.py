@@ -2,10 +2,11 @@
 files naming the claim UID; PodResources ``List`` still reporting the claim)."""
 
 import grpc
+import pytest
 
 from conformance.k8s.tracker import Tracked
 from conformance.node.base import NodeAccessUnavailable
-from conformance.node.prepared import PreparedClaims
+from conformance.node.prepared import PreparedClaims, leftovers
 
 CLAIM = Tracked("ResourceClaim", "c1", "ns", "uid-1", "v1")
 OTHER = Tracked("ResourceClaim", "c2", "ns", "uid-2", "v1")
@@ -75,3 +76,29 @@ def test_nothing_prepared_gives_an_empty_list():
         specs={"a": {"driver-uid-9.json": "uid-9"}}, pod_resources={"a": FakePodResources([_pod_using("ns", "c9")])}
     )
     assert PreparedClaims(access, ["a"])([CLAIM, OTHER]) == []
+
+
+def test_leftovers_name_cdi_specs_and_pod_resources_and_say_what_was_read():
+    access = FakeNodeAccess(
+        specs={"a": {"base.json": "{}", "driver-uid-1.json": "{}"}},
+        pod_resources={"a": FakePodResources([_pod_using("ns", "c1"), _pod_using("ns", "c2")])},
+    )
+    left = leftovers(access, "a", CLAIM)
+    assert left.found == [
+        "CDI spec driver-uid-1.json names its UID uid-1",
+        "PodResources List still reports it for pod ns/p",
+    ]
+    assert "2 CDI spec file(s)" in left.looked and "PodResources List of 2 pod(s)" in left.looked
+    assert "node a" in left.describe()
+
+
+def test_leftovers_without_pod_resources_still_read_cdi_and_say_so():
+    access = FakeNodeAccess(specs={"a": {}}, pod_resources={"a": NodeAccessUnavailable("no socket in kind")})
+    left = leftovers(access, "a", CLAIM)
+    assert left.found == [] and "PodResources not read: no socket in kind" in left.looked
+
+
+def test_leftovers_fail_when_cdi_specs_cannot_be_read():
+    access = FakeNodeAccess(specs={"a": NodeAccessUnavailable("no exec")}, pod_resources={"a": FakePodResources([])})
+    with pytest.raises(NodeAccessUnavailable):
+        leftovers(access, "a", CLAIM)

@@ -211,3 +211,18 @@ def test_health_stream_reports_every_device_on_both_versions(make_state):
                 server.stop(0)
     finally:
         rmtree(root)
+
+
+def test_fault_register_v1beta1_only_advertises_only_the_beta_service(make_state):
+    """Fault register-v1beta1-only: GetInfo lists v1beta1.DRAPlugin alone (health services still follow)."""
+    root = short_tmpdir()
+    paths = SocketPaths.for_driver(root / "reg", root / "plugins", DRIVER_NAME)
+    server = PluginServer(DRIVER_NAME, make_state(), paths, faults=Faults.parse("register-v1beta1-only"))
+    server.start()
+    try:
+        m = wire.registration()
+        info = call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
+        assert list(info.supported_versions) == ["v1beta1.DRAPlugin"]
+    finally:
+        server.stop(0)
+        rmtree(root)

@@ -83,16 +83,21 @@ def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:
 
 
 def pod_unschedulable_with(
-    k8s: K8s, pod: Obj, *texts: str, timeout: float, reason: str | None = "Unschedulable"
+    k8s: K8s, pod: Obj, *texts: str, timeout: float, reason: str | tuple[str, ...] = "Unschedulable"
 ) -> Obj:
     """Wait until the scheduler reports the pod not scheduled (PodScheduled=False) with ``reason`` (default
-    ``Unschedulable``; None: any reason) and a message containing every text in ``texts`` (e.g.
-    ``"cannot allocate all claims"``); return the pod.
+    ``Unschedulable``; a tuple: any of these) and a message containing every text in ``texts``; return the
+    pod. ``texts`` must name the scheduler's DRA reason (e.g. ``"cannot allocate all claims"``, ``"device
+    class <name> does not exist"``, ``"CEL runtime error"``): an unschedulable pod alone proves nothing about
+    DRA (it may lack CPU, tolerate no taint...). Raises ValueError without ``texts``.
 
-    A CEL runtime error in a selector is reported with reason ``SchedulerError``, not ``Unschedulable``
-    (observed on 1.34; upstream "keeps pod pending because of CEL runtime errors" checks only the message).
-    Fails early when the pod gets scheduled or is deleted.
+    A CEL runtime error in a selector is reported with reason ``SchedulerError`` on 1.34 and
+    ``Unschedulable`` (UnschedulableAndUnresolvable) later (upstream "keeps pod pending because of CEL
+    runtime errors" checks only the message). Fails early when the pod gets scheduled or is deleted.
     """
+    if not texts:
+        raise ValueError("pod_unschedulable_with needs the scheduler's DRA reason text, e.g. 'cannot allocate'")
+    reasons = (reason,) if isinstance(reason, str) else tuple(reason)
 
     def cond(obj):
         for c in obj.get("status.conditions") or []:
@@ -112,11 +117,11 @@ def pod_unschedulable_with(
         return (
             bool(c)
             and c.get("status") == "False"
-            and reason in (None, c.get("reason"))
+            and c.get("reason") in reasons
             and all(t in (c.get("message") or "") for t in texts)
         )
 
-    why = f" ({reason})" if reason else ""
+    why = f" ({' or '.join(reasons)})"
     return until(
         k8s,
         "Pod",

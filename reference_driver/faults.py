@@ -30,6 +30,16 @@ FAULTS: dict[str, str] = {
     "re-created pool restarts at generation 1 (PUB-11).",
     "wrong-slice-count": "pool.resourceSliceCount is one more than the number of slices published, so the "
     "pool never looks complete (PUB-11).",
+    "ignore-class-config": "Opaque configuration with source FromClass (from the DeviceClass) is ignored; only "
+    "claim config applies (upstream 'supports claim and class parameters').",
+    "admin-access-refused-in-use": "NodePrepareResources refuses an adminAccess claim whose device is already "
+    "prepared for another claim on the node (KEP-5018; upstream 'DRA admin access' / 'kubelet DaemonSet with "
+    "admin access').",
+    "slow-prepare": "NodePrepareResources answers only after the kubelet's 45 s deadline for DRA calls "
+    "(pkg/kubelet/cm/dra/plugin defaultClientCallTimeout), so every prepare ends in DeadlineExceeded.",
+    "kubelet-device-mismatch": "The NodePrepareResources response names another device of the node than the "
+    "one allocated, while the CDI spec and its IDs are for the allocated one, so PodResources reports a device "
+    "the container does not have.",
 }
 
 

@@ -86,11 +86,20 @@ def register(subparsers) -> None:
     lst.set_defaults(func=list_command)
 
 
+def _is_path(text: str) -> bool:
+    """Whether ``text`` names an existing file or directory; a ``-k`` expression too long to be a file name
+    (OSError ENAMETOOLONG) is not one."""
+    try:
+        return Path(text).exists()
+    except OSError:
+        return False
+
+
 def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -> list[str]:
     """The pytest command line for ``run``: all of suites/, or only the suite paths given in the extra
     pytest arguments (e.g. ``suites/node`` or ``suites/api_v1/test_limits.py::test_x``)."""
     extra = [a for a in (args.pytest_args or []) if a != "--"]
-    paths = [a for a in extra if not a.startswith("-") and Path(a.split("::")[0]).exists()]
+    paths = [a for a in extra if not a.startswith("-") and _is_path(a.split("::")[0])]
     out = [] if paths else [str(SUITES)]
     out += ["--run-id", run_id, "--report-dir", str(report_dir), "-p", "no:cacheprovider"]
     for dest in PASS_THROUGH:

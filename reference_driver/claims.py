@@ -61,8 +61,11 @@ def applies(config_requests: list[str] | None, request: str) -> bool:
     return request in config_requests or request.split("/", 1)[0] in config_requests
 
 
-def _configs(allocation: dict, driver: str, ignore_claim_config: bool) -> list[tuple[str, list[str], opaque.GpuConfig]]:
-    """This driver's configs as (label, requests, parsed), FromClass first. Raises ClaimError on invalid ones."""
+def _configs(
+    allocation: dict, driver: str, ignored: frozenset[str] = frozenset()
+) -> list[tuple[str, list[str], opaque.GpuConfig]]:
+    """This driver's configs as (label, requests, parsed), FromClass first, leaving out the sources in
+    ``ignored`` (faults ``ignore-claim-config`` / ``ignore-class-config``). Raises ClaimError on invalid ones."""
     out = []
     for index, entry in enumerate(allocation.get("devices", {}).get("config") or []):
         params = entry.get("opaque") or {}
@@ -71,7 +74,7 @@ def _configs(allocation: dict, driver: str, ignore_claim_config: bool) -> list[t
         source = entry.get("source", "FromClaim")
         if source not in SOURCES:
             raise ClaimError(f"allocation.devices.config[{index}]: unknown source {source!r}")
-        if ignore_claim_config and source == "FromClaim":
+        if source in ignored:
             continue
         label = f"{source}[{index}]"
         try:
@@ -91,10 +94,12 @@ def allocated_devices(
     *,
     check_uid: bool = True,
     ignore_claim_config: bool = False,
+    ignore_class_config: bool = False,
 ) -> list[AllocatedDevice]:
     """This driver's allocated devices of ``claim`` with their effective configuration.
 
-    ``pools`` are the pools this node publishes. Raises ClaimError (UID mismatch "got replaced", not
+    ``pools`` are the pools this node publishes; ``ignore_claim_config`` / ``ignore_class_config`` drop the
+    configs of that source (faults of the same names). Raises ClaimError (UID mismatch "got replaced", not
     allocated, no devices of this driver, device of another node's pool, invalid configuration).
     """
     meta = claim.get("metadata") or {}
@@ -103,7 +108,10 @@ def allocated_devices(
     allocation = (claim.get("status") or {}).get("allocation")
     if not allocation:
         raise ClaimError(f"{ref} is not allocated (status.allocation is empty)")
-    configs = _configs(allocation, driver, ignore_claim_config)
+    ignored = frozenset(
+        source for source, drop in (("FromClaim", ignore_claim_config), ("FromClass", ignore_class_config)) if drop
+    )
+    configs = _configs(allocation, driver, ignored)
     results = [r for r in allocation.get("devices", {}).get("results") or [] if r.get("driver") == driver]
     if not results:
         raise ClaimError(f"{ref} has no devices allocated by driver {driver}")

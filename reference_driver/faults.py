@@ -41,6 +41,16 @@ FAULTS: dict[str, str] = {
     "(driver contract: prepared devices are the allocation results; KAR-0049 isolation).",
     "register-v1beta1-only": "GetInfo advertises only v1beta1.DRAPlugin (not the GA v1.DRAPlugin of KEP-4381 / "
     "1.34), so the kubelet prepares through the deprecated v1beta1 service (REG-01).",
+    "ignore-class-config": "Opaque configuration with source FromClass (from the DeviceClass) is ignored; only "
+    "claim config applies (upstream 'supports claim and class parameters').",
+    "admin-access-refused-in-use": "NodePrepareResources refuses an adminAccess claim whose device is already "
+    "prepared for another claim on the node (KEP-5018; upstream 'DRA admin access' / 'kubelet DaemonSet with "
+    "admin access').",
+    "slow-prepare": "NodePrepareResources answers only after the kubelet's 45 s deadline for DRA calls "
+    "(pkg/kubelet/cm/dra/plugin defaultClientCallTimeout), so every prepare ends in DeadlineExceeded.",
+    "kubelet-device-mismatch": "The NodePrepareResources response names another device of the node than the "
+    "one allocated, while the CDI spec and its IDs are for the allocated one, so PodResources reports a device "
+    "the container does not have.",
 }
 
 

@@ -151,7 +151,10 @@ class DeviceState:
             self.pools,
             check_uid=not self.faults.on("skip-uid-check"),
             ignore_claim_config=self.faults.on("ignore-claim-config"),
+            ignore_class_config=self.faults.on("ignore-class-config"),
         )
+        if self.faults.on("admin-access-refused-in-use"):
+            self._refuse_admin_access_in_use(ref, allocs)
         snap = self._snapshot()
         pairs = []
         for alloc in allocs:
@@ -161,8 +164,15 @@ class DeviceState:
             pairs.append(_neighbour(alloc, snap) if self.faults.on("wrong-cdi-device") else (alloc, device))
         spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
+        mismatch = self.faults.on("kubelet-device-mismatch")
         devices = [
-            PreparedDevice(() if leak else (a.base_request,), a.pool, a.device, (cid,), a.share_id)
+            PreparedDevice(
+                () if leak else (a.base_request,),
+                a.pool,
+                _other_device(snap, a.device) if mismatch else a.device,
+                (cid,),
+                a.share_id,
+            )
             for (a, _), cid in zip(pairs, ids, strict=True)
         ]
         with self._lock:
@@ -183,6 +193,20 @@ class DeviceState:
                 self.store.remove(ref.uid)
                 raise ClaimError(f"{ref}: writing the checkpoint failed: {err}") from None
         return devices
+
+    def _refuse_admin_access_in_use(self, ref: ClaimRef, allocs: list[claims.AllocatedDevice]) -> None:
+        """Fault ``admin-access-refused-in-use``: raise ClaimError when an adminAccess device of ``ref`` is
+        already prepared for another claim (KEP-5018 says admin access must work on devices in use)."""
+        wanted = {(a.pool, a.device) for a in allocs if a.admin_access}
+        with self._lock:
+            for uid, entry in self._claims.items():
+                busy = wanted & {(d["pool"], d["device"]) for d in entry["devices"]}
+                if uid != ref.uid and busy:
+                    pool, device = sorted(busy)[0]
+                    raise ClaimError(
+                        f"{ref}: device {pool}/{device} is in use by ResourceClaim {entry['namespace']}/"
+                        f"{entry['name']} (injected fault admin-access-refused-in-use)"
+                    )
 
     def _existing(self, ref: ClaimRef) -> list[PreparedDevice] | None:
         """Devices of an already-prepared claim (restoring its CDI spec if it vanished); caller holds the lock."""
@@ -210,3 +234,10 @@ class DeviceState:
                     self.store.remove(uid)
                 except OSError as err:
                     raise UnprepareError(f"claim UID {uid}: removing its CDI spec failed: {err}") from None
+
+
+def _other_device(snap: Snapshot, device: str) -> str:
+    """Fault ``kubelet-device-mismatch``: the first other device of the node (``device`` itself when the node
+    has no other), reported to the kubelet instead of the allocated one."""
+    others = sorted(d.name for d in snap.devices if d.name != device)
+    return others[0] if others else device

@@ -59,21 +59,33 @@ class Capabilities:
         )
 
 
-GATE_COMPONENT = {"KubeletPodResourcesDynamicResources": "kubelet", "KubeletPodResourcesGet": "kubelet"}
+# gates a component other than kube-apiserver acts on: "kubelet" (checked on every kubelet) or
+# "kubelet+apiserver" (the kubelet writes a field the apiserver drops while its own gate is off)
+GATE_COMPONENT = {
+    "KubeletPodResourcesDynamicResources": "kubelet",
+    "KubeletPodResourcesGet": "kubelet",
+    "ResourceHealthStatus": "kubelet+apiserver",  # pod status allocatedResourcesStatus (KEP-4680)
+}
 
 
 def _gate(name: str, facts: Mapping[str, Any]) -> Capability:
     gate = name.split(".", 1)[1]
-    if GATE_COMPONENT.get(gate) == "kubelet":
+    component = GATE_COMPONENT.get(gate, "apiserver")
+    if component.startswith("kubelet"):
         per_node = {n: g[gate] for n, g in (facts.get("kubelet_gates") or {}).items() if gate in g}
         if per_node:
             on = all(per_node.values())
-            return Capability(
-                name,
-                on,
-                f"kubelet metrics kubernetes_feature_enabled{{name={gate}}}: "
-                + ", ".join(f"{n}={int(v)}" for n, v in sorted(per_node.items())),
+            evidence = f"kubelet metrics kubernetes_feature_enabled{{name={gate}}}: " + ", ".join(
+                f"{n}={int(v)}" for n, v in sorted(per_node.items())
             )
+            if component == "kubelet" or not on:
+                return Capability(name, on, evidence)
+            server = _apiserver_gate(name, gate, facts)
+            return Capability(name, server.available, f"{evidence}; {server.evidence}")
+    return _apiserver_gate(name, gate, facts)
+
+
+def _apiserver_gate(name: str, gate: str, facts: Mapping[str, Any]) -> Capability:
     gates = facts.get("feature_gates") or {}
     if gate in gates:
         return Capability(

@@ -89,6 +89,8 @@ CAPABILITIES = {
     "gate.DRAExtendedResource": "feature gate DRAExtendedResource on",
     "gate.KubeletPodResourcesDynamicResources": "kubelet feature gate KubeletPodResourcesDynamicResources on",
     "gate.KubeletPodResourcesGet": "kubelet feature gate KubeletPodResourcesGet on",
+    "gate.ResourceHealthStatus": "feature gate ResourceHealthStatus on in every kubelet and kube-apiserver "
+    "(pod status allocatedResourcesStatus, KEP-4680)",
     # the cluster's allocator delivers a gated behaviour (no known upstream gap in this release)
     "allocator.distinct_attribute": "the scheduler enforces distinctAttribute constraints (KEP-5075)",
     # declared by the driver profile (a declared capability that does not work is a failure)

@@ -3,11 +3,18 @@
 Every requested claim UID gets exactly one entry in the response map; a failing claim gets its error
 string there (the kubelet reports it as FailedPrepareDynamicResources and retries), never a gRPC error
 for the whole call. Source: dra-protocols.md §2.3; upstream test-driver kubeletplugin.go.
+
+Fault ``slow-prepare``: NodePrepareResources first waits :data:`SLOW_PREPARE_S`, longer than the kubelet's
+deadline for every DRA call (45 s, ``defaultClientCallTimeout`` in k8s.io/kubernetes
+pkg/kubelet/cm/dra/plugin/dra_plugin.go). The wait ends early, and the claims are not prepared, when the
+caller gives up (deadline exceeded) or the plugin stops, so nothing is prepared behind the kubelet's back
+and the driver still stops promptly.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import grpc
@@ -16,19 +23,39 @@ from ..claims import ClaimError, ClaimRef
 from ..state import DeviceState, UnprepareError
 
 log = logging.getLogger(__name__)
+SLOW_PREPARE_S = 50.0  # seconds: past the kubelet's 45 s defaultClientCallTimeout (fault slow-prepare)
+SLOW_POLL_S = 0.2  # seconds between checks for a gone caller or a stopping plugin during that wait
 
 
 class DraService:
     """NodePrepareResources / NodeUnprepareResources for one API version (``msgs`` from :mod:`wire`)."""
 
-    def __init__(self, state: DeviceState, msgs, version: str, has_share_id: bool) -> None:
+    def __init__(
+        self, state: DeviceState, msgs, version: str, has_share_id: bool, stopping: threading.Event | None = None
+    ) -> None:
         self.state, self.msgs, self.version, self.has_share_id = state, msgs, version, has_share_id
+        self.stopping = stopping or threading.Event()
+        self.slow_prepare_s = SLOW_PREPARE_S
         self.calls: dict[str, int] = {"NodePrepareResources": 0, "NodeUnprepareResources": 0}
+
+    def _waited_past_deadline(self, context) -> bool:
+        """Fault ``slow-prepare``: wait ``slow_prepare_s`` seconds; False when the caller went away (its
+        deadline passed) or the plugin is stopping first."""
+        end = time.monotonic() + self.slow_prepare_s
+        while time.monotonic() < end:
+            if self.stopping.wait(SLOW_POLL_S) or (context is not None and not context.is_active()):
+                return False
+        return True
 
     def node_prepare_resources(self, request, context):
         """Prepare every claim of the request; per-claim errors in the map."""
         self.calls["NodePrepareResources"] += 1
         resp = self.msgs.NodePrepareResourcesResponse()
+        if self.state.faults.on("slow-prepare") and not self._waited_past_deadline(context):
+            for claim in request.claims:
+                resp.claims[claim.uid].error = "injected fault slow-prepare: abandoned (caller gone or plugin stopping)"
+            log.info("%s NodePrepareResources abandoned (fault slow-prepare)", self.version)
+            return resp
         for claim in request.claims:
             ref = ClaimRef(claim.namespace, claim.name, claim.uid)
             start = time.monotonic()

@@ -105,7 +105,10 @@ class PluginServer:
             }
         versions = dra_versions(faults) + (HEALTH_VERSIONS if self.health else ())
         self.registration = RegistrationService(driver, str(paths.dra.absolute()), versions)
-        self.services: dict[str, DraService] = {"v1": dra_v1.service(state), "v1beta1": dra_v1beta1.service(state)}
+        self.services: dict[str, DraService] = {
+            "v1": dra_v1.service(state, self._stopping),
+            "v1beta1": dra_v1beta1.service(state, self._stopping),
+        }
         self._workers = workers
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None

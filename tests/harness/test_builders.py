@@ -123,3 +123,19 @@ def test_in_namespace_keeps_labels_and_unique_names():
     first, second = b.claim(), other.claim()
     assert second.namespace == "admin-ns" and first.name != second.name
     assert second.labels == first.labels
+
+
+def test_pod_claim_entries_can_be_named_after_their_objects():
+    """claim_entries_named_as_objects names each spec.resourceClaims entry like its claim/template (what
+    kubelets before 1.35 need to report device health), and containers reference those names."""
+    b = _builder()
+    claim, tmpl = b.claim(), b.claim_template()
+    pod = b.pod(containers=[container("a", uses=[claim, (tmpl, "device")])], claim_entries_named_as_objects=True)
+    assert pod.get("spec.resourceClaims") == [
+        {"name": claim.name, "resourceClaimName": claim.name},
+        {"name": tmpl.name, "resourceClaimTemplateName": tmpl.name},
+    ]
+    assert pod.get("spec.containers.0.resources.claims") == [
+        {"name": claim.name},
+        {"name": tmpl.name, "request": "device"},
+    ]

@@ -110,6 +110,10 @@ def test_run_selects_only_the_suite_paths_it_is_given():
     assert everything[0] == str(runner_cli.SUITES)
     one_area = runner_cli.build_pytest_args(args(str(runner_cli.SUITES / "node")), "r1", runner_cli.REPO_ROOT / "r")
     assert str(runner_cli.SUITES) not in one_area and one_area[-1] == str(runner_cli.SUITES / "node")
+    long_k = " or ".join(f"test_{i}_{'x' * 40}" for i in range(10))  # longer than NAME_MAX (255)
+    assert runner_cli.build_pytest_args(args("-k", long_k), "r1", runner_cli.REPO_ROOT / "r")[0] == str(
+        runner_cli.SUITES
+    )
 
 
 def test_host_deployers_report_the_driver_version_they_run(tmp_path):

@@ -95,3 +95,20 @@ def test_admin_access_signal_needs_a_profile_regex():
     assert capabilities.evaluate(facts, with_signal).items["driver.admin_access_signal"].available
     with pytest.raises(ConfigError, match="admin_access_signal"):
         profile.parse({**_RAW, "admin_access_signal": "(["}, source="p.yaml")
+
+
+@pytest.mark.parametrize(
+    "kubelet, apiserver, available, fragment",
+    [
+        (True, True, True, "a=1, b=1; kube-apiserver metrics"),
+        (True, False, False, "= 0"),
+        (False, True, False, "a=1, b=0"),
+    ],
+)
+def test_resource_health_gate_needs_every_kubelet_and_the_apiserver(kubelet, apiserver, available, fragment):
+    """ResourceHealthStatus: kubelets write allocatedResourcesStatus, the apiserver drops it while its gate is
+    off, so the capability needs both and its evidence names both."""
+    facts = _facts(gates={"ResourceHealthStatus": apiserver})
+    facts["kubelet_gates"] = {"a": {"ResourceHealthStatus": True}, "b": {"ResourceHealthStatus": kubelet}}
+    cap = capabilities.evaluate(facts, PROFILE).items["gate.ResourceHealthStatus"]
+    assert cap.available == available and fragment in cap.evidence, cap

@@ -265,6 +265,7 @@ class Builder:
         labels: Mapping[str, str] | None = None,
         bypass_scheduler: bool = False,
         unreferenced: Iterable[Obj] = (),
+        claim_entries_named_as_objects: bool = False,
     ) -> Obj:
         """A Pod. ``uses``: a claim/template Obj, a ``(obj, request)`` pair, or a list of those, referenced by
         one default container that runs the profile's probe then sleeps. ``containers``: explicit
@@ -272,15 +273,19 @@ class Builder:
         ``extended_resources``: container limits such as ``{"deviceclass.resource.kubernetes.io/x": "1"}``.
         ``node_name``: a node selector, or with ``bypass_scheduler`` ``spec.nodeName`` (the scheduler never sees
         the pod). ``unreferenced``: claims/templates listed in ``spec.resourceClaims`` that no container
-        references (KEP-4381: still prepared). ``restart_policy``: ``Never`` | ``OnFailure`` | ``Always``."""
+        references (KEP-4381: still prepared). ``restart_policy``: ``Never`` | ``OnFailure`` | ``Always``.
+        ``claim_entries_named_as_objects``: name each ``spec.resourceClaims`` entry after its claim/template object
+        instead of ``c0``...: kubelets before 1.35 report device health (KEP-4680) only for entries named like
+        their ResourceClaim (kubernetes/kubernetes#134875)."""
+        entry_names = "object" if claim_entries_named_as_objects else POD_CLAIM_PREFIX
         if containers is None:
             uses_list = [] if uses is None else (uses if isinstance(uses, list) else [uses])
             containers = [parts.container("ctr", uses=uses_list, command=command)]
         pod_claims: dict[str, dict] = {}
-        rendered_init = [self._container(c, pod_claims, extended_resources) for c in init_containers]
-        rendered = [self._container(c, pod_claims, extended_resources) for c in containers]
+        rendered_init = [self._container(c, pod_claims, extended_resources, entry_names) for c in init_containers]
+        rendered = [self._container(c, pod_claims, extended_resources, entry_names) for c in containers]
         for obj in unreferenced:
-            self._pod_claim(obj, pod_claims)
+            self._pod_claim(obj, pod_claims, entry_names)
         spec: dict[str, Any] = {
             "restartPolicy": restart_policy,
             "containers": rendered,
@@ -303,19 +308,27 @@ class Builder:
         return ["sh", "-c", probe_marker.script(self.ctx.probe_command, then_sleep)]
 
     @staticmethod
-    def _pod_claim(obj: Obj, pod_claims: dict[str, dict]) -> str:
-        """The pod claim name of ``obj`` (a claim or template), added to ``pod_claims`` on first use."""
+    def _pod_claim(obj: Obj, pod_claims: dict[str, dict], entry_names: str = POD_CLAIM_PREFIX) -> str:
+        """The pod claim name of ``obj`` (a claim or template), added to ``pod_claims`` on first use: the
+        object's name when ``entry_names`` is ``"object"``, else ``<entry_names><n>``."""
         key = f"{obj.kind}/{obj.name}"
         if key not in pod_claims:
             field = "resourceClaimTemplateName" if obj.kind == "ResourceClaimTemplate" else "resourceClaimName"
-            pod_claims[key] = {"name": f"{POD_CLAIM_PREFIX}{len(pod_claims)}", field: obj.name}
+            name = obj.name if entry_names == "object" else f"{entry_names}{len(pod_claims)}"
+            pod_claims[key] = {"name": name, field: obj.name}
         return pod_claims[key]["name"]
 
-    def _container(self, spec: dict, pod_claims: dict[str, dict], extended: Mapping[str, str] | None) -> dict:
+    def _container(
+        self,
+        spec: dict,
+        pod_claims: dict[str, dict],
+        extended: Mapping[str, str] | None,
+        entry_names: str = POD_CLAIM_PREFIX,
+    ) -> dict:
         claims = []
         for use in spec.get("_uses", []):
             obj, req = use if isinstance(use, tuple) else (use, None)
-            ref = {"name": self._pod_claim(obj, pod_claims)}
+            ref = {"name": self._pod_claim(obj, pod_claims, entry_names)}
             if req:
                 ref["request"] = req
             claims.append(ref)

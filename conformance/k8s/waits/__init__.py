@@ -7,6 +7,7 @@ what was awaited, the last observed state and recent events.
 
 from .claims import claim_allocated, claim_deallocated, claim_gone, pod_claims
 from .core import poll, recent_events, stays_equal, until
+from .health import device_health_reported
 from .objects import default_service_account, object_gone, object_matches
 from .pods import event, events_for, pod_gone, pod_running, pod_stays_pending, pod_succeeded, pod_unschedulable_with
 from .slices import complete_pools, device_count, devices_by_node, pool_republished, slices_published
@@ -17,6 +18,7 @@ __all__ = [
     "claim_gone",
     "complete_pools",
     "default_service_account",
+    "device_health_reported",
     "device_count",
     "devices_by_node",
     "event",

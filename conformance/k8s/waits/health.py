@@ -1,0 +1,55 @@
+"""Device health in pod status (KEP-4680, ResourceHealthStatus): the kubelet writes, per container,
+``status.containerStatuses[].allocatedResourcesStatus[]`` entries named ``claim:<claim>[/<request>]``, each with
+``resources[]`` of ``{resourceID, health}`` where health is ``Healthy``, ``Unhealthy`` or ``Unknown`` and
+resourceID is the device's first CDI device ID. Sources: core/v1 ContainerStatus.allocatedResourcesStatus;
+kubelet pkg/kubelet/cm/dra/manager.go UpdateAllocatedResourcesStatus; upstream test/e2e_node/dra_test.go
+(ResourceHealthStatus).
+"""
+
+from __future__ import annotations
+
+from ..client import K8s
+from ..objects import Obj
+from .core import until
+
+UNKNOWN = "Unknown"
+
+
+def _statuses(pod: Obj | None, container: str | None) -> list[dict]:
+    for status in (pod.get("status.containerStatuses") or []) if pod is not None else []:
+        if container is None or status.get("name") == container:
+            return list(status.get("allocatedResourcesStatus") or [])
+    return []
+
+
+def device_health_reported(k8s: K8s, pod: Obj, *, timeout: float, container: str | None = None) -> list[dict]:
+    """Wait until the kubelet reports a known health (not ``Unknown``) for every device in the
+    ``allocatedResourcesStatus`` of ``container`` (default: the first) and at least one device; return those
+    entries (``[{"name": "claim:<c>", "resources": [{"resourceID", "health"}]}]``).
+
+    Fails early when the pod is deleted or ends (Failed / Succeeded). Raises WaitFailed / WaitTimeout; the
+    timeout message shows the last pod status (an absent field: the cluster does not serve it).
+    """
+
+    def done(obj: Obj | None) -> bool:
+        healths = [r.get("health") for s in _statuses(obj, container) for r in s.get("resources") or []]
+        return bool(healths) and UNKNOWN not in healths
+
+    def failed(obj: Obj | None, _events: list[Obj]) -> str | None:
+        if obj is None:
+            return "the pod was deleted"
+        if obj.phase in ("Failed", "Succeeded"):
+            return f"the pod ended ({obj.phase})"
+        return None
+
+    found = until(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        done=done,
+        failed=failed,
+        timeout=timeout,
+        awaited=f"device health (not {UNKNOWN}) in allocatedResourcesStatus of pod {pod.namespace}/{pod.name}",
+    )
+    return _statuses(found, container)

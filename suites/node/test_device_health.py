@@ -1,0 +1,37 @@
+"""Device health in pod status (KEP-4680, alpha gate ResourceHealthStatus): the driver streams the health of
+its devices to the kubelet (DRAResourceHealth NodeWatchResources) and the kubelet shows it in the status of
+every container using them.
+
+Sources: KEP-4680 "Add Resource Health Status to the Pod Status"; core/v1
+ContainerStatus.allocatedResourcesStatus; kubelet pkg/kubelet/cm/dra (healthinfo.go, manager.go
+UpdateAllocatedResourcesStatus); upstream test/e2e_node/dra_test.go (ResourceHealthStatus).
+"""
+
+import pytest
+
+from conformance.api import timeouts, waits
+
+pytestmark = [
+    pytest.mark.node,
+    pytest.mark.full,
+    pytest.mark.kep(4680),
+    pytest.mark.requires("gate.ResourceHealthStatus"),
+]
+
+
+@pytest.mark.scenario("HLTH-01")
+def test_running_pod_reports_its_allocated_devices_healthy(k8s, tracker, builder):
+    """A running pod's container lists one health entry per allocated device of its claim, each Healthy.
+    Source: KEP-4680; upstream e2e_node "DRA ResourceHealthStatus" (health reaches the pod status)."""
+    # given: a running pod; its claim entry has the claim's name (kubelets < 1.35: kubernetes#134875)
+    claim = tracker.create(builder.claim())
+    pod = tracker.create(builder.pod(uses=claim, claim_entries_named_as_objects=True))
+    pod = waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    # when: the kubelet reports the health of the container's devices
+    statuses = waits.device_health_reported(k8s, pod, timeout=timeouts.DEVICE_HEALTH)
+    # then: one entry for the claim, one resource per allocated device, all Healthy
+    health = {r.get("resourceID"): r.get("health") for s in statuses for r in s.get("resources") or []}
+    assert [s.get("name") for s in statuses] == [f"claim:{claim.name}"], statuses
+    assert len(health) == len(allocated.results), (health, allocated.describe())
+    assert set(health.values()) == {"Healthy"}, f"devices not Healthy: {health}"

@@ -40,6 +40,7 @@ from conformance.k8s.discovery import expects_deprecation_warning, server_minor
 from conformance.k8s.inventory import cel_attribute, cel_capacity, cel_literal, device_fields, driver_slices
 from conformance.k8s.objects import Obj
 from conformance.node import cdi
+from conformance.node.draplugin import replaced_uid
 from conformance.node.podresources import (
     PodResourcesError,
     allocated_devices,
@@ -85,6 +86,7 @@ __all__ = [
     "match_attribute",
     "opaque_config",
     "reported_cdi_ids",
+    "replaced_uid",
     "reported_devices",
     "request",
     "reserved_for",

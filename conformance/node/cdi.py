@@ -31,11 +31,16 @@ def claim_specs(node_access, node: str, claim) -> dict[str, str]:
     return specs_naming(node_access.cdi_specs(node), claim.uid)
 
 
-def defined_ids(node_access, node: str) -> set[str]:
-    """Every fully-qualified CDI device ID (``<kind>=<device>``) ``node``'s spec files define."""
+def spec_ids(specs: dict[str, str]) -> set[str]:
+    """Every fully-qualified CDI device ID (``<kind>=<device>``) the spec files ``{file name: text}`` define."""
     ids = set()
-    for text in node_access.cdi_specs(node).values():
+    for text in specs.values():
         spec = parse(text)
         for dev in spec.get("devices") or []:
             ids.add(f"{spec.get('kind')}={dev.get('name')}")
     return ids
+
+
+def defined_ids(node_access, node: str) -> set[str]:
+    """Every fully-qualified CDI device ID (``<kind>=<device>``) ``node``'s spec files define."""
+    return spec_ids(node_access.cdi_specs(node))

@@ -30,6 +30,12 @@ FAULTS: dict[str, str] = {
     "re-created pool restarts at generation 1 (PUB-11).",
     "wrong-slice-count": "pool.resourceSliceCount is one more than the number of slices published, so the "
     "pool never looks complete (PUB-11).",
+    "prepare-not-idempotent": "A second NodePrepareResources of an already prepared claim answers that claim "
+    "with a per-claim error instead of the same devices (the kubelet re-prepares after a restart).",
+    "unprepare-unknown-error": "NodeUnprepareResources of a claim this driver never prepared (or already "
+    "unprepared) answers a per-claim error instead of success (the kubelet unprepares claims whose state it lost).",
+    "forget-prepared-on-restart": "Prepared claims are kept only in memory (the checkpoint is not read back at "
+    "start), so after a plugin restart the driver does not know them and their unprepare leaves the CDI specs.",
 }
 
 

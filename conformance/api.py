@@ -53,6 +53,7 @@ from conformance.k8s.inventory import (
 )
 from conformance.k8s.objects import Obj
 from conformance.node import cdi
+from conformance.node.draplugin import replaced_uid
 from conformance.node.podresources import (
     PodResourcesError,
     allocatable_device_ids,
@@ -114,6 +115,7 @@ __all__ = [
     "match_attribute",
     "opaque_config",
     "reported_cdi_ids",
+    "replaced_uid",
     "reported_devices",
     "request",
     "reserved_for",

@@ -1,6 +1,7 @@
 """Suite fixtures built on the harness fixtures of :mod:`conformance.plugin` (which registers this module
 through ``pytest_plugins``): what a container shows (``probe``), the driver's published devices
-(``inventory``) and attributes picked from them, and a builder for the admin-access namespace.
+(``inventory``) and attributes picked from them, a builder for the admin-access namespace, and a client of the
+driver's DRAPlugin service (``dra_plugin``).
 
 Fixtures that pick an attribute or capacity skip, before the test body and with the published devices as
 evidence, when the driver publishes none that fits (design.md §8): the rule under test cannot be shown with
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.core import errors
 from conformance.k8s.inventory import Inventory, Together, complete_pools, driver_slices
+from conformance.node.base import NodeAccessUnavailable
 from conformance.node.probe import Probe
 
 
@@ -84,6 +87,9 @@ def multi_slice_pool(k8s, driver) -> str:
         counts = {p: len(items) for p, items in sorted(pools.items())}
         pytest.skip(f"pool of two or more slices not available: slices per complete pool of {driver.name}: {counts}")
     return multi[0]
+
+
+@pytest.fixture
 def splitting_capacity(inventory) -> tuple[str, str, str, list[str]]:
     """``(node, capacity name, value, devices of node publishing >= value)``: a capacity whose values split
     one node's devices (:meth:`Inventory.splitting_capacity`); skips with the capacities seen when none."""
@@ -96,3 +102,46 @@ def together(inventory) -> Together:
     (:meth:`Inventory.together`; tests taking a whole node use it, so partitions sharing counters do not
     make them unsatisfiable); skips with the counter sets as evidence when no selector fits."""
     return _pick(inventory, "devices allocatable together", inventory.together)
+
+
+def _kubelet_holds(k8s, ref) -> bool:
+    """Whether the kubelet may still hold ``ref`` prepared: its claim exists with that UID, reserved for a pod."""
+    try:
+        claim = k8s.get("ResourceClaim", ref.name, ref.namespace)
+    except errors.NotFound:
+        return False
+    return claim.uid == ref.uid and bool(claim.reserved_for)
+
+
+@pytest.fixture
+def dra_plugin(request, k8s, driver, tracker):
+    """``dra_plugin(node)`` -> a client of the driver's DRAPlugin service on ``node``
+    (:class:`conformance.core.handles.DraPlugin`: ``prepare(claim, uid=None)``, ``unprepare(claim, uid=None)``,
+    ``serving()``), dialled at the endpoint its registration advertises. Skips, before the test body and with
+    the node access mode as evidence, when node access cannot reach the driver's socket (kind, helper pods).
+    Teardown (before the tracker's) unprepares every claim prepared through it that the kubelet does not also
+    hold (claim gone, another UID, or reserved for no pod) and raises LeakError when such an unprepare fails."""
+    access = request.getfixturevalue("node_access")  # skips with evidence when the cluster offers none
+    nodes = Inventory.read(k8s, driver.name).nodes()
+    try:
+        if nodes:
+            access.dra_plugin(nodes[0], driver.name)
+    except NodeAccessUnavailable as exc:
+        pytest.skip(f"node access {access.mode!r} cannot reach the DRA plugin socket of {driver.name}: {exc}")
+    clients = []
+
+    def open_client(node: str):
+        client = access.dra_plugin(node, driver.name)
+        clients.append(client)
+        return client
+
+    yield open_client
+    failed = []
+    for client in clients:
+        for ref in list(client.prepared):
+            if not _kubelet_holds(k8s, ref):
+                result = client.unprepare(ref)
+                if result.error:
+                    failed.append(f"claim {ref.namespace}/{ref.name} (UID {ref.uid}) on {client!r}: {result.error}")
+    if failed:
+        raise errors.LeakError(failed, ["NodeUnprepareResources of a claim the test prepared directly failed"])

@@ -51,6 +51,12 @@ FAULTS: dict[str, str] = {
     "kubelet-device-mismatch": "The NodePrepareResources response names another device of the node than the "
     "one allocated, while the CDI spec and its IDs are for the allocated one, so PodResources reports a device "
     "the container does not have.",
+    "prepare-not-idempotent": "A second NodePrepareResources of an already prepared claim answers that claim "
+    "with a per-claim error instead of the same devices (the kubelet re-prepares after a restart).",
+    "unprepare-unknown-error": "NodeUnprepareResources of a claim this driver never prepared (or already "
+    "unprepared) answers a per-claim error instead of success (the kubelet unprepares claims whose state it lost).",
+    "forget-prepared-on-restart": "Prepared claims are kept only in memory (the checkpoint is not read back at "
+    "start), so after a plugin restart the driver does not know them and their unprepare leaves the CDI specs.",
 }
 
 

@@ -109,6 +109,9 @@ class DeviceState:
         version raises CheckpointVersionError (never discard another version's state).
         """
         report = RecoveryReport()
+        if self.faults.on("forget-prepared-on-restart"):
+            log.warning("fault forget-prepared-on-restart: checkpoint %s not read", self.checkpoint.path)
+            return report
         with self._lock:
             try:
                 loaded = self.checkpoint.load()
@@ -137,6 +140,8 @@ class DeviceState:
         with self._lock:
             done = self._existing(ref)
         if done is not None:
+            if self.faults.on("prepare-not-idempotent"):
+                raise ClaimError(f"{ref} is already prepared: injected fault prepare-not-idempotent")
             return done
         try:
             obj = self._source.get_claim(ref.namespace, ref.name)
@@ -223,6 +228,10 @@ class DeviceState:
             raise UnprepareError(f"claim UID {uid}: injected fault unprepare-error")
         with self._lock:
             entry = self._claims.pop(uid, None)
+            if entry is None and self.faults.on("unprepare-unknown-error"):
+                raise UnprepareError(f"claim UID {uid} is not prepared here: injected fault unprepare-unknown-error")
+            if entry is None and self.faults.on("forget-prepared-on-restart"):
+                return  # the fault's driver only cleans up what it remembers: a left-over CDI spec stays
             try:
                 if entry is not None:
                     self.checkpoint.save(self._claims)

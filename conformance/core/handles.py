@@ -159,6 +159,23 @@ class PodResources(Protocol):
 
 
 @runtime_checkable
+class DraPlugin(Protocol):
+    """One driver's DRAPlugin service on one node (k8s.io/kubelet/pkg/apis/dra/v1), called like the kubelet
+    does: ``prepare(claim, uid=None)`` -> NodePrepareResources entry of that claim (``.devices``,
+    ``.device_names``, ``.cdi_ids``, ``.error``), ``unprepare(claim, uid=None)`` -> NodeUnprepareResources
+    entry (``.error``), ``serving()`` -> whether the service answers; ``prepared``: claims prepared through
+    it and not unprepared since. Implementation: :class:`conformance.node.draplugin.DraPluginClient`."""
+
+    prepared: list
+
+    def prepare(self, claim: Any, uid: str | None = None) -> Any: ...
+
+    def unprepare(self, claim: Any, uid: str | None = None) -> Any: ...
+
+    def serving(self) -> bool: ...
+
+
+@runtime_checkable
 class NodeAccess(Protocol):
     """Node-level access for one cluster. ``mode``: e.g. local | kind | privileged-pod.
 
@@ -166,6 +183,8 @@ class NodeAccess(Protocol):
     text}`` of the node's CDI spec directories; ``plugin_sockets(node)`` -> file names in the kubelet plugin
     registry; ``plugin_info(node)`` -> the pluginregistration GetInfo answers of those sockets (``[{type, name,
     endpoint, supported_versions, socket}]``); ``pod_resources(node)`` -> a PodResources client;
+    ``dra_plugin(node, driver)`` -> a :class:`DraPlugin` client of that driver's DRA socket (the endpoint its
+    registration advertises);
     ``container_log(...)`` -> a container's output
     from the node's log files. Operations a mode cannot do raise ``conformance.node.base.NodeAccessUnavailable``.
     Kubelet restarts are the optional :class:`RestartsKubelet` ability.
@@ -182,6 +201,8 @@ class NodeAccess(Protocol):
     def plugin_info(self, node: str) -> list[dict]: ...
 
     def pod_resources(self, node: str) -> PodResources: ...
+
+    def dra_plugin(self, node: str, driver: str) -> DraPlugin: ...
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str: ...
 

@@ -128,6 +128,9 @@ class HelperPodNodeAccess:
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the PodResources socket")
 
+    def dra_plugin(self, node: str, driver: str):
+        raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the driver's DRA socket")
+
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         directory = crilog.log_dir(namespace, pod, uid, container, root="/host" + crilog.POD_LOGS)
         return crilog.output(self._exec(node, f"cat $(ls {shlex.quote(directory)}/*.log | tail -n 1)"))

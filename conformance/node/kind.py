@@ -75,6 +75,9 @@ class KindNodeAccess:
     def pod_resources(self, node: str) -> PodResourcesClient:
         raise NodeAccessUnavailable("kind does not expose the kubelet PodResources socket to the host")
 
+    def dra_plugin(self, node: str, driver: str):
+        raise NodeAccessUnavailable("kind does not expose the driver's DRA plugin socket to the host")
+
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         directory = crilog.log_dir(namespace, pod, uid, container)
         return crilog.output(self._exec(node, "sh", "-c", f"cat $(ls {directory}/*.log | tail -n 1)"))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conformance.core.handles import ClusterHandle, RestartsKubelet
 
-from . import crilog, registration
+from . import crilog, draplugin, registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
@@ -54,6 +54,13 @@ class LocalNodeAccess:
     def pod_resources(self, node: str) -> PodResourcesClient:
         """A client for the node's PodResources socket."""
         return PodResourcesClient(self._node(node).pod_resources_socket)
+
+    def dra_plugin(self, node: str, driver: str) -> draplugin.DraPluginClient:
+        """A client of ``driver``'s DRAPlugin service on ``node``: the endpoint and service version its
+        registration GetInfo advertises (node paths are host paths here). Raises DraPluginError when no plugin
+        of that driver is registered on the node."""
+        socket, version = draplugin.endpoint_of(self.plugin_info(node), driver, node)
+        return draplugin.DraPluginClient(socket, version, driver=driver, node=node)
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         """A container's output read from the node's CRI log files (``<pod logs dir>/<ns>_<pod>_<uid>/<ctr>/*.log``,

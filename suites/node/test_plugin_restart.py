@@ -1,0 +1,41 @@
+"""A kubelet plugin restart while a claim is prepared: the restarted driver still knows the claim it prepared
+(unprepare works from the driver's own persisted state, the API object may be gone) and the node keeps
+working.
+
+Sources: upstream test/e2e_node/dra_test.go "must be functional after service reconnect" (feature catalog
+RST-07); dra-protocols.md §2.4 and the driver contract "NodeUnprepareResources: rely only on persisted state,
+delete the CDI specs"; dra-example-driver checkpoint.
+"""
+
+import pytest
+
+from conformance.api import cdi, timeouts, waits
+
+pytestmark = [pytest.mark.node, pytest.mark.disruptive, pytest.mark.kep(4381), pytest.mark.scenario("RST-07")]
+
+
+@pytest.mark.requires("node_access", "plugin_restart")
+def test_claim_prepared_before_a_plugin_restart_is_unprepared_after_it(
+    k8s, tracker, builder, driver, node_access, dra_plugin
+):
+    """A claim prepared for a running pod before the node's plugin restarts is unprepared (its CDI spec
+    removed) when the pod is deleted after the restart, and a new pod with a new claim runs on that node."""
+    # given: a running pod whose claim the driver prepared on its node
+    claim = tracker.create(builder.claim())
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    node, plugin = pod.spec.node_name, dra_plugin(pod.spec.node_name)
+    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
+    # when: the driver's plugin on that node restarts and serves again, then the pod is deleted
+    driver.restart_plugin(node)
+    assert waits.poll(plugin.serving, timeout=timeouts.PLUGIN_REGISTRATION, interval=1.0), plugin
+    k8s.delete("Pod", pod.name, pod.namespace)
+    waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
+    # then: the claim's CDI spec is removed from the node
+    unprepared = waits.poll(
+        lambda: not cdi.claim_specs(node_access, node, claim), timeout=timeouts.KUBELET_RETRY, interval=1.0
+    )
+    assert unprepared, cdi.claim_specs(node_access, node, claim)
+    # and: a new pod with a new claim runs on that node, its claim prepared there
+    fresh = tracker.create(builder.claim())
+    waits.pod_running(k8s, tracker.create(builder.pod(uses=fresh, node_name=node)), timeout=timeouts.POD_START)
+    assert cdi.claim_specs(node_access, node, fresh), node_access.cdi_specs(node)

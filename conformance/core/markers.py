@@ -51,10 +51,15 @@ AREAS = (
     Marker("publishing", "area", "ResourceSlice publishing by the driver (PUB-*)", "4381"),
 )
 
+MISSION_AREAS = ("api_v1", "allocation", "prioritized_list", "admin_access", "podresources")
+"""The five areas users qualify drivers on (v1 API stability, allocation, prioritized lists, admin access,
+PodResources reporting): features GA or beta-on-by-default in Kubernetes 1.34, so the default ``standard``
+profile selects every test of them (tests skip with evidence where the cluster does not serve a feature)."""
+
 PROFILES = (
     Marker("core", "profile", "the seven KEP-5970 minimum behaviours every driver must pass", "5970"),
-    Marker("standard", "profile", "core + the behaviours most drivers support (the default)"),
-    Marker("full", "profile", "standard + optional features the driver declares"),
+    Marker("standard", "profile", "core + every test of the five mission areas and the node checks (the default)"),
+    Marker("full", "profile", "standard + newer and alpha features"),
     Marker("disruptive", "profile", "restarts kubelets or driver plugins; needs --allow-disruptive"),
 )
 

@@ -38,7 +38,12 @@ def render(summary: dict) -> str:
     ]
     if summary["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
+    out += ["## Mission areas", "", "| Area | Status | Tests |", "|---|---|---|"]
+    for area in summary.get("missionAreas") or []:
+        counts_text = ", ".join(f"{k} {v}" for k, v in sorted(area["counts"].items())) or "-"
+        out.append(f"| {area['name']} | {ICONS[area['status']]} | {counts_text} |")
     out += [
+        "",
         "## Capabilities",
         "",
         "| Capability | Status | Declared | Available | Tests | Reasons |",

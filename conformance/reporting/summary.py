@@ -22,6 +22,7 @@ import pathlib
 
 import jsonschema
 
+from conformance.core import markers
 from conformance.reporting import evidence, labels, results, runinfo
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
@@ -98,6 +99,29 @@ def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0][:300] if (text or "").strip() else ""
 
 
+def _status(counts: dict[str, int]) -> str:
+    """pass / fail / skip / not-tested of a group of tests from its ``{status: n}`` counts."""
+    if counts.get("failed") or counts.get("broken") or counts.get("unknown"):
+        return "fail"
+    if counts.get("passed"):
+        return "pass"
+    return "skip" if counts else "not-tested"
+
+
+def mission_areas(tests: list[dict]) -> list[dict]:
+    """One entry per mission area (:data:`conformance.core.markers.MISSION_AREAS`, in that order):
+    ``{name, status (pass|fail|skip|not-tested), counts {status: n}, tests (n)}`` over the tests whose
+    ``areas`` name it; an area no test of the run belongs to is ``not-tested``."""
+    out = []
+    for area in markers.MISSION_AREAS:
+        mine = [t for t in tests if area in t["areas"]]
+        counts: dict[str, int] = {}
+        for t in mine:
+            counts[t["status"]] = counts.get(t["status"], 0) + 1
+        out.append({"name": area, "status": _status(counts), "counts": counts, "tests": len(mine)})
+    return out
+
+
 def _capabilities(tests: list[dict], run: dict) -> list[dict]:
     known = run.get("capabilities") or {}
     declared = set(run.get("declared_capabilities") or [])
@@ -118,14 +142,7 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
                 if t["status"] in ("failed", "broken", "skipped", "unknown")
             }
         )
-        if counts.get("failed") or counts.get("broken") or counts.get("unknown"):
-            status = "fail"
-        elif counts.get("passed"):
-            status = "pass"
-        elif mine:
-            status = "skip"
-        else:
-            status = "not-tested"
+        status = _status(counts)
         if name in declared and (available is False or info.get("broken")):
             reasons.insert(0, f"declared by the driver profile but not available: {info.get('evidence', '')}")
             status = "fail"
@@ -221,6 +238,7 @@ def build(run_dir: str | pathlib.Path) -> dict:
         },
         "counts": counts,
         "capabilities": capabilities,
+        "missionAreas": mission_areas(tests),
         "tests": tests,
         "verdict": "FAIL" if reasons else "PASS",
         "verdictReasons": reasons,

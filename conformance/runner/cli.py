@@ -151,7 +151,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """Collect only; print the selected test IDs and a count."""
+    """Collect only; print the selected test IDs, the tests per area (mission areas first) and a count."""
     import pytest  # noqa: PLC0415
 
     code = int(
@@ -166,6 +166,8 @@ def list_command(args: argparse.Namespace) -> int:
                 args.driver,
                 "--profile",
                 args.profile,
+                "-p",
+                "conformance.runner.listing",
             ]
         )
     )

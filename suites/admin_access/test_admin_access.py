@@ -13,7 +13,7 @@ from conformance.api import ApiError, api_verbs, timeouts, waits
 
 pytestmark = [
     pytest.mark.admin_access,
-    pytest.mark.full,
+    pytest.mark.standard,
     pytest.mark.kep(5018),
     pytest.mark.requires("gate.DRAAdminAccess", "driver.admin_access"),
 ]

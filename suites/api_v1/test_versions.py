@@ -18,7 +18,7 @@ from conformance.api import (
     waits,
 )
 
-pytestmark = [pytest.mark.api_v1, pytest.mark.full, pytest.mark.kep(4381)]
+pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381)]
 
 BETAS = [
     pytest.param("v1beta1", marks=pytest.mark.requires("api.v1beta1"), id="v1beta1"),

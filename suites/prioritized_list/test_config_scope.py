@@ -12,7 +12,7 @@ from conformance.api import NEVER_MATCHES, container, first_available, opaque_co
 
 pytestmark = [
     pytest.mark.prioritized_list,
-    pytest.mark.full,
+    pytest.mark.standard,
     pytest.mark.kep(4816),
     pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list", "driver.opaque_config"),
 ]

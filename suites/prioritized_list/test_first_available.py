@@ -11,7 +11,7 @@ from conformance.api import NEVER_MATCHES, first_available, match_attribute, sub
 
 pytestmark = [
     pytest.mark.prioritized_list,
-    pytest.mark.full,
+    pytest.mark.standard,
     pytest.mark.kep(4816),
     pytest.mark.requires("gate.DRAPrioritizedList", "driver.prioritized_list"),
 ]

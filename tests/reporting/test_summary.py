@@ -119,3 +119,36 @@ def test_broken_capability_from_the_harness_fails(tmp_path):
     assert any(r.startswith("declared capability driver.admin_access is fail") for r in verdict.reasons), (
         verdict.reasons
     )
+
+
+def _t(status: str, *areas: str) -> dict:
+    return {"status": status, "areas": list(areas)}
+
+
+def test_mission_areas_report_each_of_the_five_in_order_with_status():
+    tests = [
+        _t("passed", "api_v1"),
+        _t("failed", "allocation"),
+        _t("passed", "allocation"),
+        _t("skipped", "prioritized_list"),
+        _t("passed", "node"),
+    ]
+    areas = {a["name"]: a for a in summary.mission_areas(tests)}
+    assert list(areas) == ["api_v1", "allocation", "prioritized_list", "admin_access", "podresources"]
+    assert {n: a["status"] for n, a in areas.items()} == {
+        "api_v1": "pass",
+        "allocation": "fail",
+        "prioritized_list": "skip",
+        "admin_access": "not-tested",
+        "podresources": "not-tested",
+    }
+    assert areas["allocation"]["counts"] == {"failed": 1, "passed": 1} and areas["allocation"]["tests"] == 2
+
+
+def test_summary_markdown_has_the_mission_area_table(failing_run):
+    data = summary.build(failing_run)
+    assert [a["name"] for a in data["missionAreas"]][0] == "api_v1"
+    from conformance.reporting import markdown
+
+    text = markdown.render(data)
+    assert "## Mission areas" in text and "| podresources |" in text

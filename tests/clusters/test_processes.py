@@ -71,3 +71,16 @@ def test_other_kube_proxy_sees_running_and_starting_clusters(tmp_path, monkeypat
     finally:
         proc.stop(timeout=1)
     assert not teardown.other_kube_proxy("me")
+
+
+def test_a_slot_recorded_by_another_cluster_is_taken_and_the_provider_moves_on(tmp_path, monkeypatch):
+    """Two runs that chose the same free slot at once: the one that records second gets SlotTaken (under the
+    host lock, before starting anything) and the provider's next choice skips the recorded slot."""
+    from conformance.clusters.local import provider
+
+    monkeypatch.setattr(statelib, "STATE_ROOT", tmp_path)
+    statelib.ClusterState(name="first", slot=provider.FIRST_SLOT, nodes=1, log_dir=str(tmp_path)).save()
+    assert statelib.slots_in_use() == {provider.FIRST_SLOT: "first"}
+    assert statelib.slots_in_use(exclude="first") == {}
+    assert provider.free_slot() == provider.FIRST_SLOT + 1
+    assert issubclass(statelib.SlotTaken, statelib.ClusterUnavailable)

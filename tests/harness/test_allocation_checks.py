@@ -22,7 +22,10 @@ def _slice(node, devices, *, count=1, shared=None):
     spec["pool"] = {"name": node, "generation": 1, "resourceSliceCount": count}
     if shared:
         spec["sharedCounters"] = shared
-    return Obj({"kind": "ResourceSlice", "metadata": {"name": f"{node}-slice"}, "spec": spec})
+    owner = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": f"uid-{node}", "controller": True}
+    return Obj(
+        {"kind": "ResourceSlice", "metadata": {"name": f"{node}-slice", "ownerReferences": [owner]}, "spec": spec}
+    )
 
 
 def _consumes(amount):

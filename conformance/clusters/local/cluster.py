@@ -26,7 +26,7 @@ from .config import Layout, LocalClusterConfig, layout_for
 from .handle import LocalClusterHandle
 from .pki import Pki, write_kubeconfig
 from .processes import HostProcess
-from .state import ClusterState, host_lock
+from .state import ClusterState, SlotTaken, host_lock, slots_in_use
 from .teardown import other_kube_proxy, teardown
 
 Progress = Callable[[str], None]
@@ -108,7 +108,10 @@ class LocalCluster:
                 )
             self._say(f"removing stale state of {self.config.name!r}")
             teardown(old)
-        with host_lock():  # one kube-proxy per host: decide and record the intent atomically
+        with host_lock():  # one kube-proxy per host, one cluster per slot: decide and record atomically
+            owner = slots_in_use(exclude=self.config.name).get(self.config.slot)
+            if owner:
+                raise SlotTaken(f"slot {self.config.slot} is already recorded by local cluster {owner!r}")
             other = other_kube_proxy(self.config.name)
             if self.config.kube_proxy and other:
                 raise ConfigError(

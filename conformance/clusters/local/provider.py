@@ -17,7 +17,7 @@ from conformance.node.local import LocalNodeAccess
 from .cluster import LocalCluster
 from .config import LocalClusterConfig
 from .handle import LocalClusterHandle
-from .state import ClusterState, existing_clusters
+from .state import SlotTaken, existing_clusters, slots_in_use
 
 FIRST_SLOT = 2  # first slot for conformance runs (0: the e2e cluster, 1: its lifecycle tests)
 LAST_SLOT = 9
@@ -33,12 +33,7 @@ def free_slot() -> int:
     """The lowest conformance slot no local cluster on this host uses. Raises ClusterUnavailable naming the
     clusters and their slots when all are taken."""
     others = existing_clusters()
-    used = set()
-    for other in others:
-        try:
-            used.add(ClusterState.load(other).slot)
-        except (OSError, ValueError, KeyError):
-            continue
+    used = set(slots_in_use())
     free = [s for s in range(FIRST_SLOT, LAST_SLOT + 1) if s not in used]
     if not free:
         raise errors.ClusterUnavailable(
@@ -58,7 +53,17 @@ class LocalProvider:
         self.handle: LocalClusterHandle | None = None
 
     def up(self) -> LocalClusterHandle:
-        """Allocate a slot, start the cluster. Raises ClusterUnavailable (after cleaning up) or ConfigError."""
+        """Allocate a slot, start the cluster. Raises ClusterUnavailable (after cleaning up) or ConfigError.
+        Two runs starting at once may choose the same free slot; the cluster records its slot under the host
+        lock, so the later one gets SlotTaken before starting anything and tries the next free slot."""
+        for _attempt in range(LAST_SLOT - FIRST_SLOT + 1):
+            try:
+                return self._up_in(free_slot())
+            except SlotTaken as exc:
+                self.ctx.progress(f"{exc}: choosing another slot")
+        raise errors.ClusterUnavailable("no free local cluster slot: every slot was taken while choosing one")
+
+    def _up_in(self, slot: int) -> LocalClusterHandle:
         cfg = self.ctx.cfg
         self.cluster = LocalCluster(
             LocalClusterConfig(
@@ -68,7 +73,7 @@ class LocalProvider:
                 k8s_version=cfg.k8s_version,
                 feature_gates=cfg.feature_gates,
                 log_dir=self.ctx.report_dir / "cluster-logs",
-                slot=free_slot(),
+                slot=slot,
                 kube_proxy=None,
             ),
             self.ctx.progress,

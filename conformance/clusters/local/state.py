@@ -13,6 +13,8 @@ import os
 import threading
 from pathlib import Path
 
+from conformance.core.errors import ClusterUnavailable
+
 from .config import RUN_ROOT, STATE_ROOT
 from .processes import HostProcess
 
@@ -94,6 +96,23 @@ def existing_clusters() -> list[str]:
     if not STATE_ROOT.is_dir():
         return []
     return sorted(p.parent.name for p in STATE_ROOT.glob("*/state.json"))
+
+
+class SlotTaken(ClusterUnavailable):
+    """Another local cluster recorded the same slot first (two runs chose it at once); pick another."""
+
+
+def slots_in_use(exclude: str = "") -> dict[int, str]:
+    """``{slot: cluster name}`` of the clusters with a readable state file on this host, except ``exclude``."""
+    used: dict[int, str] = {}
+    for other in existing_clusters():
+        if other == exclude:
+            continue
+        try:
+            used[ClusterState.load(other).slot] = other
+        except (OSError, ValueError, KeyError):
+            continue
+    return used
 
 
 @contextlib.contextmanager

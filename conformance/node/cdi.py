@@ -8,6 +8,7 @@ test-driver, our reference driver), so a claim's specs carry its UID in the name
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 
@@ -46,7 +47,25 @@ def defined_ids(node_access, node: str) -> set[str]:
     return spec_ids(node_access.cdi_specs(node))
 
 
-def claim_ids(node_access, node: str, claim) -> set[str]:
-    """The CDI device IDs defined by ``claim``'s own spec files on ``node`` (:func:`claim_specs`), not by
-    any other claim's."""
-    return spec_ids(claim_specs(node_access, node, claim))
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def driver_wide(specs: dict[str, str]) -> dict[str, str]:
+    """The entries of ``specs`` that belong to no claim: no UID in the file name or text (e.g.
+    dra-example-driver's ``common`` device, injected into every container it prepares)."""
+    return {name: text for name, text in specs.items() if not _UUID.search(name) and not _UUID.search(text)}
+
+
+def ids_belong_to(node_access, node: str, claim, ids: set[str]) -> tuple[bool, str]:
+    """``(ok, evidence)``: whether CDI device IDs ``ids`` handed out for ``claim`` are its own: at least one is
+    defined by the claim's own spec files, and every other one by a driver-wide spec (:func:`driver_wide`),
+    never by another claim's spec or by no spec at all. Source: KEP-4381 NodePrepareResources
+    ``Device.cdi_device_ids``; CDI spec ``<kind>=<name>`` (dra-protocols.md §4)."""
+    specs = node_access.cdi_specs(node)
+    own, shared = spec_ids(specs_naming(specs, claim.uid)), spec_ids(driver_wide(specs))
+    stray = set(ids) - own - shared
+    ok = bool(set(ids) & own) and not stray
+    return ok, (
+        f"IDs {sorted(ids)}; defined by claim {claim.name}'s own spec: {sorted(own)}; by driver-wide specs: "
+        f"{sorted(shared)}; by neither (another claim's or undefined): {sorted(stray)}; spec files: {sorted(specs)}"
+    )

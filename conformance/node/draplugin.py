@@ -135,7 +135,10 @@ class DraPluginClient:
     def __repr__(self) -> str:
         return f"DraPluginClient({self.driver or '?'} on {self.node or '?'}: {self.version} at {self.socket})"
 
-    def _call(self, method: str, request, response_type):
+    def _call(self, method: str, request, response_type, refusal_as_reply: bool = False):
+        """The reply of ``method``; with ``refusal_as_reply``, a call the service answered with an error status
+        (not UNAVAILABLE, UNIMPLEMENTED or DEADLINE_EXCEEDED) returns that status text instead: for a one-claim
+        call it is that claim's failure, as the kubelet counts it (an error for every claim of a failed call)."""
         path = METHOD.format(version=self.version, method=method)
         try:
             with grpc.insecure_channel(f"unix://{self.socket}") as channel:
@@ -147,6 +150,9 @@ class DraPluginClient:
                 return call(request, timeout=self.timeout)
         except grpc.RpcError as exc:
             detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.Call) else str(exc)
+            transport = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED)
+            if refusal_as_reply and isinstance(exc, grpc.Call) and exc.code() not in transport:
+                return f"the whole call failed with {detail}"
             raise DraPluginError(f"{path} on {self!r} failed: {detail}") from exc
 
     def _entry(self, reply, uid: str, method: str):
@@ -158,12 +164,20 @@ class DraPluginClient:
         return reply.claims[uid]
 
     def prepare(self, claim, uid: str | None = None) -> PrepareResult:
-        """NodePrepareResources for one claim (``uid`` overrides the claim's own UID). Returns its entry."""
+        """NodePrepareResources for one claim (``uid`` overrides the claim's own UID). Returns its entry; a call
+        the service fails with an error status (e.g. dra-example-driver's "claim ... got replaced") is that
+        claim's ``error``. Raises DraPluginError when the service cannot be reached or the answer lacks the
+        claim."""
         pb = _messages()
         ref = pb.Claim(namespace=claim.namespace, name=claim.name, uid=uid or claim.uid)
         reply = self._call(
-            "NodePrepareResources", pb.NodePrepareResourcesRequest(claims=[ref]), pb.NodePrepareResourcesResponse
+            "NodePrepareResources",
+            pb.NodePrepareResourcesRequest(claims=[ref]),
+            pb.NodePrepareResourcesResponse,
+            refusal_as_reply=True,
         )
+        if isinstance(reply, str):
+            return PrepareResult(ref.uid, (), reply)
         entry = self._entry(reply, ref.uid, "NodePrepareResources")
         devices = tuple(
             PreparedDevice(tuple(d.request_names), d.pool_name, d.device_name, tuple(d.cdi_device_ids))

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pyt
 @pytest.mark.requires("node_access")
 def test_repeated_prepare_returns_the_same_devices_and_cdi_ids(k8s, tracker, builder, node_access, dra_plugin):
     """NodePrepareResources for a claim the kubelet already prepared answers, without error, the allocated
-    devices and the CDI IDs of the claim's own spec, the same on every repeat."""
+    devices and the CDI IDs of the claim's own spec (plus driver-wide ones), the same on every repeat."""
     # given: a claim the kubelet prepared for a running pod
     claim = tracker.create(builder.claim())
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
@@ -32,8 +32,8 @@ def test_repeated_prepare_returns_the_same_devices_and_cdi_ids(k8s, tracker, bui
     # then: no error; the allocated devices; CDI IDs the claim's spec defines; both answers equal
     assert again.error == "", again
     assert again.device_names == {(pool, device) for _, pool, device in allocated_devices(claim)}, again
-    claim_ids = cdi.spec_ids(cdi.claim_specs(node_access, node, claim))
-    assert again.cdi_ids and again.cdi_ids <= claim_ids, (again, claim_ids)
+    own, evidence = cdi.ids_belong_to(node_access, node, claim, again.cdi_ids)
+    assert own, evidence
     assert once_more == again, (once_more, again)
 
 

@@ -3,7 +3,11 @@ its own local cluster, deploys the driver in host mode, runs the standard profil
 
 The reference driver is our known-good driver: every selected test must pass or skip with a capability
 reason, and the verdict must be PASS (issue 5 and 6 acceptance). dra-example-driver v0.4.0 runs the
-same suites. Sources: KEP-5970 (core behaviours), feature-catalog.md §6 (driver contract).
+same suites and must fail exactly its known defect, no more and no less: a claim configuration naming only
+the parent request of a firstAvailable list is not applied to the chosen subrequest (resource.k8s.io/v1
+DeviceClaimConfiguration.requests: "If just the main request is given, the configuration applies to all
+subrequests"; seen as the default TimeSlicing strategy in the container). Sources: KEP-5970 (core behaviours),
+feature-catalog.md §6 (driver contract).
 """
 
 from __future__ import annotations
@@ -17,6 +21,12 @@ import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
+KNOWN_DEFECTS = {
+    "dra-example-driver": {
+        "suites/prioritized_list/test_config_scope.py::"
+        "test_config_for_parent_or_chosen_subrequest_reaches_container[parent-request]"
+    }
+}
 
 
 def _run(driver: str, report: Path) -> tuple[int, str]:
@@ -44,8 +54,10 @@ def _run(driver: str, report: Path) -> tuple[int, str]:
 def test_standard_profile_passes_on_the_local_cluster(driver, tmp_path):
     code, out = _run(driver, tmp_path / "report")
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
-    failed = [t["fullName"] for t in summary["tests"] if t["status"] in ("failed", "broken")]
-    assert code == 0 and summary["verdict"] == "PASS", (failed, summary["verdictReasons"], out[-4000:])
+    failed = {t["id"] for t in summary["tests"] if t["status"] in ("failed", "broken")}
+    known = KNOWN_DEFECTS.get(driver, set())
+    assert failed == known, (sorted(failed), summary["verdictReasons"], out[-4000:])
+    assert (code, summary["verdict"]) == ((1, "FAIL") if known else (0, "PASS")), (code, summary["verdictReasons"])
     skipped = [t for t in summary["tests"] if t["status"] == "skipped"]
     assert all(t.get("reason") for t in skipped), skipped
     assert summary["counts"]["passed"] >= 40, summary["counts"]

@@ -119,3 +119,27 @@ def test_cdi_specs_of_a_claim_and_defined_ids():
     access = SimpleNamespace(cdi_specs=lambda node: specs)
     assert cdi.claim_specs(access, "n", SimpleNamespace(uid="uid1")) == {"d-uid1.json": specs["d-uid1.json"]}
     assert cdi.defined_ids(access, "n") == {"k.com/gpu=a", "k.com/gpu=b"}
+
+
+def test_cdi_ids_belong_to_the_claim_own_spec_or_a_driver_wide_one():
+    """A claim's CDI IDs come from its own spec (UID in the file) plus driver-wide specs (no UID, like
+    dra-example-driver's ``common``); another claim's ID or an undefined one is refused, and so is a set
+    with nothing from the claim's own spec."""
+    import types
+
+    from conformance.node import cdi as cdimod
+
+    mine, other = "11111111-2222-3333-4444-555555555555", "66666666-7777-8888-9999-000000000000"
+    specs = {
+        f"k8s.gpu.example.com-{mine}.json": '{"kind": "k8s.gpu.example.com/gpu", "devices": [{"name": "a"}]}',
+        f"k8s.gpu.example.com-{other}.json": '{"kind": "k8s.gpu.example.com/gpu", "devices": [{"name": "b"}]}',
+        "k8s.gpu.example.com-common.json": '{"kind": "k8s.gpu.example.com/gpu", "devices": [{"name": "common"}]}',
+    }
+    access = types.SimpleNamespace(cdi_specs=lambda node: specs)
+    claim = types.SimpleNamespace(uid=mine, name="c")
+    kind = "k8s.gpu.example.com/gpu"
+    assert cdimod.ids_belong_to(access, "n", claim, {f"{kind}=a", f"{kind}=common"})[0]
+    assert not cdimod.ids_belong_to(access, "n", claim, {f"{kind}=a", f"{kind}=b"})[0]
+    assert not cdimod.ids_belong_to(access, "n", claim, {f"{kind}=a", f"{kind}=zzz"})[0]
+    ok, evidence = cdimod.ids_belong_to(access, "n", claim, {f"{kind}=common"})
+    assert not ok and "own spec: ['k8s.gpu.example.com/gpu=a']" in evidence

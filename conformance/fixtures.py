@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.core import errors
+from conformance.k8s import partitions, shares
 from conformance.k8s.inventory import Inventory, Together, complete_pools, driver_slices
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.probe import Probe
@@ -102,6 +103,28 @@ def together(inventory) -> Together:
     (:meth:`Inventory.together`; tests taking a whole node use it, so partitions sharing counters do not
     make them unsatisfiable); skips with the counter sets as evidence when no selector fits."""
     return _pick(inventory, "devices allocatable together", inventory.together)
+
+
+@pytest.fixture
+def partition_packing(inventory) -> partitions.Packing:
+    """Partitions of one counter set that fit together and one more that would over-allocate it
+    (:func:`conformance.k8s.partitions.packing`); skips with the counter sets as evidence when none."""
+    return _pick(inventory, "partitions that fill a counter set", lambda: partitions.packing(inventory))
+
+
+@pytest.fixture
+def whole_and_partition(inventory) -> tuple:
+    """``(whole, partition)`` devices of one counter set (:func:`conformance.k8s.partitions.whole_and_partition`);
+    skips with the counter sets as evidence when none."""
+    return _pick(inventory, "a whole device and its partition", lambda: partitions.whole_and_partition(inventory))
+
+
+@pytest.fixture
+def shared_device(k8s, driver, inventory) -> shares.SharedDevice:
+    """A multi-allocatable device with a capacity two requests can share (:func:`conformance.k8s.shares.
+    shared_device`); skips with the devices seen as evidence when none."""
+    slices = driver_slices(k8s, driver.name)
+    return _pick(inventory, "a shareable capacity", lambda: shares.shared_device(driver.name, slices, inventory))
 
 
 def _kubelet_holds(k8s, ref) -> bool:

@@ -57,6 +57,18 @@ FAULTS: dict[str, str] = {
     "unprepared) answers a per-claim error instead of success (the kubelet unprepares claims whose state it lost).",
     "forget-prepared-on-restart": "Prepared claims are kept only in memory (the checkpoint is not read back at "
     "start), so after a plugin restart the driver does not know them and their unprepare leaves the CDI specs.",
+    "counters-understated": "A partition of more than one memory slice publishes consumesCounters for only its "
+    "first slice (KEP-4815), so the scheduler packs partitions that overlap on the GPU and preparing the later "
+    "one fails (its slices are in use).",
+    "partition-not-freed": "NodeUnprepareResources of a partition or whole partitionable GPU keeps its memory "
+    "slices held, so a partition allocated on them after the pod is gone cannot be prepared (KEP-4815 "
+    "'must consume and free up counters').",
+    "share-ignored": "A device with allowMultipleAllocations is prepared as if exclusive: a second claim's share "
+    "of it is refused while the first is prepared (KEP-5075 consumable capacity).",
+    "capacity-overstated": "Devices with allowMultipleAllocations publish twice their real capacity, so a share "
+    "the scheduler grants within the published capacity exceeds the device and cannot be prepared (KEP-5075).",
+    "partition-cdi-parent": "The CDI spec of a partition injects its parent GPU instead of the partition, so the "
+    "container sees the whole GPU it was not allocated (KEP-4815 partitionable devices).",
 }
 
 

@@ -18,7 +18,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from . import slices
+from . import sharing, slices
 from .faults import Faults
 from .kube import REQUEST_TIMEOUT, node_uid
 
@@ -77,12 +77,17 @@ class SlicePublisher:
 
     def desired(self, uid: str, generation: int) -> list[dict]:
         """The slices this node should have at ``generation`` (none with fault ``no-slices``; faults
-        ``oversized-slice``, ``attribute-missing``, ``attribute-wrong-type``, ``wrong-slice-count`` and
-        ``slices-no-owner`` change them)."""
+        ``oversized-slice``, ``attribute-missing``, ``attribute-wrong-type``, ``wrong-slice-count``,
+        ``slices-no-owner``, ``counters-understated`` and ``capacity-overstated`` change them)."""
         if self.faults.on("no-slices"):
             return []
         limit = None if self.faults.on("oversized-slice") else slices.MAX_DEVICES
-        planned = slices.plan(self._snapshot(), self.node, self.driver, self.separate_counters(), limit)
+        snap = sharing.as_published(
+            self._snapshot(),
+            understate_counters=self.faults.on("counters-understated"),
+            overstate_capacity=self.faults.on("capacity-overstated"),
+        )
+        planned = slices.plan(snap, self.node, self.driver, self.separate_counters(), limit)
         planned = slices.edit_attributes(
             planned,
             drop="model" if self.faults.on("attribute-missing") else "",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from . import cdi, claims
+from . import cdi, claims, sharing
 from .checkpoint import Checkpoint, CheckpointCorrupt
 from .claims import ClaimError, ClaimRef
 from .faults import Faults
@@ -101,6 +101,7 @@ class DeviceState:
         self.store, self.checkpoint, self.faults = store, checkpoint, faults
         self._lock = threading.Lock()
         self._claims: dict[str, dict] = {}
+        self._leaked: dict[str, sharing.Holds] = {}  # fault partition-not-freed: slices of unprepared claims
 
     def recover(self) -> RecoveryReport:
         """Load the checkpoint and rewrite CDI specs of prepared claims that vanished.
@@ -166,7 +167,11 @@ class DeviceState:
             device = snap.device(alloc.device)
             if device is None:
                 raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
-            pairs.append(_neighbour(alloc, snap) if self.faults.on("wrong-cdi-device") else (alloc, device))
+            if self.faults.on("wrong-cdi-device"):
+                pairs.append(_neighbour(alloc, snap))
+            else:
+                pairs.append(_parent(alloc, snap) if self.faults.on("partition-cdi-parent") else (alloc, device))
+        holds = self._holds(allocs, snap)
         spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
         mismatch = self.faults.on("kubelet-device-mismatch")
@@ -184,12 +189,14 @@ class DeviceState:
             done = self._existing(ref)
             if done is not None:
                 return done
+            self._refuse_held(ref, holds, snap)
             self.store.write(ref.uid, spec)
             self._claims[ref.uid] = {
                 "namespace": ref.namespace,
                 "name": ref.name,
                 "devices": [d.to_json() for d in devices],
                 "cdiSpec": spec,
+                "holds": holds,
             }
             try:
                 self.checkpoint.save(self._claims)
@@ -198,6 +205,26 @@ class DeviceState:
                 self.store.remove(ref.uid)
                 raise ClaimError(f"{ref}: writing the checkpoint failed: {err}") from None
         return devices
+
+    def _holds(self, allocs: list[claims.AllocatedDevice], snap: Snapshot) -> sharing.Holds:
+        """The physical units ``allocs`` hold (slices of partitions, capacity shares; admin access holds none)."""
+        out: sharing.Holds = {}
+        exclusive = self.faults.on("share-ignored")
+        for alloc in allocs:
+            if not alloc.admin_access:
+                for unit, amount in sharing.holds(
+                    snap.device(alloc.device), alloc.consumed_capacity, exclusive
+                ).items():
+                    out[unit] = out.get(unit, 0) + amount
+        return out
+
+    def _refuse_held(self, ref: ClaimRef, holds: sharing.Holds, snap: Snapshot) -> None:
+        """Raise ClaimError when ``holds`` do not fit next to what other prepared claims (and, with the fault
+        partition-not-freed, unprepared ones) hold: the hardware could not do it. Caller holds the lock."""
+        held = {f"{e['namespace']}/{e['name']}": e.get("holds") or {} for u, e in self._claims.items() if u != ref.uid}
+        why = sharing.shortfall(holds, {**held, **self._leaked}, sharing.limits(snap))
+        if why:
+            raise ClaimError(f"{ref}: the device cannot give this: {why}")
 
     def _refuse_admin_access_in_use(self, ref: ClaimRef, allocs: list[claims.AllocatedDevice]) -> None:
         """Fault ``admin-access-refused-in-use``: raise ClaimError when an adminAccess device of ``ref`` is
@@ -232,6 +259,9 @@ class DeviceState:
                 raise UnprepareError(f"claim UID {uid} is not prepared here: injected fault unprepare-unknown-error")
             if entry is None and self.faults.on("forget-prepared-on-restart"):
                 return  # the fault's driver only cleans up what it remembers: a left-over CDI spec stays
+            if entry is not None and self.faults.on("partition-not-freed"):
+                slices = {k: v for k, v in (entry.get("holds") or {}).items() if "/slice" in k}
+                self._leaked[f"unprepared {entry['namespace']}/{entry['name']}"] = slices
             try:
                 if entry is not None:
                     self.checkpoint.save(self._claims)
@@ -243,6 +273,15 @@ class DeviceState:
                     self.store.remove(uid)
                 except OSError as err:
                     raise UnprepareError(f"claim UID {uid}: removing its CDI spec failed: {err}") from None
+
+
+def _parent(alloc: claims.AllocatedDevice, snap: Snapshot) -> tuple[claims.AllocatedDevice, Device | None]:
+    """Fault ``partition-cdi-parent``: for a partition, its parent GPU (the device whose ``uuid`` is the
+    partition's ``parentUUID``) in place of the allocated partition; other devices unchanged."""
+    device = snap.device(alloc.device)
+    parent_uuid = device.attribute("parentUUID") if device else None
+    parent = next((d for d in snap.devices if parent_uuid and d.attribute("uuid") == parent_uuid), None)
+    return (replace(alloc, device=parent.name), parent) if parent else (alloc, device)
 
 
 def _other_device(snap: Snapshot, device: str) -> str:

@@ -49,6 +49,13 @@ AREAS = (
         "4381",
     ),
     Marker("publishing", "area", "ResourceSlice publishing by the driver (PUB-*)", "4381"),
+    Marker("partitions", "area", "partitionable devices: shared counters, overlapping partitions (PART-*)", "4815"),
+    Marker(
+        "consumable_capacity",
+        "area",
+        "multi-allocatable devices: shares, shareID, consumedCapacity (CAP-*)",
+        "5075",
+    ),
 )
 
 MISSION_AREAS = ("api_v1", "allocation", "prioritized_list", "admin_access", "podresources")

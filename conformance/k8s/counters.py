@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 
-def _quantity(text: str):
+def quantity(text: str):
+    """A quantity string (``"40Gi"``) as a Decimal (kubernetes.utils.quantity.parse_quantity)."""
     from kubernetes.utils.quantity import parse_quantity  # noqa: PLC0415 - only for quantities
 
     return parse_quantity(text)
+
+
+_quantity = quantity
 
 
 def shared(pool: str, slices: Iterable) -> dict[tuple[str, str], dict[str, str]]:

@@ -320,6 +320,17 @@ class Inventory:
         ]
         return [(n, v) for n in names for v in sorted({d.attributes[n] for d in devices}, key=repr)]
 
+    def selector_for(self, device: Device) -> str:
+        """A CEL selector matching ``device`` and no other published device of the driver: equality on a
+        string/int attribute whose value no other device has. Raises LookupError naming the device when none."""
+        for name in sorted(device.attributes):
+            value = device.attributes[name]
+            if device.types.get(name) in ("string", "int") and not any(
+                d.attributes.get(name) == value for d in self.devices if d.key != device.key
+            ):
+                return f"{cel_attribute(name)} == {cel_literal(value)}"
+        raise LookupError(f"device {device.pool}/{device.name} has no attribute value that no other device shares")
+
     def numeric_attribute(self) -> str:
         """An int attribute every device has (for CEL selectors); raises LookupError when none."""
         for name in sorted(self._common(self.devices, "attributes")):

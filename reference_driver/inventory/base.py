@@ -58,7 +58,8 @@ class Device:
     """One allocatable device of this node.
 
     ``env`` are extra CDI env entries for this device (``NAME=value``); ``device_nodes`` are host device
-    paths injected through CDI (real GPUs only).
+    paths injected through CDI (real GPUs only); ``occupies`` are the physical units (``<gpu>/slice<j>``) a
+    prepared partition or whole partitionable GPU holds, never published (reference_driver/sharing.py).
     """
 
     name: str
@@ -67,6 +68,7 @@ class Device:
     consumes_counters: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     allow_multiple_allocations: bool = False
     device_nodes: tuple[str, ...] = ()
+    occupies: tuple[str, ...] = ()
 
     def to_api(self) -> dict:
         """The ResourceSlice ``spec.devices[]`` entry."""

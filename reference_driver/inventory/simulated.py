@@ -2,6 +2,12 @@
 driverVersion, pcieRoot; optional partitions through shared counters; optional allowMultipleAllocations
 with a capacity requestPolicy.
 
+Partitions are MIG-like: ``partitions: N`` splits each GPU into N memory slices, published as the counter set
+``gpu-<i>-counters`` (``memory`` plus one counter ``slice<j>`` = 1 per slice, so placement is exact); the whole
+GPU ``gpu-<i>`` consumes all of it; each size ``s`` of ``partitionProfiles`` (default ``[1]``) adds the
+partitions ``gpu-<i>-part-<k>`` (s = 1) or ``gpu-<i>-<s>g-<k>`` at slices ``k*s .. k*s+s-1`` with ``s/N`` of the
+memory. Each partition has its own ``uuid`` and its parent's as ``parentUUID``.
+
 UUIDs are derived from the node name and index (uuid5), so a restarted plugin publishes identical devices.
 Sources: resource.k8s.io/v1 Device/CounterSet (KEP-4815 partitionable devices, KEP-5075 consumable
 capacity); dra-example-driver's GPU profile for the attribute set.
@@ -25,6 +31,7 @@ _KEYS = {
     "allowMultipleAllocations",
     "capacityRequestPolicy",
     "architecture",
+    "partitionProfiles",
 }
 _POLICY_KEYS = {"default", "min", "max", "step"}
 _NAMESPACE = uuid.UUID("6f1d2b1e-8a43-4c55-9d0e-6b2f3d0e9a10")
@@ -42,6 +49,7 @@ class SimulatedSpec:
     driver_version: str = "1.2.3"
     devices_per_pcie_root: int = 2
     partitions: int = 0
+    partition_profiles: tuple[int, ...] = (1,)
     allow_multiple_allocations: bool = False
     request_policy: dict | None = None
 
@@ -64,6 +72,17 @@ def parse_spec(raw: dict | None, where: str = "simulated") -> SimulatedSpec:
     parts = raw.get("partitions", 0)
     if not isinstance(parts, int) or isinstance(parts, bool) or not 0 <= parts <= MAX_PARTITIONS:
         raise _fail(f"{where}.partitions", f"{parts!r}: expected an integer 0..{MAX_PARTITIONS} (0 = none)")
+    profiles = raw.get("partitionProfiles", [1])
+    if (
+        not isinstance(profiles, list)
+        or not profiles
+        or any(not isinstance(p, int) or isinstance(p, bool) or not 1 <= p <= max(parts, 1) for p in profiles)
+        or len(set(profiles)) != len(profiles)
+    ):
+        raise _fail(
+            f"{where}.partitionProfiles",
+            f"{profiles!r}: expected a list of distinct slice counts 1..partitions, e.g. [1, 3]",
+        )
     per_root = raw.get("devicesPerPcieRoot", 2)
     if not isinstance(per_root, int) or isinstance(per_root, bool) or per_root < 1:
         raise _fail(f"{where}.devicesPerPcieRoot", f"{per_root!r}: expected a positive integer")
@@ -89,6 +108,7 @@ def parse_spec(raw: dict | None, where: str = "simulated") -> SimulatedSpec:
         driver_version=version,
         devices_per_pcie_root=per_root,
         partitions=parts,
+        partition_profiles=tuple(profiles),
         allow_multiple_allocations=multi,
         request_policy=policy,
     )
@@ -149,29 +169,45 @@ class SimulatedInventory:
                     )
                 )
                 continue
-            counters = f"gpu-{index}-counters"
-            counter_sets.append(CounterSet(counters, {"memory": memory, "slices": str(spec.partitions)}))
-            whole = ((counters, (("memory", memory), ("slices", str(spec.partitions)))),)
-            devices.append(
-                Device(
-                    name=f"gpu-{index}",
-                    attributes={**base, "partition": Attribute("bool", False)},
-                    capacity={"memory": Capacity(memory)},
-                    consumes_counters=whole,
-                )
-            )
-            part_mem = quantities.canonical(spec.memory // spec.partitions)
-            for part in range(spec.partitions):
-                attrs = {**base, "partition": Attribute("bool", True), "partitionIndex": Attribute("int", part)}
-                devices.append(
-                    Device(
-                        name=f"gpu-{index}-part-{part}",
-                        attributes=attrs,
-                        capacity={"memory": Capacity(part_mem)},
-                        consumes_counters=((counters, (("memory", part_mem), ("slices", "1"))),),
-                    )
-                )
+            counter_sets.append(self._counter_set(index))
+            devices.extend(self._partitioned(index, base))
         return Snapshot(devices=tuple(devices), counter_sets=tuple(counter_sets))
+
+    def _counter_set(self, index: int) -> CounterSet:
+        """``gpu-<i>-counters``: the GPU's memory and one counter per memory slice."""
+        spec = self.spec
+        slots = {f"slice{j}": "1" for j in range(spec.partitions)}
+        return CounterSet(f"gpu-{index}-counters", {"memory": quantities.canonical(spec.memory), **slots})
+
+    def _partitioned(self, index: int, base: dict[str, Attribute]) -> list[Device]:
+        """The whole GPU and its partitions of every profile, each consuming its slices of the counter set."""
+        spec, counters = self.spec, f"gpu-{index}-counters"
+
+        def device(name: str, first: int, size: int, extra: dict[str, Attribute]) -> Device:
+            memory = quantities.canonical(spec.memory * size // spec.partitions)
+            slots = tuple(f"slice{j}" for j in range(first, first + size))
+            consumed = (("memory", memory), *((s, "1") for s in slots))
+            return Device(
+                name=name,
+                attributes={**base, **extra},
+                capacity={"memory": Capacity(memory)},
+                consumes_counters=((counters, consumed),),
+                occupies=tuple(f"gpu-{index}/{s}" for s in slots),
+            )
+
+        out = [device(f"gpu-{index}", 0, spec.partitions, {"partition": Attribute("bool", False)})]
+        for size in spec.partition_profiles:
+            for k in range(spec.partitions // size):
+                name = f"gpu-{index}-part-{k}" if size == 1 else f"gpu-{index}-{size}g-{k}"
+                extra = {
+                    "partition": Attribute("bool", True),
+                    "partitionIndex": Attribute("int", k * size),
+                    "profile": Attribute("string", f"{size}g"),
+                    "parentUUID": base["uuid"],
+                    "uuid": Attribute("string", "GPU-" + str(uuid.uuid5(_NAMESPACE, f"{self.node_name}/{name}"))),
+                }
+                out.append(device(name, k * size, size, extra))
+        return out
 
     def _attributes(self, index: int) -> dict[str, Attribute]:
         spec = self.spec

@@ -77,7 +77,7 @@ def test_partitions_use_shared_counters_in_their_own_slice():
     assert [len(p.devices) for p in planned if p.devices] == [64, 26]
     part = snap.device("gpu-0-part-1").to_api()
     assert part["consumesCounters"] == [
-        {"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "40Gi"}, "slices": {"value": "1"}}}
+        {"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "40Gi"}, "slice1": {"value": "1"}}}
     ]
 
 

@@ -1,0 +1,63 @@
+"""Consumable capacity: a device published with ``allowMultipleAllocations`` is shared by several claims,
+each allocation a share with its own ``shareID`` and the ``consumedCapacity`` it takes, never more in total
+than the device's capacity. The device and amounts its ``requestPolicy`` accepts are picked from the
+driver's own ResourceSlices.
+
+Sources: KEP-5075 (resource.k8s.io/v1 Device.allowMultipleAllocations, DeviceCapacity.requestPolicy,
+ExactDeviceRequest.capacity, DeviceRequestAllocationResult.shareID / consumedCapacity); upstream "must allow
+multiple allocations and consume capacity" (test/e2e/dra/dra.go); feature-catalog §5.K.
+"""
+
+import pytest
+
+from conformance.api import request, timeouts, waits
+
+pytestmark = [
+    pytest.mark.consumable_capacity,
+    pytest.mark.full,
+    pytest.mark.kep(5075),
+    pytest.mark.requires("driver.consumable_capacity"),
+]
+
+
+def _share_claim(builder, device, amount):
+    """A claim for ``amount`` of the shared device's capacity."""
+    return builder.claim(requests=[request("device", selectors=device.selector, capacity={device.key: amount})])
+
+
+@pytest.mark.scenario("CAP-01", "CAP-02", "CAP-03")
+def test_two_claims_share_one_device_with_distinct_share_ids(k8s, tracker, builder, inventory, probe, shared_device):
+    """Two claims for part of one multi-allocatable device are both allocated on it, with distinct shareIDs
+    and their consumedCapacity recorded within the capacity, and both pods see the device.
+    Source: KEP-5075 shareID / consumedCapacity; upstream "must allow multiple allocations"."""
+    # given: two claims, each for a small share of the same device
+    dev = shared_device
+    claims = [tracker.create(_share_claim(builder, dev, dev.small)) for _ in range(2)]
+    # when: a pod uses each
+    pods = [waits.pod_running(k8s, tracker.create(builder.pod(uses=c)), timeout=timeouts.POD_START) for c in claims]
+    # then: both hold a share of that device, distinct, with the capacity they took recorded
+    allocated = [waits.claim_allocated(k8s, c, timeout=timeouts.ALLOCATION) for c in claims]
+    results = [r for claim in allocated for r in claim.results]
+    assert {(r.pool, r.device) for r in results} == {(dev.pool, dev.name)}, [c.describe() for c in allocated]
+    assert len({r.shareID for r in results if r.shareID}) == 2, [c.describe() for c in allocated]
+    assert dev.fits(*[(r.consumedCapacity or {})[dev.key] for r in results]), [c.describe() for c in allocated]
+    for pod, claim in zip(pods, allocated, strict=True):
+        shown, evidence = probe.shows_allocation(pod, claim, inventory)
+        assert shown, evidence
+
+
+@pytest.mark.scenario("CAP-01", "CAP-02")
+def test_request_over_remaining_capacity_stays_unallocated(k8s, tracker, builder, shared_device):
+    """While a pod holds most of a multi-allocatable device's capacity, a claim for more than what remains
+    stays unallocated with the scheduler's reason.
+    Source: KEP-5075 capacity accounting; upstream "must allow multiple allocations and consume capacity"."""
+    # given: a running pod whose claim takes a large share of the device
+    dev = shared_device
+    first = tracker.create(_share_claim(builder, dev, dev.large))
+    waits.pod_running(k8s, tracker.create(builder.pod(uses=first)), timeout=timeouts.POD_START)
+    # when: another pod asks for more than the rest
+    claim = tracker.create(_share_claim(builder, dev, dev.small))
+    pod = tracker.create(builder.pod(uses=claim))
+    # then: the scheduler refuses it and the claim stays unallocated
+    waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)
+    assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation, dev

@@ -33,6 +33,10 @@ class SharedDevice:
     small: str
     large: str
 
+    def requests(self, amount: str) -> dict[str, str]:
+        """``capacity.requests`` of a request for ``amount`` of this device's capacity."""
+        return {self.key: amount}
+
     def fits(self, *amounts: str) -> bool:
         """Whether ``amounts`` together stay within the capacity's value."""
         return sum(quantity(a) for a in amounts) <= quantity(self.value)

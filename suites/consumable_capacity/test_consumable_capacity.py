@@ -22,7 +22,7 @@ pytestmark = [
 
 def _share_claim(builder, device, amount):
     """A claim for ``amount`` of the shared device's capacity."""
-    return builder.claim(requests=[request("device", selectors=device.selector, capacity={device.key: amount})])
+    return builder.claim(requests=[request("device", selectors=device.selector, capacity=device.requests(amount))])
 
 
 @pytest.mark.scenario("CAP-01", "CAP-02", "CAP-03")
@@ -40,7 +40,8 @@ def test_two_claims_share_one_device_with_distinct_share_ids(k8s, tracker, build
     results = [r for claim in allocated for r in claim.results]
     assert {(r.pool, r.device) for r in results} == {(dev.pool, dev.name)}, [c.describe() for c in allocated]
     assert len({r.shareID for r in results if r.shareID}) == 2, [c.describe() for c in allocated]
-    assert dev.fits(*[(r.consumedCapacity or {})[dev.key] for r in results]), [c.describe() for c in allocated]
+    consumed = [r.consumedCapacity[dev.key] if r.consumedCapacity else None for r in results]
+    assert None not in consumed and dev.fits(*consumed), [c.describe() for c in allocated]
     for pod, claim in zip(pods, allocated, strict=True):
         shown, evidence = probe.shows_allocation(pod, claim, inventory)
         assert shown, evidence

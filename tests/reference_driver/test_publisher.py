@@ -181,3 +181,17 @@ def test_one_deleted_slice_of_a_two_slice_pool(make_publisher, faults, bumped):
     pub.sync()
     generations = {o["spec"]["pool"]["generation"] for o in api.objects.values()}
     assert len(api.objects) == 2 and generations == ({before + 1} if bumped else {before})
+
+
+def test_faults_counters_understated_and_capacity_overstated_change_what_is_published(make_publisher):
+    """The published slices carry the faulted counters / capacity; the driver's own inventory is unchanged."""
+    make, api, spec = make_publisher
+    spec.update({"count": 1, "partitions": 4, "partitionProfiles": [1, 3]})
+    make(Faults.parse("counters-understated")).sync()
+    devices = [d for o in api.objects.values() for d in o["spec"].get("devices", [])]
+    big = next(d for d in devices if d["name"] == "gpu-0-3g-0")
+    assert sorted(big["consumesCounters"][0]["counters"]) == ["memory", "slice0"]
+    spec.clear()
+    spec.update({"count": 1, "allowMultipleAllocations": True})
+    make(Faults.parse("capacity-overstated")).sync()
+    assert [d["capacity"]["memory"]["value"] for d in _devices(api)] == ["160Gi"]

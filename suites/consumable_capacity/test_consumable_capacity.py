@@ -16,6 +16,7 @@ pytestmark = [
     pytest.mark.consumable_capacity,
     pytest.mark.full,
     pytest.mark.kep(5075),
+    pytest.mark.xdist_group("dra-cluster-state"),  # pins devices: fills one counter set / one device's capacity
     pytest.mark.requires("driver.consumable_capacity"),
 ]
 

@@ -15,6 +15,7 @@ pytestmark = [
     pytest.mark.partitions,
     pytest.mark.full,
     pytest.mark.kep(4815),
+    pytest.mark.xdist_group("dra-cluster-state"),  # pins devices: fills one counter set / one device's capacity
     pytest.mark.requires("driver.partitions"),
 ]
 

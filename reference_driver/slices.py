@@ -1,14 +1,15 @@
 """Inventory -> ResourceSlices of this node's pool (pure: no kubernetes import).
 
 Layout: one pool per node, pool name = node name; devices in slices of at most 128 devices, or 64 when any
-device of the slice consumes counters; counter sets (``sharedCounters``, at most 8 per slice) in their own
-slices for API servers >= 1.35 (where ``devices`` and ``sharedCounters`` are mutually exclusive), or next
-to the devices that consume them for 1.34 (where a device may only reference counter sets of its own
+device of the slice consumes counters; counter sets (``sharedCounters``, at most 8 sets and 32 counters per
+slice) in their own slices for API servers >= 1.35 (where ``devices`` and ``sharedCounters`` are mutually
+exclusive), or next to the devices that consume them for 1.34 (where a device may only reference counter sets of its own
 slice); an empty inventory still yields one slice with no devices ("driver started" signal).
 Slice names are deterministic (``<node>-<driver>-<index>``), so a restarted plugin finds and keeps the
 same objects. Every slice has ``nodeName`` and a controller ownerReference to its Node.
 Sources: resource.k8s.io/v1 ResourceSlice validation (ResourceSliceMaxDevices 128,
-ResourceSliceMaxDevicesWithTaintsOrConsumesCounters 64, ResourceSliceMaxCounterSets 8, sharedCounters and
+ResourceSliceMaxDevicesWithTaintsOrConsumesCounters 64, ResourceSliceMaxCounterSets 8, 1.34's
+ResourceSliceMaxSharedCounters 32 summed over a slice's counter sets, sharedCounters and
 devices mutually exclusive since 1.35); upstream "kubelet must manage ResourceSlices"; PR #127645.
 """
 
@@ -22,6 +23,7 @@ from .inventory.base import Snapshot
 MAX_DEVICES = 128
 MAX_DEVICES_WITH_COUNTERS = 64
 MAX_COUNTER_SETS = 8
+MAX_SHARED_COUNTERS = 32  # counters summed over all counter sets of one slice (1.34 ResourceSliceMaxSharedCounters)
 API_VERSION = "resource.k8s.io/v1"
 
 
@@ -47,16 +49,32 @@ def _chunks(items: list, size: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def _room(sets: list[dict], counter_set: dict) -> bool:
+    """Whether ``counter_set`` fits next to ``sets`` in one slice: at most 8 sets and 32 counters in all."""
+    counted = sum(len(c["counters"]) for c in sets) + len(counter_set["counters"])
+    return len(sets) < MAX_COUNTER_SETS and counted <= MAX_SHARED_COUNTERS
+
+
+def _counter_slices(sets: list[dict]) -> list[list[dict]]:
+    """Counter sets packed into slices of their own (see :func:`_room`)."""
+    out: list[list[dict]] = []
+    for cs in sets:
+        if not out or not _room(out[-1], cs):
+            out.append([])
+        out[-1].append(cs)
+    return out
+
+
 def _combined(snapshot: Snapshot) -> list[tuple[tuple, tuple]]:
     """1.34 layout: each counter set travels with the devices consuming it (grouped by first counter set),
-    packed into slices of <= 8 sets and <= 64 devices."""
+    packed into slices of <= 8 sets, <= 32 counters in all and <= 64 devices."""
     units = []
     for cs in snapshot.counter_sets:
         devs = [d.to_api() for d in snapshot.devices if d.consumes_counters and d.consumes_counters[0][0] == cs.name]
         units.append((cs.to_api(), devs))
     out: list[tuple[list, list]] = []
     for cs, devs in units:
-        if not out or len(out[-1][1]) >= MAX_COUNTER_SETS or len(out[-1][0]) + len(devs) > MAX_DEVICES_WITH_COUNTERS:
+        if not out or not _room(out[-1][1], cs) or len(out[-1][0]) + len(devs) > MAX_DEVICES_WITH_COUNTERS:
             out.append(([], []))
         out[-1][0].extend(devs)
         out[-1][1].append(cs)
@@ -82,7 +100,7 @@ def plan(
     plain = [d.to_api() for d in snapshot.devices if not d.consumes_counters]
     counted = [d.to_api() for d in snapshot.devices if d.consumes_counters]
     if separate_counters:
-        for sets in _chunks([c.to_api() for c in snapshot.counter_sets], MAX_COUNTER_SETS):
+        for sets in _counter_slices([c.to_api() for c in snapshot.counter_sets]):
             contents.append(((), tuple(sets)))
         for group in _chunks(counted, MAX_DEVICES_WITH_COUNTERS):
             contents.append((tuple(group), ()))

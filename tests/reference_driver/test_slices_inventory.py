@@ -175,3 +175,12 @@ def test_large_pool_devices_file_spans_two_slices():
     assert len(snap.devices) > slices.MAX_DEVICES
     assert [len(p.devices) for p in slices.plan(snap, "n1", "gpu.example.com")] == [128, len(snap.devices) - 128]
     assert [len(p.devices) for p in slices.plan(snap, "n1", "gpu.example.com", max_devices=None)] == [130]
+
+
+@pytest.mark.parametrize("separate", [True, False])
+def test_counter_sets_per_slice_stay_within_32_counters(separate):
+    """MIG-like sets of 5 counters (memory + 4 slices): at most 6 sets (30 counters) share a slice
+    (1.34 ResourceSliceMaxSharedCounters sums counters over a slice's sets)."""
+    planned = slices.plan(sim(count=16, partitions=4, partitionProfiles=[1, 3]), "n", DRIVER_NAME, separate)
+    counted = [sum(len(c["counters"]) for c in p.shared_counters) for p in planned if p.shared_counters]
+    assert counted == [30, 30, 20] and all(len(p.devices) <= 64 for p in planned)

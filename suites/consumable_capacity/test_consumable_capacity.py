@@ -26,7 +26,7 @@ def _share_claim(builder, device, amount):
     return builder.claim(requests=[request("device", selectors=device.selector, capacity=device.requests(amount))])
 
 
-@pytest.mark.scenario("CAP-01", "CAP-02", "CAP-03")
+@pytest.mark.scenario("CAP-01", "CAP-02", "CAP-03", "PREP-08")
 def test_two_claims_share_one_device_with_distinct_share_ids(k8s, tracker, builder, inventory, probe, shared_device):
     """Two claims for part of one multi-allocatable device are both allocated on it, with distinct shareIDs
     and their consumedCapacity recorded within the capacity, and both pods see the device.

@@ -58,7 +58,7 @@ def test_whole_device_and_its_partition_are_never_both_allocated(k8s, tracker, b
     waits.pod_running(k8s, second, timeout=timeouts.POD_START)
 
 
-@pytest.mark.scenario("PART-01", "PREP-02")
+@pytest.mark.scenario("PART-01")
 def test_container_sees_exactly_its_partition(k8s, tracker, builder, inventory, probe, whole_and_partition):
     """A pod whose claim holds one partition sees that partition, by name, and no other device (not its
     parent). Source: KEP-4815; driver contract: prepared devices are the allocation results."""

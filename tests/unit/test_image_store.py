@@ -56,3 +56,10 @@ def test_layer_is_trusted_only_while_its_content_matches_its_name():
     assert layer.name.startswith("base-k4.") and store.find_layer("base", "k4") == layer
     layer.write_bytes(b"tampered")
     assert store.find_layer("base", "k4") is None and not layer.exists()
+
+
+def test_a_new_key_replaces_the_older_entry_of_the_same_name():
+    old = store.cached_archive("demo", "a" * 12, _writer([]))
+    other = store.cached_archive("demo-extra", "c" * 12, _writer([]))
+    new = store.cached_archive("demo", "b" * 12, _writer([]))
+    assert new.exists() and other.exists() and not old.exists()

@@ -6,9 +6,10 @@ Layout (under ``cache.root()/images``)::
     layers/<name>-<key>.<sha>.tar a layer reused across archives (e.g. the reference driver's Python runtime)
     debs/, work/                  downloaded .deb files; scratch trees of builds in progress
 
-An entry is written under a temporary name and renamed last; an archive is trusted only after
-:func:`oci.verify_archive` re-hashed its blobs, a layer only when its content hashes to the ``<sha>`` in its
-name. A half-written or corrupted entry is deleted and rebuilt.
+An entry is written under a temporary name, renamed last, and then replaces the older entries of its name
+(other keys). An archive is trusted only after :func:`oci.verify_archive` re-hashed its blobs, a layer only
+when its content hashes to the ``<sha>`` in its name. A half-written or corrupted entry is deleted and
+rebuilt. Debian packages are kept (apt checked them against the signed index when it downloaded them).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -78,6 +80,7 @@ def cached_archive(name: str, key: str, build: Callable[[Path], object]) -> Path
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
+    _prune(out.parent.glob(f"{name}-*.oci.tar"), out, lambda p: p.name[len(name) + 1 : -len(".oci.tar")])
     return out
 
 
@@ -95,6 +98,7 @@ def cached_layer(name: str, key: str, build: Callable[[Path], object]) -> Path:
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
+    _prune(layers.glob(f"{name}-*.tar"), out, lambda p: p.name[len(name) + 1 :].split(".")[0])
     return out
 
 
@@ -120,6 +124,14 @@ def work_dir(name: str) -> Path:
 def drop(path: Path) -> None:
     """Remove a scratch tree (ignores a missing one)."""
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _prune(siblings, keep: Path, key_of: Callable[[Path], str]) -> None:
+    """Delete the older entries of the same image or layer name (other keys), so a changed input does not
+    grow the cache without bound. Only plain 12-hex-digit keys count as siblings."""
+    for path in siblings:
+        if path != keep and re.fullmatch(r"[0-9a-f]{12}", key_of(path)):
+            path.unlink(missing_ok=True)
 
 
 def _owner_alive(partial: Path) -> bool:

@@ -61,3 +61,12 @@ def test_pause_program_builds_static_and_answers_version(tmp_path, monkeypatch):
         "dra-conformance-pause"
     )
     assert b"ld-linux" not in binary.read_bytes()[:4096]
+
+
+def test_setup_builds_the_images_last_unless_skipped(monkeypatch, tmp_path):
+    from conformance.toolchain import __main__ as setup
+
+    monkeypatch.setenv("DRA_CONFORMANCE_CACHE", str(tmp_path))
+    names = [s.name for s in setup.setup_steps(None, {"debian", "npm"})]
+    assert names[-1].startswith("offline images (pause, busybox, dra-example-driver, reference-driver)")
+    assert not any("offline images" in s.name for s in setup.setup_steps(None, {"debian", "npm", "images"}))

@@ -16,14 +16,14 @@ K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite
+        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite images
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 	@echo
 	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES)"
 
-setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI
+setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI, offline images
 	@$(PY) -m conformance.toolchain setup $(K8S_FLAG)
 
 venv: ## create .venv with the package (editable) and pinned dependencies
@@ -58,6 +58,10 @@ report: ## regenerate the report of RUN_DIR (default reports/latest) from its re
 
 list: ## print the tests a PROFILE selects (no cluster needed)
 	$(VENV)/bin/dra-conformance list --profile $(PROFILE) --driver $(DRIVER)
+
+images: ## build the offline OCI images a run needs (IMAGES="names", default all); IMAGES_TO=DIR also exports them there
+	$(VENV)/bin/dra-conformance images build $(IMAGES)
+	$(if $(IMAGES_TO),$(VENV)/bin/dra-conformance images export --to $(IMAGES_TO) $(IMAGES))
 
 versions: ## print every pinned version (versions.toml)
 	@$(PY) -m conformance.toolchain versions

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from conformance.clusters import cli as cluster_cli
+from conformance.clusters import images_cli
 from conformance.reporting import cli as report_cli
 from conformance.runner import cli as run_cli
 from conformance.toolchain import cli as toolchain_cli
@@ -19,6 +20,7 @@ from conformance.validation import cli as validation_cli
 SUBCOMMANDS = (
     toolchain_cli,  # versions
     cluster_cli,  # cluster up|down|status|logs
+    images_cli,  # images list|build|export|import
     run_cli,  # run, list
     report_cli,  # report
     validation_cli,  # validate-suite

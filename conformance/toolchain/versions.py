@@ -51,6 +51,7 @@ class Versions:
     allure: str
     debian_packages: tuple[str, ...]
     python: dict[str, str]
+    images: dict = dataclasses.field(default_factory=dict)
 
     def k8s_tag(self, requested: str | None = None) -> str:
         """Map ``1.35``, ``v1.35``, ``1.35.4`` or ``v1.35.4`` to the exact pinned tag (``v1.35.4``).
@@ -121,6 +122,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             allure=data["npm"]["allure"],
             debian_packages=tuple(data["debian"]["packages"]),
             python=dict(data["python"]),
+            images=dict(data.get("images", {})),
         )
     except KeyError as exc:
         raise VersionError(f"{path.name}: missing key {exc}") from exc

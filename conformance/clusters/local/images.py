@@ -1,220 +1,56 @@
-"""Offline images for the local cluster: our static Go pause program and a busybox image, written as OCI
-image-layout tarballs by Python and imported into every node's containerd with ``ctr images import``.
-Nothing is ever pulled.
-
-Source: OCI image-layout and image-spec v1.1 (index.json, blobs/sha256, manifest, config with
-rootfs.diff_ids); containerd ``ctr images import`` reads the ref from the index annotation
-``io.containerd.image.name`` (local-cluster.md §5.3).
+"""The local cluster's side of offline images: which names its nodes use and loading archives into every
+node's containerd. Building and verifying archives is ``conformance.toolchain.images`` (one writer).
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
-import os
-import shutil
-import subprocess
-import tarfile
 from pathlib import Path
 
-from conformance.toolchain import cache
+from conformance.toolchain.images.base import busybox_archive, pause_archive
+from conformance.toolchain.images.catalog import DEFAULT_IMAGES
+from conformance.toolchain.images.ctr import image_names, import_image
+from conformance.toolchain.images.oci import ImageError
 
-PAUSE_SOURCE = Path(__file__).with_name("pause") / "main.go"
-DEFAULT_IMAGES = {"pause": "dra-conformance.local/pause:1", "busybox": "dra-conformance.local/busybox:1"}
-BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")
+from .config import LocalClusterConfig, layout_for
+from .node_config import node_paths
+from .state import ClusterState, existing_clusters
 
-Entry = tuple[str, str, object, int]  # (path, kind file|dir|symlink, payload bytes|link target, mode)
-
-
-class ImageError(RuntimeError):
-    """An image could not be built or imported; the message names the missing tool and the fix."""
-
-
-def _tar_add(tf: tarfile.TarFile, name: str, data: bytes) -> None:
-    ti = tarfile.TarInfo(name)
-    ti.size, ti.mtime, ti.mode = len(data), 0, 0o644
-    tf.addfile(ti, io.BytesIO(data))
+__all__ = ["DEFAULT_IMAGES", "ImageError", "busybox_archive", "import_image", "pause_archive"]
 
 
-def layer_tar(entries: list[Entry]) -> bytes:
-    """An uncompressed, reproducible (mtime 0, uid 0) layer tar of ``entries``."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as lt:
-        for path, kind, payload, mode in entries:
-            ti = tarfile.TarInfo(path)
-            ti.mtime, ti.mode, ti.uid, ti.gid = 0, mode, 0, 0
-            if kind == "dir":
-                ti.type = tarfile.DIRTYPE
-                lt.addfile(ti)
-            elif kind == "symlink":
-                ti.type, ti.linkname = tarfile.SYMTYPE, str(payload)
-                lt.addfile(ti)
-            else:
-                data = bytes(payload)  # type: ignore[arg-type]
-                ti.size = len(data)
-                lt.addfile(ti, io.BytesIO(data))
-    return buf.getvalue()
+def node_targets(name: str | None) -> tuple[str, Path, list[tuple[str, Path]]]:
+    """``(cluster name, ctr binary, [(node name, containerd socket)])`` of a running local cluster; ``name``
+    None picks the only one. Raises ImageError naming the clusters that exist and the fix."""
+    if name is None:
+        found = existing_clusters()
+        if len(found) != 1:
+            raise ImageError(
+                f"{'no local cluster is running' if not found else f'several local clusters: {found}'}; "
+                "start one with `dra-conformance cluster up` or name it with --cluster"
+            )
+        name = found[0]
+    try:
+        state = ClusterState.load(name)
+    except FileNotFoundError as exc:
+        raise ImageError(f"{exc}; existing local clusters: {existing_clusters() or 'none'}") from exc
+    lay = layout_for(LocalClusterConfig(name=state.name, nodes=state.nodes, slot=state.slot))
+    ctr = Path(state.binaries.get("ctr", ""))
+    if not ctr.is_file():
+        raise ImageError(f"cluster {name} records no ctr binary; run `make setup` and restart the cluster")
+    return name, ctr, [(np.name, np.containerd_socket) for np in (node_paths(lay, i) for i in range(state.nodes))]
 
 
-def write_oci_archive(
-    out: Path,
-    ref: str,
-    entries: list[Entry],
-    entrypoint: list[str],
-    cmd: list[str] = (),
-    env: tuple[str, ...] = ("PATH=/bin:/usr/bin",),
-    arch: str = "amd64",
-) -> str:
-    """Write a one-layer OCI image-layout tarball for ``ref``; returns the manifest digest (``sha256:...``)."""
-    layer = layer_tar(entries)
-    lsha = hashlib.sha256(layer).hexdigest()
-    config = json.dumps(
-        {
-            "architecture": arch,
-            "os": "linux",
-            "config": {"Entrypoint": list(entrypoint), "Cmd": list(cmd), "Env": list(env), "WorkingDir": "/"},
-            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + lsha]},
-        },
-        sort_keys=True,
-    ).encode()
-    csha = hashlib.sha256(config).hexdigest()
-    manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {
-                "mediaType": "application/vnd.oci.image.config.v1+json",
-                "digest": "sha256:" + csha,
-                "size": len(config),
-            },
-            "layers": [
-                {"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": "sha256:" + lsha, "size": len(layer)}
-            ],
-        },
-        sort_keys=True,
-    ).encode()
-    msha = hashlib.sha256(manifest).hexdigest()
-    index = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.index.v1+json",
-            "manifests": [
-                {
-                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                    "digest": "sha256:" + msha,
-                    "size": len(manifest),
-                    "platform": {"architecture": arch, "os": "linux"},
-                    "annotations": {
-                        "io.containerd.image.name": ref,
-                        "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[-1],
-                    },
-                }
-            ],
-        },
-        sort_keys=True,
-    ).encode()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    with tarfile.open(tmp, "w") as tf:
-        _tar_add(tf, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
-        _tar_add(tf, "index.json", index)
-        for sha, data in ((lsha, layer), (csha, config), (msha, manifest)):
-            _tar_add(tf, f"blobs/sha256/{sha}", data)
-    os.replace(tmp, out)
-    return "sha256:" + msha
+def import_into_nodes(name: str | None, archives: list[Path], say=print) -> list[str]:
+    """Import every archive into every node of the local cluster ``name``; returns the node names. Each
+    node's containerd must then list each image (checked with ``ctr images ls``). Raises ImageError."""
+    cluster, ctr, nodes = node_targets(name)
+    for node, socket in nodes:
+        for archive in archives:
+            import_image(ctr, socket, archive)
+        say(f"{cluster}/{node}: imported {len(archives)} archive(s) into {socket}")
+    return [node for node, _ in nodes]
 
 
-def _images_dir() -> Path:
-    path = cache.root() / "images"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def build_pause() -> Path:
-    """Build the pause program once per source version into the cache; returns the binary path.
-
-    Raises ImageError when Go is missing or the build fails.
-    """
-    digest = hashlib.sha256(PAUSE_SOURCE.read_bytes()).hexdigest()[:12]
-    out = _images_dir() / f"pause-{digest}" / "pause"
-    if out.is_file():
-        return out
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
-    if go is None:
-        raise ImageError("`go` is not installed; the pause image is built from source (install Go, run make setup)")
-    tmp = out.with_name(f"pause.tmp-{os.getpid()}")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, CGO_ENABLED="0", GOWORK="off", GOFLAGS="", GO111MODULE="auto")
-    proc = subprocess.run(
-        [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp), PAUSE_SOURCE.name],
-        cwd=PAUSE_SOURCE.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if proc.returncode != 0:
-        raise ImageError(f"building the pause program failed: {proc.stderr.strip()}")
-    os.replace(tmp, out)
-    return out
-
-
-def _base_dirs() -> list[Entry]:
-    return [
-        ("bin", "dir", None, 0o755),
-        ("dev", "dir", None, 0o755),
-        ("etc", "dir", None, 0o755),
-        ("proc", "dir", None, 0o755),
-        ("sys", "dir", None, 0o755),
-        ("tmp", "dir", None, 0o1777),
-        ("var", "dir", None, 0o755),
-        ("root", "dir", None, 0o700),
-    ]
-
-
-def pause_archive(ref: str) -> Path:
-    """OCI tarball of the pause image (entrypoint ``/pause``), cached by binary digest and ref."""
-    binary = build_pause().read_bytes()
-    tag = hashlib.sha256(binary + ref.encode()).hexdigest()[:12]
-    out = _images_dir() / f"pause-{tag}.oci.tar"
-    if not out.is_file():
-        write_oci_archive(out, ref, [*_base_dirs(), ("pause", "file", binary, 0o755)], ["/pause"])
-    return out
-
-
-def find_busybox() -> Path:
-    """The Debian busybox-static binary. Raises ImageError naming the package when absent."""
-    for candidate in BUSYBOX_CANDIDATES:
-        if os.path.isfile(candidate):
-            return Path(candidate)
-    raise ImageError("busybox is not installed; run `apt-get install -y busybox-static` (or make setup)")
-
-
-def busybox_archive(ref: str) -> Path:
-    """OCI tarball of the busybox test image: /bin/busybox, one symlink per applet, ``Cmd: ["sh"]``."""
-    busybox = find_busybox()
-    binary = busybox.read_bytes()
-    tag = hashlib.sha256(binary + ref.encode()).hexdigest()[:12]
-    out = _images_dir() / f"busybox-{tag}.oci.tar"
-    if out.is_file():
-        return out
-    applets = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True).stdout.split()
-    entries = _base_dirs() + [
-        ("bin/busybox", "file", binary, 0o755),
-        ("etc/passwd", "file", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n", 0o644),
-        ("etc/group", "file", b"root:x:0:\nnogroup:x:65534:\n", 0o644),
-    ]
-    entries += [(f"bin/{a}", "symlink", "busybox", 0o777) for a in sorted(set(applets)) if a != "busybox"]
-    write_oci_archive(out, ref, entries, [], ["sh"])
-    return out
-
-
-def import_image(ctr: Path, socket: Path, archive: Path) -> None:
-    """``ctr -n k8s.io images import`` into one containerd. Raises ImageError with ctr's output."""
-    base = [str(ctr), "--address", str(socket), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64"]
-    proc = subprocess.run([*base, "--local", str(archive)], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0 and "flag provided but not defined" in proc.stderr:
-        proc = subprocess.run([*base, str(archive)], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise ImageError(f"ctr images import {archive.name} into {socket} failed: {proc.stderr.strip()}")
+def images_on(ctr: Path, socket: Path) -> set[str]:
+    """Image names on one node's containerd (``k8s.io`` namespace)."""
+    return image_names(ctr, socket)

@@ -8,7 +8,8 @@ import tarfile
 
 import pytest
 
-from conformance.clusters.local import images
+from conformance.toolchain.images import base as images
+from conformance.toolchain.images import oci
 
 
 def _blobs(path):
@@ -18,7 +19,7 @@ def _blobs(path):
 
 def test_oci_archive_digests_and_ref_annotation(tmp_path):
     out = tmp_path / "img.tar"
-    digest = images.write_oci_archive(out, "example.local/x:1", [("hello", "file", b"hi", 0o644)], ["/hello"])
+    digest = oci.write_oci_archive(out, "example.local/x:1", [("hello", "file", b"hi", 0o644)], ["/hello"])
     files = _blobs(out)
     index = json.loads(files["index.json"])
     entry = index["manifests"][0]
@@ -37,7 +38,7 @@ def test_oci_archive_digests_and_ref_annotation(tmp_path):
 def test_busybox_image_has_applet_links_and_sh(tmp_path, monkeypatch):
     try:
         images.find_busybox()
-    except images.ImageError as exc:
+    except oci.ImageError as exc:
         pytest.fail(f"{exc}")
     monkeypatch.setenv("DRA_CONFORMANCE_CACHE", str(tmp_path))
     files = _blobs(images.busybox_archive("example.local/busybox:1"))
@@ -60,3 +61,12 @@ def test_pause_program_builds_static_and_answers_version(tmp_path, monkeypatch):
         "dra-conformance-pause"
     )
     assert b"ld-linux" not in binary.read_bytes()[:4096]
+
+
+def test_setup_builds_the_images_last_unless_skipped(monkeypatch, tmp_path):
+    from conformance.toolchain import __main__ as setup
+
+    monkeypatch.setenv("DRA_CONFORMANCE_CACHE", str(tmp_path))
+    names = [s.name for s in setup.setup_steps(None, {"debian", "npm"})]
+    assert names[-1].startswith("offline images (pause, busybox, dra-example-driver, reference-driver)")
+    assert not any("offline images" in s.name for s in setup.setup_steps(None, {"debian", "npm", "images"}))

@@ -57,6 +57,9 @@ FAULTS: dict[str, str] = {
     "unprepared) answers a per-claim error instead of success (the kubelet unprepares claims whose state it lost).",
     "forget-prepared-on-restart": "Prepared claims are kept only in memory (the checkpoint is not read back at "
     "start), so after a plugin restart the driver does not know them and their unprepare leaves the CDI specs.",
+    "taint-dropped": "Device taints configured for the node (device config 'taints') are not published in the "
+    "ResourceSlices, so the scheduler puts claims on, and keeps pods on, devices the driver knows are unusable "
+    "(KEP-5055 driver-published taints; TAINT-01/05).",
 }
 
 

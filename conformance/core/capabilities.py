@@ -128,6 +128,8 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
         "prioritized_list": "gate.DRAPrioritizedList",
         "partitions": "gate.DRAPartitionableDevices",
         "consumable_capacity": "gate.DRAConsumableCapacity",
+        "taints": "gate.DRADeviceTaints",
+        "published_taints": "gate.DRADeviceTaints",
     }
     if key in gate_for and not gates[gate_for[key]].available:
         return Capability(
@@ -162,6 +164,16 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
                 broken=True,
             )
         return Capability(name, True, "devices set allowMultipleAllocations")
+    if key == "published_taints":
+        tainted = sorted(f"{d.get('pool')}/{d.get('device')}" for d in devices if d.get("taints"))
+        if not tainted:
+            return Capability(
+                name,
+                False,
+                f"{src} declares published_taints but no device of {profile.driver} has taints",
+                broken=True,
+            )
+        return Capability(name, True, f"devices with taints: {tainted[:8]}")
     return Capability(name, True, f"{src} declares {key}: true")
 
 

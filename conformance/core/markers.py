@@ -49,6 +49,7 @@ AREAS = (
         "4381",
     ),
     Marker("publishing", "area", "ResourceSlice publishing by the driver (PUB-*)", "4381"),
+    Marker("taints", "area", "device taints, tolerations and DeviceTaintRules (TAINT-*)", "5055"),
 )
 
 MISSION_AREAS = ("api_v1", "allocation", "prioritized_list", "admin_access", "podresources")
@@ -108,6 +109,9 @@ CAPABILITIES = {
     "driver.opaque_config": "driver accepts an opaque config and shows it in the container",
     "driver.multiple_devices": "driver publishes at least two devices per node",
     "driver.fault_injection": "driver has fault switches (the reference driver)",
+    "driver.taints": "DeviceTaintRules and tolerations apply to the driver's devices (KEP-5055; profile taints)",
+    "driver.published_taints": "driver publishes device taints in its ResourceSlices (devices[].taints, "
+    "KEP-5055) in this deployment (profile published_taints)",
 }
 
 

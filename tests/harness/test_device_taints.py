@@ -60,3 +60,13 @@ def test_published_target_is_a_tainted_device():
     assert (t.name, t.others, t.taints) == ("gpu-2", ("gpu-0", "gpu-1"), (TAINT,))
     with pytest.raises(LookupError, match="publishes no device"):
         device_taints.published(Inventory.from_slices(DRIVER, [_slice("a")]), f"{DRIVER}/index")
+
+
+@pytest.mark.parametrize(
+    "version, gate, available", [("v1.34.4", True, False), ("v1.36.2", True, True), ("v1.36.2", False, False)]
+)
+def test_result_tolerations_follow_the_release_and_the_gate(version, gate, available):
+    facts = {**_facts([_slice("a")], gate=gate), "k8s_version": version}
+    cap = capabilities.evaluate(facts, _profile(taints=True)).items["allocator.result_tolerations"]
+    assert cap.available is available, cap
+    assert ("DRADeviceTaints" in cap.evidence) if not gate else (version in cap.evidence), cap

@@ -60,6 +60,11 @@ FAULTS: dict[str, str] = {
     "taint-dropped": "Device taints configured for the node (device config 'taints') are not published in the "
     "ResourceSlices, so the scheduler puts claims on, and keeps pods on, devices the driver knows are unusable "
     "(KEP-5055 driver-published taints; TAINT-01/05).",
+    "tainted-prepare-refused": "NodePrepareResources refuses a device the driver publishes with a taint even when "
+    "the claim tolerates it, so a tolerating pod (maintenance tooling) never starts (KEP-5055 tolerations).",
+    "renamed-after-unprepare": "A device comes back under a new name (<name>-reset-<n>) once a claim using it is "
+    "unprepared, so DeviceTaintRules naming it stop applying and a device taken out of service is handed out "
+    "again (KEP-5055 DeviceTaintSelector.device; stable device names).",
 }
 
 

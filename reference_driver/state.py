@@ -96,8 +96,10 @@ class DeviceState:
         store: cdi.CdiStore,
         checkpoint: Checkpoint,
         faults: Faults = Faults(),
+        on_unprepared: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.driver, self.pools, self._snapshot, self._source = driver, set(pools), snapshot, source
+        self.on_unprepared = on_unprepared  # called with the device names of each claim unprepared
         self.store, self.checkpoint, self.faults = store, checkpoint, faults
         self._lock = threading.Lock()
         self._claims: dict[str, dict] = {}
@@ -166,6 +168,8 @@ class DeviceState:
             device = snap.device(alloc.device)
             if device is None:
                 raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
+            if device.taints and self.faults.on("tainted-prepare-refused"):
+                raise ClaimError(f"{ref}: device {alloc.device} is tainted: injected fault tainted-prepare-refused")
             pairs.append(_neighbour(alloc, snap) if self.faults.on("wrong-cdi-device") else (alloc, device))
         spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
@@ -243,6 +247,8 @@ class DeviceState:
                     self.store.remove(uid)
                 except OSError as err:
                     raise UnprepareError(f"claim UID {uid}: removing its CDI spec failed: {err}") from None
+        if entry is not None and self.on_unprepared is not None:
+            self.on_unprepared([d["device"] for d in entry["devices"]])
 
 
 def _other_device(snap: Snapshot, device: str) -> str:

@@ -9,13 +9,20 @@ import json
 import pytest
 
 from reference_driver import DRIVER_NAME, inventory, publisher, slices
+from reference_driver.cdi import CdiStore
+from reference_driver.checkpoint import Checkpoint
+from reference_driver.claims import ClaimError, ClaimRef
 from reference_driver.faults import Faults
 from reference_driver.inventory import InventoryError
+from reference_driver.inventory.renamed import RenamingSnapshot
 from reference_driver.inventory.taints import TaintedInventory, parse
+from reference_driver.state import DeviceState
 
+from .helpers import claim, result
 from .test_publisher import FakeSliceApi
 
 NODE = "node-a"
+REF = ClaimRef("ns", "claim-1", "uid-1")
 TAINT = {"device": "gpu-1", "key": "gpu.dra-conformance.test/maintenance", "value": "x", "effect": "NoSchedule"}
 
 
@@ -93,3 +100,36 @@ def test_server_dropping_taints_causes_no_republish_loop(monkeypatch):
     again = pub.sync()
     assert not again.changed and pub.taints_dropped and api.writes == 1
     assert json.dumps(api.objects).count("taints") == 0
+
+
+def _state(tmp_path, source, faults, snapshot, on_unprepared=None):
+    store, checkpoint = CdiStore(tmp_path / "cdi"), Checkpoint(tmp_path / "state" / "checkpoint.json")
+    return DeviceState(DRIVER_NAME, {NODE}, snapshot, source, store, checkpoint, faults, on_unprepared=on_unprepared)
+
+
+def test_fault_tainted_prepare_refused_only_for_tainted_devices(tmp_path, source):
+    inv = inventory.from_mapping({"simulated": {"count": 2}, "taints": [TAINT]}, NODE)
+    source.add(claim(results=[result("gpu-1")]))
+    assert [d.device for d in _state(tmp_path, source, Faults(), inv.snapshot).prepare(REF)] == ["gpu-1"]
+    faulty = _state(tmp_path / "f", source, Faults.parse("tainted-prepare-refused"), inv.snapshot)
+    with pytest.raises(ClaimError, match="gpu-1 is tainted"):
+        faulty.prepare(REF)
+    source.add(claim(results=[result("gpu-0")]))
+    assert [d.device for d in faulty.prepare(REF)] == ["gpu-0"], "untainted devices are still prepared"
+
+
+def test_fault_renamed_after_unprepare_publishes_a_new_name(tmp_path, source):
+    inv = inventory.from_mapping({"simulated": {"count": 2}}, NODE)
+    synced = []
+    renaming = RenamingSnapshot(inv.snapshot, on_rename=lambda: synced.append(True))
+    state = _state(tmp_path, source, Faults.parse("renamed-after-unprepare"), renaming, renaming.rename)
+    source.add(claim(results=[result("gpu-1")]))
+    state.prepare(REF)
+    state.unprepare(REF.uid)
+    names = [d.name for d in renaming().devices]
+    assert names == ["gpu-0", "gpu-1-reset-1"] and synced == [True]
+    assert renaming().device("gpu-1-reset-1").attributes == inv.snapshot().device("gpu-1").attributes
+    source.add(claim(results=[result("gpu-1-reset-1")]))
+    state.prepare(REF)
+    state.unprepare(REF.uid)
+    assert [d.name for d in renaming().devices] == ["gpu-0", "gpu-1-reset-2"]

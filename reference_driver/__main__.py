@@ -17,6 +17,7 @@ from . import inventory
 from .cdi import CdiStore
 from .checkpoint import Checkpoint, CheckpointError
 from .config import ConfigError, from_args
+from .inventory.renamed import RenamingSnapshot
 
 log = logging.getLogger("reference_driver")
 
@@ -48,14 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         api = api_client(cfg.kubeconfig)
         paths = SocketPaths.for_driver(cfg.plugin_registry_dir, cfg.plugins_dir, cfg.driver_name)
+        renaming = RenamingSnapshot(inv.snapshot) if cfg.faults.on("renamed-after-unprepare") else None
+        snapshot = renaming or inv.snapshot
         state = DeviceState(
             cfg.driver_name,
             {cfg.node_name},
-            inv.snapshot,
+            snapshot,
             ApiClaimSource(api),
             CdiStore(cfg.cdi_dir, cfg.driver_name),
             Checkpoint(cfg.checkpoint_path),
             cfg.faults,
+            on_unprepared=renaming.rename if renaming else None,
         )
         report = state.recover()
         log.info(
@@ -64,12 +68,14 @@ def main(argv: list[str] | None = None) -> int:
             list(report.rewritten),
             f", quarantined {report.quarantined}" if report.quarantined else "",
         )
-        server = PluginServer(cfg.driver_name, state, paths, health=inv.snapshot, pool=cfg.node_name, faults=cfg.faults)
+        server = PluginServer(cfg.driver_name, state, paths, health=snapshot, pool=cfg.node_name, faults=cfg.faults)
         server.start()
     except (CheckpointError, OSError, ValueError) as err:
         log.error("start-up failed: %s", err)
         return 1
-    publisher = SlicePublisher(api, cfg.node_name, cfg.driver_name, inv.snapshot, cfg.faults, cfg.resync_seconds)
+    publisher = SlicePublisher(api, cfg.node_name, cfg.driver_name, snapshot, cfg.faults, cfg.resync_seconds)
+    if renaming is not None:
+        renaming.on_rename = publisher.sync_with_retry  # the renamed devices are published at once
     thread = threading.Thread(target=publisher.run, name="slices", daemon=True)
     thread.start()
     stop = threading.Event()

@@ -69,6 +69,14 @@ FAULTS: dict[str, str] = {
     "the scheduler grants within the published capacity exceeds the device and cannot be prepared (KEP-5075).",
     "partition-cdi-parent": "The CDI spec of a partition injects its parent GPU instead of the partition, so the "
     "container sees the whole GPU it was not allocated (KEP-4815 partitionable devices).",
+    "taint-dropped": "Device taints configured for the node (device config 'taints') are not published in the "
+    "ResourceSlices, so the scheduler puts claims on, and keeps pods on, devices the driver knows are unusable "
+    "(KEP-5055 driver-published taints; TAINT-01/05).",
+    "tainted-prepare-refused": "NodePrepareResources refuses a device the driver publishes with a taint even when "
+    "the claim tolerates it, so a tolerating pod (maintenance tooling) never starts (KEP-5055 tolerations).",
+    "renamed-after-unprepare": "A device comes back under a new name (<name>-reset-<n>) once a claim using it is "
+    "unprepared, so DeviceTaintRules naming it stop applying and a device taken out of service is handed out "
+    "again (KEP-5055 DeviceTaintSelector.device; stable device names).",
 }
 
 

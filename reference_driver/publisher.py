@@ -54,6 +54,8 @@ class SlicePublisher:
         self.faults, self.resync = faults, resync
         self.generation = 0
         self._separate: bool | None = None
+        self._taints_written = False  # this publisher wrote device taints at least once
+        self.taints_dropped = False  # the API server dropped them (DRADeviceTaints off): publish none
         self._stop = threading.Event()
         self._selector = f"spec.nodeName={node},spec.driver={driver}"
 
@@ -75,10 +77,11 @@ class SlicePublisher:
         )
         return json.loads(resp.data).get("items") or []
 
-    def desired(self, uid: str, generation: int) -> list[dict]:
+    def desired(self, uid: str, generation: int, taints: bool = True) -> list[dict]:
         """The slices this node should have at ``generation`` (none with fault ``no-slices``; faults
         ``oversized-slice``, ``attribute-missing``, ``attribute-wrong-type``, ``wrong-slice-count``,
-        ``slices-no-owner``, ``counters-understated`` and ``capacity-overstated`` change them)."""
+        ``slices-no-owner``, ``counters-understated``, ``capacity-overstated`` and ``taint-dropped`` change them;
+        no taints once the server dropped them)."""
         if self.faults.on("no-slices"):
             return []
         limit = None if self.faults.on("oversized-slice") else slices.MAX_DEVICES
@@ -93,6 +96,8 @@ class SlicePublisher:
             drop="model" if self.faults.on("attribute-missing") else "",
             as_string="index" if self.faults.on("attribute-wrong-type") else "",
         )
+        if not taints or self.taints_dropped or self.faults.on("taint-dropped"):
+            planned = slices.without_taints(planned)
         count = len(planned) + 1 if self.faults.on("wrong-slice-count") else None
         owned = not self.faults.on("slices-no-owner")
         return slices.render(planned, self.node, uid, self.driver, generation, count, owned)
@@ -122,6 +127,12 @@ class SlicePublisher:
         if self._consistent(probe, have):
             self.generation = current
             return SyncResult(False, current, tuple(sorted(have)))
+        if self._taints_written and self._consistent(self.desired(uid, current, taints=False), have):
+            # without this, every write would differ again and the pool would be republished forever
+            log.warning("the API server dropped the device taints (feature gate DRADeviceTaints off?); publishing none")
+            self.taints_dropped = True
+            self.generation = current
+            return SyncResult(False, current, tuple(sorted(have)))
         if self.faults.on("wrong-pool-generation"):
             generation = self.generation or 1
         else:
@@ -142,6 +153,7 @@ class SlicePublisher:
                 if err.status != 404:
                     raise
         self.generation = generation
+        self._taints_written = any(d.get("taints") for w in want for d in w["spec"].get("devices") or [])
         log.info("published pool %s generation %d: %d slice(s)", self.node, generation, len(want))
         return SyncResult(True, generation, tuple(sorted(wanted)))
 

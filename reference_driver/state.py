@@ -96,8 +96,10 @@ class DeviceState:
         store: cdi.CdiStore,
         checkpoint: Checkpoint,
         faults: Faults = Faults(),
+        on_unprepared: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.driver, self.pools, self._snapshot, self._source = driver, set(pools), snapshot, source
+        self.on_unprepared = on_unprepared  # called with the device names of each claim unprepared
         self.store, self.checkpoint, self.faults = store, checkpoint, faults
         self._lock = threading.Lock()
         self._claims: dict[str, dict] = {}
@@ -167,6 +169,8 @@ class DeviceState:
             device = snap.device(alloc.device)
             if device is None:
                 raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
+            if device.taints and self.faults.on("tainted-prepare-refused"):
+                raise ClaimError(f"{ref}: device {alloc.device} is tainted: injected fault tainted-prepare-refused")
             if self.faults.on("wrong-cdi-device"):
                 pairs.append(_neighbour(alloc, snap))
             else:
@@ -273,6 +277,8 @@ class DeviceState:
                     self.store.remove(uid)
                 except OSError as err:
                     raise UnprepareError(f"claim UID {uid}: removing its CDI spec failed: {err}") from None
+        if entry is not None and self.on_unprepared is not None:
+            self.on_unprepared([d["device"] for d in entry["devices"]])
 
 
 def _parent(alloc: claims.AllocatedDevice, snap: Snapshot) -> tuple[claims.AllocatedDevice, Device | None]:

@@ -128,6 +128,8 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
         "prioritized_list": "gate.DRAPrioritizedList",
         "partitions": "gate.DRAPartitionableDevices",
         "consumable_capacity": "gate.DRAConsumableCapacity",
+        "taints": "gate.DRADeviceTaints",
+        "published_taints": "gate.DRADeviceTaints",
     }
     if key in gate_for and not gates[gate_for[key]].available:
         return Capability(
@@ -162,6 +164,16 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
                 broken=True,
             )
         return Capability(name, True, "devices set allowMultipleAllocations")
+    if key == "published_taints":
+        tainted = sorted(f"{d.get('pool')}/{d.get('device')}" for d in devices if d.get("taints"))
+        if not tainted:
+            return Capability(
+                name,
+                False,
+                f"{src} declares published_taints but no device of {profile.driver} has taints",
+                broken=True,
+            )
+        return Capability(name, True, f"devices with taints: {tainted[:8]}")
     return Capability(name, True, f"{src} declares {key}: true")
 
 
@@ -173,19 +185,30 @@ KNOWN_ALLOCATOR_GAPS = {
         "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
         "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"
     },
+    "allocator.result_tolerations": {
+        "1.34": "the 1.34 kube-scheduler allocator never copies a request's tolerations into "
+        "status.allocation.devices.results[].tolerations (measured with suites/taints on v1.34.4: the result "
+        "has none; k8s.io/dynamic-resource-allocation v0.34.4 never sets the field, v0.36.2 does)"
+    },
+}
+# the gate each allocator capability needs, and the words of its evidence when that gate is off
+ALLOCATOR_GATES = {
+    "allocator.distinct_attribute": ("gate.DRAConsumableCapacity", "distinctAttribute needs DRAConsumableCapacity"),
+    "allocator.result_tolerations": ("gate.DRADeviceTaints", "tolerations in allocation results need DRADeviceTaints"),
 }
 
 
 def _allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> Capability:
-    gate = gates["gate.DRAConsumableCapacity"]  # distinctAttribute is part of KEP-5075
+    gate_name, needs = ALLOCATOR_GATES[name]  # distinctAttribute is part of KEP-5075, tolerations of KEP-5055
+    gate = gates[gate_name]
     if not gate.available:
-        return Capability(name, False, f"distinctAttribute needs DRAConsumableCapacity: {gate.evidence}")
+        return Capability(name, False, f"{needs}: {gate.evidence}")
     version = str(facts.get("k8s_version") or "")
     minor = ".".join(version.lstrip("v").split(".")[:2])
     gap = KNOWN_ALLOCATOR_GAPS.get(name, {}).get(minor)
     if gap:
         return Capability(name, False, f"Kubernetes {version}: {gap}")
-    return Capability(name, True, f"Kubernetes {version} with DRAConsumableCapacity on; no known allocator gap")
+    return Capability(name, True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known allocator gap")
 
 
 def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:

@@ -56,6 +56,7 @@ AREAS = (
         "multi-allocatable devices: shares, shareID, consumedCapacity (CAP-*)",
         "5075",
     ),
+    Marker("taints", "area", "device taints, tolerations and DeviceTaintRules (TAINT-*)", "5055"),
 )
 
 MISSION_AREAS = ("api_v1", "allocation", "prioritized_list", "admin_access", "podresources")
@@ -105,6 +106,7 @@ CAPABILITIES = {
     "(pod status allocatedResourcesStatus, KEP-4680)",
     # the cluster's allocator delivers a gated behaviour (no known upstream gap in this release)
     "allocator.distinct_attribute": "the scheduler enforces distinctAttribute constraints (KEP-5075)",
+    "allocator.result_tolerations": "the scheduler copies request tolerations into allocation results (KEP-5055)",
     # declared by the driver profile (a declared capability that does not work is a failure)
     "driver.shared_claims": "driver lets several pods share one claim",
     "driver.admin_access": "driver supports adminAccess claims",
@@ -115,6 +117,9 @@ CAPABILITIES = {
     "driver.opaque_config": "driver accepts an opaque config and shows it in the container",
     "driver.multiple_devices": "driver publishes at least two devices per node",
     "driver.fault_injection": "driver has fault switches (the reference driver)",
+    "driver.taints": "DeviceTaintRules and tolerations apply to the driver's devices (KEP-5055; profile taints)",
+    "driver.published_taints": "driver publishes device taints in its ResourceSlices (devices[].taints, "
+    "KEP-5055) in this deployment (profile published_taints)",
 }
 
 

@@ -1,10 +1,10 @@
 """Inventory -> ResourceSlices of this node's pool (pure: no kubernetes import).
 
 Layout: one pool per node, pool name = node name; devices in slices of at most 128 devices, or 64 when any
-device of the slice consumes counters or has taints; counter sets (``sharedCounters``, at most 8 sets and 32 counters per
-slice) in their own slices for API servers >= 1.35 (where ``devices`` and ``sharedCounters`` are mutually
-exclusive), or next to the devices that consume them for 1.34 (where a device may only reference counter sets of its own
-slice); an empty inventory still yields one slice with no devices ("driver started" signal).
+device of the slice consumes counters or has taints; counter sets (``sharedCounters``, at most 8 sets and
+32 counters per slice) in their own slices for API servers >= 1.35 (where ``devices`` and ``sharedCounters``
+are mutually exclusive), or next to the devices that consume them for 1.34 (where a device may only reference
+counter sets of its own slice); an empty inventory still yields one slice with no devices ("driver started" signal).
 Slice names are deterministic (``<node>-<driver>-<index>``), so a restarted plugin finds and keeps the
 same objects. Every slice has ``nodeName`` and a controller ownerReference to its Node.
 Sources: resource.k8s.io/v1 ResourceSlice validation (ResourceSliceMaxDevices 128,

@@ -19,12 +19,15 @@ from .profile import DriverProfile
 
 @dataclasses.dataclass(frozen=True)
 class Capability:
-    """``available`` with ``evidence`` (why); ``broken``: declared by the profile but not delivered."""
+    """``available`` with ``evidence`` (why); ``broken``: declared by the profile but not delivered;
+    ``cluster_lacks``: declared by the profile but the cluster does not serve the feature (its gate is off), so
+    the run cannot check it — shown in the summary, not held against the driver."""
 
     name: str
     available: bool
     evidence: str
     broken: bool = False
+    cluster_lacks: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +45,9 @@ class Capabilities:
         return self.items[name].evidence
 
     def as_dict(self) -> dict[str, dict]:
-        """``{name: {"available", "evidence", "broken"}}`` for run.json."""
+        """``{name: {"available", "evidence", "broken", "cluster_lacks"}}`` for run.json."""
         return {
-            n: {"available": c.available, "evidence": c.evidence, "broken": c.broken}
+            n: {"available": c.available, "evidence": c.evidence, "broken": c.broken, "cluster_lacks": c.cluster_lacks}
             for n, c in sorted(self.items.items())
         }
 
@@ -53,7 +56,13 @@ class Capabilities:
         """Inverse of :meth:`as_dict` (xdist workers read the controller's capabilities)."""
         return cls(
             {
-                n: Capability(n, bool(v["available"]), str(v["evidence"]), bool(v.get("broken", False)))
+                n: Capability(
+                    n,
+                    bool(v["available"]),
+                    str(v["evidence"]),
+                    bool(v.get("broken", False)),
+                    bool(v.get("cluster_lacks", False)),
+                )
                 for n, v in data.items()
             }
         )
@@ -133,7 +142,10 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
     }
     if key in gate_for and not gates[gate_for[key]].available:
         return Capability(
-            name, False, f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}"
+            name,
+            False,
+            f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}",
+            cluster_lacks=True,
         )
     if key == "multiple_devices":
         best = max(per_node.values(), default=0)

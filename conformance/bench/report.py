@@ -101,7 +101,12 @@ def plot(data: dict, out: Path) -> list[Path]:
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
         names = [r["variant"] for r in at_main]
         ax1.bar(names, [r["throughput_pods_per_s"] for r in at_main], color="tab:blue")
-        ax1.axhline(UPSTREAM["throughput_pods_per_s"]["typical"], color="tab:red", ls="--", label="upstream 500 nodes")
+        ax1.axhline(
+            UPSTREAM["throughput_pods_per_s"]["typical"],
+            color="tab:red",
+            ls="--",
+            label=f"upstream, 500 nodes (typically > {UPSTREAM['throughput_pods_per_s']['typical']})",
+        )
         ax1.set_ylabel("pods/s")
         ax1.set_title(f"Scheduling throughput, {main} fake nodes")
         ax1.legend()
@@ -129,6 +134,9 @@ def plot(data: dict, out: Path) -> list[Path]:
         ax1.plot(xs, [r["throughput_pods_per_s"] for r in rows], marker="o", label=variant)
         for q, ls in (("p50", "-"), ("p99", ":")):
             ax2.plot(xs, [r["latency_s"]["pod_bound"][q] or 0 for r in rows], marker="o", ls=ls, label=f"{variant} {q}")
+    if len(xs_all := sorted({r["nodes"] for r in results})) > 1 and xs_all[-1] >= 10 * xs_all[0]:
+        for ax in (ax1, ax2):
+            ax.set_xscale("log")
     ax1.set_xlabel("fake nodes")
     ax1.set_ylabel("pods/s")
     ax1.set_title("Throughput vs fleet size")

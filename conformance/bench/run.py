@@ -20,6 +20,7 @@ from conformance.clusters.local.provider import free_slot
 from conformance.clusters.local.state import SlotTaken
 from conformance.core import errors
 from conformance.k8s.client import K8s
+from conformance.reporting.html import ReportError
 
 from . import fleet as fleetlib
 from . import report, workload
@@ -118,7 +119,11 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
             "driver": REFERENCE_DRIVER,
         }
         data = report.build(bench_id, dataclasses.asdict(cfg), cluster_info, results, started, time.time())
-        written = report.write(out, data, html=cfg.html)
+        try:
+            written = report.write(out, data, html=cfg.html)
+        except ReportError as exc:  # the JSON, plots and summary are written before the HTML
+            progress(f"Allure HTML not built: {str(exc).splitlines()[0]}")
+            written = {"summary.md": out / "summary.md", "bench.json": out / "bench.json"}
         for row in data["dra_over_classic"]:
             progress(
                 f"DRA/classic at {row['nodes']} nodes: throughput x{row['throughput']}, "

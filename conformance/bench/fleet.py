@@ -49,8 +49,11 @@ def add_fake_nodes(k8s: K8s, cluster: str, count: int, devices: int, timeout: fl
         if (have.get(name, {}).get("status", {}).get("allocatable") or {}).get(workload.EXTENDED_RESOURCE) is None:
             k8s.patch("Node", name, patch, subresource="status")
 
-    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="nodes") as pool:
+    pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="nodes")
+    try:
         list(pool.map(make, names))
+    finally:  # Ctrl-C: queued creates are dropped
+        pool.shutdown(wait=True, cancel_futures=True)
     t0, missing = time.monotonic(), names
     while missing:
         ready = {n.name for n in k8s.list("Node", label_selector=NODE_SELECTOR) if _ready(n.raw)}

@@ -130,9 +130,15 @@ def run_workload(
         k8s.create(obj, namespace=ns)
 
     t0 = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="create")
     try:
-        with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="create") as pool:
+        try:
             list(pool.map(create, range(pods)))
+        except BaseException:  # Ctrl-C: queued creates are dropped, the running ones end quickly
+            stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         create_s = time.monotonic() - t0
         while len(timings.bound) < pods and time.monotonic() - t0 < timeout and not stop.is_set():
             time.sleep(0.1)

@@ -134,7 +134,7 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
         stop.set()
         progress("interrupted: cleaning up")
         code = 2
-    except (errors.ClusterUnavailable, errors.WaitError) as exc:
+    except errors.ConformanceError as exc:  # cluster, fleet, waits, API errors: cleaned up below
         progress(f"error: {exc}")
         code = 3
     finally:

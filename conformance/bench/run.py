@@ -111,7 +111,7 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
                 if r["bound"] < r["pods"]:
                     code = 1
                     progress(f"  {r['pods'] - r['bound']} pod(s) not bound, e.g. {r['pending']}")
-                delete_namespace(k8s, ns)
+                r["cleanup_s"] = round(delete_namespace(k8s, ns), 1)  # pods, claims, namespace gone: devices free
         cluster_info = {
             "kubernetes": handle.k8s_version,
             "feature_gates": cfg.feature_gates,

@@ -37,6 +37,12 @@ def register(subparsers) -> None:
     p.add_argument("--k8s-version", default=None, help="Kubernetes minor of the local cluster (default: pinned)")
     p.add_argument("--feature-gates", default="defaults", choices=("defaults", "all"), help="default: defaults")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds one workload may take (default 600)")
+    p.add_argument(
+        "--client-qps",
+        type=int,
+        default=1000,
+        help="kube-scheduler and kube-controller-manager API QPS/burst (default 1000; 0 = component defaults)",
+    )
     p.add_argument("--out", default="", help="report directory (default reports/bench/<id>)")
     p.add_argument("--no-html", action="store_true", help="skip the Allure HTML")
     p.set_defaults(func=bench_command)
@@ -56,6 +62,7 @@ def bench_command(args: argparse.Namespace) -> int:
             k8s_version=args.k8s_version,
             feature_gates=args.feature_gates,
             timeout=args.timeout,
+            client_qps=args.client_qps,
             out_dir=args.out,
             html=not args.no_html,
         ).validate()

@@ -22,7 +22,10 @@ class BenchConfig:
     at what the fleet can hold, see :func:`conformance.bench.workload.pods_for`); scale_points: fleet sizes
     at which the ``template`` and ``classic`` workloads also run; variants: DRA variants at the main point;
     share: pods per shared claim; k8s_version/feature_gates: the local cluster; timeout: seconds one workload
-    may take to bind every pod; out_dir: report directory; html: build the Allure HTML."""
+    may take to bind every pod; client_qps: API client QPS and burst of kube-scheduler and
+    kube-controller-manager (``--kube-api-qps/--kube-api-burst``; 0 keeps their defaults, 50/100 and 20/30,
+    which cap DRA throughput: the resourceclaim controller writes a claim and a pod status per pod, the
+    scheduler a claim status and a binding); out_dir: report directory; html: build the Allure HTML."""
 
     nodes: int = 100
     devices: int = 8
@@ -34,6 +37,7 @@ class BenchConfig:
     k8s_version: str | None = None
     feature_gates: str = "defaults"
     timeout: float = 600.0
+    client_qps: int = 1000
     out_dir: str = ""
     html: bool = True
 
@@ -44,6 +48,7 @@ class BenchConfig:
             ("devices", self.devices, 2, MAX_DEVICES),
             ("pods", self.pods, 1, 100_000),
             ("share", self.share, 1, 256),
+            ("client-qps", self.client_qps, 0, 100_000),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise ConfigError(

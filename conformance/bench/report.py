@@ -166,7 +166,8 @@ def markdown(data: dict, plots: list[Path]) -> str:
         f"Machine: {m['cpus']} CPUs ({m['cpu_model'] or 'unknown model'}), {m['memory_gib']} GiB, "
         f"kernel {m['kernel']}; "
         f"Kubernetes {data['cluster'].get('kubernetes', '?')} (gates: {data['cluster'].get('feature_gates', '?')}), "
-        f"local cluster + kwok fake nodes; {data['config']['devices']} devices per node; wall {data['wall_s']} s.",
+        f"local cluster + kwok fake nodes; {data['config']['devices']} devices per node; scheduler and controller-"
+        f"manager client QPS {data['cluster'].get('client_qps', '?')}; wall {data['wall_s']} s.",
         "",
         "| nodes | workload | pods | bound | pods/s | alloc p50 | alloc p90 | alloc p99 | bound p50 | bound p90 "
         "| bound p99 | create s |",

@@ -36,6 +36,12 @@ def _workloads(cfg: BenchConfig, nodes: int) -> list[str]:
     return names + ([CLASSIC] if cfg.classic else [])
 
 
+def _qps_args(qps: int) -> dict[str, tuple[str, ...]]:
+    """Client QPS/burst flags of the scheduler and controller manager (none for 0: component defaults)."""
+    flags = (f"--kube-api-qps={qps}", f"--kube-api-burst={qps}") if qps else ()
+    return {"kube-scheduler": flags, "kube-controller-manager": flags}
+
+
 def _start_cluster(bench_id: str, cfg: BenchConfig, out: Path, progress: Progress) -> LocalCluster:
     for _ in range(8):
         cluster = LocalCluster(
@@ -48,6 +54,7 @@ def _start_cluster(bench_id: str, cfg: BenchConfig, out: Path, progress: Progres
                 log_dir=out / "cluster-logs",
                 slot=free_slot(),
                 kube_proxy=False,
+                extra_args=_qps_args(cfg.client_qps),
             ),
             progress,
         )
@@ -117,6 +124,7 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
             "feature_gates": cfg.feature_gates,
             "real_nodes": len(handle.nodes),
             "driver": REFERENCE_DRIVER,
+            "client_qps": cfg.client_qps or "component defaults",
         }
         data = report.build(bench_id, dataclasses.asdict(cfg), cluster_info, results, started, time.time())
         try:

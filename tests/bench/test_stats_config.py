@@ -66,3 +66,12 @@ def test_pods_are_capped_at_what_the_fleet_holds():
     assert workload.pods_for("match-attribute", 100, 8, 1000, 4) == 400
     assert workload.pods_for("shared", 100, 8, 1000, 4) == 1000
     assert workload.pods_for("classic", 10, 8, 40, 4) == 40
+
+
+def test_client_qps_flags_for_scheduler_and_controller_manager():
+    from conformance.bench.run import _qps_args
+
+    assert _qps_args(500)["kube-scheduler"] == ("--kube-api-qps=500", "--kube-api-burst=500")
+    assert _qps_args(0) == {"kube-scheduler": (), "kube-controller-manager": ()}
+    with pytest.raises(ConfigError, match="--client-qps"):
+        BenchConfig(client_qps=-1).validate()

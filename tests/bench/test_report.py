@@ -44,7 +44,7 @@ def test_json_shape_and_ratios():
         {"nodes": 10, "throughput": 0.5, "bound_p50": 2.0, "bound_p99": 2.0},
         {"nodes": 100, "throughput": 0.5, "bound_p50": 3.0, "bound_p99": 3.0},
     ]
-    assert data["upstream"]["throughput_pods_per_s"]["threshold"] == 40
+    assert {f["ours"] for f in data["upstream"]["figures"]} == {"template", "cel", "match-attribute"}
 
 
 def test_write_puts_json_plots_summary_and_allure_results(tmp_path):
@@ -56,7 +56,12 @@ def test_write_puts_json_plots_summary_and_allure_results(tmp_path):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert name in written
     md = (tmp_path / "summary.md").read_text()
-    assert "variants.png" in md and "DRA / classic" in md and "| 100 | cel |" in md
+    assert (
+        "variants.png" in md
+        and "DRA / classic" in md
+        and "| 100 | cel |" in md
+        and "| SchedulingWithResourceClaimTemplate/selector_empty_500nodes | 243 | 6 | cel | 28 (100 nodes)" in md
+    )
     results = [json.loads(p.read_text()) for p in (tmp_path / "allure-results").glob("*-result.json")]
     assert sorted(r["name"] for r in results) == [
         "cel @ 100 nodes",

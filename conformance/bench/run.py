@@ -86,9 +86,17 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM behaves like Ctrl-C
     started, results, code = time.time(), [], 0
     cluster = fleet = k8s = None
+    cluster_info: dict = {}
     try:
         cluster = _start_cluster(bench_id, cfg, out, progress)
         handle = cluster.handle
+        cluster_info = {
+            "kubernetes": handle.k8s_version,
+            "feature_gates": cfg.feature_gates,
+            "real_nodes": len(handle.nodes),
+            "driver": REFERENCE_DRIVER,
+            "client_qps": cfg.client_qps or "component defaults",
+        }
         k8s = K8s.from_kubeconfig(handle.kubeconfig)
         k8s.create(workload.device_class(REFERENCE_DRIVER, bench_id))
         fleet = fleetlib.FleetProcess(handle.kubeconfig, cfg.devices, REFERENCE_DRIVER, out / "fleet.log").start()
@@ -119,13 +127,6 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
                     code = 1
                     progress(f"  {r['pods'] - r['bound']} pod(s) not bound, e.g. {r['pending']}")
                 r["cleanup_s"] = round(delete_namespace(k8s, ns), 1)  # pods, claims, namespace gone: devices free
-        cluster_info = {
-            "kubernetes": handle.k8s_version,
-            "feature_gates": cfg.feature_gates,
-            "real_nodes": len(handle.nodes),
-            "driver": REFERENCE_DRIVER,
-            "client_qps": cfg.client_qps or "component defaults",
-        }
         data = report.build(bench_id, dataclasses.asdict(cfg), cluster_info, results, started, time.time())
         try:
             written = report.write(out, data, html=cfg.html)
@@ -148,6 +149,11 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
     finally:
         code = _teardown(k8s, fleet, cluster, bench_id, progress, code)
         signal.signal(signal.SIGTERM, previous)
+        if code == 2 and results:  # interrupted: keep what was measured (JSON, plots, summary; no HTML)
+            data = report.build(bench_id, dataclasses.asdict(cfg), cluster_info, results, started, time.time())
+            data["interrupted"] = True
+            report.write(out, data, html=False)
+            progress(f"partial report: {out / 'summary.md'}")
     return code
 
 

@@ -197,7 +197,14 @@ def markdown(data: dict, plots: list[Path]) -> str:
             f"{_fmt(a.get('p50'))} | {_fmt(a.get('p90'))} | {_fmt(a.get('p99'))} | {_fmt(b['p50'])} | "
             f"{_fmt(b['p90'])} | {_fmt(b['p99'])} | {r['create_s']:g} |"
         )
-    lines += ["", "Latencies in seconds from the pod's create request to the watch event showing it.", ""]
+    lines += [
+        "",
+        "Latencies in seconds from the pod's create request to the watch event showing its claim allocated "
+        "(shared: the group's claim; 0 when it was allocated before the pod existed) and the pod bound.",
+        "",
+    ]
+    if data.get("interrupted"):
+        lines[1:1] = ["", "**Interrupted (Ctrl-C): partial results.**"]
     if data["dra_over_classic"]:
         lines += ["## DRA / classic extended resource", "", "| nodes | throughput | bound p50 | bound p99 |"]
         lines += ["| --- | --- | --- | --- |"]

@@ -80,7 +80,13 @@ def record(k8s, nodes: list[str], report_dir: Path, progress: Callable[[str], No
             texts.append(metrics(k8s, node))
         except Exception as exc:  # noqa: BLE001 - a missing figure must not fail the run
             unreadable[node] = str(exc)[:200]
-    doc = {"metric": METRIC, "nodes": list(nodes), "unreadable": unreadable, "drivers": summarize(texts)}
+    doc = {
+        "metric": METRIC,
+        "estimate": "linear inside the kubelet's histogram buckets, like PromQL histogram_quantile",
+        "nodes": list(nodes),
+        "unreadable": unreadable,
+        "drivers": summarize(texts),
+    }
     try:
         Path(report_dir).mkdir(parents=True, exist_ok=True)
         (Path(report_dir) / FILE).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

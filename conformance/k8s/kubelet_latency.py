@@ -41,9 +41,19 @@ def quantile(q: float, buckets: dict[float, float]) -> float | None:
     return lower
 
 
+def bucket_bound(q: float, buckets: dict[float, float]) -> float | None:
+    """The upper bound of the bucket holding the ``q`` quantile (the estimate's resolution); None when empty or
+    in ``+Inf``."""
+    bounds = sorted(buckets)
+    total = buckets[bounds[-1]] if bounds else 0
+    le = next((b for b in bounds if total and buckets[b] >= q * total), None)
+    return None if le is None or math.isinf(le) else le
+
+
 def summarize(texts: Iterable[str]) -> dict:
-    """``{driver: {method: {"calls", "errors", "p50_s", "p99_s"}}}`` from kubelet metrics ``texts`` (one per
-    node), buckets summed over nodes and status codes; methods named by their last path element."""
+    """``{driver: {method: {"calls", "errors", "p50_s", "p99_s", "p50_at_most_s", "p99_at_most_s"}}}`` from
+    kubelet metrics ``texts`` (one per node), buckets summed over nodes and status codes; methods named by their
+    last path element; ``*_at_most_s``: upper bound of the quantile's bucket (the estimate's resolution)."""
     buckets: dict[tuple[str, str], dict[float, float]] = {}
     errors: dict[tuple[str, str], float] = {}
     for text in texts:
@@ -67,6 +77,8 @@ def summarize(texts: Iterable[str]) -> dict:
             "errors": int(errors.get((driver, method), 0)),
             "p50_s": None if p50 is None else round(p50, 4),
             "p99_s": None if p99 is None else round(p99, 4),
+            "p50_at_most_s": bucket_bound(0.5, hist),
+            "p99_at_most_s": bucket_bound(0.99, hist),
         }
     return out
 
@@ -107,7 +119,8 @@ def summary_line(report_dir: Path) -> str:
     parts = []
     for driver, methods in sorted(doc.get("drivers", {}).items()):
         figures = [
-            f"{m} p50 {v['p50_s']} s / p99 {v['p99_s']} s ({v['calls']} calls"
+            f"{m} p50 {v['p50_s']} s (<= {v.get('p50_at_most_s')}) / p99 {v['p99_s']} s "
+            f"(<= {v.get('p99_at_most_s')}) ({v['calls']} calls"
             + (f", {v['errors']} failed" if v["errors"] else "")
             + ")"
             for m, v in sorted(methods.items())

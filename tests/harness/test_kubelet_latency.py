@@ -50,7 +50,14 @@ def test_summary_sums_nodes_and_counts_failed_calls():
     b = _metrics("gpu.x", [("0.1", 1), ("0.2", 2), ("+Inf", 2)], unprepare_failed=1)
     # when summarized; then 4 prepares, p50 at the 0.1 s bound, one failed unprepare
     out = kubelet_latency.summarize([a, b])
-    assert out["gpu.x"]["NodePrepareResources"] == {"calls": 4, "errors": 0, "p50_s": 0.1, "p99_s": 0.198}
+    assert out["gpu.x"]["NodePrepareResources"] == {
+        "calls": 4,
+        "errors": 0,
+        "p50_s": 0.1,
+        "p99_s": 0.198,
+        "p50_at_most_s": 0.1,
+        "p99_at_most_s": 0.2,
+    }
     assert out["gpu.x"]["NodeUnprepareResources"]["errors"] == 1
 
 
@@ -71,7 +78,9 @@ def test_record_writes_json_and_the_summary_line(monkeypatch, tmp_path):
         == 3
     )
     line = kubelet_latency.summary_line(tmp_path)
-    assert "gpu.x: NodePrepareResources p50 0.025 s / p99 0.0495 s (3 calls" in line and said == [line.strip()]
+    assert "gpu.x: NodePrepareResources p50 0.025 s (<= 0.05) / p99 0.0495 s (<= 0.05) (3 calls" in line and said == [
+        line.strip()
+    ]
     assert kubelet_latency.summary_line(tmp_path / "absent") == ""
 
 

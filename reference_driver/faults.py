@@ -57,6 +57,13 @@ FAULTS: dict[str, str] = {
     "unprepared) answers a per-claim error instead of success (the kubelet unprepares claims whose state it lost).",
     "forget-prepared-on-restart": "Prepared claims are kept only in memory (the checkpoint is not read back at "
     "start), so after a plugin restart the driver does not know them and their unprepare leaves the CDI specs.",
+    "no-device-status": "With --device-status, the driver writes no ResourceClaim status.devices entry after "
+    "NodePrepareResources (KEP-4817; upstream 'must be possible for the driver to update the "
+    "ResourceClaim.Status.Devices once allocated').",
+    "partial-device-status": "With --device-status, only the first prepared device of a claim gets its "
+    "status.devices entry; the claim's other devices have none (KEP-4817).",
+    "binding-never-ready": "With --binding-conditions, the driver publishes devices with bindingConditions but "
+    "never sets them True in the claim's status.devices, so the scheduler never binds the pod (KEP-5007).",
 }
 
 

@@ -128,6 +128,8 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
         "prioritized_list": "gate.DRAPrioritizedList",
         "partitions": "gate.DRAPartitionableDevices",
         "consumable_capacity": "gate.DRAConsumableCapacity",
+        "device_status": "gate.DRAResourceClaimDeviceStatus",
+        "binding_conditions": "gate.DRADeviceBindingConditions",
     }
     if key in gate_for and not gates[gate_for[key]].available:
         return Capability(
@@ -162,6 +164,15 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
                 broken=True,
             )
         return Capability(name, True, "devices set allowMultipleAllocations")
+    if key == "binding_conditions":
+        if not any(d.get("binding_conditions") for d in devices):
+            return Capability(
+                name,
+                False,
+                f"{src} declares binding_conditions but no device of {profile.driver} publishes bindingConditions",
+                broken=True,
+            )
+        return Capability(name, True, "devices publish bindingConditions")
     return Capability(name, True, f"{src} declares {key}: true")
 
 

@@ -49,6 +49,18 @@ AREAS = (
         "4381",
     ),
     Marker("publishing", "area", "ResourceSlice publishing by the driver (PUB-*)", "4381"),
+    Marker(
+        "extended_resources",
+        "area",
+        "container limits of a DeviceClass's extended resource served through a generated claim (ER-*)",
+        "5004",
+    ),
+    Marker(
+        "device_status",
+        "area",
+        "ResourceClaim status.devices written by the driver, binding conditions (DS-*, BC-*)",
+        "4817",
+    ),
 )
 
 MISSION_AREAS = ("api_v1", "allocation", "prioritized_list", "admin_access", "podresources")
@@ -108,6 +120,10 @@ CAPABILITIES = {
     "driver.opaque_config": "driver accepts an opaque config and shows it in the container",
     "driver.multiple_devices": "driver publishes at least two devices per node",
     "driver.fault_injection": "driver has fault switches (the reference driver)",
+    "gate.DRAResourceClaimDeviceStatus": "feature gate DRAResourceClaimDeviceStatus on (claim status.devices)",
+    "gate.DRADeviceBindingConditions": "feature gate DRADeviceBindingConditions on (KEP-5007)",
+    "driver.device_status": "driver writes ResourceClaim status.devices for the devices it prepared (KEP-4817)",
+    "driver.binding_conditions": "driver publishes devices with bindingConditions and sets them True (KEP-5007)",
 }
 
 

@@ -139,8 +139,8 @@ def qualify(driver: str, name: str) -> str:
 
 def facts(slices: Iterable[Obj]) -> list[dict]:
     """``[{node, pool, device, attributes, capacity, shared_counters, consumes_counters,
-    allow_multiple_allocations}]`` of every device in ``slices`` (attribute names as published, values
-    unwrapped): the device facts of capability discovery and run.json."""
+    allow_multiple_allocations, binding_conditions}]`` of every device in ``slices`` (attribute names as
+    published, values unwrapped): the device facts of capability discovery and run.json."""
     out = []
     for s, d in slice_devices(slices):
         name, attrs, cap = device_fields(d)
@@ -155,6 +155,7 @@ def facts(slices: Iterable[Obj]) -> list[dict]:
                 "shared_counters": bool(s.get("spec.sharedCounters")),
                 "consumes_counters": bool(body.get("consumesCounters")),
                 "allow_multiple_allocations": bool(body.get("allowMultipleAllocations")),
+                "binding_conditions": list(body.get("bindingConditions") or []),
             }
         )
     return out

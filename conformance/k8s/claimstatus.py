@@ -87,6 +87,8 @@ def _network_problems(where: str, data: dict | None) -> list[str]:
     problems = []
     for ip in (data or {}).get("ips") or []:
         try:
+            if "/" not in str(ip):
+                raise ValueError(ip)
             ipaddress.ip_interface(ip)
         except ValueError:
             problems.append(f"{where}: networkData.ips entry {ip!r} is not an IP address with prefix length")

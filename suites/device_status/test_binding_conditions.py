@@ -4,7 +4,7 @@ the driver has set every one of them True in the claim's ``status.devices`` (non
 ``bindingFailureConditions`` True).
 
 Only drivers whose profile declares ``binding_conditions`` are checked (the reference driver with
-``--binding-conditions``: fixtures/self-validation/reference-claim-status.yaml).
+``--binding-conditions``: fixtures/self-validation/reference-binding-conditions.yaml).
 Sources: resource.k8s.io/v1 Device.bindingConditions / bindingFailureConditions,
 DeviceRequestAllocationResult.bindingConditions; KEP-5007 "DRA: Device Binding Conditions"; upstream
 test/integration/dra binding_conditions.go BasicFlow (feature-catalog.md §5.M BC-01).

@@ -3,7 +3,7 @@ writes one ``status.devices`` entry per device it prepared for the claim (driver
 conditions), and none for devices the claim was not allocated.
 
 Only drivers whose profile declares ``device_status`` are checked (the reference driver with
-``--device-status``: fixtures/self-validation/reference-claim-status.yaml).
+``--device-status``: fixtures/self-validation/reference-device-status.yaml).
 Sources: resource.k8s.io/v1 ResourceClaimStatus.devices (AllocatedDeviceStatus); KEP-4817; upstream
 test/e2e/dra "must be possible for the driver to update the ResourceClaim.Status.Devices once allocated"
 (feature-catalog.md §5.N DS-01).

@@ -77,6 +77,13 @@ FAULTS: dict[str, str] = {
     "renamed-after-unprepare": "A device comes back under a new name (<name>-reset-<n>) once a claim using it is "
     "unprepared, so DeviceTaintRules naming it stop applying and a device taken out of service is handed out "
     "again (KEP-5055 DeviceTaintSelector.device; stable device names).",
+    "no-device-status": "With --device-status, the driver writes no ResourceClaim status.devices entry after "
+    "NodePrepareResources (KEP-4817; upstream 'must be possible for the driver to update the "
+    "ResourceClaim.Status.Devices once allocated').",
+    "partial-device-status": "With --device-status, only the first prepared device of a claim gets its "
+    "status.devices entry; the claim's other devices have none (KEP-4817).",
+    "binding-never-ready": "With --binding-conditions, the driver publishes devices with bindingConditions but "
+    "never sets them True in the claim's status.devices, so the scheduler never binds the pod (KEP-5007).",
 }
 
 

@@ -57,6 +57,18 @@ AREAS = (
         "5075",
     ),
     Marker("taints", "area", "device taints, tolerations and DeviceTaintRules (TAINT-*)", "5055"),
+    Marker(
+        "extended_resources",
+        "area",
+        "container limits of a DeviceClass's extended resource served through a generated claim (ER-*)",
+        "5004",
+    ),
+    Marker(
+        "device_status",
+        "area",
+        "ResourceClaim status.devices written by the driver, binding conditions (DS-*, BC-*)",
+        "4817",
+    ),
 )
 
 MISSION_AREAS = ("api_v1", "allocation", "prioritized_list", "admin_access", "podresources")
@@ -120,6 +132,12 @@ CAPABILITIES = {
     "driver.taints": "DeviceTaintRules and tolerations apply to the driver's devices (KEP-5055; profile taints)",
     "driver.published_taints": "driver publishes device taints in its ResourceSlices (devices[].taints, "
     "KEP-5055) in this deployment (profile published_taints)",
+    "gate.DRAResourceClaimDeviceStatus": "feature gate DRAResourceClaimDeviceStatus on (claim status.devices)",
+    "gate.DRADeviceBindingConditions": "feature gate DRADeviceBindingConditions on (KEP-5007)",
+    "driver.device_status": "driver writes ResourceClaim status.devices for the devices it prepared (KEP-4817)",
+    "driver.binding_conditions": "driver publishes devices with bindingConditions and sets them True (KEP-5007)",
+    "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
+    "pod's extended resources once the pod completed (KEP-5004)",
 }
 
 

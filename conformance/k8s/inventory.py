@@ -141,8 +141,8 @@ def qualify(driver: str, name: str) -> str:
 
 def facts(slices: Iterable[Obj]) -> list[dict]:
     """``[{node, pool, device, attributes, capacity, shared_counters, consumes_counters,
-    allow_multiple_allocations, taints}]`` of every device in ``slices`` (attribute names as published, values
-    unwrapped): the device facts of capability discovery and run.json."""
+    allow_multiple_allocations, taints, binding_conditions}]`` of every device in ``slices`` (attribute names
+    as published, values unwrapped): the device facts of capability discovery and run.json."""
     out = []
     for s, d in slice_devices(slices):
         name, attrs, cap = device_fields(d)
@@ -158,6 +158,7 @@ def facts(slices: Iterable[Obj]) -> list[dict]:
                 "consumes_counters": bool(body.get("consumesCounters")),
                 "allow_multiple_allocations": bool(body.get("allowMultipleAllocations")),
                 "taints": list(body.get("taints") or []),
+                "binding_conditions": list(body.get("bindingConditions") or []),
             }
         )
     return out

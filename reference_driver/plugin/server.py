@@ -80,6 +80,7 @@ class PluginServer:
 
     With ``health`` (a callable returning the inventory snapshot) the DRA socket also serves
     DRAResourceHealth v1 and v1alpha1, and GetInfo advertises them after the DRA services.
+    ``after_prepare(ref, devices)``: called after each successfully prepared claim (device status).
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class PluginServer:
         pool: str = "",
         faults: Faults = Faults(),
         health_interval: float = 10.0,
+        after_prepare: Callable | None = None,
     ) -> None:
         self.driver, self.state, self.paths = driver, state, paths
         self._stopping = threading.Event()
@@ -109,6 +111,8 @@ class PluginServer:
             "v1": dra_v1.service(state, self._stopping),
             "v1beta1": dra_v1beta1.service(state, self._stopping),
         }
+        for service in self.services.values():
+            service.after_prepare = after_prepare
         self._workers = workers
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None

@@ -64,6 +64,7 @@ from conformance.node.podresources import (
     reported_devices,
 )
 from conformance.node.prepared import Leftovers, leftovers
+from conformance.node.registration import kubelet_uses
 
 __all__ = [
     "slice_state",
@@ -108,6 +109,7 @@ __all__ = [
     "first_available",
     "for_claim",
     "kubelet",
+    "kubelet_uses",
     "label_patch",
     "leftovers",
     "limits",

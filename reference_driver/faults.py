@@ -57,6 +57,11 @@ FAULTS: dict[str, str] = {
     "unprepared) answers a per-claim error instead of success (the kubelet unprepares claims whose state it lost).",
     "forget-prepared-on-restart": "Prepared claims are kept only in memory (the checkpoint is not read back at "
     "start), so after a plugin restart the driver does not know them and their unprepare leaves the CDI specs.",
+    "no-reregister": "After a restart (the state directory holds the marker the first start wrote) the plugin "
+    "serves DRA but never creates its registration socket, so the kubelet does not use it again.",
+    "cdi-not-restored-after-reboot": "CDI specs of prepared claims that vanished (a reboot cleared the runtime's "
+    "CDI directory) are not rewritten, neither at start-up from the checkpoint nor when the kubelet prepares the "
+    "claim again, so the restarted containers cannot get their devices.",
 }
 
 

@@ -108,6 +108,10 @@ CAPABILITIES = {
     "driver.opaque_config": "driver accepts an opaque config and shows it in the container",
     "driver.multiple_devices": "driver publishes at least two devices per node",
     "driver.fault_injection": "driver has fault switches (the reference driver)",
+    # disruptive lane: optional abilities of the cluster provider and the driver deployer
+    "node_reboot": "the cluster provider reboots a node or emulates it (disruptive)",
+    "controller_manager_restart": "the cluster provider restarts kube-controller-manager (disruptive)",
+    "driver_reinstall": "the driver deployer removes the driver's plugins and installs them again (disruptive)",
 }
 
 

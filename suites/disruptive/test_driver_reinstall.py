@@ -24,6 +24,7 @@ def test_driver_removed_while_a_pod_runs_then_reinstalled(k8s, tracker, builder,
     claim = tracker.create(builder.claim())
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     node, ctrs = pod.spec.node_name, waits.containers(pod)
+    before = waits.node_slices(k8s, removable_driver.name, node)
     # when: the driver is removed from every node
     removable_driver.remove_driver()
     # then: a new pod needing it on that node does not run, and the running pod keeps its containers
@@ -32,8 +33,11 @@ def test_driver_removed_while_a_pod_runs_then_reinstalled(k8s, tracker, builder,
     assert not waits.restarted_containers(ctrs, k8s.get("Pod", pod.name, pod.namespace)), ctrs
     # when: the driver is installed again
     removable_driver.reinstall_driver()
-    # then: the waiting pod runs and shows its devices
-    shown = probe.shows_claimed_devices(waits.pod_running(k8s, waiting, timeout=timeouts.POD_START))
+    # then: its pools on the node are published with the same devices, and the waiting pod runs (its earlier
+    # prepare errors, driver not registered, were expected) and shows its devices
+    waits.node_republished(k8s, removable_driver.name, before, timeout=timeouts.REPUBLISH_AFTER_RESTART)
+    running = waits.pod_running(k8s, waiting, timeout=timeouts.POD_START, allow_prepare_errors=True)
+    shown = probe.shows_claimed_devices(running)
     assert shown, shown.evidence
     # and: deleting the old pod unprepares the claim prepared before the removal (CDI spec removed)
     k8s.delete("Pod", pod.name, pod.namespace)

@@ -21,12 +21,14 @@ def test_pod_runs_again_with_its_devices_after_a_node_reboot(
     k8s, tracker, builder, cluster, driver, node_access, probe
 ):
     """After its node reboots, a running pod (restartPolicy Always) runs again in new containers that show
-    its claim's devices, the claim's CDI spec is back on the node, and a new pod runs there."""
+    its claim's devices, the claim's CDI spec is back on the node, the driver's pools there are republished and
+    a new pod runs there."""
     # given: a running pod (restartPolicy Always) whose claim is prepared on its node
     claim = tracker.create(builder.claim())
     pod = tracker.create(builder.pod(uses=claim, restart_policy="Always"))
     pod = waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     node, ctrs = pod.spec.node_name, waits.containers(pod)
+    before = waits.node_slices(k8s, driver.name, node)
     assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     # when: the node reboots (its /run, with the CDI spec directory, is cleared) and is Ready again
     cleared = cluster.reboot_node(node)
@@ -35,6 +37,8 @@ def test_pod_runs_again_with_its_devices_after_a_node_reboot(
     shown = probe.shows_claimed_devices(again)
     assert shown, f"{shown.evidence}; cleared by the reboot: {cleared}"
     assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
+    # and: the driver republishes the pools the restarted kubelet wiped, with the same devices
+    waits.node_republished(k8s, driver.name, before, timeout=timeouts.REPUBLISH_AFTER_RESTART, replaced=True)
     # and: a new pod with a new claim runs on that node and shows its devices
     fresh = waits.pod_running(
         k8s,

@@ -98,7 +98,8 @@ def pod_running_again(k8s: K8s, pod: Obj, before: dict[str, tuple[str, int]], *,
             timeouts.scaled(timeout),
             f"  before {before}\n  now {containers(current)}\n  status {current.get('status.containerStatuses')}",
         )
-    return pod_running(k8s, pod, timeout=timeouts.API_SHORT)
+    # prepare errors before the driver registered again are expected after a reboot; the pod runs now
+    return pod_running(k8s, pod, timeout=timeouts.API_SHORT, allow_prepare_errors=True)
 
 
 def restarted_containers(before: dict[str, tuple[str, int]], pod: Obj) -> list[str]:

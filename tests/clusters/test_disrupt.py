@@ -35,6 +35,16 @@ class ReadyApi:
         return {"items": [node]} if path == "/api/v1/nodes" else node
 
 
+class NotReadyApi(ReadyApi):
+    """Every node NotReady (a kubelet that never comes back)."""
+
+    def get_json(self, path):
+        doc = super().get_json(path)
+        for node in doc.get("items", [doc]):
+            node["status"]["conditions"][0]["status"] = "False"
+        return doc
+
+
 @pytest.fixture
 def cluster(tmp_path, monkeypatch):
     """A one-node layout under tmp_path with stand-ins for containerd (listens on the node's socket), the
@@ -93,7 +103,7 @@ def test_a_kubelet_that_does_not_come_back_is_named_with_its_log(cluster):
     kubelet = state.process("kubelet", np.name)
     kubelet.argv = ["sh", "-c", "echo kubelet cannot start; exit 1"]
     with pytest.raises(WaitFailed, match="kubelet exited; its log") as info:
-        disrupt.reboot_node(state, lay, ReadyApi(), np.name, timeout=10)
+        disrupt.reboot_node(state, lay, NotReadyApi(), np.name, timeout=30)
     assert str(kubelet.log_path) in str(info.value) and "kubelet cannot start" in str(info.value)
 
 

@@ -17,7 +17,7 @@ from conformance.core import errors, timeouts
 from ..client import K8s
 from ..inventory import driver_slices, pool_devices
 from ..objects import Obj
-from .core import poll, until
+from .core import event_line, poll, recent_events, until
 from .pods import pod_running
 from .slices import SLICES_POLL_S, complete_pools
 
@@ -97,6 +97,7 @@ def pod_running_again(k8s: K8s, pod: Obj, before: dict[str, tuple[str, int]], *,
             f"pod {pod.namespace}/{pod.name} running again in new containers",
             timeouts.scaled(timeout),
             f"  before {before}\n  now {containers(current)}\n  status {current.get('status.containerStatuses')}",
+            [event_line(e) for e in recent_events(k8s, pod.namespace, pod.name)[-8:]],
         )
     # prepare errors before the driver registered again are expected after a reboot; the pod runs now
     return pod_running(k8s, pod, timeout=timeouts.API_SHORT, allow_prepare_errors=True)

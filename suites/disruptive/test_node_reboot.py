@@ -6,7 +6,9 @@ rewritten from its own checkpoint).
 
 Sources: kubelet pod sync (a pod whose sandbox is gone gets a new sandbox and new containers) and
 pkg/kubelet/cm/dra (checkpointed claims are prepared again after a restart); KEP-4381 (drivers keep their
-state across restarts, CDI specs live under /var/run/cdi); dra-example-driver checkpoint.
+state across restarts, CDI specs live under /var/run/cdi); kubernetes/kubernetes#141433 (a DRA pod stuck in
+CreateContainerError after its node rebooted: the driver answered the kubelet's repeated prepare from its
+checkpoint without rewriting the CDI spec), fixed in kubernetes-sigs/dra-example-driver#259.
 """
 
 import pytest

@@ -71,6 +71,7 @@ from conformance.node.podresources import (
     reported_devices,
 )
 from conformance.node.prepared import Leftovers, leftovers
+from conformance.node.registration import kubelet_uses
 
 __all__ = [
     "IMPLICIT_PREFIX",
@@ -120,6 +121,7 @@ __all__ = [
     "first_available",
     "for_claim",
     "kubelet",
+    "kubelet_uses",
     "label_patch",
     "leftovers",
     "limits",

@@ -84,6 +84,11 @@ FAULTS: dict[str, str] = {
     "status.devices entry; the claim's other devices have none (KEP-4817).",
     "binding-never-ready": "With --binding-conditions, the driver publishes devices with bindingConditions but "
     "never sets them True in the claim's status.devices, so the scheduler never binds the pod (KEP-5007).",
+    "no-reregister": "After a restart (the state directory holds the marker the first start wrote) the plugin "
+    "serves DRA but never creates its registration socket, so the kubelet does not use it again.",
+    "cdi-not-restored-after-reboot": "CDI specs of prepared claims that vanished (a reboot cleared the runtime's "
+    "CDI directory) are not rewritten, neither at start-up from the checkpoint nor when the kubelet prepares the "
+    "claim again, so the restarted containers cannot get their devices.",
 }
 
 

@@ -124,8 +124,9 @@ class DeviceState:
                 report.quarantined, loaded = str(moved), {}
             self._claims = loaded
             rewritten = []
+            restore = not self.faults.on("cdi-not-restored-after-reboot")
             for uid, entry in loaded.items():
-                if not self.store.exists(uid) and entry.get("cdiSpec"):
+                if restore and not self.store.exists(uid) and entry.get("cdiSpec"):
                     self.store.write(uid, entry["cdiSpec"])
                     rewritten.append(uid)
             report.claims, report.rewritten = len(loaded), tuple(rewritten)
@@ -249,7 +250,8 @@ class DeviceState:
         entry = self._claims.get(ref.uid)
         if entry is None:
             return None
-        if not self.store.exists(ref.uid) and entry.get("cdiSpec"):
+        restore = not self.faults.on("cdi-not-restored-after-reboot")
+        if restore and not self.store.exists(ref.uid) and entry.get("cdiSpec"):
             self.store.write(ref.uid, entry["cdiSpec"])
         return [PreparedDevice.from_json(d) for d in entry["devices"]]
 

@@ -16,6 +16,8 @@ from typing import Any
 from .markers import CAPABILITIES
 from .profile import DriverProfile
 
+DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall")  # facts.disruptions
+
 
 @dataclasses.dataclass(frozen=True)
 class Capability:
@@ -264,7 +266,7 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
     """Capabilities from ``facts``: ``served_versions`` {version: [plurals]}, ``feature_gates`` (apiserver
     metrics), ``kubelet_gates`` {node: gates}, ``configured_gates``, ``k8s_version``, ``devices`` (see
     conformance.k8s.discovery.devices_of), ``node_access``/``plugin_restart``/``kubelet_restart``/
-    ``plugin_registration``: ``(bool, evidence)``."""
+    ``plugin_registration`` and the :data:`DISRUPTIONS`: ``(bool, evidence)``."""
     served = facts.get("served_versions") or {}
     items: dict[str, Capability] = {}
     versions_text = ", ".join(sorted(served)) or "none"
@@ -277,7 +279,7 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
             items[name] = Capability(name, bool(where), f"devicetaintrules served in: {', '.join(where) or 'none'}")
         elif name.startswith("gate."):
             items[name] = _gate(name, facts)
-    for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration"):
+    for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration", *DISRUPTIONS):
         ok, why = facts.get(name) or (False, "not probed")
         items[name] = Capability(name, bool(ok), why)
     per_node = _per_node(facts.get("devices") or [])

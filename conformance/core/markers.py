@@ -138,6 +138,10 @@ CAPABILITIES = {
     "driver.binding_conditions": "driver publishes devices with bindingConditions and sets them True (KEP-5007)",
     "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
     "pod's extended resources once the pod completed (KEP-5004)",
+    # disruptive lane: optional abilities of the cluster provider and the driver deployer
+    "node_reboot": "the cluster provider reboots a node or emulates it (disruptive)",
+    "controller_manager_restart": "the cluster provider restarts kube-controller-manager (disruptive)",
+    "driver_reinstall": "the driver deployer removes the driver's plugins and installs them again (disruptive)",
 }
 
 

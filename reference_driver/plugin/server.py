@@ -29,6 +29,7 @@ from .registration import RegistrationService, dra_versions
 
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 105  # sun_path is 108 bytes incl. NUL; grpc-python refuses 106 and 107 (measured)
+REGISTERED_MARKER = "registered-once"  # fault no-reregister: written next to the checkpoint at the first start
 
 
 class SocketPathError(ValueError):
@@ -114,6 +115,7 @@ class PluginServer:
         for service in self.services.values():
             service.after_prepare = after_prepare
         self._workers = workers
+        self._faults = faults
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None
 
@@ -125,6 +127,8 @@ class PluginServer:
             self._dra.add_generic_rpc_handlers((service.handler(),))
         _bind(self._dra, self.paths.dra)
         self._dra.start()
+        if self._skip_registration():
+            return
         self._reg = grpc.server(futures.ThreadPoolExecutor(2, thread_name_prefix="reg"))
         self._reg.add_generic_rpc_handlers((self.registration.handler(),))
         _bind(self._reg, self.paths.registration)
@@ -132,6 +136,19 @@ class PluginServer:
         log.info(
             "serving DRA %s on %s, registration on %s", "+".join(self.services), self.paths.dra, self.paths.registration
         )
+
+    def _skip_registration(self) -> bool:
+        """Fault ``no-reregister``: True (logged) when a previous start in this state directory left its marker;
+        the first start with the fault writes the marker and registers."""
+        if not self._faults.on("no-reregister"):
+            return False
+        marker = self.state.checkpoint.path.with_name(REGISTERED_MARKER)
+        if marker.exists():
+            log.warning("fault no-reregister: %s exists, not creating %s", marker, self.paths.registration)
+            return True
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        return False
 
     def stop(self, grace: float = 2.0) -> None:
         """Remove the registration socket, end health streams, stop both servers, remove the DRA socket."""

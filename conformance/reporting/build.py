@@ -10,6 +10,7 @@ end of ``dra-conformance run``.
 
 from __future__ import annotations
 
+import json
 import logging
 import pathlib
 
@@ -54,7 +55,9 @@ def generate(
     records = results.load(run_dir / "allure-results")
     data = summary.build(run_dir)
     path = summary.write(run_dir, data)
-    (run_dir / "summary.md").write_text(markdown.render(data), encoding="utf-8")
+    timings = run_dir / "timings.json"  # written by `dra-conformance run` (conformance.runner.timings)
+    doc = json.loads(timings.read_text(encoding="utf-8")) if timings.is_file() else None
+    (run_dir / "summary.md").write_text(markdown.render(data, doc), encoding="utf-8")
     write_junit(run_dir, run, records)
     html.write_side_files(run_dir / "allure-results", run)
     if html_report:

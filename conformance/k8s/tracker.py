@@ -33,7 +33,7 @@ PHASES = {
     "Namespace": 9,
 }
 OTHER_PHASE = 4
-PREPARED_POLL_S = 0.5  # seconds between two looks at the nodes' prepared claims
+PREPARED_POLL_S = 0.2  # seconds between two looks at the nodes' prepared claims
 
 
 @dataclasses.dataclass(frozen=True)

@@ -108,9 +108,22 @@ class ParallelGuard:
             self.locks.end()
 
 
+class LockFilesCleanup:
+    """The pytest glue in the controller (or the only process): remove the lock files when the run ends."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+
+    def pytest_sessionfinish(self, session):
+        for name in (RUN_LOCK, DEVICE_LOCK):
+            (self.folder / name).unlink(missing_ok=True)
+
+
 def register(config, report_dir: Path) -> None:
-    """On an xdist worker, register the guard and keep the locks on ``config.stash`` (for :func:`guard`)."""
+    """On an xdist worker, register the guard and keep the locks on ``config.stash`` (for :func:`guard`); in
+    the controller, the removal of the lock files at the end."""
     if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(LockFilesCleanup(report_dir), "dra_conformance_parallel_cleanup")
         return
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     config.stash[LOCKS] = locks = RunLocks(report_dir)

@@ -248,3 +248,13 @@ def test_run_wall_is_added_and_summary_md_gets_one_line(tmp_path):
     line = markdown.timings_line(saved)
     assert line.startswith("- Timings: run 95s wall (bring-up 30s), tests 6s wall on 2 xdist worker(s)")
     assert "72% waiting on the cluster" in line and "timings.json" in line
+
+
+def test_controller_removes_the_lock_files_at_the_end(tmp_path):
+    locks = parallel.RunLocks(tmp_path)
+    locks.begin(False)
+    locks.need_devices()
+    locks.end()
+    assert (tmp_path / parallel.RUN_LOCK).exists() and (tmp_path / parallel.DEVICE_LOCK).exists()
+    parallel.LockFilesCleanup(tmp_path).pytest_sessionfinish(session=None)
+    assert list(tmp_path.iterdir()) == []

@@ -28,7 +28,9 @@ def script(command: str, then_sleep: bool = True) -> str:
     status. Raises ValueError for an empty ``command``."""
     if not command.strip():
         raise ValueError("the probe command is empty: set visibility.command in the driver profile (e.g. env)")
-    trap, end = ("trap 'exit 0' TERM\n", "sleep 100000 &\nwait") if then_sleep else ("", 'exit "$rc"')
+    trap, end = (
+        ("trap 'kill $! 2>/dev/null; exit 0' TERM\n", "sleep 100000 &\nwait") if then_sleep else ("", 'exit "$rc"')
+    )
     return f'(\n{command}\n)\nrc=$?\n{trap}echo\necho "{END} rc=$rc"\n{end}\n'
 
 

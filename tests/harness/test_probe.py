@@ -3,6 +3,7 @@ parsing, the "probe did not run" error, and the Probe's judgements over fake pod
 for the marker, never passes on an empty or cut-off output, and names devices instead of counting them."""
 
 import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -47,8 +48,13 @@ def test_sleeping_script_keeps_running_then_exits_at_once_on_sigterm():
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
         assert lines[-1].startswith(f"{END} rc=0") and proc.poll() is None, lines
+        sleeper = subprocess.run(["pgrep", "-P", str(proc.pid), "sleep"], capture_output=True, text=True).stdout.split()
         proc.terminate()
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=5) == 0 and len(sleeper) == 1, sleeper
+        time.sleep(0.2)
+        stat = Path(f"/proc/{sleeper[0]}/stat")
+        state = stat.read_text().rsplit(")", 1)[1].split()[0] if stat.exists() else "gone"
+        assert state in ("gone", "Z"), state  # the sleep went with the shell (outside a container too)
     finally:
         proc.kill()
         proc.wait()

@@ -53,6 +53,7 @@ class RunLocks:
         self._run_fd: int | None = None
         self._device_fd: int | None = None
         self._exclusive = False
+        self.kind = ""  # what the current test holds: "exclusive", "devices" or "shared" ("" outside a test)
 
     def _take(self, name: str, mode: int) -> int:
         fd = os.open(self.folder / name, os.O_RDWR | os.O_CREAT, 0o644)
@@ -72,6 +73,7 @@ class RunLocks:
         before = self.queued_s
         self._run_fd = self._take(RUN_LOCK, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         self.queued_before_s = self.queued_s - before
+        self.kind = "exclusive" if exclusive else "shared"
 
     def need_devices(self) -> None:
         """Before the test creates an object that may take devices: take the device lock once per test
@@ -79,6 +81,7 @@ class RunLocks:
         if self._run_fd is None or self._exclusive or self._device_fd is not None:
             return
         self._device_fd = self._take(DEVICE_LOCK, fcntl.LOCK_EX)
+        self.kind = "devices"
 
     def end(self) -> None:
         """After a test's teardown: release the device lock, then the run lock (closing drops the flock)."""

@@ -10,7 +10,11 @@ Measured in the process that runs the test (an xdist worker, or the only process
   named waits built on them) -- waiting on the cluster;
 * ``queued_s``: time waiting for the parallel run's locks (:mod:`conformance.runner.parallel`), of which
   ``queued_before_s`` before the setup (outside ``duration_s``);
-* ``harness_s``: the rest of ``duration_s`` (API calls, building objects, checks, reports).
+* ``harness_s``: the rest of ``duration_s`` (API calls, building objects, checks, reports);
+* ``lock``: what the test held under xdist: ``exclusive`` (ran alone), ``devices`` (started pods: one such
+  test at a time) or ``shared``. The tests holding ``exclusive`` or ``devices`` run one after another, so
+  their own time (``duration_s`` less in-phase queueing) summed is the least wall time any worker count can
+  reach (``serialized_s``).
 
 The controller adds the run's figures: wall time of the test loop, bring-up (the session start: cluster,
 driver, capabilities), workers, and the shares of the summed test time (:func:`summarize`). ``dra-conformance
@@ -29,7 +33,7 @@ from conformance.k8s.waits import clock
 
 FILE = "timings.json"
 TOP_N = 10
-ATTRS = ("dra_wait_s", "dra_queued_s", "dra_queued_before_s")
+ATTRS = ("dra_wait_s", "dra_queued_s", "dra_queued_before_s", "dra_lock")
 SYNTHETIC_SUFFIX = "::invariants"  # results the controller makes per module (no phases of their own)
 
 
@@ -46,6 +50,7 @@ def add_report(tests: dict[str, dict], report) -> None:
     rec["wait_s"] += float(getattr(report, "dra_wait_s", 0.0) or 0.0)
     rec["queued_s"] += float(getattr(report, "dra_queued_s", 0.0) or 0.0)
     rec["queued_before_s"] += float(getattr(report, "dra_queued_before_s", 0.0) or 0.0)
+    rec["lock"] = getattr(report, "dra_lock", "") or rec.get("lock", "")
     gateway = getattr(getattr(report, "node", None), "gateway", None)
     rec["worker"] = getattr(gateway, "id", None) or rec.get("worker") or "main"
     if report.when == "call" or (report.when == "setup" and not report.passed):
@@ -67,6 +72,12 @@ def summarize(tests: dict[str, dict], *, wall_s: float, bring_up_s: float, worke
     wait = sum(r["wait_s"] for r in rows)
     queued_in = sum(max(0.0, r["queued_s"] - r["queued_before_s"]) for r in rows)
     harness = sum(r["harness_s"] for r in rows)
+    serialized = {
+        kind: round(
+            sum(r["duration_s"] - max(0.0, r["queued_s"] - r["queued_before_s"]) for r in rows if r["lock"] == kind), 2
+        )
+        for kind in ("exclusive", "devices")
+    }
 
     def share(x: float) -> float:
         return round(x / total, 4) if total > 0 else 0.0
@@ -87,6 +98,7 @@ def summarize(tests: dict[str, dict], *, wall_s: float, bring_up_s: float, worke
         "harness_share": share(harness),
         "queued_share": share(queued_in),
         "parallelism": round(total / wall_s, 2) if wall_s > 0 else 0.0,
+        "serialized_s": serialized,
         "slowest": [rounded(r) for r in sorted(rows, key=lambda r: -r["duration_s"])[:top]],
         "all": [rounded(r) for r in sorted(rows, key=lambda r: r["id"])],
     }
@@ -99,6 +111,8 @@ def lines(doc: dict) -> list[str]:
         f"(bring-up {doc['bring_up_s']:.0f}s); test time {doc['test_time_s']:.0f}s: waiting on the cluster "
         f"{doc['wait_s']:.0f}s ({doc['wait_share']:.0%}), harness {doc['harness_s']:.0f}s "
         f"({doc['harness_share']:.0%}), queued for locks {doc['queued_s']:.0f}s",
+        f"one at a time under xdist: tests alone on the cluster {doc['serialized_s']['exclusive']:.0f}s, tests "
+        f"starting pods {doc['serialized_s']['devices']:.0f}s (the least wall time any worker count reaches)",
         f"slowest {len(doc['slowest'])} tests (duration, of which waiting on the cluster):",
     ]
     out += [f"  {r['duration_s']:6.1f}s (wait {r['wait_s']:5.1f}s) {r['id']}" for r in doc["slowest"]]
@@ -145,6 +159,7 @@ class TimingsPlugin:
         report.dra_wait_s, report.dra_queued_s = wait - self._wait_mark, queued - self._queue_mark
         locks = self.locks()
         report.dra_queued_before_s = locks.queued_before_s if (locks is not None and call.when == "setup") else 0.0
+        report.dra_lock = locks.kind if locks is not None else ""
         self._wait_mark, self._queue_mark = wait, queued
         return report
 

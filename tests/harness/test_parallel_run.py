@@ -136,7 +136,7 @@ def test_an_exclusive_test_never_asks_for_the_device_lock(tmp_path):
     locks = parallel.RunLocks(tmp_path)
     locks.begin(True)
     locks.need_devices()
-    assert locks._device_fd is None
+    assert locks._device_fd is None and locks.kind == "exclusive"
     locks.end()
     locks.need_devices()  # outside a test: nothing to take
     assert locks._device_fd is None
@@ -150,8 +150,9 @@ def test_guard_takes_the_device_lock_only_before_a_pod(tmp_path):
     locks.begin(False)
     tracker.before_create[0]({"kind": "ResourceClaim"})
     assert locks._device_fd is None
+    assert locks.kind == "shared"
     tracker.before_create[0]({"kind": "Pod"})
-    assert locks._device_fd is not None
+    assert locks._device_fd is not None and locks.kind == "devices"
     locks.end()
     serial = SimpleNamespace(before_create=[])
     parallel.guard(SimpleNamespace(stash={}), serial)
@@ -176,7 +177,7 @@ def test_clock_counts_the_outermost_wait_once():
 
 
 # -- timings ----------------------------------------------------------------------------------------------
-def _report(nodeid, when, duration, outcome="passed", wait=0.0, queued=0.0, before=0.0, worker="gw0"):
+def _report(nodeid, when, duration, outcome="passed", wait=0.0, queued=0.0, before=0.0, worker="gw0", lock=""):
     return SimpleNamespace(
         nodeid=nodeid,
         when=when,
@@ -187,6 +188,7 @@ def _report(nodeid, when, duration, outcome="passed", wait=0.0, queued=0.0, befo
         dra_wait_s=wait,
         dra_queued_s=queued,
         dra_queued_before_s=before,
+        dra_lock=lock,
         node=SimpleNamespace(gateway=SimpleNamespace(id=worker)),
     )
 
@@ -196,10 +198,10 @@ def _tests():
     for rep in (
         _report("a.py::slow", "setup", 1.0, wait=0.5, queued=2.0, before=2.0),
         _report("a.py::slow", "call", 8.0, wait=6.0, queued=1.0),
-        _report("a.py::slow", "teardown", 1.0, wait=1.0),
+        _report("a.py::slow", "teardown", 1.0, wait=1.0, lock="devices"),
         _report("b.py::fast", "setup", 0.1, worker="gw1"),
         _report("b.py::fast", "call", 0.9, outcome="failed", wait=0.4, worker="gw1"),
-        _report("b.py::fast", "teardown", 0.0, worker="gw1"),
+        _report("b.py::fast", "teardown", 0.0, worker="gw1", lock="exclusive"),
         _report("c.py::skipped", "setup", 0.0, outcome="skipped"),
         _report("c.py::skipped", "teardown", 0.0),
         _report("a.py::invariants", "call", 0.0),
@@ -213,7 +215,7 @@ def test_phase_reports_fold_into_one_record_per_test_with_outcome_and_worker():
     assert set(tests) == {"a.py::slow", "b.py::fast", "c.py::skipped"}
     slow = tests["a.py::slow"]
     assert (slow["duration_s"], slow["wait_s"], slow["queued_s"], slow["queued_before_s"]) == (10.0, 7.5, 3.0, 2.0)
-    assert (slow["outcome"], slow["worker"]) == ("passed", "gw0")
+    assert (slow["outcome"], slow["worker"], slow["lock"]) == ("passed", "gw0", "devices")
     assert (tests["b.py::fast"]["outcome"], tests["b.py::fast"]["worker"]) == ("failed", "gw1")
     assert tests["c.py::skipped"]["outcome"] == "skipped"
 
@@ -226,6 +228,7 @@ def test_summary_gives_shares_of_test_time_and_the_slowest_first():
     assert doc["wait_share"] == pytest.approx(7.9 / 11, abs=1e-4)
     assert doc["queued_share"] == pytest.approx(1 / 11, abs=1e-4) and doc["queued_s"] == 3.0
     assert doc["parallelism"] == 2.0
+    assert doc["serialized_s"] == {"devices": 9.0, "exclusive": 1.0}  # own time: duration less in-phase queueing
     assert [r["id"] for r in doc["slowest"]] == ["a.py::slow", "b.py::fast"]
     assert [r["id"] for r in doc["all"]] == ["a.py::slow", "b.py::fast", "c.py::skipped"]
     text = "\n".join(timings.lines(doc))

@@ -54,6 +54,7 @@ class RunLocks:
         self._device_fd: int | None = None
         self._exclusive = False
         self.kind = ""  # what the current test holds: "exclusive", "devices" or "shared" ("" outside a test)
+        self.devices_at = 0.0  # epoch seconds when the current test got the device lock (0: it has not)
 
     def _take(self, name: str, mode: int) -> int:
         fd = os.open(self.folder / name, os.O_RDWR | os.O_CREAT, 0o644)
@@ -73,7 +74,7 @@ class RunLocks:
         before = self.queued_s
         self._run_fd = self._take(RUN_LOCK, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         self.queued_before_s = self.queued_s - before
-        self.kind = "exclusive" if exclusive else "shared"
+        self.kind, self.devices_at = ("exclusive" if exclusive else "shared"), 0.0
 
     def need_devices(self) -> None:
         """Before the test creates an object that may take devices: take the device lock once per test
@@ -81,7 +82,7 @@ class RunLocks:
         if self._run_fd is None or self._exclusive or self._device_fd is not None:
             return
         self._device_fd = self._take(DEVICE_LOCK, fcntl.LOCK_EX)
-        self.kind = "devices"
+        self.kind, self.devices_at = "devices", time.time()
 
     def end(self) -> None:
         """After a test's teardown: release the device lock, then the run lock (closing drops the flock)."""

@@ -14,7 +14,10 @@ Measured in the process that runs the test (an xdist worker, or the only process
 * ``lock``: what the test held under xdist: ``exclusive`` (ran alone), ``devices`` (started pods: one such
   test at a time) or ``shared``. The tests holding ``exclusive`` or ``devices`` run one after another, so
   their own time (``duration_s`` less in-phase queueing) summed is the least wall time any worker count can
-  reach (``serialized_s``).
+  reach (``serialized_s``);
+* ``start``/``stop``: epoch seconds of the setup's start and the teardown's end (the run lock is held over
+  them), ``devices_at``: when the device lock was taken (0: never) -- enough to check that no two tests that
+  must not overlap did.
 
 The controller adds the run's figures: wall time of the test loop, bring-up (the session start: cluster,
 driver, capabilities), workers, and the shares of the summed test time (:func:`summarize`). ``dra-conformance
@@ -33,7 +36,7 @@ from conformance.k8s.waits import clock
 
 FILE = "timings.json"
 TOP_N = 10
-ATTRS = ("dra_wait_s", "dra_queued_s", "dra_queued_before_s", "dra_lock")
+ATTRS = ("dra_wait_s", "dra_queued_s", "dra_queued_before_s", "dra_lock", "dra_devices_at")
 SYNTHETIC_SUFFIX = "::invariants"  # results the controller makes per module (no phases of their own)
 
 
@@ -51,12 +54,33 @@ def add_report(tests: dict[str, dict], report) -> None:
     rec["queued_s"] += float(getattr(report, "dra_queued_s", 0.0) or 0.0)
     rec["queued_before_s"] += float(getattr(report, "dra_queued_before_s", 0.0) or 0.0)
     rec["lock"] = getattr(report, "dra_lock", "") or rec.get("lock", "")
+    rec["devices_at"] = float(getattr(report, "dra_devices_at", 0.0) or 0.0) or rec.get("devices_at", 0.0)
+    if report.when == "setup":
+        rec["start"] = float(getattr(report, "start", 0.0) or 0.0)
+    rec["stop"] = float(getattr(report, "stop", 0.0) or 0.0) or rec.get("stop", 0.0)
     gateway = getattr(getattr(report, "node", None), "gateway", None)
     rec["worker"] = getattr(gateway, "id", None) or rec.get("worker") or "main"
     if report.when == "call" or (report.when == "setup" and not report.passed):
         rec["outcome"] = report.outcome
     elif report.when == "teardown" and report.failed:
         rec["outcome"] = "error"
+
+
+def overlaps(rows) -> list[str]:
+    """Pairs of tests that ran at the same time although they must not: a test that held the run lock
+    exclusively overlapping any other, or two tests overlapping while both held the device lock (from
+    ``devices_at`` to ``stop``). Uses ``start``/``stop``/``devices_at`` (epoch seconds); tests without them
+    are ignored. Empty in a correct run (the proof that the locks worked; serial runs trivially)."""
+    timed = [r for r in rows if r.get("start") and r.get("stop")]
+    found = []
+    for i, a in enumerate(timed):
+        for b in timed[i + 1 :]:
+            if "exclusive" in (a.get("lock"), b.get("lock")) and a["start"] < b["stop"] and b["start"] < a["stop"]:
+                found.append(f"{a['id']} and {b['id']} (one ran alone)")
+            elif a.get("devices_at") and b.get("devices_at"):
+                if a["devices_at"] < b["stop"] and b["devices_at"] < a["stop"]:
+                    found.append(f"{a['id']} and {b['id']} (both started pods)")
+    return found
 
 
 def summarize(tests: dict[str, dict], *, wall_s: float, bring_up_s: float, workers: int, top: int = TOP_N) -> dict:
@@ -99,6 +123,7 @@ def summarize(tests: dict[str, dict], *, wall_s: float, bring_up_s: float, worke
         "queued_share": share(queued_in),
         "parallelism": round(total / wall_s, 2) if wall_s > 0 else 0.0,
         "serialized_s": serialized,
+        "overlaps": overlaps(rows),
         "slowest": [rounded(r) for r in sorted(rows, key=lambda r: -r["duration_s"])[:top]],
         "all": [rounded(r) for r in sorted(rows, key=lambda r: r["id"])],
     }
@@ -116,6 +141,7 @@ def lines(doc: dict) -> list[str]:
         f"slowest {len(doc['slowest'])} tests (duration, of which waiting on the cluster):",
     ]
     out += [f"  {r['duration_s']:6.1f}s (wait {r['wait_s']:5.1f}s) {r['id']}" for r in doc["slowest"]]
+    out += [f"OVERLAP (locks failed): {o}" for o in doc.get("overlaps", [])]
     return out
 
 
@@ -160,6 +186,7 @@ class TimingsPlugin:
         locks = self.locks()
         report.dra_queued_before_s = locks.queued_before_s if (locks is not None and call.when == "setup") else 0.0
         report.dra_lock = locks.kind if locks is not None else ""
+        report.dra_devices_at = locks.devices_at if locks is not None else 0.0
         self._wait_mark, self._queue_mark = wait, queued
         return report
 

@@ -235,6 +235,23 @@ def test_summary_gives_shares_of_test_time_and_the_slowest_first():
     assert "3 tests in 6s wall on 2 xdist worker(s)" in text and "waiting on the cluster 8s (72%)" in text
 
 
+def test_overlaps_name_tests_that_should_not_have_run_together():
+    rows = [
+        {"id": "alone", "lock": "exclusive", "start": 10.0, "stop": 20.0, "devices_at": 0.0},
+        {"id": "api", "lock": "shared", "start": 21.0, "stop": 40.0, "devices_at": 0.0},
+        {"id": "pods1", "lock": "devices", "start": 21.0, "stop": 30.0, "devices_at": 22.0},
+        {"id": "pods2", "lock": "devices", "start": 22.0, "stop": 35.0, "devices_at": 30.5},
+        {"id": "untimed", "lock": "exclusive"},
+    ]
+    assert timings.overlaps(rows) == []  # pods2 set up early but took the device lock after pods1's end
+    rows[3]["devices_at"] = 29.0
+    rows.append({"id": "late", "lock": "exclusive", "start": 39.0, "stop": 41.0, "devices_at": 0.0})
+    assert timings.overlaps(rows) == [
+        "api and late (one ran alone)",
+        "pods1 and pods2 (both started pods)",
+    ]
+
+
 def test_empty_run_has_zero_shares():
     doc = timings.summarize({}, wall_s=0.0, bring_up_s=0.0, workers=0)
     assert (doc["wait_share"], doc["parallelism"], doc["slowest"]) == (0.0, 0.0, [])

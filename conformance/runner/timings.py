@@ -136,8 +136,13 @@ def lines(doc: dict) -> list[str]:
         f"(bring-up {doc['bring_up_s']:.0f}s); test time {doc['test_time_s']:.0f}s: waiting on the cluster "
         f"{doc['wait_s']:.0f}s ({doc['wait_share']:.0%}), harness {doc['harness_s']:.0f}s "
         f"({doc['harness_share']:.0%}), queued for locks {doc['queued_s']:.0f}s",
-        f"one at a time under xdist: tests alone on the cluster {doc['serialized_s']['exclusive']:.0f}s, tests "
-        f"starting pods {doc['serialized_s']['devices']:.0f}s (the least wall time any worker count reaches)",
+    ]
+    if doc["workers"]:
+        out.append(
+            f"one at a time under xdist: tests alone on the cluster {doc['serialized_s']['exclusive']:.0f}s, tests "
+            f"starting pods {doc['serialized_s']['devices']:.0f}s (the least wall time any worker count reaches)"
+        )
+    out += [
         f"slowest {len(doc['slowest'])} tests (duration, of which waiting on the cluster):",
     ]
     out += [f"  {r['duration_s']:6.1f}s (wait {r['wait_s']:5.1f}s) {r['id']}" for r in doc["slowest"]]

@@ -8,6 +8,7 @@ DRIVER ?= reference
 PROFILE ?= standard
 FEATURE_GATES ?= all
 NODES ?= 2
+WORKERS ?=
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 FAULTS ?=
@@ -18,6 +19,7 @@ BENCH_PODS ?= 1000
 BENCH_SCALE ?= 10,100,500
 BENCH_ARGS ?=
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+WORKERS_FLAG := $(if $(WORKERS),--workers $(WORKERS))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
@@ -26,7 +28,7 @@ K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 	@echo
-	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES)"
+	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(default 4; 0 = serial)"
 
 setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI, offline images
 	@$(PY) -m conformance.toolchain setup $(K8S_FLAG)
@@ -48,11 +50,11 @@ e2e: ## run only our end-to-end tests (real local cluster)
 
 conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE suites, report in reports/
 	$(VENV)/bin/dra-conformance run --cluster local --driver $(DRIVER) --profile $(PROFILE) \
-	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(WORKERS_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table
 	$(PY) -m conformance.reporting.matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
-	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(WORKERS_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 validate-suite: ## fault-detection matrix: every reference-driver fault (FAULTS=a,b) fails its fixtures/faults.yaml tests, the healthy driver none
 	$(PY) -m conformance.cli validate-suite $(if $(FAULTS),--faults $(FAULTS)) --feature-gates $(FEATURE_GATES) \

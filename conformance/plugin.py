@@ -33,7 +33,7 @@ from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
 from conformance.k8s.tracker import Tracker
 from conformance.node.prepared import PreparedClaims
-from conformance.runner import evidence
+from conformance.runner import evidence, parallel, timings
 from conformance.runner.registry import Registry
 from conformance.runner.session import Session
 
@@ -158,6 +158,8 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     config.stash[HARNESS] = harness = Harness(config, cfg, registry)
     config.pluginmanager.register(harness, PLUGIN_NAME)
+    parallel.register(config, harness.report_dir)  # xdist workers: the run and device locks
+    timings.register(config, harness.report_dir, lambda: config.stash.get(parallel.LOCKS, None))
 
 
 class Harness:
@@ -340,6 +342,7 @@ def tracker(request, k8s):
     s = _session(request)
     prepared = PreparedClaims(s.node_access, [n.name for n in s.cluster.nodes]) if s.node_access else None
     t = Tracker(k8s, prepared=prepared)
+    parallel.guard(request.config, t)  # under xdist: the device lock before the test's first Pod
     request.node.stash[TRACKER] = t
     yield t
     t.cleanup()

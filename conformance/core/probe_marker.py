@@ -22,12 +22,16 @@ DID_NOT_RUN_RC = (126, 127)
 def script(command: str, then_sleep: bool = True) -> str:
     """The ``sh -c`` script of a probe container: ``command`` in a subshell (an ``exit`` in it cannot skip
     the marker), a newline (the marker starts its own line even after output without one), the marker with
-    the command's exit status, then ``exec sleep 100000`` (the container stays Running) or, with
-    ``then_sleep=False``, exit with that status. Raises ValueError for an empty ``command``."""
+    the command's exit status, then either ``sleep 100000`` (the container stays Running) that ends at once
+    on SIGTERM (trapped before the marker is printed: a shell that is PID 1 ignores an untrapped SIGTERM, and
+    the pod's deletion would wait out its grace period), or, with ``then_sleep=False``, exit with that
+    status. Raises ValueError for an empty ``command``."""
     if not command.strip():
         raise ValueError("the probe command is empty: set visibility.command in the driver profile (e.g. env)")
-    end = "exec sleep 100000" if then_sleep else 'exit "$rc"'
-    return f'(\n{command}\n)\nrc=$?\necho\necho "{END} rc=$rc"\n{end}\n'
+    trap, end = (
+        ("trap 'kill $! 2>/dev/null; exit 0' TERM\n", "sleep 100000 &\nwait") if then_sleep else ("", 'exit "$rc"')
+    )
+    return f'(\n{command}\n)\nrc=$?\n{trap}echo\necho "{END} rc=$rc"\n{end}\n'
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ PHASES = {
     "Namespace": 9,
 }
 OTHER_PHASE = 4
-PREPARED_POLL_S = 0.5  # seconds between two looks at the nodes' prepared claims
+PREPARED_POLL_S = 0.2  # seconds between two looks at the nodes' prepared claims
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +76,8 @@ class Tracker:
     ``phase_timeout``: seconds (scaled by ``--timeout-scale``) for every teardown phase; default per phase
     from :mod:`conformance.core.timeouts`. ``prepared``: when the run can look at nodes, a
     :data:`PreparedCheck` telling which deleted claims a node still has prepared (CDI specs, PodResources);
-    teardown then waits, within the claims phase's deadline, until none is.
+    teardown then waits, within the claims phase's deadline, until none is. ``before_create`` callbacks get
+    each object before it is created (the parallel run takes its device lock there before a Pod).
     """
 
     def __init__(self, k8s: K8s, *, phase_timeout: float | None = None, prepared: PreparedCheck | None = None) -> None:
@@ -85,10 +86,13 @@ class Tracker:
         self.phase_timeout = phase_timeout
         self.prepared = prepared
         self.on_create: list[Callable[[Obj], None]] = []
+        self.before_create: list[Callable[[Obj | dict], None]] = []
         self._lock = threading.Lock()
 
     def create(self, obj: Obj | dict) -> Obj:
         """Create ``obj`` and record it before returning the stored object (raises ApiError on refusal)."""
+        for cb in self.before_create:
+            cb(obj)
         created = self.k8s.create(obj)
         self.adopt(created)
         for cb in self.on_create:

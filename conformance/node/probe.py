@@ -29,7 +29,7 @@ from conformance.k8s.objects import Obj
 from conformance.k8s.waits import poll
 
 EVIDENCE_TAIL = 2000  # characters of output shown in assertion messages
-POLL_INTERVAL = 1.0  # seconds between two reads of a log without the end marker
+POLL_INTERVAL = 0.25  # seconds between two reads of a log without the end marker
 
 
 class Shown(NamedTuple):

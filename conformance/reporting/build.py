@@ -10,6 +10,7 @@ end of ``dra-conformance run``.
 
 from __future__ import annotations
 
+import json
 import logging
 import pathlib
 
@@ -56,7 +57,9 @@ def generate(
     data = summary.build(run_dir)
     path = summary.write(run_dir, data)
     latency = kubelet_latency.summary_line(run_dir)  # NodePrepare/Unprepare latency recorded at the run's end
-    (run_dir / "summary.md").write_text(markdown.render(data) + latency, encoding="utf-8")
+    timings = run_dir / "timings.json"  # written by `dra-conformance run` (conformance.runner.timings)
+    doc = json.loads(timings.read_text(encoding="utf-8")) if timings.is_file() else None
+    (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency, encoding="utf-8")
     write_junit(run_dir, run, records)
     html.write_side_files(run_dir / "allure-results", run)
     if html_report:

@@ -19,8 +19,9 @@ def _cell(text) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:300]
 
 
-def render(summary: dict) -> str:
-    """Markdown text of a run summary (the dict of :func:`conformance.reporting.summary.build`)."""
+def render(summary: dict, timings: dict | None = None) -> str:
+    """Markdown text of a run summary (the dict of :func:`conformance.reporting.summary.build`); with the run's
+    ``timings.json`` document, one line of wall times and wait share (:func:`timings_line`)."""
     env, drv, counts = summary["environment"], summary["driver"], summary["counts"]
     out = [
         f"# DRA driver qualification: {summary['verdict']}",
@@ -34,8 +35,9 @@ def render(summary: dict) -> str:
         f"- Devices found: {len(env['devices'])}",
         f"- Tests: {counts['total']} ({counts['executed']} executed: {counts['passed']} passed, "
         f"{counts['failed']} failed, {counts['broken']} broken; {counts['skipped']} skipped)",
-        "",
     ]
+    out += [timings_line(timings)] if timings else []
+    out += [""]
     if summary["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
     out += ["## Mission areas", "", "| Area | Status | Tests |", "|---|---|---|"]
@@ -74,3 +76,14 @@ def render(summary: dict) -> str:
         out += [f"| {d['node']} | {d['pool']} | {d['device']} |" for d in env["devices"]]
     out += ["", "Verdict rules: " + "; ".join(summary["verdictRules"]) + ".", ""]
     return "\n".join(out)
+
+
+def timings_line(doc: dict) -> str:
+    """One summary.md line from a run's ``timings.json`` (:mod:`conformance.runner.timings`): wall times,
+    workers, and the share of the summed test time spent waiting on the cluster versus in the harness."""
+    run_wall = f"run {doc['run_wall_s']:.0f}s wall (bring-up {doc['bring_up_s']:.0f}s), " if "run_wall_s" in doc else ""
+    return (
+        f"- Timings: {run_wall}tests {doc['wall_s']:.0f}s wall on {doc['workers'] or 'no'} xdist worker(s); "
+        f"of {doc['test_time_s']:.0f}s test time {doc['wait_share']:.0%} waiting on the cluster, "
+        f"{doc['harness_share']:.0%} in the harness, {doc['queued_share']:.0%} queued for locks (timings.json)"
+    )

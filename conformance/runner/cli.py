@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,9 @@ EXIT_TEXT = {
     4: "ERROR (bad input)",
     5: "NO TESTS SELECTED",
 }
+DEFAULT_WORKERS = 4  # xdist workers of `run` (measured on 2 cores: waits dominate; README "Parallel runs")
+MAX_WORKERS = 32
+SERIAL_ONLY = ("--pdb", "--trace")  # pytest options that xdist cannot honour: the run stays serial
 PASS_THROUGH = (
     "cluster",
     "kubeconfig",
@@ -79,12 +83,33 @@ def register(subparsers) -> None:
     run.add_argument("--node-access", dest="node_access")
     run.add_argument("--keep-cluster", action="store_true")
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
+    run.add_argument(
+        "--workers",
+        "-n",
+        type=parse_workers,
+        default=DEFAULT_WORKERS,
+        help=f"parallel pytest-xdist workers (default {DEFAULT_WORKERS}; 0 = serial, in this process)",
+    )
     run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments (e.g. -k, -n 2)")
     run.set_defaults(func=run_command)
     lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
     _common(lst)
     lst.add_argument("--allow-disruptive", action="store_true", help="needed to list the disruptive profile")
     lst.set_defaults(func=list_command)
+
+
+def parse_workers(text: str) -> int:
+    """``--workers`` value: an integer from 0 (serial) to :data:`MAX_WORKERS`. Raises
+    argparse.ArgumentTypeError (exit 2 with the message) naming the value and what is accepted."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"--workers {text!r}: give a whole number from 0 (serial) to {MAX_WORKERS}, e.g. --workers 4"
+        )
+    return value
 
 
 def _is_path(arg: str) -> bool:
@@ -110,8 +135,10 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
         out.append("--allow-disruptive")
     if args.keep_cluster:
         out.append("--keep-cluster")
-    if "-n" in extra or any(a.startswith("--numprocesses") for a in extra):
-        out += ["--dist", "loadgroup"]
+    if any(a == "-n" or a.startswith("--numprocesses") or re.fullmatch(r"-n(\d+|auto|logical)", a) for a in extra):
+        out += ["--dist", "loadgroup"]  # the caller chose the workers in the pytest arguments
+    elif getattr(args, "workers", 0) and not any(a in SERIAL_ONLY for a in extra):
+        out += ["-n", str(args.workers), "--dist", "loadgroup"]
     return out + extra
 
 
@@ -130,6 +157,9 @@ def run_command(args: argparse.Namespace) -> int:
     counter = _Counter()
     started = time.monotonic()
     code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+    from conformance.runner import timings  # noqa: PLC0415 - imports pytest
+
+    timings.add_run_wall(report_dir, time.monotonic() - started)
     verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
     if code == 0 and counter.counts["passed"] == 0:
         verdict, code = "NO TESTS PASSED (everything skipped)", 1

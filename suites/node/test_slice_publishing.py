@@ -1,8 +1,9 @@
 """ResourceSlice publishing over time: the driver's slices do not churn, a deleted slice is republished, and a pool
 republished across several slices moves to a higher generation.
 
-The tests that delete one of the driver's own slices (as the kubelet does at start-up) and the one that watches
-the slices for churn share the ``dra-cluster-state`` xdist group, so they never run at the same time.
+The tests that delete one of the driver's own slices (as the kubelet does at start-up) are in the
+``dra-cluster-state`` xdist group: they run alone, so the one that watches the slices for churn (which only
+reads) never sees their deletions, nor those of any other test that changes the driver's slices.
 
 Sources: KEP-4381; upstream "ResourceSlice must be removed on kubelet startup" and "kubelet must manage
 ResourceSlices" (test/e2e_node, test/e2e/dra); k8s.io/dynamic-resource-allocation resourceslice controller;
@@ -27,7 +28,6 @@ pytestmark = [
     pytest.mark.publishing,
     pytest.mark.standard,
     pytest.mark.kep(4381),
-    pytest.mark.xdist_group("dra-cluster-state"),
 ]
 
 
@@ -48,6 +48,7 @@ def test_published_slices_do_not_churn(k8s, driver):
 
 
 @pytest.mark.scenario("PUB-03", "PUB-09")
+@pytest.mark.xdist_group("dra-cluster-state")  # deletes one of the driver's slices
 def test_deleted_slice_is_republished(k8s, driver, profile):
     """When one of the driver's ResourceSlices is deleted (the kubelet deletes its node's slices at start-up),
     the driver publishes that pool again, complete, with the same devices (names, attributes, capacities).
@@ -69,6 +70,7 @@ def test_deleted_slice_is_republished(k8s, driver, profile):
 
 
 @pytest.mark.scenario("PUB-11")
+@pytest.mark.xdist_group("dra-cluster-state")  # deletes one of the driver's slices
 def test_pool_republished_across_slices_moves_to_a_higher_generation(k8s, driver, multi_slice_pool):
     """When one slice of a pool published as several slices is deleted, the driver republishes the pool at a
     higher pool.generation: restoring it takes more than one write, and consumers must never see slices of two

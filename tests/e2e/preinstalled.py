@@ -76,7 +76,7 @@ def start_run(
     profile: Path,
     report: Path,
     *extra: str,
-    run_args: tuple[str, ...] = ("--no-report",),
+    run_args: tuple[str, ...] = ("--no-report", "--workers", "0"),  # serial, as these tests were written
     test_profile: str = "core",
 ) -> subprocess.Popen:
     """Start `dra-conformance run` against the shared cluster; ``extra`` goes to pytest after ``--``."""
@@ -88,7 +88,7 @@ def run_command(
     profile: Path,
     report: Path,
     *extra: str,
-    run_args: tuple[str, ...] = ("--no-report",),
+    run_args: tuple[str, ...] = ("--no-report", "--workers", "0"),  # serial, as these tests were written
     test_profile: str = "core",
 ) -> list[str]:
     """The `dra-conformance run --cluster existing` command line of :func:`start_run`."""

@@ -31,7 +31,13 @@ def faulty_run(local_cluster, tmp_path_factory):
     with reference_driver(local_cluster, tmp, faults="ignore-claim-config") as (profile, _k8s):
         report = tmp / "report"
         proc = start_run(
-            local_cluster, profile, report, "-k", f"{FAILING} or {PASSING}", run_args=(), test_profile="standard"
+            local_cluster,
+            profile,
+            report,
+            "-k",
+            f"{FAILING} or {PASSING}",
+            run_args=("--workers", "0"),
+            test_profile="standard",
         )
         out, _ = proc.communicate(timeout=900)
     return proc.returncode, out, report

@@ -50,6 +50,8 @@ def test_ctrl_c_during_driver_deployment_stops_driver_and_cluster(tmp_path):
         "--report-dir",
         str(report),
         "--no-report",
+        "--workers",
+        "0",  # serial, as this test was written (Ctrl-C during the controller's deployment)
         "--",
         str(HELD),
     ]

@@ -36,6 +36,8 @@ def test_run_uses_a_deployer_registered_by_a_plugin(tmp_path):
         "--report-dir",
         str(report),
         "--no-report",
+        "--workers",
+        "0",  # serial: this test is about the deployer registry, not parallel runs
         "--",
         "-p",
         "tests.plugins.vendor_deployer",

@@ -3,6 +3,7 @@ parsing, the "probe did not run" error, and the Probe's judgements over fake pod
 for the marker, never passes on an empty or cut-off output, and names devices instead of counting them."""
 
 import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,8 +41,27 @@ def test_script_reports_a_failing_or_missing_command_and_exits_with_it(command, 
     assert (run.rc, done.returncode, run.command_missing) == (rc, rc, missing), done
 
 
-def test_sleeping_script_ends_in_exec_sleep_and_empty_command_is_refused():
-    assert probe_marker.script("env").endswith("exec sleep 100000\n")
+def test_sleeping_script_keeps_running_then_exits_at_once_on_sigterm():
+    """The container stays up after the marker and stops on SIGTERM (a pod deletion) without waiting for
+    SIGKILL at the end of the grace period."""
+    proc = subprocess.Popen(["sh", "-c", probe_marker.script("echo X=1")], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+        assert lines[-1].startswith(f"{END} rc=0") and proc.poll() is None, lines
+        sleeper = subprocess.run(["pgrep", "-P", str(proc.pid), "sleep"], capture_output=True, text=True).stdout.split()
+        proc.terminate()
+        assert proc.wait(timeout=5) == 0 and len(sleeper) == 1, sleeper
+        time.sleep(0.2)
+        stat = Path(f"/proc/{sleeper[0]}/stat")
+        state = stat.read_text().rsplit(")", 1)[1].split()[0] if stat.exists() else "gone"
+        assert state in ("gone", "Z"), state  # the sleep went with the shell (outside a container too)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sleeping_script_sleeps_until_sigterm_and_empty_command_is_refused():
+    assert probe_marker.script("env").endswith("sleep 100000 &\nwait\n")
     assert probe_marker.script("ls /dev/dri").startswith("(\nls /dev/dri\n)\n")
     with pytest.raises(ValueError, match="visibility.command"):
         probe_marker.script("  ")

@@ -91,6 +91,7 @@ def test_healthy_runs_cover_the_union_once_per_run_configuration(tmp_path: Path)
     ]
     cmd = runs.command(plans[1], ["--k8s-version", "1.35"], python="py")
     assert cmd[:3] == ["py", "-m", "conformance.cli"] and "--allow-disruptive" in cmd
+    assert cmd[cmd.index("--workers") + 1] == "0"  # validation runs stay serial
     assert cmd[cmd.index("--report-dir") + 1] == str(tmp_path / "healthy-2") and cmd[-2:] == ["--", "suites/api_v1"]
 
 

@@ -18,6 +18,7 @@ from conformance.core import errors, timeouts
 
 from ..client import K8s
 from ..objects import Obj
+from .clock import timed
 
 Done = Callable[[Obj | None], bool]
 Failed = Callable[[Obj | None, list[Obj]], str | None]
@@ -55,6 +56,7 @@ def event_line(event: Obj) -> str:
     )
 
 
+@timed
 def until(
     k8s: K8s,
     kind: str,
@@ -146,6 +148,7 @@ def has_event(events: list[Obj], reason: str) -> Obj | None:
     return None
 
 
+@timed
 def poll(check: Callable[[], bool], *, timeout: float, interval: float, scale: bool = True) -> bool:
     """Call ``check()`` now and then every ``interval`` seconds until it returns True (-> True) or the
     deadline passed (-> False, after a last call at the deadline). ``timeout``: seconds, multiplied by

@@ -11,7 +11,7 @@ from .core import event_line, has_event, poll, recent_events, until
 from .objects import object_gone
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
-EVENT_POLL_S = 2.0  # seconds between event lists
+EVENT_POLL_S = 0.5  # seconds between event lists
 
 
 def _pod_failed(allow_prepare_errors: bool):
@@ -174,7 +174,7 @@ def events_for(k8s: K8s, obj: Obj, reason: str | None = None) -> list[Obj]:
 def event(k8s: K8s, obj: Obj, reason: str, *, timeout: float, message_contains: str = "") -> Obj:
     """Wait until an Event with ``reason`` (and ``message_contains``) about ``obj`` exists; return it.
 
-    Polls the namespace's events every 2 s (events are not worth a watch). Raises WaitTimeout.
+    Polls the namespace's events every 0.5 s (events are not worth a watch). Raises WaitTimeout.
     """
     found: list[Obj] = []
 

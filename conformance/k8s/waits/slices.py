@@ -12,7 +12,7 @@ from ..inventory import complete_pools, driver_slices, pool_devices
 from ..objects import Obj
 from .core import poll
 
-SLICES_POLL_S = 2.0  # seconds between slice lists
+SLICES_POLL_S = 0.5  # seconds between slice lists
 
 
 def device_count(slices: Iterable[Obj]) -> int:
@@ -40,7 +40,7 @@ def slices_published(
     failed: Callable[[], str | None] | None = None,
 ) -> list[Obj]:
     """Wait until ``driver`` has complete pools with ≥ ``min_devices`` devices on every node in ``nodes``
-    (any node when empty); return the driver's current slices. Polls every 2 s (field selector
+    (any node when empty); return the driver's current slices. Polls every 0.5 s (field selector
     ``spec.driver``). Raises WaitTimeout listing what was seen per node; WaitFailed as soon as ``failed()``
     returns a message (e.g. the plugin process exited)."""
     wanted = list(nodes)
@@ -83,7 +83,7 @@ def pool_republished(
     """Wait until ``driver``'s pool ``pool`` is complete again with exactly ``devices`` (as
     :func:`~conformance.k8s.inventory.pool_devices` reads them: names, attributes, capacities) and none of its
     current slices is one of the ``removed`` slice UIDs (so the answer is a republish, not the listing from before
-    the delete); return the pool's current slices. Polls every 2 s. Raises WaitTimeout with the pool's last
+    the delete); return the pool's current slices. Polls every 0.5 s. Raises WaitTimeout with the pool's last
     observed slices. Source: upstream "ResourceSlice must be removed on kubelet startup" (the driver republishes),
     e2e_dra upgradedowngrade "wait for ResourceSlices" (PUB-03, PUB-09)."""
     gone = set(removed)

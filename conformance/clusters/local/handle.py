@@ -1,5 +1,5 @@
 """LocalNode and LocalClusterHandle: what ``LocalCluster.up()`` returns (core.handles ClusterHandle, HostNode,
-RunsHostProcesses, RestartsKubelet, HasComponentLogs)."""
+RunsHostProcesses, RestartsKubelet, HasComponentLogs, LoadsImages)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import calendar
 import dataclasses
 import time
 from pathlib import Path
+
+from conformance.core.errors import ClusterUnavailable
+from conformance.toolchain.images.ctr import import_image
+from conformance.toolchain.images.oci import ImageError
 
 from . import api as apilib
 from .config import Layout
@@ -102,6 +106,18 @@ class LocalClusterHandle:
             raise ValueError(f"a process named {name!r} already runs for node {node} (pid {current.pid})")
         proc = HostProcess.spawn(name, node, argv, self.log_dir / f"{node}-{name}.log", env=env)
         return self._state.add_process(proc)
+
+    def load_images(self, archives: list[Path]) -> list[str]:
+        """Import each OCI archive into every real node's containerd (``ctr images import``); returns the
+        node names. Raises ClusterUnavailable naming the node and archive that failed."""
+        ctr = Path(self._state.binaries.get("ctr", ""))
+        for node in self.nodes:
+            for archive in archives:
+                try:
+                    import_image(ctr, node.containerd_socket, archive)
+                except (ImageError, OSError) as exc:
+                    raise ClusterUnavailable(f"importing {archive} into node {node.name} failed: {exc}") from exc
+        return [n.name for n in self.nodes]
 
     def host_processes(self) -> list[HostProcess]:
         """Every recorded process (components and those from start_host_process)."""

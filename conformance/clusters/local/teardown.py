@@ -16,11 +16,11 @@ from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
 
-from . import hostsys
+from . import hostsys, node_mounts
 from .config import Layout
 from .node_config import node_paths
 from .processes import kill_pids, processes_matching
-from .state import ClusterState, existing_clusters
+from .state import ClusterState, existing_clusters, host_lock
 
 _CONTROL_ORDER = ("kwok", "kube-proxy", "kube-scheduler", "kube-controller-manager")
 _LAST = ("kube-apiserver", "etcd")
@@ -85,6 +85,11 @@ def teardown(state: ClusterState) -> None:
     else:
         state.phase = "teardown-failed"
         state.save()
+    if state.host.get("daemonset_paths"):
+        with host_lock():  # after our state is gone: others_use() then sees only the other clusters
+            kept = node_mounts.remove_mount_points(state.name)
+        if kept:
+            errors.append(f"mount points created for daemonset_paths are not empty: {kept}")
     if errors:
         raise TeardownError(state.name, errors)
 

@@ -17,6 +17,7 @@ from google.protobuf.json_format import MessageToDict
 
 from conformance.core import errors
 
+from . import unixsock
 from .base import NodeAccessUnavailable
 
 GET_INFO = "/pluginregistration.Registration/GetInfo"  # wire method name (upstream proto package)
@@ -39,7 +40,7 @@ def get_info(socket: Path | str, timeout: float = TIMEOUT_S) -> dict:
     """GetInfo of one registration socket: ``{type, name, endpoint, supported_versions}`` (missing fields
     empty). Raises grpc.RpcError when the socket does not answer."""
     pb = _messages()
-    with grpc.insecure_channel(f"unix://{socket}") as channel:
+    with unixsock.target(socket) as dial, grpc.insecure_channel(dial) as channel:
         call = channel.unary_unary(
             GET_INFO,
             request_serializer=pb.InfoRequest.SerializeToString,

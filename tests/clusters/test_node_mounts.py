@@ -48,3 +48,8 @@ def test_mount_points_of_a_gone_process_is_empty():
 
 def test_daemonset_paths_is_off_by_default():
     assert LocalClusterConfig().daemonset_paths is False
+
+
+def test_kubelet_root_dir_is_the_standard_path_inside_the_namespace():
+    argv = ["kubelet", "--config=c", "--root-dir=/var/lib/dra-conformance/clusters/t/node-1/kubelet", "--v=1"]
+    assert node_mounts.kubelet_argv(argv) == ["kubelet", "--config=c", "--root-dir=/var/lib/kubelet", "--v=1"]

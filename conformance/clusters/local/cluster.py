@@ -234,6 +234,11 @@ class LocalCluster:
                     cp.kube_proxy(b["kube-proxy"], lay, kubeconfigs["kube-proxy"], lay.node_name(0)),
                 )
             )
+        if cfg.daemonset_paths and not self.run_kube_proxy:  # in-cluster clients (DaemonSets) need the Service
+            state.host["api_dnat"] = hostsys.add_api_service_dnat(
+                cfg.name, lay.service_ip, state.node_ip, lay.apiserver_port
+            )
+            state.save()
         kubelets = []
         holders = {p.node: p.pid for p in state.processes if p.name == node_mounts.HOLDER}
         for i, ctrd in enumerate(ctrds):
@@ -243,8 +248,8 @@ class LocalCluster:
                 images.import_image(Path(b["ctr"]), np.containerd_socket, archive)
             conf = node_config.kubelet_config(lay, np, pki.ca_cert, gates)
             argv = node_config.kubelet_argv(b["kubelet"], np, conf, state.node_ip)
-            if np.name in holders:
-                argv = node_mounts.enter(holders[np.name], argv)
+            if np.name in holders:  # root dir at the standard path: plugins' socket paths stay short and real
+                argv = node_mounts.enter(holders[np.name], node_mounts.kubelet_argv(argv))
             kubelets.append(self._spawn(state, "kubelet", np.name, argv))
         self._say(f"images imported, {len(kubelets)} kubelet(s) started")
         names = [lay.node_name(i) for i in range(lay.nodes)]

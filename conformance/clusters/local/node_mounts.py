@@ -10,8 +10,10 @@ slave`` + the bind mounts + ``sleep``); containerd and the kubelet enter it with
 propagation: host mounts are seen inside, nothing mounted inside (the bind mounts, the kubelet's volume
 mounts) reaches the host, and the namespace disappears with its last process (tear-down kills them all).
 
-The kubelet keeps ``--root-dir=<node dir>/kubelet`` (a host path that is the same inside), so the harness's
-host-path node access (registry, CDI specs, PodResources) reads the same files the node sees.
+The kubelet runs with ``--root-dir=/var/lib/kubelet`` (the node's ``kubelet/`` dir), as on a real node: plugin
+sockets named after pod UIDs stay under the unix path limit. The harness's host-path node access reads the same
+files at ``<node dir>/kubelet`` and maps advertised ``/var/lib/kubelet/...`` endpoints there
+(conformance.node.local.host_path).
 Missing mount points (``/run/cdi``, ``/etc/cdi``) are created empty on the host, recorded in the cluster state
 and removed at tear-down when no other local cluster uses them.
 Sources: util-linux unshare(1)/nsenter(1); mount_namespaces(7) (slave propagation); the dra-example-driver
@@ -72,6 +74,13 @@ def holder_argv(np: NodePaths) -> list[str]:
     steps = [f"mount --bind {shlex.quote(str(s))} {shlex.quote(str(d))}" for s, d in bind_mounts(np)]
     script = "set -e; " + "; ".join(steps) + "; exec sleep infinity"
     return ["unshare", "--mount", "--propagation", "slave", "--", "sh", "-c", script]
+
+
+def kubelet_argv(argv: list[str]) -> list[str]:
+    """The kubelet command line with ``--root-dir=/var/lib/kubelet`` (inside the namespace that is the node's
+    ``kubelet/`` dir): a real node's layout, so socket paths plugins register (``<driver>-<pod uid>-reg.sock``)
+    stay under the 108-byte unix socket limit and the endpoints they advertise are the kubelet's own paths."""
+    return [a if not a.startswith("--root-dir=") else f"--root-dir={KUBELET_DIR}" for a in argv]
 
 
 def enter(holder_pid: int, argv: list[str]) -> list[str]:

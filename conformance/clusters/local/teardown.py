@@ -127,6 +127,8 @@ def _network_cleanup(state: ClusterState, lay: Layout) -> None:
                 f.unlink(missing_ok=True)
     for i in range(lay.nodes):
         hostsys.delete_bridge(lay.bridge(i))
+    if state.host.get("api_dnat"):
+        hostsys.delete_api_service_dnat(state.name)
     if other_kube_proxy(state.name):
         return  # KUBE-* chains are host-global: the last cluster running kube-proxy removes them
     kube_proxy = state.host.get("kube_proxy")
@@ -172,6 +174,8 @@ def leftovers(state_name: str, lay: Layout, bridges: list[str]) -> list[str]:
     networks = [lay.cni_network(i) for i in range(lay.nodes)]
     if hostsys.cni_chains_for(networks):
         found.append("CNI iptables chains")
+    if f"nat/{hostsys.api_service_chain(state_name)}" in hostsys.iptables_chains(("DRA-API-",)):
+        found.append(f"iptables chain {hostsys.api_service_chain(state_name)}")
     results = Path("/var/lib/cni/results")
     if results.is_dir():
         found += [f"CNI result {f}" for f in results.iterdir() if any(f.name.startswith(n + "-") for n in networks)]

@@ -12,11 +12,16 @@ PYTEST_ARGS ?=
 RUN_ARGS ?=
 FAULTS ?=
 VALIDATE_ARGS ?=
+BENCH_NODES ?= 100
+BENCH_DEVICES ?= 8
+BENCH_PODS ?= 1000
+BENCH_SCALE ?= 10,100,500
+BENCH_ARGS ?=
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite images
+        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite images bench
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -80,6 +85,10 @@ cluster-status: ## show the local cluster's nodes, versions and feature gates
 
 cluster-logs: ## print where the component logs are
 	$(VENV)/bin/dra-conformance cluster logs
+
+bench: ## DRA scheduling benchmark: kwok fake nodes (BENCH_NODES x BENCH_DEVICES), BENCH_PODS pods, scale points BENCH_SCALE; report in reports/bench/<id>/
+	$(VENV)/bin/dra-conformance bench --nodes $(BENCH_NODES) --devices $(BENCH_DEVICES) --pods $(BENCH_PODS) \
+	  --scale-points $(BENCH_SCALE) $(K8S_FLAG) $(BENCH_ARGS)
 
 bench-cluster: ## print local-cluster bring-up and tear-down times (3 runs)
 	$(PY) benchmarks/cluster_bringup.py --repeat 3

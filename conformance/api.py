@@ -39,6 +39,13 @@ from conformance.k8s.builders.edits import (
     with_selectors,
 )
 from conformance.k8s.builders.parts import NEVER_MATCHES
+from conformance.k8s.claimstatus import (
+    IMPLICIT_PREFIX,
+    binding_problems,
+    device_status_problems,
+    extended_claim,
+    extended_claim_problems,
+)
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
 from conformance.k8s.inventory import (
     cel_attribute,
@@ -64,8 +71,14 @@ from conformance.node.podresources import (
     reported_devices,
 )
 from conformance.node.prepared import Leftovers, leftovers
+from conformance.node.registration import kubelet_uses
 
 __all__ = [
+    "IMPLICIT_PREFIX",
+    "binding_problems",
+    "device_status_problems",
+    "extended_claim",
+    "extended_claim_problems",
     "slice_state",
     "remove_driver_slice",
     "pool_devices",
@@ -108,6 +121,7 @@ __all__ = [
     "first_available",
     "for_claim",
     "kubelet",
+    "kubelet_uses",
     "label_patch",
     "leftovers",
     "limits",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from conformance.bench import cli as bench_cli
 from conformance.clusters import cli as cluster_cli
 from conformance.clusters import images_cli
 from conformance.reporting import cli as report_cli
@@ -24,6 +25,7 @@ SUBCOMMANDS = (
     run_cli,  # run, list
     report_cli,  # report
     validation_cli,  # validate-suite
+    bench_cli,  # bench
 )
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.core import errors
-from conformance.k8s import partitions, shares
+from conformance.core import errors, timeouts
+from conformance.k8s import device_taints, partitions, shares, waits
 from conformance.k8s.inventory import Inventory, Together, complete_pools, driver_slices
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.probe import Probe
@@ -168,3 +168,31 @@ def dra_plugin(request, k8s, driver, tracker):
                     failed.append(f"claim {ref.namespace}/{ref.name} (UID {ref.uid}) on {client!r}: {result.error}")
     if failed:
         raise errors.LeakError(failed, ["NodeUnprepareResources of a claim the test prepared directly failed"])
+
+
+@pytest.fixture
+def taint_target(inventory, unique_attribute) -> device_taints.TaintTarget:
+    """A device without published taints on a node that has another one, for DeviceTaintRule tests
+    (:func:`conformance.k8s.device_taints.untainted`); skips with the tainted devices as evidence when none."""
+    return _pick(inventory, "untainted device", lambda: device_taints.untainted(inventory, unique_attribute))
+
+
+@pytest.fixture
+def published_taint(inventory, unique_attribute) -> device_taints.TaintTarget:
+    """A device the driver publishes with a NoSchedule/NoExecute taint (:func:`device_taints.published`);
+    skips with evidence when the driver publishes none."""
+    return _pick(
+        inventory, "device with a published taint", lambda: device_taints.published(inventory, unique_attribute)
+    )
+
+
+@pytest.fixture
+def removable_driver(k8s, driver):
+    """The driver handle of a test that removes the driver (:class:`conformance.core.handles.RemovesDriver`:
+    ``remove_driver()``, ``reinstall_driver()``); teardown reinstalls it whatever the test did and waits until
+    its slices are published on every node it published on before (later tests find it installed). Use with
+    ``requires("driver_reinstall")``."""
+    nodes = Inventory.read(k8s, driver.name).nodes()
+    yield driver
+    driver.reinstall_driver()
+    waits.slices_published(k8s, driver.name, nodes=nodes, timeout=timeouts.REPUBLISH_AFTER_RESTART)

@@ -44,7 +44,15 @@ DECISION = pytest.StashKey[selection.Decision]()
 TRACKER = pytest.StashKey[Tracker]()
 NAMESPACE = pytest.StashKey[str]()
 HARNESS = pytest.StashKey["Harness"]()  # the run's Harness, on config.stash (no lookup by plugin name)
-SERIAL_CAPS = {"kubelet_restart", "plugin_restart", "api.devicetaintrules", "driver.fault_injection"}
+SERIAL_CAPS = {
+    "kubelet_restart",
+    "plugin_restart",
+    "node_reboot",
+    "controller_manager_restart",
+    "driver_reinstall",
+    "api.devicetaintrules",
+    "driver.fault_injection",
+}
 EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 4, 3
 
 OPTIONS = (  # flag, dest, help, extra

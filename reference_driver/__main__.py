@@ -17,6 +17,7 @@ from . import inventory
 from .cdi import CdiStore
 from .checkpoint import Checkpoint, CheckpointError
 from .config import ConfigError, from_args
+from .inventory.renamed import RenamingSnapshot
 
 log = logging.getLogger("reference_driver")
 
@@ -33,29 +34,35 @@ def main(argv: list[str] | None = None) -> int:
         level=cfg.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     # grpc and kubernetes are imported only here, keeping the pure modules importable without them
-    from .kube import ApiClaimSource, api_client  # noqa: PLC0415
+    from .claimstatus import BindingController, DeviceStatusReporter  # noqa: PLC0415
+    from .kube import ApiClaimSource, ClaimStatusWriter, api_client  # noqa: PLC0415
     from .plugin.server import PluginServer, SocketPaths  # noqa: PLC0415
     from .publisher import SlicePublisher  # noqa: PLC0415
     from .state import DeviceState  # noqa: PLC0415
 
     log.info(
-        "driver %s on node %s, inventory %s, faults: %s",
+        "driver %s on node %s, inventory %s, faults: %s, device status: %s, binding conditions: %s",
         cfg.driver_name,
         cfg.node_name,
         inv.kind,
         cfg.faults.describe(),
+        "on" if cfg.device_status else "off",
+        "on" if cfg.binding_conditions else "off",
     )
     try:
         api = api_client(cfg.kubeconfig)
         paths = SocketPaths.for_driver(cfg.plugin_registry_dir, cfg.plugins_dir, cfg.driver_name)
+        renaming = RenamingSnapshot(inv.snapshot) if cfg.faults.on("renamed-after-unprepare") else None
+        snapshot = renaming or inv.snapshot
         state = DeviceState(
             cfg.driver_name,
             {cfg.node_name},
-            inv.snapshot,
+            snapshot,
             ApiClaimSource(api),
             CdiStore(cfg.cdi_dir, cfg.driver_name),
             Checkpoint(cfg.checkpoint_path),
             cfg.faults,
+            on_unprepared=renaming.rename if renaming else None,
         )
         report = state.recover()
         log.info(
@@ -64,20 +71,45 @@ def main(argv: list[str] | None = None) -> int:
             list(report.rewritten),
             f", quarantined {report.quarantined}" if report.quarantined else "",
         )
-        server = PluginServer(cfg.driver_name, state, paths, health=inv.snapshot, pool=cfg.node_name, faults=cfg.faults)
+        writer = ClaimStatusWriter(api)
+        reporter = DeviceStatusReporter(writer, cfg.driver_name, cfg.faults) if cfg.device_status else None
+        server = PluginServer(
+            cfg.driver_name,
+            state,
+            paths,
+            health=snapshot,
+            pool=cfg.node_name,
+            faults=cfg.faults,
+            after_prepare=reporter,
+        )
         server.start()
     except (CheckpointError, OSError, ValueError) as err:
         log.error("start-up failed: %s", err)
         return 1
-    publisher = SlicePublisher(api, cfg.node_name, cfg.driver_name, inv.snapshot, cfg.faults, cfg.resync_seconds)
+    publisher = SlicePublisher(
+        api,
+        cfg.node_name,
+        cfg.driver_name,
+        snapshot,
+        cfg.faults,
+        cfg.resync_seconds,
+        binding_conditions=cfg.binding_conditions,
+    )
+    if renaming is not None:
+        renaming.on_rename = publisher.sync_with_retry  # the renamed devices are published at once
     thread = threading.Thread(target=publisher.run, name="slices", daemon=True)
     thread.start()
+    binder = BindingController(writer, cfg.driver_name, cfg.node_name, cfg.faults) if cfg.binding_conditions else None
+    if binder is not None:
+        threading.Thread(target=binder.run, name="binding", daemon=True).start()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     log.info("stopping")
     publisher.stop()
+    if binder is not None:
+        binder.stop()
     server.stop()
     return 0
 

@@ -43,6 +43,8 @@ class Config:
     driver_name: str = DRIVER_NAME
     resync_seconds: float = 60.0
     log_level: str = "INFO"
+    device_status: bool = False
+    binding_conditions: bool = False
 
     @property
     def checkpoint_path(self) -> Path:
@@ -68,6 +70,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--driver-name", default=DRIVER_NAME, help=f"default {DRIVER_NAME}")
     p.add_argument("--resync-seconds", type=float, default=60.0, help="ResourceSlice re-check period")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument(
+        "--device-status",
+        action="store_true",
+        help="write ResourceClaim status.devices for prepared devices (KEP-4817; needs resourceclaims/status update)",
+    )
+    p.add_argument(
+        "--binding-conditions",
+        action="store_true",
+        help="publish devices with bindingConditions and set them True for allocated devices (KEP-5007)",
+    )
     return p
 
 
@@ -100,4 +112,6 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         driver_name=args.driver_name,
         resync_seconds=args.resync_seconds,
         log_level=args.log_level,
+        device_status=args.device_status,
+        binding_conditions=args.binding_conditions,
     )

@@ -69,6 +69,26 @@ FAULTS: dict[str, str] = {
     "the scheduler grants within the published capacity exceeds the device and cannot be prepared (KEP-5075).",
     "partition-cdi-parent": "The CDI spec of a partition injects its parent GPU instead of the partition, so the "
     "container sees the whole GPU it was not allocated (KEP-4815 partitionable devices).",
+    "taint-dropped": "Device taints configured for the node (device config 'taints') are not published in the "
+    "ResourceSlices, so the scheduler puts claims on, and keeps pods on, devices the driver knows are unusable "
+    "(KEP-5055 driver-published taints; TAINT-01/05).",
+    "tainted-prepare-refused": "NodePrepareResources refuses a device the driver publishes with a taint even when "
+    "the claim tolerates it, so a tolerating pod (maintenance tooling) never starts (KEP-5055 tolerations).",
+    "renamed-after-unprepare": "A device comes back under a new name (<name>-reset-<n>) once a claim using it is "
+    "unprepared, so DeviceTaintRules naming it stop applying and a device taken out of service is handed out "
+    "again (KEP-5055 DeviceTaintSelector.device; stable device names).",
+    "no-device-status": "With --device-status, the driver writes no ResourceClaim status.devices entry after "
+    "NodePrepareResources (KEP-4817; upstream 'must be possible for the driver to update the "
+    "ResourceClaim.Status.Devices once allocated').",
+    "partial-device-status": "With --device-status, only the first prepared device of a claim gets its "
+    "status.devices entry; the claim's other devices have none (KEP-4817).",
+    "binding-never-ready": "With --binding-conditions, the driver publishes devices with bindingConditions but "
+    "never sets them True in the claim's status.devices, so the scheduler never binds the pod (KEP-5007).",
+    "no-reregister": "After a restart (the state directory holds the marker the first start wrote) the plugin "
+    "serves DRA but never creates its registration socket, so the kubelet does not use it again.",
+    "cdi-not-restored-after-reboot": "CDI specs of prepared claims that vanished (a reboot cleared the runtime's "
+    "CDI directory) are not rewritten, neither at start-up from the checkpoint nor when the kubelet prepares the "
+    "claim again, so the restarted containers cannot get their devices.",
 }
 
 

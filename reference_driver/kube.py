@@ -51,3 +51,56 @@ class ApiClaimSource:
 def node_uid(api: client.ApiClient, node: str) -> str:
     """UID of Node ``node``. Raises ApiException (404 when the node does not exist)."""
     return client.CoreV1Api(api).read_node(node, _request_timeout=REQUEST_TIMEOUT).metadata.uid
+
+
+class ClaimStatusWriter:
+    """Writes ``status.devices`` of ResourceClaims (``resource.k8s.io/v1`` status subresource; RBAC
+    ``resourceclaims/status`` update, or ``resourceclaims/driver`` with the granular authorization of 1.36+).
+
+    Read-modify-write with the object's resourceVersion, retried on 409 Conflict (the scheduler and the
+    kubelet write the same status)."""
+
+    ATTEMPTS = 5
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._api = client.ResourceV1Api(api)
+
+    def _read(self, namespace: str, name: str) -> dict:
+        resp = self._api.read_namespaced_resource_claim(
+            name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+        )
+        return json.loads(resp.data)
+
+    def list_all(self) -> list[dict]:
+        """Every ResourceClaim of the cluster, as JSON."""
+        resp = self._api.list_resource_claim_for_all_namespaces(
+            _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+        )
+        return json.loads(resp.data).get("items") or []
+
+    def update_devices(self, namespace: str, name: str, uid: str, edit) -> bool:
+        """Set ``status.devices`` to ``edit(current entries)`` (a list, or None for "nothing to write") on the
+        claim ``namespace/name`` if its UID is still ``uid``; True when written. Raises LookupError (claim gone or
+        replaced), ApiException (other API errors, or still conflicting after :attr:`ATTEMPTS` tries)."""
+        for attempt in range(self.ATTEMPTS):
+            try:
+                claim = self._read(namespace, name)
+            except ApiException as err:
+                if err.status == 404:
+                    raise LookupError(f"ResourceClaim {namespace}/{name} not found") from None
+                raise
+            if claim["metadata"].get("uid") != uid:
+                raise LookupError(f"ResourceClaim {namespace}/{name} was replaced (UID is not {uid})")
+            devices = edit(list((claim.get("status") or {}).get("devices") or []))
+            if devices is None:
+                return False
+            claim.setdefault("status", {})["devices"] = devices
+            try:
+                self._api.replace_namespaced_resource_claim_status(
+                    name, namespace, claim, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                )
+                return True
+            except ApiException as err:
+                if err.status != 409 or attempt == self.ATTEMPTS - 1:
+                    raise
+        return False

@@ -9,6 +9,7 @@ startup"; k8s.io/dynamic-resource-allocation resourceslice controller behaviour.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -18,7 +19,7 @@ from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from . import sharing, slices
+from . import devicestatus, sharing, slices
 from .faults import Faults
 from .kube import REQUEST_TIMEOUT, node_uid
 
@@ -34,6 +35,20 @@ def _equal_quantities(a: object, b: object) -> bool:
         return False
 
 
+GATED_DEVICE_FIELDS = ("bindingConditions", "bindingFailureConditions", "bindsToNode")
+"""Device fields the API server drops while their feature gate (DRADeviceBindingConditions) is off."""
+
+
+def _without_dropped(want: dict, have: dict) -> dict:
+    """``want`` (a slice spec) without the :data:`GATED_DEVICE_FIELDS` the server dropped from every device of
+    ``have``: with the gate off they never persist, and comparing them would republish forever."""
+    have_devices = have.get("devices") or []
+    if any(k in d for d in have_devices for k in GATED_DEVICE_FIELDS) or not want.get("devices"):
+        return want
+    devices = [{k: v for k, v in d.items() if k not in GATED_DEVICE_FIELDS} for d in want["devices"]]
+    return {**want, "devices": devices}
+
+
 @dataclass(frozen=True)
 class SyncResult:
     """Outcome of one sync: whether anything was written, the pool generation, the slice names."""
@@ -47,15 +62,25 @@ class SlicePublisher:
     """Keeps the node's ResourceSlices equal to the inventory."""
 
     def __init__(
-        self, api: client.ApiClient, node: str, driver: str, snapshot, faults: Faults = Faults(), resync: float = 60.0
+        self,
+        api: client.ApiClient,
+        node: str,
+        driver: str,
+        snapshot,
+        faults: Faults = Faults(),
+        resync: float = 60.0,
+        binding_conditions: bool = False,
     ) -> None:
         self._resource = client.ResourceV1Api(api)
         self._api, self.node, self.driver, self._snapshot = api, node, driver, snapshot
         self.faults, self.resync = faults, resync
         self.generation = 0
         self._separate: bool | None = None
+        self._taints_written = False  # this publisher wrote device taints at least once
+        self.taints_dropped = False  # the API server dropped them (DRADeviceTaints off): publish none
         self._stop = threading.Event()
         self._selector = f"spec.nodeName={node},spec.driver={driver}"
+        self.binding_conditions = binding_conditions  # publish devices with bindingConditions (KEP-5007)
 
     def separate_counters(self) -> bool:
         """True unless the API server is 1.34 (sharedCounters and devices share a slice there)."""
@@ -75,10 +100,11 @@ class SlicePublisher:
         )
         return json.loads(resp.data).get("items") or []
 
-    def desired(self, uid: str, generation: int) -> list[dict]:
+    def desired(self, uid: str, generation: int, taints: bool = True) -> list[dict]:
         """The slices this node should have at ``generation`` (none with fault ``no-slices``; faults
         ``oversized-slice``, ``attribute-missing``, ``attribute-wrong-type``, ``wrong-slice-count``,
-        ``slices-no-owner``, ``counters-understated`` and ``capacity-overstated`` change them)."""
+        ``slices-no-owner``, ``counters-understated``, ``capacity-overstated`` and ``taint-dropped`` change them;
+        no taints once the server dropped them)."""
         if self.faults.on("no-slices"):
             return []
         limit = None if self.faults.on("oversized-slice") else slices.MAX_DEVICES
@@ -93,6 +119,13 @@ class SlicePublisher:
             drop="model" if self.faults.on("attribute-missing") else "",
             as_string="index" if self.faults.on("attribute-wrong-type") else "",
         )
+        if not taints or self.taints_dropped or self.faults.on("taint-dropped"):
+            planned = slices.without_taints(planned)
+        if self.binding_conditions:
+            planned = [
+                dataclasses.replace(p, devices=tuple(devicestatus.with_binding_conditions(d) for d in p.devices))
+                for p in planned
+            ]
         count = len(planned) + 1 if self.faults.on("wrong-slice-count") else None
         owned = not self.faults.on("slices-no-owner")
         return slices.render(planned, self.node, uid, self.driver, generation, count, owned)
@@ -106,6 +139,7 @@ class SlicePublisher:
         for w in want:
             h = have[w["metadata"]["name"]]
             w_spec = {**w["spec"], "pool": {**w["spec"]["pool"], "generation": h["spec"]["pool"].get("generation")}}
+            w_spec = _without_dropped(w_spec, h["spec"])
             if not slices.matches(w_spec, h["spec"], _equal_quantities):
                 return False
             owners = h["metadata"].get("ownerReferences") or []
@@ -120,6 +154,12 @@ class SlicePublisher:
         current = max([s["spec"]["pool"].get("generation", 0) for s in have.values()] or [0])
         probe = self.desired(uid, current)
         if self._consistent(probe, have):
+            self.generation = current
+            return SyncResult(False, current, tuple(sorted(have)))
+        if self._taints_written and self._consistent(self.desired(uid, current, taints=False), have):
+            # without this, every write would differ again and the pool would be republished forever
+            log.warning("the API server dropped the device taints (feature gate DRADeviceTaints off?); publishing none")
+            self.taints_dropped = True
             self.generation = current
             return SyncResult(False, current, tuple(sorted(have)))
         if self.faults.on("wrong-pool-generation"):
@@ -142,6 +182,7 @@ class SlicePublisher:
                 if err.status != 404:
                     raise
         self.generation = generation
+        self._taints_written = any(d.get("taints") for w in want for d in w["spec"].get("devices") or [])
         log.info("published pool %s generation %d: %d slice(s)", self.node, generation, len(want))
         return SyncResult(True, generation, tuple(sorted(wanted)))
 

@@ -1,10 +1,10 @@
 """Inventory -> ResourceSlices of this node's pool (pure: no kubernetes import).
 
 Layout: one pool per node, pool name = node name; devices in slices of at most 128 devices, or 64 when any
-device of the slice consumes counters; counter sets (``sharedCounters``, at most 8 sets and 32 counters per
-slice) in their own slices for API servers >= 1.35 (where ``devices`` and ``sharedCounters`` are mutually
-exclusive), or next to the devices that consume them for 1.34 (where a device may only reference counter sets of its own
-slice); an empty inventory still yields one slice with no devices ("driver started" signal).
+device of the slice consumes counters or has taints; counter sets (``sharedCounters``, at most 8 sets and
+32 counters per slice) in their own slices for API servers >= 1.35 (where ``devices`` and ``sharedCounters``
+are mutually exclusive), or next to the devices that consume them for 1.34 (where a device may only reference
+counter sets of its own slice); an empty inventory still yields one slice with no devices ("driver started" signal).
 Slice names are deterministic (``<node>-<driver>-<index>``), so a restarted plugin finds and keeps the
 same objects. Every slice has ``nodeName`` and a controller ownerReference to its Node.
 Sources: resource.k8s.io/v1 ResourceSlice validation (ResourceSliceMaxDevices 128,
@@ -106,7 +106,10 @@ def plan(
             contents.append((tuple(group), ()))
     else:
         contents.extend(_combined(snapshot))
-    for group in _chunks(plain, max_devices or max(len(plain), 1)):
+    size = max_devices or max(len(plain), 1)
+    if max_devices and any(d.get("taints") for d in plain):
+        size = min(size, MAX_DEVICES_WITH_COUNTERS)  # the same 64-device limit holds for slices with taints
+    for group in _chunks(plain, size):
         contents.append((tuple(group), ()))
     if not contents:
         contents.append(((), ()))
@@ -170,6 +173,15 @@ def edit_attributes(planned: list[PlannedSlice], drop: str = "", as_string: str 
             devices.append({**dev, "attributes": attrs} if "attributes" in dev else dict(dev))
         out.append(PlannedSlice(item.name, tuple(devices), item.shared_counters))
     return out
+
+
+def without_taints(planned: list[PlannedSlice]) -> list[PlannedSlice]:
+    """``planned`` with every device's ``taints`` left out (the fault ``taint-dropped``, and a server that
+    dropped the field because its DRADeviceTaints gate is off)."""
+    return [
+        PlannedSlice(p.name, tuple({k: v for k, v in d.items() if k != "taints"} for d in p.devices), p.shared_counters)
+        for p in planned
+    ]
 
 
 def _empty(value: object) -> bool:

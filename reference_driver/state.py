@@ -96,8 +96,10 @@ class DeviceState:
         store: cdi.CdiStore,
         checkpoint: Checkpoint,
         faults: Faults = Faults(),
+        on_unprepared: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.driver, self.pools, self._snapshot, self._source = driver, set(pools), snapshot, source
+        self.on_unprepared = on_unprepared  # called with the device names of each claim unprepared
         self.store, self.checkpoint, self.faults = store, checkpoint, faults
         self._lock = threading.Lock()
         self._claims: dict[str, dict] = {}
@@ -122,8 +124,9 @@ class DeviceState:
                 report.quarantined, loaded = str(moved), {}
             self._claims = loaded
             rewritten = []
+            restore = not self.faults.on("cdi-not-restored-after-reboot")
             for uid, entry in loaded.items():
-                if not self.store.exists(uid) and entry.get("cdiSpec"):
+                if restore and not self.store.exists(uid) and entry.get("cdiSpec"):
                     self.store.write(uid, entry["cdiSpec"])
                     rewritten.append(uid)
             report.claims, report.rewritten = len(loaded), tuple(rewritten)
@@ -167,6 +170,8 @@ class DeviceState:
             device = snap.device(alloc.device)
             if device is None:
                 raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
+            if device.taints and self.faults.on("tainted-prepare-refused"):
+                raise ClaimError(f"{ref}: device {alloc.device} is tainted: injected fault tainted-prepare-refused")
             if self.faults.on("wrong-cdi-device"):
                 pairs.append(_neighbour(alloc, snap))
             else:
@@ -245,7 +250,8 @@ class DeviceState:
         entry = self._claims.get(ref.uid)
         if entry is None:
             return None
-        if not self.store.exists(ref.uid) and entry.get("cdiSpec"):
+        restore = not self.faults.on("cdi-not-restored-after-reboot")
+        if restore and not self.store.exists(ref.uid) and entry.get("cdiSpec"):
             self.store.write(ref.uid, entry["cdiSpec"])
         return [PreparedDevice.from_json(d) for d in entry["devices"]]
 
@@ -273,6 +279,8 @@ class DeviceState:
                     self.store.remove(uid)
                 except OSError as err:
                     raise UnprepareError(f"claim UID {uid}: removing its CDI spec failed: {err}") from None
+        if entry is not None and self.on_unprepared is not None:
+            self.on_unprepared([d["device"] for d in entry["devices"]])
 
 
 def _parent(alloc: claims.AllocatedDevice, snap: Snapshot) -> tuple[claims.AllocatedDevice, Device | None]:

@@ -16,15 +16,20 @@ from typing import Any
 from .markers import CAPABILITIES
 from .profile import DriverProfile
 
+DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall")  # facts.disruptions
+
 
 @dataclasses.dataclass(frozen=True)
 class Capability:
-    """``available`` with ``evidence`` (why); ``broken``: declared by the profile but not delivered."""
+    """``available`` with ``evidence`` (why); ``broken``: declared by the profile but not delivered;
+    ``cluster_lacks``: declared by the profile but the cluster does not serve the feature (its gate is off), so
+    the run cannot check it — shown in the summary, not held against the driver."""
 
     name: str
     available: bool
     evidence: str
     broken: bool = False
+    cluster_lacks: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +47,9 @@ class Capabilities:
         return self.items[name].evidence
 
     def as_dict(self) -> dict[str, dict]:
-        """``{name: {"available", "evidence", "broken"}}`` for run.json."""
+        """``{name: {"available", "evidence", "broken", "cluster_lacks"}}`` for run.json."""
         return {
-            n: {"available": c.available, "evidence": c.evidence, "broken": c.broken}
+            n: {"available": c.available, "evidence": c.evidence, "broken": c.broken, "cluster_lacks": c.cluster_lacks}
             for n, c in sorted(self.items.items())
         }
 
@@ -53,7 +58,13 @@ class Capabilities:
         """Inverse of :meth:`as_dict` (xdist workers read the controller's capabilities)."""
         return cls(
             {
-                n: Capability(n, bool(v["available"]), str(v["evidence"]), bool(v.get("broken", False)))
+                n: Capability(
+                    n,
+                    bool(v["available"]),
+                    str(v["evidence"]),
+                    bool(v.get("broken", False)),
+                    bool(v.get("cluster_lacks", False)),
+                )
                 for n, v in data.items()
             }
         )
@@ -128,10 +139,17 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
         "prioritized_list": "gate.DRAPrioritizedList",
         "partitions": "gate.DRAPartitionableDevices",
         "consumable_capacity": "gate.DRAConsumableCapacity",
+        "taints": "gate.DRADeviceTaints",
+        "published_taints": "gate.DRADeviceTaints",
+        "device_status": "gate.DRAResourceClaimDeviceStatus",
+        "binding_conditions": "gate.DRADeviceBindingConditions",
     }
     if key in gate_for and not gates[gate_for[key]].available:
         return Capability(
-            name, False, f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}"
+            name,
+            False,
+            f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}",
+            cluster_lacks=True,
         )
     if key == "multiple_devices":
         best = max(per_node.values(), default=0)
@@ -162,6 +180,25 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
                 broken=True,
             )
         return Capability(name, True, "devices set allowMultipleAllocations")
+    if key == "published_taints":
+        tainted = sorted(f"{d.get('pool')}/{d.get('device')}" for d in devices if d.get("taints"))
+        if not tainted:
+            return Capability(
+                name,
+                False,
+                f"{src} declares published_taints but no device of {profile.driver} has taints",
+                broken=True,
+            )
+        return Capability(name, True, f"devices with taints: {tainted[:8]}")
+    if key == "binding_conditions":
+        if not any(d.get("binding_conditions") for d in devices):
+            return Capability(
+                name,
+                False,
+                f"{src} declares binding_conditions but no device of {profile.driver} publishes bindingConditions",
+                broken=True,
+            )
+        return Capability(name, True, "devices publish bindingConditions")
     return Capability(name, True, f"{src} declares {key}: true")
 
 
@@ -173,26 +210,63 @@ KNOWN_ALLOCATOR_GAPS = {
         "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
         "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"
     },
+    "allocator.result_tolerations": {
+        "1.34": "the 1.34 kube-scheduler allocator never copies a request's tolerations into "
+        "status.allocation.devices.results[].tolerations (measured with suites/taints on v1.34.4: the result "
+        "has none; k8s.io/dynamic-resource-allocation v0.34.4 never sets the field, v0.36.2 does)"
+    },
+}
+# the gate each allocator capability needs, and the words of its evidence when that gate is off
+ALLOCATOR_GATES = {
+    "allocator.distinct_attribute": ("gate.DRAConsumableCapacity", "distinctAttribute needs DRAConsumableCapacity"),
+    "allocator.result_tolerations": ("gate.DRADeviceTaints", "tolerations in allocation results need DRADeviceTaints"),
 }
 
 
 def _allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> Capability:
-    gate = gates["gate.DRAConsumableCapacity"]  # distinctAttribute is part of KEP-5075
+    gate_name, needs = ALLOCATOR_GATES[name]  # distinctAttribute is part of KEP-5075, tolerations of KEP-5055
+    gate = gates[gate_name]
     if not gate.available:
-        return Capability(name, False, f"distinctAttribute needs DRAConsumableCapacity: {gate.evidence}")
+        return Capability(name, False, f"{needs}: {gate.evidence}")
     version = str(facts.get("k8s_version") or "")
     minor = ".".join(version.lstrip("v").split(".")[:2])
     gap = KNOWN_ALLOCATOR_GAPS.get(name, {}).get(minor)
     if gap:
         return Capability(name, False, f"Kubernetes {version}: {gap}")
-    return Capability(name, True, f"Kubernetes {version} with DRAConsumableCapacity on; no known allocator gap")
+    return Capability(name, True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known allocator gap")
+
+
+# Control-plane behaviours a gate turns on but a Kubernetes release does not deliver: capability -> (the gate it
+# needs, {minor: evidence}). Measured with suites/extended_resources on the local cluster.
+KNOWN_PLATFORM_GAPS = {
+    "platform.extended_claim_cleanup_on_completion": (
+        "gate.DRAExtendedResource",
+        {
+            "1.34": "the 1.34 kube-controller-manager keeps the claim generated for a pod's extended resources "
+            "allocated and reserved for the pod after the pod Succeeded (measured on v1.34.4: still reserved "
+            "120 s later; it goes only with the pod, through its ownerReference)"
+        },
+    ),
+}
+
+
+def _platform(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> Capability:
+    gate_name, gaps = KNOWN_PLATFORM_GAPS[name]
+    gate = gates[gate_name]
+    if not gate.available:
+        return Capability(name, False, gate.evidence)
+    version = str(facts.get("k8s_version") or "")
+    gap = gaps.get(".".join(version.lstrip("v").split(".")[:2]))
+    if gap:
+        return Capability(name, False, f"Kubernetes {version}: {gap}")
+    return Capability(name, True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known gap")
 
 
 def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
     """Capabilities from ``facts``: ``served_versions`` {version: [plurals]}, ``feature_gates`` (apiserver
     metrics), ``kubelet_gates`` {node: gates}, ``configured_gates``, ``k8s_version``, ``devices`` (see
     conformance.k8s.discovery.devices_of), ``node_access``/``plugin_restart``/``kubelet_restart``/
-    ``plugin_registration``: ``(bool, evidence)``."""
+    ``plugin_registration`` and the :data:`DISRUPTIONS`: ``(bool, evidence)``."""
     served = facts.get("served_versions") or {}
     items: dict[str, Capability] = {}
     versions_text = ", ".join(sorted(served)) or "none"
@@ -205,7 +279,7 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
             items[name] = Capability(name, bool(where), f"devicetaintrules served in: {', '.join(where) or 'none'}")
         elif name.startswith("gate."):
             items[name] = _gate(name, facts)
-    for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration"):
+    for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration", *DISRUPTIONS):
         ok, why = facts.get(name) or (False, "not probed")
         items[name] = Capability(name, bool(ok), why)
     per_node = _per_node(facts.get("devices") or [])
@@ -219,4 +293,6 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
             items[name] = _driver(name, facts, profile, items)
         elif name.startswith("allocator."):
             items[name] = _allocator(name, facts, items)
+        elif name.startswith("platform."):
+            items[name] = _platform(name, facts, items)
     return Capabilities(items)

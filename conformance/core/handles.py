@@ -9,7 +9,8 @@
 
 Optional abilities are narrow ``runtime_checkable`` Protocols a handle may also implement, checked with
 ``isinstance`` (never ``hasattr``): :class:`RunsHostProcesses` (start the kubelet plugin as a host process),
-:class:`RestartsKubelet`, :class:`RebootsNode`, :class:`ReadsNodeFiles`, :class:`RestartsPlugin`,
+:class:`RestartsKubelet`, :class:`RebootsNode`, :class:`RestartsControllerManager`, :class:`ReadsNodeFiles`,
+:class:`RestartsPlugin`, :class:`RemovesDriver`,
 :class:`HasComponentLogs`, :class:`Stoppable`. A test that needs one declares it as a capability and is skipped
 with evidence when the handle lacks it.
 
@@ -106,9 +107,24 @@ class RestartsKubelet(Protocol):
 
 @runtime_checkable
 class RebootsNode(Protocol):
-    """Reboots a node and waits until it is Ready again (disruptive tests)."""
+    """Reboots a node (or emulates it: processes stopped, containers killed, the node's ``/run`` cleared) and
+    waits until it is Ready again with its driver plugins started (disruptive tests). ``reboot_node(node)`` ->
+    what was cleared (evidence); ``can_reboot_node()`` -> ``(able, evidence)``."""
 
-    def reboot_node(self, node: str) -> None: ...
+    def reboot_node(self, node: str) -> list[str]: ...
+
+    def can_reboot_node(self) -> tuple[bool, str]: ...
+
+
+@runtime_checkable
+class RestartsControllerManager(Protocol):
+    """Restarts kube-controller-manager: stops it, runs ``while_stopped()`` (the test's changes made while no
+    controller runs), starts it again and waits until it is healthy (disruptive tests).
+    ``can_restart_controller_manager()`` -> ``(able, evidence)``."""
+
+    def restart_controller_manager(self, while_stopped: Callable[[], None] | None = None) -> None: ...
+
+    def can_restart_controller_manager(self) -> tuple[bool, str]: ...
 
 
 @runtime_checkable
@@ -132,6 +148,18 @@ class RestartsPlugin(Protocol):
     """A driver handle that restarts its kubelet plugin on one node (disruptive tests)."""
 
     def restart_plugin(self, node: str) -> None: ...
+
+
+@runtime_checkable
+class RemovesDriver(Protocol):
+    """A driver handle whose deployer can remove the driver's kubelet plugins from every node while pods run
+    (``remove_driver()``: plugins stopped, DeviceClasses and the driver's node state kept, as an uninstall of
+    the DaemonSet does) and install them again (``reinstall_driver()``: started, slices published on every
+    node); raise an error naming the plugin's log when a plugin does not come back (disruptive tests)."""
+
+    def remove_driver(self) -> None: ...
+
+    def reinstall_driver(self) -> None: ...
 
 
 @runtime_checkable

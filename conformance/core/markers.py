@@ -56,6 +56,19 @@ AREAS = (
         "multi-allocatable devices: shares, shareID, consumedCapacity (CAP-*)",
         "5075",
     ),
+    Marker("taints", "area", "device taints, tolerations and DeviceTaintRules (TAINT-*)", "5055"),
+    Marker(
+        "extended_resources",
+        "area",
+        "container limits of a DeviceClass's extended resource served through a generated claim (ER-*)",
+        "5004",
+    ),
+    Marker(
+        "device_status",
+        "area",
+        "ResourceClaim status.devices written by the driver, binding conditions (DS-*, BC-*)",
+        "4817",
+    ),
 )
 
 MISSION_AREAS = ("api_v1", "allocation", "prioritized_list", "admin_access", "podresources")
@@ -105,6 +118,7 @@ CAPABILITIES = {
     "(pod status allocatedResourcesStatus, KEP-4680)",
     # the cluster's allocator delivers a gated behaviour (no known upstream gap in this release)
     "allocator.distinct_attribute": "the scheduler enforces distinctAttribute constraints (KEP-5075)",
+    "allocator.result_tolerations": "the scheduler copies request tolerations into allocation results (KEP-5055)",
     # declared by the driver profile (a declared capability that does not work is a failure)
     "driver.shared_claims": "driver lets several pods share one claim",
     "driver.admin_access": "driver supports adminAccess claims",
@@ -115,6 +129,19 @@ CAPABILITIES = {
     "driver.opaque_config": "driver accepts an opaque config and shows it in the container",
     "driver.multiple_devices": "driver publishes at least two devices per node",
     "driver.fault_injection": "driver has fault switches (the reference driver)",
+    "driver.taints": "DeviceTaintRules and tolerations apply to the driver's devices (KEP-5055; profile taints)",
+    "driver.published_taints": "driver publishes device taints in its ResourceSlices (devices[].taints, "
+    "KEP-5055) in this deployment (profile published_taints)",
+    "gate.DRAResourceClaimDeviceStatus": "feature gate DRAResourceClaimDeviceStatus on (claim status.devices)",
+    "gate.DRADeviceBindingConditions": "feature gate DRADeviceBindingConditions on (KEP-5007)",
+    "driver.device_status": "driver writes ResourceClaim status.devices for the devices it prepared (KEP-4817)",
+    "driver.binding_conditions": "driver publishes devices with bindingConditions and sets them True (KEP-5007)",
+    "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
+    "pod's extended resources once the pod completed (KEP-5004)",
+    # disruptive lane: optional abilities of the cluster provider and the driver deployer
+    "node_reboot": "the cluster provider reboots a node or emulates it (disruptive)",
+    "controller_manager_restart": "the cluster provider restarts kube-controller-manager (disruptive)",
+    "driver_reinstall": "the driver deployer removes the driver's plugins and installs them again (disruptive)",
 }
 
 

@@ -18,7 +18,10 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
     opaque_config: {parameters: {...}, shows_as: 'regex in the probe output'}   # optional
     capabilities: {shared_claims: true, admin_access: true, partitions: false, consumable_capacity: false,
                    taints: true, prioritized_list: true, multiple_devices: true, opaque_config: true,
-                   fault_injection: false, extended_resource_name: ""}
+                   fault_injection: false, extended_resource_name: "",
+                   published_taints: false, device_status: false, binding_conditions: false}
+                                              # taints: DeviceTaintRules apply to its devices; published_taints:
+                                              # this deployment publishes devices[].taints
     node_selector: {key: value}           # nodes where the driver runs (empty: all)
     requires_hardware: false
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
@@ -45,9 +48,12 @@ BOOL_CAPABILITIES = (
     "multiple_devices",
     "opaque_config",
     "fault_injection",
+    "published_taints",
+    "device_status",
+    "binding_conditions",
 )
 DEPLOY_KEYS = {
-    "bundled": {"devices", "device_classes_dir"},
+    "bundled": {"devices", "device_classes_dir", "args"},
     "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
     "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images"},
     "manifests": {"dir", "namespace"},

@@ -105,10 +105,27 @@ class DeployedDriver:
 @dataclasses.dataclass
 class HostProcessDriver(DeployedDriver):
     """A driver whose kubelet plugins are host processes the harness controls: it can restart them
-    (:class:`conformance.core.handles.RestartsPlugin`)."""
+    (:class:`conformance.core.handles.RestartsPlugin`) and remove and reinstall them
+    (:class:`conformance.core.handles.RemovesDriver`)."""
 
     def restart_plugin(self, node: str) -> None:
         """Restart the plugin process on ``node``; KeyError naming the nodes when it runs none there."""
         if node not in self.processes:
             raise KeyError(f"driver {self.name} runs no host process on node {node!r} ({sorted(self.processes)})")
         self.processes[node].restart()
+
+    def remove_driver(self) -> None:
+        """Stop the plugin on every node (RemovesDriver): DeviceClasses, slices and the plugins' state
+        directories stay, as after an uninstall of the plugin DaemonSet. Idempotent."""
+        for proc in self.processes.values():
+            proc.stop(timeout=10.0)
+
+    def reinstall_driver(self) -> None:
+        """Start the plugin again on every node where it does not run (same command, same state directory).
+        Raises RuntimeError naming the node and the plugin's log when a plugin exits at once."""
+        for proc in self.processes.values():
+            if not proc.is_running():
+                proc.restart()
+        dead = [f"{node} (log {p.log_path})" for node, p in self.processes.items() if not p.is_running()]
+        if dead:
+            raise RuntimeError(f"driver {self.name}: the reinstalled kubelet plugin exited on {', '.join(dead)}")

@@ -110,6 +110,7 @@ class HostDeployer:
             ]
             if deploy.get("devices"):
                 argv += ["--config", str(REPO_ROOT / deploy["devices"])]
+            argv += [str(a) for a in deploy.get("args") or []]  # e.g. --device-status, --binding-conditions
             return argv, {"PYTHONPATH": str(REPO_ROOT)}
         binary = deploy["binary"]
         try:

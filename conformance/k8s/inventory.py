@@ -115,7 +115,8 @@ class Device:
     """One published device: ``node`` ("" for non-node-local), ``pool``, ``name``, ``attributes`` and
     ``capacity`` keyed by fully-qualified name (attribute values unwrapped: int, bool, str, version str),
     ``types`` (qualified attribute name -> ``int`` | ``bool`` | ``string`` | ``version``), ``consumes``
-    (``((counter set, counter, quantity string), ...)`` from ``consumesCounters``: KEP-4815)."""
+    (``((counter set, counter, quantity string), ...)`` from ``consumesCounters``: KEP-4815), ``taints``
+    (the published DeviceTaint dicts: KEP-5055)."""
 
     node: str
     pool: str
@@ -124,6 +125,7 @@ class Device:
     capacity: dict
     types: dict = dataclasses.field(default_factory=dict)
     consumes: tuple = ()
+    taints: tuple = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -139,8 +141,8 @@ def qualify(driver: str, name: str) -> str:
 
 def facts(slices: Iterable[Obj]) -> list[dict]:
     """``[{node, pool, device, attributes, capacity, shared_counters, consumes_counters,
-    allow_multiple_allocations}]`` of every device in ``slices`` (attribute names as published, values
-    unwrapped): the device facts of capability discovery and run.json."""
+    allow_multiple_allocations, taints, binding_conditions}]`` of every device in ``slices`` (attribute names
+    as published, values unwrapped): the device facts of capability discovery and run.json."""
     out = []
     for s, d in slice_devices(slices):
         name, attrs, cap = device_fields(d)
@@ -155,6 +157,8 @@ def facts(slices: Iterable[Obj]) -> list[dict]:
                 "shared_counters": bool(s.get("spec.sharedCounters")),
                 "consumes_counters": bool(body.get("consumesCounters")),
                 "allow_multiple_allocations": bool(body.get("allowMultipleAllocations")),
+                "taints": list(body.get("taints") or []),
+                "binding_conditions": list(body.get("bindingConditions") or []),
             }
         )
     return out
@@ -204,6 +208,7 @@ class Inventory:
                         {qualify(driver, k): (v or {}).get("value") for k, v in cap.items()},
                         {k: t for k, (t, _) in typed.items()},
                         counters.consumed(device_body(d)),
+                        tuple(device_body(d).get("taints") or ()),
                     )
                 )
         return cls(driver, devices, counter_sets)

@@ -16,6 +16,8 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from conformance.core import errors
+from conformance.core.errors import ApiError
+from conformance.k8s import kubelet
 
 from . import unixsock
 from .base import NodeAccessUnavailable
@@ -77,3 +79,21 @@ def access(node_access, node: str) -> tuple[bool, str]:
     except (NodeAccessUnavailable, OSError) as exc:
         return False, f"node access {node_access.mode} cannot call registration sockets on {node}: {exc}"
     return True, f"node access {node_access.mode} reached {len(answers)} registration socket(s) on {node}"
+
+
+def kubelet_uses(k8s, node_access, node: str, driver: str) -> tuple[bool, str]:
+    """``(registered, evidence)``: whether ``driver`` is registered with ``node``'s kubelet now: a registration
+    socket in the node's plugin registry answers GetInfo with the driver's name and the kubelet's plugin
+    manager holds that socket as registered (``plugin_manager_total_plugins`` state
+    ``actual_state_of_world``, :mod:`conformance.k8s.kubelet`). Errors reading either count as not
+    registered (the evidence names them)."""
+    try:
+        answers = [a for a in node_access.plugin_info(node) if a.get("name") == driver]
+    except (NodeAccessUnavailable, OSError) as exc:
+        return False, f"plugin registry of {node} unreadable: {exc}"
+    try:
+        accepted = kubelet.accepted_sockets(kubelet.metrics(k8s, node))
+    except (ApiError, OSError) as exc:
+        return False, f"GetInfo answers {answers}; kubelet metrics of {node} unreadable: {exc}"
+    ok = any(kubelet.accepts_socket(accepted, a["socket"]) for a in answers)
+    return ok, f"GetInfo answers of {driver} on {node}: {answers}; sockets the kubelet registered: {accepted}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import pathlib
 
+from conformance.k8s import kubelet_latency
 from conformance.reporting import browser, history, html, junit, markdown, results, runinfo, summary
 
 Verdict = summary.Verdict
@@ -54,7 +55,8 @@ def generate(
     records = results.load(run_dir / "allure-results")
     data = summary.build(run_dir)
     path = summary.write(run_dir, data)
-    (run_dir / "summary.md").write_text(markdown.render(data), encoding="utf-8")
+    latency = kubelet_latency.summary_line(run_dir)  # NodePrepare/Unprepare latency recorded at the run's end
+    (run_dir / "summary.md").write_text(markdown.render(data) + latency, encoding="utf-8")
     write_junit(run_dir, run, records)
     html.write_side_files(run_dir / "allure-results", run)
     if html_report:

@@ -6,7 +6,9 @@ Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passe
 1. any failed or broken test -> FAIL;
 2. any declared capability failing, unavailable or never executed -> FAIL (declared: listed in run.json
    ``declared_capabilities``, or a ``capabilities`` entry with ``"declared": true`` or ``"broken": true``,
-   i.e. declared by the driver profile but not delivered);
+   i.e. declared by the driver profile but not delivered); except a capability whose feature the cluster does
+   not serve (``"cluster_lacks": true``: its gate is off), whose tests skip with that evidence: it is shown as
+   ``skip`` with ``clusterLacks`` and does not fail the driver (issue 13: 1.34 default gates);
 3. zero executed tests -> FAIL;
 4. a skipped test without a reason, or a result with an unknown status -> FAIL;
 otherwise PASS.
@@ -29,7 +31,7 @@ SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
 SCHEMA_VERSION = "1"
 RULES = (
     "no failed or broken test",
-    "every declared capability passes (available, executed, no failure)",
+    "every declared capability passes (available, executed, no failure) unless the cluster does not serve it",
     "at least one executed test",
     "every skip has a reason; no result with an unknown status",
 )
@@ -143,7 +145,13 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
             }
         )
         status = _status(counts)
-        if name in declared and (available is False or info.get("broken")):
+        lacks = bool(info.get("cluster_lacks")) and not info.get("broken")
+        if name in declared and lacks and status in ("skip", "not-tested"):
+            reasons.insert(
+                0, f"declared by the driver profile; the cluster does not serve it: {info.get('evidence', '')}"
+            )
+            status = "skip"
+        elif name in declared and (available is False or info.get("broken")):
             reasons.insert(0, f"declared by the driver profile but not available: {info.get('evidence', '')}")
             status = "fail"
         if status == "skip" and not reasons:
@@ -153,6 +161,7 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
                 "name": name,
                 "status": status,
                 "declared": name in declared,
+                "clusterLacks": lacks,
                 "available": available,
                 "evidence": str(info.get("evidence") or ""),
                 "counts": counts,
@@ -170,7 +179,7 @@ def verdict_reasons(counts: dict, capabilities: list[dict], tests: list[dict]) -
     if bad:
         reasons.append(f"{len(bad)} test(s) failed or broken: " + ", ".join(t["id"] for t in bad[:10]))
     for cap in capabilities:
-        if cap["declared"] and cap["status"] != "pass":
+        if cap["declared"] and cap["status"] != "pass" and not (cap.get("clusterLacks") and cap["status"] == "skip"):
             reasons.append(
                 f"declared capability {cap['name']} is {cap['status']}: "
                 + ("; ".join(cap["reasons"]) or "no test executed it")

@@ -83,6 +83,7 @@ def register(subparsers) -> None:
     run.set_defaults(func=run_command)
     lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
     _common(lst)
+    lst.add_argument("--allow-disruptive", action="store_true", help="needed to list the disruptive profile")
     lst.set_defaults(func=list_command)
 
 
@@ -168,6 +169,7 @@ def list_command(args: argparse.Namespace) -> int:
                 args.profile,
                 "-p",
                 "conformance.runner.listing",
+                *(["--allow-disruptive"] if args.allow_disruptive else []),
             ]
         )
     )

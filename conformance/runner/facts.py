@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from conformance.core import capabilities as caps_mod
-from conformance.core.handles import ClusterHandle, DriverHandle, NodeAccess, RestartsKubelet, RestartsPlugin
+from conformance.core.handles import (
+    ClusterHandle,
+    DriverHandle,
+    NodeAccess,
+    RebootsNode,
+    RemovesDriver,
+    RestartsControllerManager,
+    RestartsKubelet,
+    RestartsPlugin,
+)
 from conformance.core.profile import DriverProfile
 from conformance.k8s import discovery
 from conformance.k8s.client import K8s
@@ -66,7 +75,29 @@ def collect(
         if isinstance(driver, RestartsPlugin)
         else (False, "the driver was not deployed by the harness in host mode")
     )
+    facts.update(disruptions(cluster, driver))
     return facts
+
+
+def disruptions(cluster: ClusterHandle | None, driver: DriverHandle | None) -> dict[str, tuple[bool, str]]:
+    """``node_reboot``, ``controller_manager_restart`` (optional abilities of the cluster handle: RebootsNode,
+    RestartsControllerManager) and ``driver_reinstall`` (of the driver handle: RemovesDriver), each
+    ``(able, evidence)``."""
+    kind = type(cluster).__name__ if cluster is not None else "no cluster handle"
+    out = {
+        "node_reboot": cluster.can_reboot_node()
+        if isinstance(cluster, RebootsNode)
+        else (False, f"the cluster provider ({kind}) cannot reboot or emulate a reboot of a node"),
+        "controller_manager_restart": cluster.can_restart_controller_manager()
+        if isinstance(cluster, RestartsControllerManager)
+        else (False, f"the cluster provider ({kind}) cannot restart kube-controller-manager"),
+    }
+    out["driver_reinstall"] = (
+        (True, f"the {driver.deploy_mode} deployer stops and starts the driver's plugins")
+        if isinstance(driver, RemovesDriver)
+        else (False, "the driver's deployer cannot remove and reinstall it (host-mode deployers can)")
+    )
+    return out
 
 
 def discover(

@@ -30,7 +30,7 @@ from conformance.core.handles import (
 from conformance.core.profile import DriverProfile
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
-from conformance.k8s import discovery, sweep, waits
+from conformance.k8s import discovery, kubelet_latency, sweep, waits
 from conformance.k8s.client import K8s
 
 from . import facts as facts_mod
@@ -200,6 +200,11 @@ class Session:
         cuts short only the step it lands in (the sweep then requests the remaining deletions without waiting)
         and sets :attr:`interrupted`."""
         problems: list[str] = []
+        if self.k8s is not None and self.cluster is not None and self.driver is not None:
+            try:  # per-driver NodePrepare/Unprepare latency from the kubelets, before anything is removed
+                kubelet_latency.record(self.k8s, [n.name for n in self.cluster.nodes], self.report_dir, self.progress)
+            except KeyboardInterrupt:
+                self.interrupted = True
         if self.k8s is not None:
             try:
                 swept = sweep.sweep_run(self.k8s, self.cfg.run_id)

@@ -5,6 +5,7 @@
     source: simulated        # simulated | nvml | auto (nvml when NVML works, else simulated)
     simulated: {count: 4, productName: ..., memory: 80Gi, driverVersion: 1.2.3, partitions: 0,
                 devicesPerPcieRoot: 2, allowMultipleAllocations: false, capacityRequestPolicy: {...}}
+    taints: [{device: gpu-3, key: example.com/maintenance, value: v, effect: NoSchedule}]   # optional, see taints.py
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import yaml
 
 from .base import Attribute, Capacity, CounterSet, Device, Inventory, InventoryError, Snapshot
 from .simulated import SimulatedInventory, SimulatedSpec, parse_spec
+from .taints import TaintedInventory
+from .taints import parse as parse_taints
 
 __all__ = [
     "Attribute",
@@ -38,19 +41,25 @@ def from_mapping(raw: dict | None, node_name: str, where: str = "device config")
     raw = raw or {}
     if not isinstance(raw, dict):
         raise InventoryError(f"{where}: expected a mapping at the top level")
-    unknown = sorted(set(raw) - {"source", "simulated"})
+    unknown = sorted(set(raw) - {"source", "simulated", "taints"})
     if unknown:
-        raise InventoryError(f"{where}: unknown key(s) {unknown}; known keys: ['simulated', 'source']")
+        raise InventoryError(f"{where}: unknown key(s) {unknown}; known keys: ['simulated', 'source', 'taints']")
     source = raw.get("source", "simulated")
     if source not in SOURCES:
         raise InventoryError(f"{where}: source {source!r} is not one of {list(SOURCES)}")
     spec = parse_spec(raw.get("simulated"), f"{where}: simulated")
+    taints = parse_taints(raw.get("taints"), f"{where}: taints")
+    inner: Inventory = SimulatedInventory(spec, node_name)
     if source in ("nvml", "auto"):
         from . import nvml  # noqa: PLC0415 - keeps NVML out of the simulated path
 
         if source == "nvml" or nvml.available():
-            return nvml.NvmlInventory()
-    return SimulatedInventory(spec, node_name)
+            inner = nvml.NvmlInventory()
+    if not taints:
+        return inner
+    tainted = TaintedInventory(inner, taints)
+    tainted.snapshot()  # a taint naming no device of this node is a configuration error at start-up
+    return tainted
 
 
 def load(path: Path | None, node_name: str) -> Inventory:

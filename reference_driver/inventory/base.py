@@ -53,12 +53,33 @@ class CounterSet:
         return {"name": self.name, "counters": {k: {"value": v} for k, v in sorted(self.counters.items())}}
 
 
+TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A device taint (resource.k8s.io/v1 DeviceTaint, KEP-5055): ``key`` (qualified name), optional
+    ``value``, ``effect`` one of TAINT_EFFECTS; the API server sets ``timeAdded``."""
+
+    key: str
+    effect: str
+    value: str = ""
+
+    def to_api(self) -> dict:
+        """The DeviceTaint JSON object."""
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+
 @dataclass(frozen=True)
 class Device:
     """One allocatable device of this node.
 
     ``env`` are extra CDI env entries for this device (``NAME=value``); ``device_nodes`` are host device
-    paths injected through CDI (real GPUs only); ``occupies`` are the physical units (``<gpu>/slice<j>``) a
+    paths injected through CDI (real GPUs only); ``taints`` are published in the slice (device config
+    ``taints``); ``occupies`` are the physical units (``<gpu>/slice<j>``) a
     prepared partition or whole partitionable GPU holds, never published (reference_driver/sharing.py).
     """
 
@@ -69,6 +90,7 @@ class Device:
     allow_multiple_allocations: bool = False
     device_nodes: tuple[str, ...] = ()
     occupies: tuple[str, ...] = ()
+    taints: tuple[Taint, ...] = ()
 
     def to_api(self) -> dict:
         """The ResourceSlice ``spec.devices[]`` entry."""
@@ -84,6 +106,8 @@ class Device:
             ]
         if self.allow_multiple_allocations:
             out["allowMultipleAllocations"] = True
+        if self.taints:
+            out["taints"] = [t.to_api() for t in self.taints]
         return out
 
     def attribute(self, name: str) -> object | None:

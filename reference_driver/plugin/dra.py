@@ -37,6 +37,8 @@ class DraService:
         self.stopping = stopping or threading.Event()
         self.slow_prepare_s = SLOW_PREPARE_S
         self.calls: dict[str, int] = {"NodePrepareResources": 0, "NodeUnprepareResources": 0}
+        # called as after_prepare(ref, devices) after a claim was prepared (device status, KEP-4817)
+        self.after_prepare = None
 
     def _waited_past_deadline(self, context) -> bool:
         """Fault ``slow-prepare``: wait ``slow_prepare_s`` seconds; False when the caller went away (its
@@ -61,7 +63,8 @@ class DraService:
             start = time.monotonic()
             entry = resp.claims[claim.uid]
             try:
-                for dev in self.state.prepare(ref):
+                prepared = self.state.prepare(ref)
+                for dev in prepared:
                     out = entry.devices.add(
                         request_names=list(dev.request_names),
                         pool_name=dev.pool,
@@ -70,6 +73,8 @@ class DraService:
                     )
                     if dev.share_id and self.has_share_id:
                         out.share_id = dev.share_id
+                if self.after_prepare is not None:
+                    self.after_prepare(ref, prepared)
             except ClaimError as err:
                 entry.Clear()
                 entry.error = str(err)

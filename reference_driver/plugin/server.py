@@ -29,6 +29,7 @@ from .registration import RegistrationService, dra_versions
 
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 105  # sun_path is 108 bytes incl. NUL; grpc-python refuses 106 and 107 (measured)
+REGISTERED_MARKER = "registered-once"  # fault no-reregister: written next to the checkpoint at the first start
 
 
 class SocketPathError(ValueError):
@@ -80,6 +81,7 @@ class PluginServer:
 
     With ``health`` (a callable returning the inventory snapshot) the DRA socket also serves
     DRAResourceHealth v1 and v1alpha1, and GetInfo advertises them after the DRA services.
+    ``after_prepare(ref, devices)``: called after each successfully prepared claim (device status).
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class PluginServer:
         pool: str = "",
         faults: Faults = Faults(),
         health_interval: float = 10.0,
+        after_prepare: Callable | None = None,
     ) -> None:
         self.driver, self.state, self.paths = driver, state, paths
         self._stopping = threading.Event()
@@ -109,7 +112,10 @@ class PluginServer:
             "v1": dra_v1.service(state, self._stopping),
             "v1beta1": dra_v1beta1.service(state, self._stopping),
         }
+        for service in self.services.values():
+            service.after_prepare = after_prepare
         self._workers = workers
+        self._faults = faults
         self._dra: grpc.Server | None = None
         self._reg: grpc.Server | None = None
 
@@ -121,6 +127,8 @@ class PluginServer:
             self._dra.add_generic_rpc_handlers((service.handler(),))
         _bind(self._dra, self.paths.dra)
         self._dra.start()
+        if self._skip_registration():
+            return
         self._reg = grpc.server(futures.ThreadPoolExecutor(2, thread_name_prefix="reg"))
         self._reg.add_generic_rpc_handlers((self.registration.handler(),))
         _bind(self._reg, self.paths.registration)
@@ -128,6 +136,19 @@ class PluginServer:
         log.info(
             "serving DRA %s on %s, registration on %s", "+".join(self.services), self.paths.dra, self.paths.registration
         )
+
+    def _skip_registration(self) -> bool:
+        """Fault ``no-reregister``: True (logged) when a previous start in this state directory left its marker;
+        the first start with the fault writes the marker and registers."""
+        if not self._faults.on("no-reregister"):
+            return False
+        marker = self.state.checkpoint.path.with_name(REGISTERED_MARKER)
+        if marker.exists():
+            log.warning("fault no-reregister: %s exists, not creating %s", marker, self.paths.registration)
+            return True
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        return False
 
     def stop(self, grace: float = 2.0) -> None:
         """Remove the registration socket, end health streams, stop both servers, remove the DRA socket."""

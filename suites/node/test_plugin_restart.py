@@ -9,7 +9,7 @@ delete the CDI specs"; dra-example-driver checkpoint.
 
 import pytest
 
-from conformance.api import cdi, timeouts, waits
+from conformance.api import cdi, kubelet_uses, timeouts, waits
 
 pytestmark = [pytest.mark.node, pytest.mark.disruptive, pytest.mark.kep(4381), pytest.mark.scenario("RST-07")]
 
@@ -39,3 +39,37 @@ def test_claim_prepared_before_a_plugin_restart_is_unprepared_after_it(
     fresh = tracker.create(builder.claim())
     waits.pod_running(k8s, tracker.create(builder.pod(uses=fresh, node_name=node)), timeout=timeouts.POD_START)
     assert cdi.claim_specs(node_access, node, fresh), node_access.cdi_specs(node)
+
+
+@pytest.mark.requires("node_access", "plugin_restart")
+def test_plugin_restart_keeps_slices_and_running_pods_and_reregisters(
+    k8s, tracker, builder, driver, node_access, probe
+):
+    """After the node's plugin restarts it registers with the kubelet again, its pools there are kept or
+    republished with the same devices, the running pod keeps its containers and device, and a new pod with a
+    new claim runs there and shows its devices."""
+    # given: a running pod whose claim is prepared on its node, and the driver's pools there
+    claim = tracker.create(builder.claim())
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    node, ctrs = pod.spec.node_name, waits.containers(pod)
+    before = waits.node_slices(k8s, driver.name, node)
+    # when: the driver's plugin on that node restarts
+    driver.restart_plugin(node)
+    # then: it registers with the node's kubelet again and its pools keep the same devices
+    registered = waits.poll(
+        lambda: kubelet_uses(k8s, node_access, node, driver.name)[0], timeout=timeouts.PLUGIN_REGISTRATION, interval=1.0
+    )
+    assert registered, kubelet_uses(k8s, node_access, node, driver.name)[1]
+    waits.node_republished(k8s, driver.name, before, timeout=timeouts.SLICES_PUBLISHED)
+    # and: the running pod keeps its containers, its claim prepared and its device visible
+    assert not waits.restarted_containers(ctrs, k8s.get("Pod", pod.name, pod.namespace)), ctrs
+    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
+    assert probe.shows_claimed_devices(pod), probe.shows_claimed_devices(pod).evidence
+    # and: a new pod with a new claim runs on that node and shows its devices
+    fresh = waits.pod_running(
+        k8s,
+        tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node)),
+        timeout=timeouts.POD_START,
+    )
+    shown = probe.shows_claimed_devices(fresh)
+    assert shown, shown.evidence

@@ -15,6 +15,8 @@ PURE = [
     "reference_driver.opaque",
     "reference_driver.faults",
     "reference_driver.inventory",
+    "reference_driver.devicestatus",
+    "reference_driver.claimstatus",
 ]
 
 

@@ -152,3 +152,24 @@ def test_summary_markdown_has_the_mission_area_table(failing_run):
 
     text = markdown.render(data)
     assert "## Mission areas" in text and "| podresources |" in text
+
+
+def test_declared_capability_the_cluster_does_not_serve_is_shown_not_failed(tmp_path):
+    """A capability the profile declares whose feature gate the cluster has off (``cluster_lacks``) skips with
+    that evidence and does not fail the driver (issue 13: new features skip on 1.34 default gates); the
+    same capability marked broken still fails."""
+    run = sample_run_json(declared_capabilities=[])
+    run["capabilities"]["driver.taints"] = {
+        "available": False,
+        "broken": False,
+        "cluster_lacks": True,
+        "declared": True,
+        "evidence": "profile reference declares taints but the cluster lacks it: DRADeviceTaints = 0",
+    }
+    run_sample(tmp_path / "run", "-k", "claim_allocated", run_json=run, fail=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
+    assert not any("driver.taints" in r for r in verdict.reasons), verdict.reasons
+    data = json.loads((tmp_path / "run" / "summary.json").read_text())
+    (cap,) = [c for c in data["capabilities"] if c["name"] == "driver.taints"]
+    assert cap["status"] == "skip" and cap["clusterLacks"] is True
+    assert "the cluster does not serve it" in cap["reasons"][0]

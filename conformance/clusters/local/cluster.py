@@ -174,6 +174,7 @@ class LocalCluster:
         self, state: ClusterState, name: str, node: str, argv: list[str], env: dict[str, str] | None = None
     ) -> HostProcess:
         log = self.layout.log_dir / (f"{node}-{name}.log" if node else f"{name}.log")
+        argv = [*argv, *self.config.extra_args.get(name, ())]
         return state.add_process(HostProcess.spawn(name, node, argv, log, env=env))
 
     def _wait(self, awaited: str, probe, timeout: float, procs: list[HostProcess]) -> None:

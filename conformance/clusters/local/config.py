@@ -55,6 +55,9 @@ class LocalClusterConfig:
     images: dict[str, str] = dataclasses.field(default_factory=dict)
     ready_timeout: float = 120.0
     extra_feature_gates: dict[str, bool] = dataclasses.field(default_factory=dict)
+    extra_args: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """Flags appended to a component's command line, by process name (``kube-scheduler``, ``kube-controller-
+    manager``...), e.g. the benchmark's client QPS."""
     daemonset_paths: bool = False
 
     def validate(self) -> LocalClusterConfig:

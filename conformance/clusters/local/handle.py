@@ -1,11 +1,12 @@
 """LocalNode and LocalClusterHandle: what ``LocalCluster.up()`` returns (core.handles ClusterHandle, HostNode,
-RunsHostProcesses, RestartsKubelet, HasComponentLogs, LoadsImages)."""
+RunsHostProcesses, RestartsKubelet, RebootsNode,
+RestartsControllerManager, HasComponentLogs, LoadsImages)."""
 
 from __future__ import annotations
 
-import calendar
 import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
@@ -13,6 +14,7 @@ from conformance.toolchain.images.ctr import import_image
 from conformance.toolchain.images.oci import ImageError
 
 from . import api as apilib
+from . import disrupt
 from .config import Layout
 from .node_config import node_paths
 from .processes import HostProcess
@@ -129,28 +131,31 @@ class LocalClusterHandle:
 
     def restart_kubelet(self, node: str, timeout: float = 60.0) -> None:
         """Stop the node's kubelet (SIGTERM), start it again, wait until the node is Ready with a fresh
-        heartbeat. Raises WaitTimeout with the node's last conditions, WaitFailed when the kubelet exits."""
+        heartbeat. Raises WaitTimeout with the node's last conditions and the kubelet's log path, WaitFailed
+        when the kubelet exits."""
         proc = self._state.process("kubelet", self.node(node).name)
         if proc is None:
             raise KeyError(f"no kubelet recorded for node {node}")
         before = time.time()
         proc.restart()
+        disrupt.wait_node_ready(self._api, node, before, proc, timeout)
 
-        def fresh() -> tuple[bool, str]:
-            done, observed = apilib.nodes_ready(self._api, [node])
-            obj = self._api.get_json(f"/api/v1/nodes/{node}") or {}
-            hb = [
-                c.get("lastHeartbeatTime", "")
-                for c in obj.get("status", {}).get("conditions", [])
-                if c.get("type") == "Ready"
-            ]
-            stamp = time.strptime(hb[0], "%Y-%m-%dT%H:%M:%SZ") if hb and hb[0] else None
-            recent = stamp is not None and calendar.timegm(stamp) >= int(before) - 1
-            return done and recent and proc.is_running(), observed + f"; heartbeat {hb}"
+    def reboot_node(self, node: str, timeout: float = 120.0) -> list[str]:
+        """Emulate a reboot of ``node`` (RebootsNode; :func:`conformance.clusters.local.disrupt.reboot_node`):
+        its processes stopped, containers killed, its run directory (containerd state, CDI specs) cleared, then
+        containerd, kubelet (node Ready within ``timeout`` s) and its driver plugins started again. Returns the
+        cleared paths. Raises KeyError, WaitTimeout/WaitFailed naming the component and its log, RuntimeError."""
+        return disrupt.reboot_node(self._state, self._lay, self._api, self.node(node).name, timeout)
 
-        apilib.wait_for(
-            f"node {node} Ready after kubelet restart",
-            fresh,
-            timeout,
-            failed=lambda: None if proc.is_running() else f"kubelet exited:\n{proc.tail()}",
-        )
+    def can_reboot_node(self) -> tuple[bool, str]:
+        """``(True, evidence)``: the harness runs every process of the nodes (RebootsNode)."""
+        return True, f"local cluster {self.name} emulates node reboots (processes stopped, node /run cleared)"
+
+    def restart_controller_manager(self, while_stopped: Callable[[], None] | None = None) -> None:
+        """Stop kube-controller-manager, run ``while_stopped``, start it again and wait for /healthz
+        (RestartsControllerManager; :func:`conformance.clusters.local.disrupt.restart_controller_manager`)."""
+        disrupt.restart_controller_manager(self._state, self._lay, while_stopped)
+
+    def can_restart_controller_manager(self) -> tuple[bool, str]:
+        """``(True, evidence)``: the harness runs kube-controller-manager as a host process."""
+        return True, f"local cluster {self.name} runs kube-controller-manager as a host process"

@@ -190,6 +190,12 @@ class Builder:
             "DeviceClass", spec, name=name or self._cluster_name("class"), namespaced=False, version=version
         )
 
+    def extended_resource_class(self, *, domain: str = "dra-conformance.test") -> Obj:
+        """A DeviceClass for the driver's devices that maps the extended resource ``<domain>/<class name>``
+        (``spec.extendedResourceName``, KEP-5004): unique per test, so no other class serves that name."""
+        name = self._cluster_name("class")
+        return self.device_class(name=name, extended_resource_name=f"{domain}/{name}")
+
     def resource_slice(
         self,
         devices: Iterable[dict],

@@ -10,9 +10,27 @@ from .core import poll, recent_events, stays_equal, until
 from .health import device_health_reported
 from .objects import default_service_account, object_gone, object_matches
 from .pods import event, events_for, pod_gone, pod_running, pod_stays_pending, pod_succeeded, pod_unschedulable_with
+from .restarts import (
+    NodeSlices,
+    containers,
+    node_republished,
+    node_slices,
+    pod_running_again,
+    pod_stays_not_running,
+    restarted_containers,
+    still_present,
+)
 from .slices import complete_pools, device_count, devices_by_node, pool_republished, slices_published
 
 __all__ = [
+    "NodeSlices",
+    "containers",
+    "node_republished",
+    "node_slices",
+    "pod_running_again",
+    "pod_stays_not_running",
+    "restarted_containers",
+    "still_present",
     "claim_allocated",
     "claim_deallocated",
     "claim_gone",

@@ -10,13 +10,14 @@ from .core import until
 
 
 def object_gone(k8s: K8s, obj: Obj, *, timeout: float) -> None:
-    """Wait until ``obj`` (any kind) no longer exists, or was replaced by an object with another UID."""
+    """Wait until ``obj`` (any kind) no longer exists, or was replaced by an object with another UID (an ``obj``
+    without UID, e.g. a reference built from a name, only counts as gone when nothing has its name)."""
     until(
         k8s,
         obj.kind,
         obj.name,
         obj.namespace or None,
-        done=lambda o: o is None or o.uid != obj.uid,
+        done=lambda o: o is None or bool(obj.uid) and o.uid != obj.uid,
         timeout=timeout,
         awaited=f"{obj.ref} deleted",
         version=obj.api_version.rsplit("/", 1)[-1] or None,

@@ -29,6 +29,7 @@ def _up(args: argparse.Namespace) -> int:
             log_dir=Path(args.log_dir) if args.log_dir else None,
             slot=args.slot,
             kube_proxy=False if args.no_kube_proxy else None,
+            daemonset_paths=args.daemonset_paths,
         )
         t0 = time.monotonic()
         handle = LocalCluster(cfg, progress=_print).up()
@@ -128,6 +129,11 @@ def register(subparsers) -> None:
         "--no-kube-proxy",
         action="store_true",
         help="do not run kube-proxy (only one cluster per host may; pods then cannot use Services)",
+    )
+    up.add_argument(
+        "--daemonset-paths",
+        action="store_true",
+        help="each node's /var/lib/kubelet, /var/run/cdi, /etc/cdi are its own (driver charts' DaemonSets work)",
     )
     up.add_argument("--log-dir", default=None, help="component logs (default reports/cluster-logs/<name>)")
     up.set_defaults(func=_up)

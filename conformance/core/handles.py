@@ -128,6 +128,15 @@ class RestartsControllerManager(Protocol):
 
 
 @runtime_checkable
+class LoadsImages(Protocol):
+    """A cluster whose nodes take OCI image archives directly (no registry, e.g. the local cluster):
+    ``load_images(archives)`` imports every archive into every real node's container runtime and returns the
+    node names. Raises ClusterUnavailable when an import fails."""
+
+    def load_images(self, archives: list[Path]) -> list[str]: ...
+
+
+@runtime_checkable
 class ReadsNodeFiles(Protocol):
     """Reads a file of a node's filesystem (absolute path on the node) as bytes; raises OSError."""
 
@@ -259,12 +268,14 @@ class DriverHandle(Protocol):
 # -- cluster providers ----------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class ProviderContext:
-    """What a cluster provider factory receives: the run's config, its report directory (logs go under it)
-    and a one-line progress callback."""
+    """What a cluster provider factory receives: the run's config, its report directory (logs go under it),
+    a one-line progress callback and the driver's deploy mode (``helm``/``manifests`` run plugins as
+    DaemonSet pods: a provider makes its nodes' standard kubelet/CDI paths work for them)."""
 
     cfg: RunConfig
     report_dir: Path
     progress: Callable[[str], None] = lambda line: None
+    deploy_mode: str = ""
 
 
 @runtime_checkable

@@ -25,6 +25,7 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
     node_selector: {key: value}           # nodes where the driver runs (empty: all)
     requires_hardware: false
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
+    deploy_alternatives: {helm: {chart: ..., values: ...}}   # optional: what ``--driver-deploy MODE`` uses
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ BOOL_CAPABILITIES = (
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},
     "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
-    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s"},
+    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images"},
     "manifests": {"dir", "namespace"},
     "preinstalled": set(),
 }
@@ -74,6 +75,7 @@ TOP_KEYS = {
     "notes",
     "version",
     "admin_access_signal",
+    "deploy_alternatives",
 }
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -134,6 +136,14 @@ class DriverProfile:
     description: str = ""
     version: str = ""
     source: str = ""
+    deploy_alternatives: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def for_mode(self, mode: str) -> DriverProfile:
+        """This profile deployed by ``mode`` (``--driver-deploy``): its ``deploy_alternatives[mode]`` replaces
+        ``deploy`` when the profile's own mode differs; otherwise the profile itself."""
+        if mode == self.deploy_mode or mode not in self.deploy_alternatives:
+            return self
+        return dataclasses.replace(self, deploy_mode=mode, deploy=dict(self.deploy_alternatives[mode]))
 
     @property
     def device_class(self) -> str:
@@ -188,6 +198,35 @@ def _check_deploy_keys(deploy: Mapping, mode: str, src: str, modes: Mapping[str,
             fix=f"remove {', '.join(extra)} ({takes}) or set deploy.mode: {owners[0]}",
         )
     raise ConfigError(f"unknown field(s) {extra}", source=src, field=f"deploy.{extra[0]}", fix=takes)
+
+
+def _check_deploy(deploy: Mapping, mode: str, src: str, modes: Mapping[str, frozenset[str] | set[str]]) -> str:
+    """Validate one ``deploy`` mapping of ``mode``; returns the mode. Raises ConfigError (field, fix)."""
+    if mode not in modes:
+        raise ConfigError(
+            f"unknown deploy mode {mode!r}",
+            source=src,
+            field="deploy.mode",
+            fix=f"use one of {', '.join(modes)}, or load the plugin that registers {mode!r} (-p MODULE)",
+        )
+    _check_deploy_keys(deploy, mode, src, modes)
+    if mode == "helm" and not deploy.get("chart"):
+        raise ConfigError(
+            "helm deploy needs a chart",
+            source=src,
+            field="deploy.chart",
+            fix="chart: oci://registry/charts/name or a chart directory",
+        )
+    if mode == "manifests" and not deploy.get("dir"):
+        raise ConfigError("manifests deploy needs a directory", source=src, field="deploy.dir", fix="dir: path/")
+    if mode == "host" and not isinstance(deploy.get("binary"), Mapping):
+        raise ConfigError(
+            "host deploy needs binary: {tool: NAME, name: BINARY} or {k8s: NAME}",
+            source=src,
+            field="deploy.binary",
+            fix="binary: {tool: dra-example-driver, name: dra-example-kubeletplugin}",
+        )
+    return mode
 
 
 def parse(
@@ -287,33 +326,17 @@ def parse(
                 f"must be true or false, got {value!r}", source=src, field=f"capabilities.{key}", fix=f"{key}: true"
             )
         flags[key] = value
-    deploy = _mapping(raw, "deploy", src)
-    mode = deploy.get("mode", "preinstalled")
     modes = {**(extra_modes or {}), **DEPLOY_KEYS}
-    if mode not in modes:
-        raise ConfigError(
-            f"unknown deploy mode {mode!r}",
-            source=src,
-            field="deploy.mode",
-            fix=f"use one of {', '.join(modes)}, or load the plugin that registers {mode!r} (-p MODULE)",
-        )
-    _check_deploy_keys(deploy, mode, src, modes)
-    if mode == "helm" and not deploy.get("chart"):
-        raise ConfigError(
-            "helm deploy needs a chart",
-            source=src,
-            field="deploy.chart",
-            fix="chart: oci://registry/charts/name or a chart directory",
-        )
-    if mode == "manifests" and not deploy.get("dir"):
-        raise ConfigError("manifests deploy needs a directory", source=src, field="deploy.dir", fix="dir: path/")
-    if mode == "host" and not isinstance(deploy.get("binary"), Mapping):
-        raise ConfigError(
-            "host deploy needs binary: {tool: NAME, name: BINARY} or {k8s: NAME}",
-            source=src,
-            field="deploy.binary",
-            fix="binary: {tool: dra-example-driver, name: dra-example-kubeletplugin}",
-        )
+    deploy = _mapping(raw, "deploy", src)
+    mode = _check_deploy(deploy, deploy.get("mode", "preinstalled"), src, modes)
+    alternatives = {}
+    for alt_mode, alt in _mapping(raw, "deploy_alternatives", src).items():
+        if not isinstance(alt, Mapping):
+            raise ConfigError(
+                "must be a mapping", source=src, field=f"deploy_alternatives.{alt_mode}", fix="e.g. {chart: path}"
+            )
+        _check_deploy({**alt, "mode": alt_mode}, alt_mode, src, modes)
+        alternatives[str(alt_mode)] = {**alt, "mode": alt_mode}
     opaque = _mapping(raw, "opaque_config", src)
     node_selector = _mapping(raw, "node_selector", src)
     return DriverProfile(
@@ -328,6 +351,7 @@ def parse(
         ),
         deploy_mode=mode,
         deploy=dict(deploy),
+        deploy_alternatives=alternatives,
         attributes=dict(attributes),
         devices_per_node=per_node,
         capabilities=flags,

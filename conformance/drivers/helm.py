@@ -1,5 +1,17 @@
 """Helm deployer: ``helm upgrade --install`` of the profile's chart with its values, ``helm uninstall`` on
-teardown. The helm binary comes from the toolchain cache (versions.toml ``go.helm``)."""
+teardown. The helm binary comes from the toolchain cache (versions.toml ``go.helm``).
+
+Profile keys (``deploy`` with ``mode: helm``, or ``deploy_alternatives.helm``): ``chart`` -- a chart directory
+(relative paths resolve against the repository when they exist there), a packaged ``.tgz``, a repo reference
+(``repo/name``, ``oci://...``), or ``{go_module: TOOL, path: DIR}``: DIR inside the pinned Go tool's module in
+the Go module cache (read in place); ``release``, ``namespace`` (default: the profile name), ``values``,
+``set`` (``--set`` items), ``version``, ``timeout_s``; ``images``: names from ``dra-conformance images list``
+imported into every node before the install when the cluster takes archives (core.handles.LoadsImages).
+
+Ready means: ``helm --wait`` saw the DaemonSet's pods Ready, the profile's DeviceClasses exist and every real
+node publishes a slice with a device (KEP-4381). Teardown leaves nothing: the release (DeviceClasses,
+RBAC, DaemonSet), the namespace when this deployer created it, and the driver's slices.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +24,41 @@ from typing import Any
 import yaml
 
 from conformance.core import errors, timeouts
-from conformance.core.handles import ClusterHandle
+from conformance.core.handles import ClusterHandle, LoadsImages
 from conformance.core.profile import DriverProfile
+from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from conformance.toolchain import cache
+from conformance.toolchain import cache, gomodules
 
 from .base import DeployContext, DeployedDriver
-from .readiness import await_slices, check_device_classes
+from .readiness import await_slices, check_device_classes, delete_slices
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def resolve_chart(chart: Any, source: str = "deploy.chart") -> str:
+    """What ``helm install`` takes for the profile's ``chart`` value (see module docstring). Raises
+    ConfigError naming ``source`` for a mapping without ``go_module``/``path`` or a module not in the cache."""
+    if isinstance(chart, Mapping):
+        if not chart.get("go_module") or not chart.get("path"):
+            raise errors.ConfigError(
+                f"chart mapping {dict(chart)!r} needs go_module and path",
+                field=source,
+                fix="chart: {go_module: dra-example-driver, path: deployments/helm/dra-example-driver}",
+            )
+        try:
+            return str(gomodules.module_path(str(chart["go_module"]), str(chart["path"])))
+        except (KeyError, cache.CacheMiss) as exc:
+            raise errors.ConfigError(str(exc), field=source, fix="run `make setup` or fix go_module") from None
+    text = str(chart)
+    local = REPO_ROOT / text
+    if not Path(text).is_absolute() and not Path(text).exists() and local.exists():
+        return str(local)
+    return text
 
 
 class HelmDeployer:
-    """Installs a chart (``deploy.chart``, ``release``, ``namespace``, ``values``, ``version``)."""
+    """Installs a chart (``deploy.chart``, ``release``, ``namespace``, ``values``, ``version``, ``images``)."""
 
     def __init__(
         self,
@@ -39,6 +75,7 @@ class HelmDeployer:
         self.release = d.get("release") or profile.name
         self.namespace = d.get("namespace") or profile.name
         self.installed = False
+        self.created_namespace = False
 
     @classmethod
     def from_context(cls, ctx: DeployContext) -> HelmDeployer:
@@ -47,7 +84,7 @@ class HelmDeployer:
             raise errors.ConfigError(
                 f"profile {ctx.profile.name} has no helm chart",
                 source="--driver-deploy",
-                fix="add deploy.chart to the profile or use another mode",
+                fix="add deploy.chart (or deploy_alternatives.helm.chart) to the profile or use another mode",
             )
         return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo)
 
@@ -66,44 +103,61 @@ class HelmDeployer:
             )
         return proc.stdout
 
+    def load_images(self) -> list[str]:
+        """Import the profile's ``images`` into every node when the cluster takes archives; returns the image
+        references (none for a cluster with a registry of its own: the chart's pull policy applies)."""
+        names = [str(n) for n in self.profile.deploy.get("images") or []]
+        if not names or not isinstance(self.cluster, LoadsImages):
+            return []
+        from conformance.toolchain.images import catalog  # noqa: PLC0415 - only when images are named
+
+        try:
+            chosen = catalog.select(names, dict(self.cluster.images))
+            self.cluster.load_images([spec.build() for spec in chosen])
+        except catalog.ImageError as exc:
+            raise errors.ConfigError(str(exc), field="deploy.images", fix="see `dra-conformance images list`") from None
+        return [spec.ref() for spec in chosen]
+
     def deploy(self) -> DeployedDriver:
-        """Install the chart, then require the DeviceClasses and slices. Raises DriverNotReady."""
+        """Load images, install the chart, then require the DeviceClasses and a slice on every node. Raises
+        DriverNotReady (after removing what it installed) or ConfigError."""
         d = self.profile.deploy
+        chart = resolve_chart(d["chart"])
         values = dict(d.get("values") or {})
         if self.image_repo:
             values.setdefault("image", {})["repository"] = self.image_repo
+        self.load_images()
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
             yaml.safe_dump(values, fh)
             values_file = fh.name
-        args = [
-            "upgrade",
-            "--install",
-            self.release,
-            str(d["chart"]),
-            "--namespace",
-            self.namespace,
-            "--create-namespace",
-            "--values",
-            values_file,
-            "--wait",
-            "--timeout",
-            f"{int(d.get('timeout_s', 300))}s",
-        ]
+        timeout_s = int(d.get("timeout_s", 300))
+        args = ["upgrade", "--install", self.release, chart, "--namespace", self.namespace, "--create-namespace"]
+        args += ["--values", values_file, "--wait", "--timeout", f"{timeout_s}s"]
         if d.get("version"):
             args += ["--version", str(d["version"])]
         for item in d.get("set") or []:
             args += ["--set", str(item)]
         try:
+            self.created_namespace = not self.k8s.exists("Namespace", self.namespace)
             self.installed = True
-            self._helm(*args, timeout=int(d.get("timeout_s", 300)) + 60)
+            self._helm(*args, timeout=timeout_s + 60)
             check_device_classes(self.k8s, self.profile)
-            await_slices(self.k8s, self.profile, timeout=self.ready_timeout, logs=self.pod_logs)
+            nodes = [n.name for n in self.cluster.nodes]
+            await_slices(self.k8s, self.profile, nodes, timeout=self.ready_timeout, logs=self.pod_logs)
         except BaseException:
             self.teardown()
             raise
         finally:
             Path(values_file).unlink(missing_ok=True)
-        return self.attach({"version": str(d.get("version") or "")})
+        return self.attach({"version": str(d.get("version") or self._chart_version(chart))})
+
+    @staticmethod
+    def _chart_version(chart: str) -> str:
+        try:
+            meta = yaml.safe_load((Path(chart) / "Chart.yaml").read_text())
+            return f"{meta['name']} chart {meta['version']} (app {meta.get('appVersion', '?')})"
+        except (OSError, yaml.YAMLError, KeyError, TypeError):
+            return ""
 
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
         """The handle (also in xdist workers): logs come from the release's pods."""
@@ -124,10 +178,20 @@ class HelmDeployer:
         return out
 
     def teardown(self) -> None:
-        """``helm uninstall`` (ignored when nothing was installed)."""
+        """``helm uninstall --wait`` (when installed), the namespace when we created it (waited for), then
+        the driver's leftover slices. Idempotent; errors are swallowed (tear-down continues)."""
         if self.installed:
             self.installed = False
             try:
                 self._helm("uninstall", self.release, "--namespace", self.namespace, "--wait", timeout=300)
             except errors.ConformanceError:
                 pass
+            if self.created_namespace:
+                self.created_namespace = False
+                try:
+                    ns = self.k8s.get("Namespace", self.namespace)
+                    self.k8s.unguarded().delete("Namespace", self.namespace)
+                    waits.object_gone(self.k8s, ns, timeout=120)
+                except errors.ConformanceError:
+                    pass
+            delete_slices(self.k8s, self.profile.driver)

@@ -25,7 +25,13 @@ from conformance.k8s.client import K8s
 from conformance.toolchain import cache
 
 from .base import DeployContext, HostProcessDriver
-from .readiness import await_slices, check_device_classes, delete_device_classes, ensure_device_classes
+from .readiness import (
+    await_slices,
+    check_device_classes,
+    delete_device_classes,
+    delete_slices,
+    ensure_device_classes,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -231,8 +237,4 @@ class HostDeployer:
         self.processes.clear()
         delete_device_classes(self.k8s, self.created_classes)
         self.created_classes = []
-        try:
-            for s in self.k8s.list("ResourceSlice", field_selector=f"spec.driver={self.profile.driver}"):
-                self.k8s.unguarded().delete("ResourceSlice", s.name)
-        except errors.ApiError:
-            pass
+        delete_slices(self.k8s, self.profile.driver)

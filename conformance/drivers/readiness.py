@@ -85,3 +85,19 @@ def await_slices(
         raise errors.DriverNotReady(
             profile.driver, f"ResourceSlices with at least one device on {target} {when}", "seen:\n" + detail
         ) from None
+
+
+def delete_slices(k8s: K8s, driver: str) -> list[str]:
+    """Delete every ResourceSlice of ``driver`` (``spec.driver``; what a removed driver leaves when the kubelet
+    does not wipe them); returns the names deleted. API errors end it quietly (tear-down continues)."""
+    deleted = []
+    try:
+        for s in k8s.list("ResourceSlice", field_selector=f"spec.driver={driver}"):
+            try:
+                k8s.unguarded().delete("ResourceSlice", s.name)
+                deleted.append(s.name)
+            except errors.NotFound:
+                pass
+    except errors.ApiError:
+        pass
+    return deleted

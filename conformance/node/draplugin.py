@@ -23,6 +23,8 @@ import grpc
 
 from conformance.core import errors
 
+from . import unixsock
+
 PLUGIN_TYPE = "DRAPlugin"
 SERVICE_VERSIONS = ("v1", "v1beta1")  # preference order, as the kubelet (>= 1.34) picks
 METHOD = "/k8s.io.kubelet.pkg.apis.dra.{version}.DRAPlugin/{method}"
@@ -141,7 +143,7 @@ class DraPluginClient:
         call it is that claim's failure, as the kubelet counts it (an error for every claim of a failed call)."""
         path = METHOD.format(version=self.version, method=method)
         try:
-            with grpc.insecure_channel(f"unix://{self.socket}") as channel:
+            with unixsock.target(self.socket) as dial, grpc.insecure_channel(dial) as channel:
                 call = channel.unary_unary(
                     path,
                     request_serializer=type(request).SerializeToString,

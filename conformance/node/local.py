@@ -10,6 +10,17 @@ from . import crilog, draplugin, registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
+STANDARD_KUBELET_DIR = "/var/lib/kubelet/"
+
+
+def host_path(node, path: str) -> str:
+    """A path the node's kubelet uses, as this host sees it: under ``daemonset_paths`` the kubelet runs with
+    ``--root-dir=/var/lib/kubelet`` in the node's mount namespace (its ``kubelet_root_dir`` on the host), so
+    plugin endpoints advertised there are mapped; other paths are host paths already."""
+    if path.startswith(STANDARD_KUBELET_DIR) and str(node.kubelet_root_dir) != STANDARD_KUBELET_DIR.rstrip("/"):
+        return str(Path(node.kubelet_root_dir) / path[len(STANDARD_KUBELET_DIR) :])
+    return path
+
 
 class LocalNodeAccess:
     """Reads CDI specs and sockets from the local nodes' host paths (HostNode fields); restarts kubelets when
@@ -60,6 +71,7 @@ class LocalNodeAccess:
         registration GetInfo advertises (node paths are host paths here). Raises DraPluginError when no plugin
         of that driver is registered on the node."""
         socket, version = draplugin.endpoint_of(self.plugin_info(node), driver, node)
+        socket = host_path(self._node(node), socket)
         return draplugin.DraPluginClient(socket, version, driver=driver, node=node)
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:

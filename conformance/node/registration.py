@@ -19,6 +19,7 @@ from conformance.core import errors
 from conformance.core.errors import ApiError
 from conformance.k8s import kubelet
 
+from . import unixsock
 from .base import NodeAccessUnavailable
 
 GET_INFO = "/pluginregistration.Registration/GetInfo"  # wire method name (upstream proto package)
@@ -41,7 +42,7 @@ def get_info(socket: Path | str, timeout: float = TIMEOUT_S) -> dict:
     """GetInfo of one registration socket: ``{type, name, endpoint, supported_versions}`` (missing fields
     empty). Raises grpc.RpcError when the socket does not answer."""
     pb = _messages()
-    with grpc.insecure_channel(f"unix://{socket}") as channel:
+    with unixsock.target(socket) as dial, grpc.insecure_channel(dial) as channel:
         call = channel.unary_unary(
             GET_INFO,
             request_serializer=pb.InfoRequest.SerializeToString,

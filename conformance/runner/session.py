@@ -50,6 +50,7 @@ class Session:
         self.cfg, self.report_dir, self.registry, self.progress = cfg, Path(report_dir), registry, progress
         self.profile: DriverProfile = profiles.load(cfg.driver, registry.deploy_modes())
         self.deploy_mode = cfg.driver_deploy or self.profile.deploy_mode
+        self.profile = self.profile.for_mode(self.deploy_mode)  # its deploy_alternatives entry, if any
         self.cluster: ClusterHandle | None = None
         self.cluster_provider: ClusterProvider | None = None
         self.deployer: DriverDeployer | None = None
@@ -65,7 +66,7 @@ class Session:
 
     def _provider(self) -> ClusterProvider:
         factory = self.registry.cluster_provider(self.cfg.cluster)
-        return factory(ProviderContext(self.cfg, self.report_dir, self.progress))
+        return factory(ProviderContext(self.cfg, self.report_dir, self.progress, self.deploy_mode))
 
     def _deployer(self, cluster: ClusterHandle, k8s: K8s) -> DriverDeployer:
         factory = self.registry.driver_deployer(self.deploy_mode)

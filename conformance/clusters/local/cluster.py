@@ -21,7 +21,7 @@ from conformance.toolchain import cache, versions
 from . import api as apilib
 from . import control_plane as cp
 from . import gates as gatelib
-from . import hostsys, images, node_config, preflight
+from . import hostsys, images, node_config, node_mounts, preflight
 from .config import Layout, LocalClusterConfig, layout_for
 from .handle import LocalClusterHandle
 from .pki import Pki, write_kubeconfig
@@ -80,6 +80,7 @@ class LocalCluster:
             feature_gates=state.feature_gate_mode or "defaults",
             kwok_nodes=len(state.kwok_nodes),
             k8s_version=state.k8s_version or None,
+            daemonset_paths=bool(state.host.get("daemonset_paths")),
         )
         cluster = cls(cfg)
         if state.phase == "running":
@@ -132,6 +133,10 @@ class LocalCluster:
             )
             if self.run_kube_proxy:
                 state.host["kube_proxy"] = facts.binaries["kube-proxy"]
+            if self.config.daemonset_paths:
+                state.host["daemonset_paths"] = True
+                state.save()  # recorded before creating anything: another cluster's tear-down keeps them
+                node_mounts.ensure_mount_points(node_config.node_paths(self.layout, 0))
             state.save()
         self._say(f"pre-flight ok (Kubernetes {tag}, cgroup {facts.cgroup}, runc {facts.runc})")
         if self.config.kube_proxy is None and other:
@@ -230,16 +235,23 @@ class LocalCluster:
                     cp.kube_proxy(b["kube-proxy"], lay, kubeconfigs["kube-proxy"], lay.node_name(0)),
                 )
             )
+        if cfg.daemonset_paths and not self.run_kube_proxy:  # in-cluster clients (DaemonSets) need the Service
+            state.host["api_dnat"] = hostsys.add_api_service_dnat(
+                cfg.name, lay.service_ip, state.node_ip, lay.apiserver_port
+            )
+            state.save()
         kubelets = []
+        holders = {p.node: p.pid for p in state.processes if p.name == node_mounts.HOLDER}
         for i, ctrd in enumerate(ctrds):
             np = node_config.node_paths(lay, i)
             self._wait(f"containerd of {np.name} serving", lambda np=np: self._ctr_ready(b["ctr"], np), 30, [ctrd])
             for archive in archives.values():
                 images.import_image(Path(b["ctr"]), np.containerd_socket, archive)
             conf = node_config.kubelet_config(lay, np, pki.ca_cert, gates)
-            kubelets.append(
-                self._spawn(state, "kubelet", np.name, node_config.kubelet_argv(b["kubelet"], np, conf, state.node_ip))
-            )
+            argv = node_config.kubelet_argv(b["kubelet"], np, conf, state.node_ip)
+            if np.name in holders:  # root dir at the standard path: plugins' socket paths stay short and real
+                argv = node_mounts.enter(holders[np.name], node_mounts.kubelet_argv(argv))
+            kubelets.append(self._spawn(state, "kubelet", np.name, argv))
         self._say(f"images imported, {len(kubelets)} kubelet(s) started")
         names = [lay.node_name(i) for i in range(lay.nodes)]
         self._wait(
@@ -301,16 +313,19 @@ class LocalCluster:
             conf = node_config.containerd_config(np, facts.runc, facts.cni_bin_dir, state.images["pause"])
             bin_dir = str(Path(facts.binaries["containerd"]).parent)  # containerd-shim-runc-v2 lives there
             env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
-            procs.append(
-                self._spawn(
-                    state,
-                    "containerd",
-                    np.name,
-                    node_config.containerd_argv(facts.binaries["containerd"], conf),
-                    env=env,
-                )
-            )
+            argv = node_config.containerd_argv(facts.binaries["containerd"], conf)
+            if self.config.daemonset_paths:
+                argv = node_mounts.enter(self._node_namespace(state, np), argv)
+            procs.append(self._spawn(state, "containerd", np.name, argv, env=env))
         return procs
+
+    def _node_namespace(self, state: ClusterState, np: node_config.NodePaths) -> int:
+        """Start the process holding ``np``'s mount namespace (node_mounts); its pid once the mounts exist."""
+        holder = self._spawn(state, node_mounts.HOLDER, np.name, node_mounts.holder_argv(np))
+        ok, missing = node_mounts.wait_ready(np, holder.pid)
+        if not ok:
+            raise ClusterUnavailable(f"mount namespace of {np.name}: {missing}; its log ends with:\n{holder.tail()}")
+        return holder.pid
 
     @staticmethod
     def _ctr_ready(ctr: str, np: node_config.NodePaths) -> tuple[bool, str]:

@@ -37,7 +37,9 @@ class LocalClusterConfig:
     kube_proxy: run kube-proxy (it owns the host's KUBE-* iptables chains, so only one cluster per host
     can run it): True = required (ConfigError if another cluster runs it), False = never, None = run it
     unless another cluster already does (Service ClusterIPs then do not work in this cluster); images: override
-    of the image references (``busybox``, ``pause``);
+    of the image references (``busybox``, ``pause``); daemonset_paths: run each node's containerd and kubelet
+    in a mount namespace where the node's directories appear at ``/var/lib/kubelet``, ``/var/run/cdi`` and
+    ``/etc/cdi``, so a driver chart's DaemonSet works unchanged (``node_mounts``; off: host processes only);
     timeouts in seconds.
     Raises ConfigError (field + fix) from :meth:`validate`.
     """
@@ -56,6 +58,7 @@ class LocalClusterConfig:
     extra_args: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """Flags appended to a component's command line, by process name (``kube-scheduler``, ``kube-controller-
     manager``...), e.g. the benchmark's client QPS."""
+    daemonset_paths: bool = False
 
     def validate(self) -> LocalClusterConfig:
         """Check every field; returns self. Raises ConfigError naming the field and the fix."""

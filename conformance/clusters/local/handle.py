@@ -1,6 +1,6 @@
 """LocalNode and LocalClusterHandle: what ``LocalCluster.up()`` returns (core.handles ClusterHandle, HostNode,
 RunsHostProcesses, RestartsKubelet, RebootsNode,
-RestartsControllerManager, HasComponentLogs)."""
+RestartsControllerManager, HasComponentLogs, LoadsImages)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from conformance.core.errors import ClusterUnavailable
+from conformance.toolchain.images.ctr import import_image
+from conformance.toolchain.images.oci import ImageError
 
 from . import api as apilib
 from . import disrupt
@@ -105,6 +109,18 @@ class LocalClusterHandle:
         proc = HostProcess.spawn(name, node, argv, self.log_dir / f"{node}-{name}.log", env=env)
         return self._state.add_process(proc)
 
+    def load_images(self, archives: list[Path]) -> list[str]:
+        """Import each OCI archive into every real node's containerd (``ctr images import``); returns the
+        node names. Raises ClusterUnavailable naming the node and archive that failed."""
+        ctr = Path(self._state.binaries.get("ctr", ""))
+        for node in self.nodes:
+            for archive in archives:
+                try:
+                    import_image(ctr, node.containerd_socket, archive)
+                except (ImageError, OSError) as exc:
+                    raise ClusterUnavailable(f"importing {archive} into node {node.name} failed: {exc}") from exc
+        return [n.name for n in self.nodes]
+
     def host_processes(self) -> list[HostProcess]:
         """Every recorded process (components and those from start_host_process)."""
         return list(self._state.processes)
@@ -132,7 +148,11 @@ class LocalClusterHandle:
         return disrupt.reboot_node(self._state, self._lay, self._api, self.node(node).name, timeout)
 
     def can_reboot_node(self) -> tuple[bool, str]:
-        """``(True, evidence)``: the harness runs every process of the nodes (RebootsNode)."""
+        """``(True, evidence)``: the harness runs every process of the nodes (RebootsNode). Not with
+        ``daemonset_paths`` yet: the emulation would stop the node's mount-namespace holder and clear the CDI
+        dir bound inside it, and containerd/kubelet re-enter the namespace by the holder's old pid."""
+        if getattr(self, "_state", None) is not None and self._state.host.get("daemonset_paths"):
+            return False, f"local cluster {self.name} runs nodes in mount namespaces (daemonset_paths): no reboots yet"
         return True, f"local cluster {self.name} emulates node reboots (processes stopped, node /run cleared)"
 
     def restart_controller_manager(self, while_stopped: Callable[[], None] | None = None) -> None:

@@ -232,6 +232,39 @@ def delete_chains(prefix: str = "KUBE-") -> None:
             _run(["iptables", "-t", table, "-X", chain])
 
 
+def api_service_chain(cluster: str) -> str:
+    """The nat chain that maps cluster ``cluster``'s ``kubernetes`` Service IP to its API server."""
+    return f"DRA-API-{cluster}"  # <= 24 chars (names are <= 16); iptables allows 28
+
+
+def add_api_service_dnat(cluster: str, service_ip: str, apiserver_ip: str, apiserver_port: int) -> str:
+    """Without a kube-proxy of its own, pods of the cluster still reach the API server at the
+    ``kubernetes`` Service (``https://<service_ip>:443``, what in-cluster clients such as a driver's DaemonSet
+    use): one DNAT rule in a chain of its own, jumped to from nat PREROUTING. Returns the chain; raises
+    RuntimeError with iptables' message."""
+    chain = api_service_chain(cluster)
+    delete_api_service_dnat(cluster)
+    dest = f"{apiserver_ip}:{apiserver_port}"
+    for argv in (
+        ["-N", chain],
+        ["-A", chain, "-d", f"{service_ip}/32", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", dest],
+        ["-I", "PREROUTING", "1", "-j", chain],
+    ):
+        proc = _run(["iptables", "-t", "nat", *argv])
+        if proc.returncode != 0:
+            raise RuntimeError(f"iptables -t nat {' '.join(argv)} failed: {proc.stderr.strip()}")
+    return chain
+
+
+def delete_api_service_dnat(cluster: str) -> None:
+    """Remove the chain of :func:`add_api_service_dnat` and its jump (exact name; idempotent)."""
+    chain = api_service_chain(cluster)
+    while _run(["iptables", "-t", "nat", "-D", "PREROUTING", "-j", chain]).returncode == 0:
+        pass
+    _run(["iptables", "-t", "nat", "-F", chain])
+    _run(["iptables", "-t", "nat", "-X", chain])
+
+
 SHIM_SOCKET_DIR = Path("/run/containerd/s")  # containerd 2 puts every shim's socket here (not configurable)
 
 

@@ -19,6 +19,7 @@ from .config import LocalClusterConfig
 from .handle import LocalClusterHandle
 from .state import SlotTaken, existing_clusters, slots_in_use
 
+POD_DEPLOY_MODES = frozenset({"helm", "manifests"})  # drivers run as DaemonSet pods: nodes get daemonset_paths
 FIRST_SLOT = 2  # first slot for conformance runs (0: the e2e cluster, 1: its lifecycle tests)
 LAST_SLOT = 9
 
@@ -45,7 +46,8 @@ def free_slot() -> int:
 
 class LocalProvider:
     """Brings up a local cluster for one run (``--nodes``, ``--k8s-version``, ``--feature-gates``); logs go
-    to ``<report dir>/cluster-logs``. Node access reads the nodes' host paths."""
+    to ``<report dir>/cluster-logs``. Node access reads the nodes' host paths. Deploy modes that run the
+    plugin as DaemonSet pods (:data:`POD_DEPLOY_MODES`) get nodes with ``daemonset_paths``."""
 
     def __init__(self, ctx: ProviderContext) -> None:
         self.ctx = ctx
@@ -75,6 +77,7 @@ class LocalProvider:
                 log_dir=self.ctx.report_dir / "cluster-logs",
                 slot=slot,
                 kube_proxy=None,
+                daemonset_paths=self.ctx.deploy_mode in POD_DEPLOY_MODES,
             ),
             self.ctx.progress,
         )

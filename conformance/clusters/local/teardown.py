@@ -16,11 +16,11 @@ from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
 
-from . import hostsys
+from . import hostsys, node_mounts
 from .config import Layout
 from .node_config import node_paths
 from .processes import kill_pids, processes_matching
-from .state import ClusterState, existing_clusters
+from .state import ClusterState, existing_clusters, host_lock
 
 _CONTROL_ORDER = ("kwok", "kube-proxy", "kube-scheduler", "kube-controller-manager")
 _LAST = ("kube-apiserver", "etcd")
@@ -85,6 +85,11 @@ def teardown(state: ClusterState) -> None:
     else:
         state.phase = "teardown-failed"
         state.save()
+    if state.host.get("daemonset_paths"):
+        with host_lock():  # after our state is gone: others_use() then sees only the other clusters
+            kept = node_mounts.remove_mount_points(state.name)
+        if kept:
+            errors.append(f"mount points created for daemonset_paths are not empty: {kept}")
     if errors:
         raise TeardownError(state.name, errors)
 
@@ -122,6 +127,8 @@ def _network_cleanup(state: ClusterState, lay: Layout) -> None:
                 f.unlink(missing_ok=True)
     for i in range(lay.nodes):
         hostsys.delete_bridge(lay.bridge(i))
+    if state.host.get("api_dnat"):
+        hostsys.delete_api_service_dnat(state.name)
     if other_kube_proxy(state.name):
         return  # KUBE-* chains are host-global: the last cluster running kube-proxy removes them
     kube_proxy = state.host.get("kube_proxy")
@@ -167,6 +174,8 @@ def leftovers(state_name: str, lay: Layout, bridges: list[str]) -> list[str]:
     networks = [lay.cni_network(i) for i in range(lay.nodes)]
     if hostsys.cni_chains_for(networks):
         found.append("CNI iptables chains")
+    if f"nat/{hostsys.api_service_chain(state_name)}" in hostsys.iptables_chains(("DRA-API-",)):
+        found.append(f"iptables chain {hostsys.api_service_chain(state_name)}")
     results = Path("/var/lib/cni/results")
     if results.is_dir():
         found += [f"CNI result {f}" for f in results.iterdir() if any(f.name.startswith(n + "-") for n in networks)]

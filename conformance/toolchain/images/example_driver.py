@@ -12,10 +12,10 @@ chart starts only when ``controller.plugins`` or ``webhook.enabled`` is set, whe
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from .. import cache, versions
+from .. import cache, gomodules, versions
+from ..cache import CacheMiss
 from . import refs, store
 from .base import account_files, base_dirs
 from .oci import ImageConfig, ImageError, entries_layer, sha256_file, write_image
@@ -27,15 +27,10 @@ CHART = "deployments/helm/dra-example-driver"
 def module_dir() -> Path:
     """The pinned dra-example-driver module in the Go module cache (``$(go env GOMODCACHE)``). Raises
     ImageError naming `make setup` when it is absent."""
-    tool = versions.load().go_tools[TOOL]
     try:
-        modcache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise ImageError(f"`go env GOMODCACHE` failed ({exc}); install Go and run `make setup`") from exc
-    path = Path(modcache.strip()) / f"{tool.module}@{tool.version}"
-    if not (path / CHART).is_dir():
-        raise ImageError(f"{tool.module}@{tool.version} is not in the Go module cache ({path}); run `make setup`")
-    return path
+        return gomodules.module_path(TOOL, CHART).parents[2]
+    except CacheMiss as exc:
+        raise ImageError(str(exc)) from None
 
 
 def ref() -> str:

@@ -137,7 +137,13 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
         out.append("--keep-cluster")
     if any(a == "-n" or a.startswith("--numprocesses") or re.fullmatch(r"-n(\d+|auto|logical)", a) for a in extra):
         out += ["--dist", "loadgroup"]  # the caller chose the workers in the pytest arguments
-    elif getattr(args, "workers", 0) and not any(a in SERIAL_ONLY for a in extra):
+    elif (
+        getattr(args, "workers", 0)
+        and not any(a in SERIAL_ONLY for a in extra)
+        and getattr(args, "profile", None) != "disruptive"
+    ):
+        # the disruptive lane runs serially in this process: its tests restart cluster processes (kubelet,
+        # plugins, kube-controller-manager) and the process that restarts them must be the one tearing down
         out += ["-n", str(args.workers), "--dist", "loadgroup"]
     return out + extra
 

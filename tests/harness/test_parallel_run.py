@@ -69,6 +69,15 @@ def test_pdb_keeps_the_run_serial():
     assert "-n" not in _pytest_args(4, "--pdb")
 
 
+def test_disruptive_profile_runs_serially():
+    """Restarted kubelets, plugins and kube-controller-manager must be stopped by the process that restarted
+    them (a parallel disruptive run left them running after tear-down)."""
+    args = _args(4, "-k", "restart")
+    args.profile = "disruptive"
+    out = runner_cli.build_pytest_args(args, "r1", runner_cli.REPO_ROOT / "r")
+    assert "-n" not in out and "--dist" not in out
+
+
 # -- locks ------------------------------------------------------------------------------------------------
 def _hold(folder, exclusive, devices, started, release):
     locks = parallel.RunLocks(folder)

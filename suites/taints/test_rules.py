@@ -9,7 +9,7 @@ DeviceTaintRule ``spec.deviceSelector``/``spec.taint``; feature-catalog.md §5.J
 
 import pytest
 
-from conformance.api import leftovers, request, timeouts, toleration, waits
+from conformance.api import cdi, leftovers, request, timeouts, toleration, waits
 
 pytestmark = [
     pytest.mark.taints,
@@ -54,6 +54,7 @@ def test_noexecute_rule_evicts_the_pod_and_releases_its_claim(k8s, tracker, buil
     claim = tracker.create(builder.claim(selectors=t.selector))
     pod = tracker.create(builder.pod(uses=claim, node_name=t.node))
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    assert cdi.claim_specs(node_access, t.node, claim), node_access.cdi_specs(t.node)
     # when: a NoExecute rule names that device
     tracker.create(builder.device_taint_rule(key=TAINT_KEY, effect="NoExecute", pool=t.pool, device=t.name))
     # then: the pod is gone, its claim released everywhere, and a new claim for the device is not allocated

@@ -70,7 +70,9 @@ def extended_claim_problems(pod: Obj, claim: Obj, container: str, resources: Ite
     return problems
 
 
-def _key(entry) -> tuple:
+def entry_key(entry) -> tuple:
+    """``(driver, pool, device, shareID or None)`` of a status.devices entry or an allocation result: the
+    identity KEP-4817 matches AllocatedDeviceStatus entries to allocation results by."""
     return (entry.get("driver"), entry.get("pool"), entry.get("device"), entry.get("shareID") or None)
 
 
@@ -100,13 +102,13 @@ def device_status_problems(claim: Obj, driver: str) -> list[str]:
     driver needs exactly one entry (by driver, pool, device, shareID) with well-formed conditions (type, status,
     reason, lastTransitionTime) and, when given, networkData IPs in CIDR form; the driver has no entry for a
     device the claim was not allocated."""
-    allocated = {_key(r): r for r in claim.results if r.get("driver") == driver}
+    allocated = {entry_key(r): r for r in claim.results if r.get("driver") == driver}
     entries = [e for e in claim.get("status.devices") or [] if e.get("driver") == driver]
     problems = []
     if not allocated:
         problems.append(f"claim {claim.name} has no allocation result of driver {driver}")
     for key in allocated:
-        mine = [e for e in entries if _key(e) == key]
+        mine = [e for e in entries if entry_key(e) == key]
         where = f"status.devices entry for {key[1]}/{key[2]}"
         if len(mine) != 1:
             problems.append(f"{where}: {len(mine)} entries (want exactly one)")
@@ -114,7 +116,7 @@ def device_status_problems(claim: Obj, driver: str) -> list[str]:
         problems += _condition_problems(where, list(mine[0].get("conditions") or []))
         problems += _network_problems(where, mine[0].get("networkData"))
     for entry in entries:
-        if _key(entry) not in allocated:
+        if entry_key(entry) not in allocated:
             problems.append(
                 f"status.devices names {entry.get('pool')}/{entry.get('device')}, not allocated to the claim"
             )
@@ -133,7 +135,7 @@ def binding_problems(claim: Obj, pod: Obj, driver: str) -> list[str]:
     ``status.devices`` entry, none of its ``bindingFailureConditions`` is, and the pod's PodScheduled condition
     did not turn True before the last binding condition did (RFC 3339 times, second resolution)."""
     results = [r for r in claim.results if r.get("driver") == driver]
-    entries = {_key(e): e for e in claim.get("status.devices") or []}
+    entries = {entry_key(e): e for e in claim.get("status.devices") or []}
     scheduled = next(
         (
             c.get("lastTransitionTime", "")
@@ -148,8 +150,8 @@ def binding_problems(claim: Obj, pod: Obj, driver: str) -> list[str]:
         if not wanted:
             problems.append(f"{where}: the allocation result carries no bindingConditions")
             continue
-        true = _true(entries.get(_key(res)), wanted)
-        failed = _true(entries.get(_key(res)), res.get("bindingFailureConditions") or [])
+        true = _true(entries.get(entry_key(res)), wanted)
+        failed = _true(entries.get(entry_key(res)), res.get("bindingFailureConditions") or [])
         if set(true) != set(wanted) or failed:
             problems.append(f"{where}: binding conditions True {sorted(true)} of {wanted}, failure True {failed}")
         elif scheduled and max(true.values()) > scheduled:

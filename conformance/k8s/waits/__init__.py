@@ -21,6 +21,7 @@ from .restarts import (
     still_present,
 )
 from .slices import complete_pools, device_count, devices_by_node, pool_republished, slices_published
+from .taints import taint_rule_applied
 
 __all__ = [
     "NodeSlices",
@@ -55,5 +56,6 @@ __all__ = [
     "recent_events",
     "slices_published",
     "stays_equal",
+    "taint_rule_applied",
     "until",
 ]

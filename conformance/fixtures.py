@@ -60,6 +60,15 @@ def _pick(inventory: Inventory, what: str, pick):
 
 
 @pytest.fixture
+def binding_selector(inventory) -> str:
+    """A CEL selector matching exactly one device the driver publishes with ``bindingConditions`` (KEP-5007;
+    :meth:`Inventory.with_binding_conditions`, :meth:`Inventory.selector_for`); skips with evidence when none."""
+    return _pick(
+        inventory, "device with bindingConditions", lambda: inventory.selector_for(inventory.with_binding_conditions())
+    )
+
+
+@pytest.fixture
 def grouping_attribute(inventory) -> str:
     """A string/int attribute some devices of a node share while others differ (matchAttribute and
     distinctAttribute tests); skips with evidence when none."""

@@ -35,6 +35,9 @@ API_SHORT = 30.0
 # KEP-4680 device health in pod status: the kubelet turns a device not reported for 30 s Unknown
 # (pkg/kubelet/cm/dra/healthinfo.go healthTimeout) and rewrites the pod status on its next sync: 2 x 30 s.
 DEVICE_HEALTH = 60.0
+# KEP-4817 status.devices: written by the driver after NodePrepareResources, not necessarily before the pod
+# runs (KEP-4817 sets no deadline); one API update plus a driver retry after a conflict: 1 min.
+DEVICE_STATUS = 60.0
 
 _scale = 1.0
 

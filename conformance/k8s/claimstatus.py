@@ -14,6 +14,7 @@ DeviceRequestAllocationResult.bindingConditions / bindingFailureConditions; upst
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 from collections.abc import Iterable
 
@@ -70,7 +71,9 @@ def extended_claim_problems(pod: Obj, claim: Obj, container: str, resources: Ite
     return problems
 
 
-def _key(entry) -> tuple:
+def entry_key(entry) -> tuple:
+    """``(driver, pool, device, shareID or None)`` of a status.devices entry or an allocation result: the
+    identity KEP-4817 matches AllocatedDeviceStatus entries to allocation results by."""
     return (entry.get("driver"), entry.get("pool"), entry.get("device"), entry.get("shareID") or None)
 
 
@@ -100,13 +103,13 @@ def device_status_problems(claim: Obj, driver: str) -> list[str]:
     driver needs exactly one entry (by driver, pool, device, shareID) with well-formed conditions (type, status,
     reason, lastTransitionTime) and, when given, networkData IPs in CIDR form; the driver has no entry for a
     device the claim was not allocated."""
-    allocated = {_key(r): r for r in claim.results if r.get("driver") == driver}
+    allocated = {entry_key(r): r for r in claim.results if r.get("driver") == driver}
     entries = [e for e in claim.get("status.devices") or [] if e.get("driver") == driver]
     problems = []
     if not allocated:
         problems.append(f"claim {claim.name} has no allocation result of driver {driver}")
     for key in allocated:
-        mine = [e for e in entries if _key(e) == key]
+        mine = [e for e in entries if entry_key(e) == key]
         where = f"status.devices entry for {key[1]}/{key[2]}"
         if len(mine) != 1:
             problems.append(f"{where}: {len(mine)} entries (want exactly one)")
@@ -114,7 +117,7 @@ def device_status_problems(claim: Obj, driver: str) -> list[str]:
         problems += _condition_problems(where, list(mine[0].get("conditions") or []))
         problems += _network_problems(where, mine[0].get("networkData"))
     for entry in entries:
-        if _key(entry) not in allocated:
+        if entry_key(entry) not in allocated:
             problems.append(
                 f"status.devices names {entry.get('pool')}/{entry.get('device')}, not allocated to the claim"
             )
@@ -127,18 +130,31 @@ def _true(entry: dict | None, types: Iterable[str]) -> dict[str, str]:
     return {t: conds[t].get("lastTransitionTime", "") for t in types if conds.get(t, {}).get("status") == "True"}
 
 
+def _second(stamp: str) -> datetime.datetime | None:
+    """An RFC 3339 time (``metav1.Time``, ``Z`` or an offset, fractions allowed) cut to whole seconds, the
+    resolution the API server stores condition times at; None when empty or not a time."""
+    try:
+        when = datetime.datetime.fromisoformat(stamp).replace(microsecond=0)
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.UTC)
+
+
 def binding_problems(claim: Obj, pod: Obj, driver: str) -> list[str]:
     """What is wrong with a bound ``pod``'s ``claim`` under KEP-5007: each allocation result of ``driver`` carries
     the device's ``bindingConditions`` (copied by the scheduler), every one of them is True in the device's
     ``status.devices`` entry, none of its ``bindingFailureConditions`` is, and the pod's PodScheduled condition
-    did not turn True before the last binding condition did (RFC 3339 times, second resolution)."""
+    did not turn True before the last binding condition did. Times are compared as times at the API's
+    one-second resolution: the PodScheduled=True transition must be at or after (>=) every binding condition's
+    lastTransitionTime; the same second cannot be ordered and passes, a missing or unparsable time is a
+    problem (the order cannot be judged)."""
     results = [r for r in claim.results if r.get("driver") == driver]
-    entries = {_key(e): e for e in claim.get("status.devices") or []}
+    entries = {entry_key(e): e for e in claim.get("status.devices") or []}
     scheduled = next(
         (
             c.get("lastTransitionTime", "")
             for c in pod.get("status.conditions") or []
-            if c.get("type") == "PodScheduled"
+            if c.get("type") == "PodScheduled" and c.get("status") == "True"
         ),
         "",
     )
@@ -148,10 +164,14 @@ def binding_problems(claim: Obj, pod: Obj, driver: str) -> list[str]:
         if not wanted:
             problems.append(f"{where}: the allocation result carries no bindingConditions")
             continue
-        true = _true(entries.get(_key(res)), wanted)
-        failed = _true(entries.get(_key(res)), res.get("bindingFailureConditions") or [])
+        true = _true(entries.get(entry_key(res)), wanted)
+        failed = _true(entries.get(entry_key(res)), res.get("bindingFailureConditions") or [])
         if set(true) != set(wanted) or failed:
             problems.append(f"{where}: binding conditions True {sorted(true)} of {wanted}, failure True {failed}")
-        elif scheduled and max(true.values()) > scheduled:
+            continue
+        times, bound = [_second(t) for t in true.values()], _second(scheduled)
+        if bound is None or None in times:
+            problems.append(f"{where}: cannot order PodScheduled=True at {scheduled!r} and binding conditions {true}")
+        elif not bound >= max(times):
             problems.append(f"{where}: pod scheduled at {scheduled}, before its binding conditions turned True {true}")
     return problems

@@ -116,7 +116,8 @@ class Device:
     ``capacity`` keyed by fully-qualified name (attribute values unwrapped: int, bool, str, version str),
     ``types`` (qualified attribute name -> ``int`` | ``bool`` | ``string`` | ``version``), ``consumes``
     (``((counter set, counter, quantity string), ...)`` from ``consumesCounters``: KEP-4815), ``taints``
-    (the published DeviceTaint dicts: KEP-5055)."""
+    (the published DeviceTaint dicts: KEP-5055), ``binding_conditions`` (condition types of
+    ``bindingConditions``: KEP-5007)."""
 
     node: str
     pool: str
@@ -126,6 +127,7 @@ class Device:
     types: dict = dataclasses.field(default_factory=dict)
     consumes: tuple = ()
     taints: tuple = ()
+    binding_conditions: tuple = ()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -209,6 +211,7 @@ class Inventory:
                         {k: t for k, (t, _) in typed.items()},
                         counters.consumed(device_body(d)),
                         tuple(device_body(d).get("taints") or ()),
+                        tuple(device_body(d).get("bindingConditions") or ()),
                     )
                 )
         return cls(driver, devices, counter_sets)
@@ -335,6 +338,13 @@ class Inventory:
             ):
                 return f"{cel_attribute(name)} == {cel_literal(value)}"
         raise LookupError(f"device {device.pool}/{device.name} has no attribute value that no other device shares")
+
+    def with_binding_conditions(self) -> Device:
+        """The first published device with ``bindingConditions`` (KEP-5007); raises LookupError when none."""
+        for dev in self.devices:
+            if dev.binding_conditions:
+                return dev
+        raise LookupError(f"no device of {self.driver} publishes bindingConditions")
 
     def numeric_attribute(self) -> str:
         """An int attribute every device has (for CEL selectors); raises LookupError when none."""

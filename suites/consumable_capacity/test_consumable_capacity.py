@@ -10,7 +10,7 @@ multiple allocations and consume capacity" (test/e2e/dra/dra.go); feature-catalo
 
 import pytest
 
-from conformance.api import request, timeouts, waits
+from conformance.api import cdi, request, timeouts, waits
 
 pytestmark = [
     pytest.mark.consumable_capacity,
@@ -46,6 +46,31 @@ def test_two_claims_share_one_device_with_distinct_share_ids(k8s, tracker, build
     for pod, claim in zip(pods, allocated, strict=True):
         shown, evidence = probe.shows_allocation(pod, claim, inventory)
         assert shown, evidence
+
+
+@pytest.mark.scenario("CAP-01", "PREP-08")
+@pytest.mark.requires("node_access")
+def test_unpreparing_one_share_leaves_the_other_prepared(k8s, tracker, builder, probe, node_access, shared_device):
+    """Two claims share one multi-allocatable device on a node; deleting the pod of one unprepares only that
+    claim (its CDI specs removed), while the other claim's specs stay and its pod still sees the device.
+    Source: KEP-5075 (each share is its own allocation result); driver contract NodeUnprepareResources."""
+    # given: two running pods, each with a claim for a small share of the same device, both prepared
+    dev = shared_device
+    claims = [tracker.create(_share_claim(builder, dev, dev.small)) for _ in range(2)]
+    pods = [waits.pod_running(k8s, tracker.create(builder.pod(uses=c)), timeout=timeouts.POD_START) for c in claims]
+    node = pods[0].spec.node_name
+    assert all(cdi.claim_specs(node_access, node, c) for c in claims), node_access.cdi_specs(node)
+    # when: the first pod is deleted and gone
+    k8s.delete("Pod", pods[0].name, pods[0].namespace)
+    waits.pod_gone(k8s, pods[0], timeout=timeouts.POD_DELETE)
+    # then: the first claim's specs are removed, the second's stay, and a fresh pod with it sees the device
+    gone = waits.poll(
+        lambda: not cdi.claim_specs(node_access, node, claims[0]), timeout=timeouts.KUBELET_RETRY, interval=1.0
+    )
+    assert gone and cdi.claim_specs(node_access, node, claims[1]), node_access.cdi_specs(node)
+    fresh = waits.pod_running(k8s, tracker.create(builder.pod(uses=claims[1])), timeout=timeouts.POD_START)
+    shown, evidence = probe.shows_claimed_devices(fresh)
+    assert shown, evidence
 
 
 @pytest.mark.scenario("CAP-01", "CAP-02")

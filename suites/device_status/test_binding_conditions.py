@@ -23,12 +23,12 @@ pytestmark = [
 
 
 @pytest.mark.scenario("BC-01")
-def test_pod_binds_after_the_driver_reports_the_binding_conditions(k8s, tracker, builder, driver):
+def test_pod_binds_after_the_driver_reports_the_binding_conditions(k8s, tracker, builder, driver, binding_selector):
     """A pod whose claim got a device with binding conditions runs; its claim carries the conditions in the
     allocation result, the driver set them True in status.devices, and the pod was scheduled no earlier.
     Source: KEP-5007; upstream integration "DeviceBindingConditions/BasicFlow"."""
-    # given: a claim for one of the driver's devices (published with bindingConditions)
-    claim = tracker.create(builder.claim())
+    # given: a claim pinned to one device the driver publishes with bindingConditions
+    claim = tracker.create(builder.claim(selectors=binding_selector))
     # when: a pod using it is scheduled
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: the binding conditions were copied, reported True by the driver, and preceded the binding

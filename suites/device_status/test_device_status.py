@@ -31,7 +31,7 @@ def test_driver_writes_status_for_the_prepared_device(k8s, tracker, builder, dri
     # when: a pod using it runs (NodePrepareResources done)
     waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: status.devices names the allocated device, and only it
-    current = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    current = waits.claim_device_status(k8s, claim, driver.name, timeout=timeouts.DEVICE_STATUS)
     problems = device_status_problems(current, driver.name)
     assert not problems, "\n".join(problems) + "\n" + current.describe(status_only=True)
 
@@ -46,7 +46,7 @@ def test_driver_writes_status_for_every_device_of_the_claim(k8s, tracker, builde
     # when: a pod using it runs
     waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: each of the two allocated devices has its entry, and no other device has one
-    current = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    current = waits.claim_device_status(k8s, claim, driver.name, timeout=timeouts.DEVICE_STATUS)
     assert len(current.results) == 2, current.describe()
     problems = device_status_problems(current, driver.name)
     assert not problems, "\n".join(problems) + "\n" + current.describe(status_only=True)

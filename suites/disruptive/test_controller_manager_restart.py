@@ -25,7 +25,7 @@ def test_nothing_orphaned_after_a_controller_manager_restart(k8s, tracker, build
     """Pods deleted while kube-controller-manager is down leave their claims behind only until it is back:
     then the generated claim is deleted, the standalone claim is deallocated with an empty reservedFor, and
     no CDI spec of either claim stays on the node."""
-    # given: a running pod with a claim from a template and one with a standalone claim
+    # given: a running pod with a claim from a template and one with a standalone claim, both prepared
     templated = waits.pod_running(
         k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim_template()))), timeout=timeouts.POD_START
     )
@@ -33,6 +33,8 @@ def test_nothing_orphaned_after_a_controller_manager_restart(k8s, tracker, build
     user = waits.pod_running(k8s, tracker.create(builder.pod(uses=standalone)), timeout=timeouts.POD_START)
     generated, orphans = waits.pod_claims(k8s, templated), {}
     claims = {c.name: (c, pod.spec.node_name) for pod, c in [(templated, generated[0]), (user, standalone)]}
+    prepared = {name: cdi.claim_specs(node_access, node, c) for name, (c, node) in claims.items()}
+    assert all(prepared.values()), prepared
 
     # when: kube-controller-manager is stopped, both pods are deleted (gone), and it is started again
     def delete_pods_while_stopped():

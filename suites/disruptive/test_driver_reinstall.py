@@ -25,6 +25,7 @@ def test_driver_removed_while_a_pod_runs_then_reinstalled(k8s, tracker, builder,
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     node, ctrs = pod.spec.node_name, waits.containers(pod)
     before = waits.node_slices(k8s, removable_driver.name, node)
+    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     # when: the driver is removed from every node
     removable_driver.remove_driver()
     # then: a new pod needing it on that node does not run, and the running pod keeps its containers
@@ -39,7 +40,8 @@ def test_driver_removed_while_a_pod_runs_then_reinstalled(k8s, tracker, builder,
     running = waits.pod_running(k8s, waiting, timeout=timeouts.POD_START, allow_prepare_errors=True)
     shown = probe.shows_claimed_devices(running)
     assert shown, shown.evidence
-    # and: deleting the old pod unprepares the claim prepared before the removal (CDI spec removed)
+    # and: the old claim's CDI spec survived the reinstall; deleting the old pod unprepares it (spec removed)
+    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     k8s.delete("Pod", pod.name, pod.namespace)
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     gone = waits.poll(

@@ -119,6 +119,18 @@ def test_binding_problems_need_true_conditions_before_scheduling():
     assert "no bindingConditions" in claimstatus.binding_problems(_claim([_result("d0")], []), _pod(), DRIVER)[0]
 
 
+def test_binding_order_is_judged_as_times_at_second_resolution():
+    res = _result("d0", bindingConditions=["Attached"])
+    entry = {"driver": DRIVER, "pool": "a", "device": "d0", "conditions": [_cond("Attached")]}
+    same_second = _pod(scheduled="2026-01-01T00:00:05.900000+00:00")
+    assert claimstatus.binding_problems(_claim([res], [entry]), same_second, DRIVER) == []
+    earlier = _pod(scheduled="2026-01-01T01:00:04+01:00")  # 00:00:04Z, one second before the condition
+    assert "before its binding conditions" in claimstatus.binding_problems(_claim([res], [entry]), earlier, DRIVER)[0]
+    assert "cannot order" in claimstatus.binding_problems(_claim([res], [entry]), _pod(scheduled=""), DRIVER)[0]
+    untimed = {**entry, "conditions": [{**_cond("Attached"), "lastTransitionTime": "soon"}]}
+    assert "cannot order" in claimstatus.binding_problems(_claim([res], [untimed]), _pod(), DRIVER)[0]
+
+
 def test_extended_claim_reference_and_problems():
     pod = _pod()
     ref = claimstatus.extended_claim(pod)

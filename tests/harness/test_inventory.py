@@ -60,6 +60,16 @@ def test_devices_are_qualified_unwrapped_and_typed():
     assert (inv.per_node_min(), inv.per_node_max()) == (2, 3)
 
 
+def test_with_binding_conditions_picks_a_device_that_publishes_them():
+    bound = {**_dev("gpu-1", "a", 1), "bindingConditions": ["Attached"]}
+    inv = Inventory.from_slices(DRIVER, [_slice("n1", [_dev("gpu-0", "a", 0), bound])])
+    dev = inv.with_binding_conditions()
+    assert (dev.name, dev.binding_conditions) == ("gpu-1", ("Attached",))
+    assert inv.selector_for(dev) == f'device.attributes["{DRIVER}"].index == 1'
+    with pytest.raises(LookupError, match="bindingConditions"):
+        _inventory().with_binding_conditions()
+
+
 def test_of_finds_the_device_an_allocation_result_names():
     result = Obj({"pool": "n1", "device": "gpu-2"})
     assert _inventory().of(result).attributes[f"{DRIVER}/model"] == "b"

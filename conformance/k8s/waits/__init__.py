@@ -5,7 +5,7 @@ on its failure predicate and raises :class:`~conformance.core.errors.WaitTimeout
 what was awaited, the last observed state and recent events.
 """
 
-from .claims import claim_allocated, claim_deallocated, claim_gone, pod_claims
+from .claims import claim_allocated, claim_deallocated, claim_device_status, claim_gone, pod_claims
 from .core import poll, recent_events, stays_equal, until
 from .health import device_health_reported
 from .objects import default_service_account, object_gone, object_matches
@@ -21,6 +21,7 @@ from .restarts import (
     still_present,
 )
 from .slices import complete_pools, device_count, devices_by_node, pool_republished, slices_published
+from .taints import taint_rule_applied
 
 __all__ = [
     "NodeSlices",
@@ -33,6 +34,7 @@ __all__ = [
     "still_present",
     "claim_allocated",
     "claim_deallocated",
+    "claim_device_status",
     "claim_gone",
     "complete_pools",
     "default_service_account",
@@ -54,5 +56,6 @@ __all__ = [
     "recent_events",
     "slices_published",
     "stays_equal",
+    "taint_rule_applied",
     "until",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..claimstatus import entry_key
 from ..client import K8s
 from ..objects import Obj
 from .core import until
@@ -38,6 +39,32 @@ def claim_allocated(k8s: K8s, claim: Obj, *, timeout: float, reserved_for: Itera
         failed=_deleted,
         timeout=timeout,
         awaited=f"claim {claim.namespace}/{claim.name} allocated{suffix}",
+    )
+
+
+def claim_device_status(k8s: K8s, claim: Obj, driver: str, *, timeout: float) -> Obj:
+    """Wait until ``claim`` is allocated and every allocation result of ``driver`` has a ``status.devices``
+    entry of ``driver`` (matched by driver, pool, device, shareID); return the claim, for the caller to judge
+    the entries (e.g. :func:`~conformance.k8s.claimstatus.device_status_problems`). A driver writes them after
+    NodePrepareResources, possibly after the pod already runs. Source: KEP-4817 (ResourceClaim
+    status.devices). Raises WaitTimeout naming the claim's last status, WaitFailed when it is deleted."""
+
+    def done(obj):
+        if obj is None or not obj.get("status.allocation"):
+            return False
+        mine = [entry_key(r) for r in obj.results if r.get("driver") == driver]
+        have = {entry_key(e) for e in obj.get("status.devices") or [] if e.get("driver") == driver}
+        return bool(mine) and set(mine) <= have
+
+    return until(
+        k8s,
+        "ResourceClaim",
+        claim.name,
+        claim.namespace,
+        done=done,
+        failed=_deleted,
+        timeout=timeout,
+        awaited=f"claim {claim.namespace}/{claim.name}: a status.devices entry of {driver} per allocated device",
     )
 
 

@@ -158,10 +158,8 @@ class Session:
                 profile=self.cfg.profile,
                 feature_gates_mode=self.cfg.feature_gates,
                 capabilities=self.capabilities,
-                declared=tuple(
-                    c
-                    for c in (f"driver.{k}" for k, v in self.profile.capabilities.items() if v is True)
-                    if c in self.exercised
+                declared=tuple(  # declared by the profile or published in the driver's slices (Capability.declared)
+                    n for n, c in sorted(self.capabilities.items.items()) if c.declared and n in self.exercised
                 ),
             ),
         )

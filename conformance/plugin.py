@@ -230,7 +230,7 @@ class Harness:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
         if self.session is not None:  # declared capabilities the selected tests exercise (run.json)
-            self.session.exercised = {c for i in keep for m in i.iter_markers("requires") for c in m.args}
+            self.session.record_exercised({c for i in keep for m in i.iter_markers("requires") for c in m.args})
 
     def pytest_runtest_setup(self, item):
         """Fail a test whose required capability the profile declares but the driver does not deliver."""

@@ -2,10 +2,15 @@
 driver feature its ResourceSlices publish counts as declared even when the profile is silent (two ways a broken
 driver used to get an undeserved PASS)."""
 
+import json
+
 import pytest
 
 from conformance.core import capabilities, errors, profile, selection
+from conformance.core.config import from_options
 from conformance.k8s import discovery
+from conformance.runner.session import Session
+from tests.harness.test_registry import shipped
 
 DRIVER = "gpu.example.com"
 _RAW = {"name": "p", "driver": DRIVER, "device_classes": [DRIVER], "visibility": {"env_regex": "x"}}
@@ -105,3 +110,21 @@ def test_declared_flag_follows_the_profile_for_other_driver_capabilities():
     caps = capabilities.evaluate(_facts(gates={"DRAAdminAccess": True, "DRAPrioritizedList": True}), DECLARING)
     assert caps.items["driver.admin_access"].declared and caps.items["driver.prioritized_list"].declared
     assert not caps.items["driver.shared_claims"].declared and not caps.items["driver.multiple_devices"].declared
+
+
+def test_run_json_declares_what_workers_exercised_and_what_the_slices_publish(tmp_path):
+    """Given an xdist controller that collects nothing and a worker that collected tests requiring admin_access
+    and partitions, when the controller writes run.json, then both are declared: admin_access by the profile,
+    partitions because the slices publish it although the reference profile does not declare it."""
+    cfg = from_options({"driver": "reference", "run_id": "r1", "report_dir": str(tmp_path)})
+    controller, worker = Session(cfg, tmp_path, shipped()), Session(cfg, tmp_path, shipped())
+    facts = _facts(gates={"DRAAdminAccess": True, "DRAPartitionableDevices": True}, shared_counters=True)
+    controller.capabilities = capabilities.evaluate(facts, controller.profile)
+    worker.record_exercised({"driver.admin_access", "driver.partitions", "driver.consumable_capacity"})
+    controller.write_run_json()
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["declared_capabilities"] == ["driver.admin_access", "driver.partitions"]
+    assert (
+        run["capabilities"]["driver.partitions"]["declared"] and run["capabilities"]["driver.partitions"]["available"]
+    )
+    assert not run["capabilities"]["driver.consumable_capacity"]["declared"]

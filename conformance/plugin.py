@@ -229,8 +229,16 @@ class Harness:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
-        if self.session is not None:  # declared capabilities the selected tests exercise (run.json)
-            self.session.record_exercised({c for i in keep for m in i.iter_markers("requires") for c in m.args})
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session):
+        """Record the capabilities the selected tests exercise (run.json's declared list), after every
+        deselection (``-k``, ``-m``, --profile): on the only process, or on each xdist worker (the controller
+        collects nothing and must not overwrite the workers' record)."""
+        if self.session is not None and session.items:
+            self.session.record_exercised(
+                {c for i in session.items for m in i.iter_markers("requires") for c in m.args}
+            )
 
     def pytest_runtest_setup(self, item):
         """Fail a test whose required capability the profile declares but the driver does not deliver."""

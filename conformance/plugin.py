@@ -35,7 +35,7 @@ from conformance.k8s.tracker import Tracker
 from conformance.node.prepared import PreparedClaims
 from conformance.runner import evidence, parallel, timings
 from conformance.runner.registry import Registry
-from conformance.runner.session import Session
+from conformance.runner.session import Session, record_exercised
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUITES = REPO_ROOT / "suites"
@@ -230,15 +230,9 @@ class Harness:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
 
-    @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
-        """Record the capabilities the selected tests exercise (run.json's declared list), after every
-        deselection (``-k``, ``-m``, --profile): on the only process, or on each xdist worker (the controller
-        collects nothing and must not overwrite the workers' record)."""
-        if self.session is not None and session.items:
-            self.session.record_exercised(
-                {c for i in session.items for m in i.iter_markers("requires") for c in m.args}
-            )
+        """After every deselection (-k, -m, --profile): record what the selected tests exercise (run.json)."""
+        record_exercised(self.session, session.items)
 
     def pytest_runtest_setup(self, item):
         """Fail a test whose required capability the profile declares but the driver does not deliver."""

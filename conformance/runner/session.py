@@ -138,14 +138,6 @@ class Session:
             fcntl.flock(lock, fcntl.LOCK_EX)
             facts_mod.write_json(path, self.state())
 
-    def record_exercised(self, names: set[str]) -> None:
-        """The capabilities the selected tests require (``requires`` markers), also written to
-        <report_dir>/.dra-exercised.json: under xdist only the workers collect tests (each the same set), and
-        the controller's run.json needs them for the declared capabilities (an empty set would let a declared
-        but unavailable capability pass the verdict unchecked)."""
-        self.exercised = set(names)
-        facts_mod.write_json(self.report_dir / EXERCISED_FILE, sorted(self.exercised))
-
     def _exercised(self) -> set[str]:
         path = self.report_dir / EXERCISED_FILE
         return self.exercised | (set(json.loads(path.read_text())) if path.exists() else set())
@@ -271,3 +263,14 @@ class Session:
         return f"sweep of run {self.cfg.run_id} interrupted (Ctrl-C): deletion requested, not awaited" + (
             f", now for {', '.join(asked[:10])}" if asked else ""
         )
+
+
+def record_exercised(session: Session | None, items: list) -> None:
+    """Record the capabilities the selected pytest ``items`` require (``requires`` markers) on ``session`` (none:
+    nothing to record) and in <report_dir>/.dra-exercised.json: under xdist only the workers collect tests (each
+    the same set) and the controller, with no items, keeps their record; its run.json needs them for the
+    declared capabilities (an empty set would let a declared but unavailable capability pass unchecked)."""
+    if session is None or not items:
+        return
+    session.exercised = {c for i in items for m in i.iter_markers("requires") for c in m.args}
+    facts_mod.write_json(session.report_dir / EXERCISED_FILE, sorted(session.exercised))

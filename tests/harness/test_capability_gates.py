@@ -9,7 +9,7 @@ import pytest
 from conformance.core import capabilities, errors, profile, selection
 from conformance.core.config import from_options
 from conformance.k8s import discovery
-from conformance.runner.session import Session
+from conformance.runner.session import Session, record_exercised
 from tests.harness.test_registry import shipped
 
 DRIVER = "gpu.example.com"
@@ -112,6 +112,16 @@ def test_declared_flag_follows_the_profile_for_other_driver_capabilities():
     assert not caps.items["driver.shared_claims"].declared and not caps.items["driver.multiple_devices"].declared
 
 
+class _Item:
+    """A selected test item stand-in with one ``requires`` marker."""
+
+    def __init__(self, *caps):
+        self.caps = caps
+
+    def iter_markers(self, name):
+        return [pytest.mark.requires(*self.caps).mark] if name == "requires" else []
+
+
 def test_run_json_declares_what_workers_exercised_and_what_the_slices_publish(tmp_path):
     """Given an xdist controller that collects nothing and a worker that collected tests requiring admin_access
     and partitions, when the controller writes run.json, then both are declared: admin_access by the profile,
@@ -120,7 +130,7 @@ def test_run_json_declares_what_workers_exercised_and_what_the_slices_publish(tm
     controller, worker = Session(cfg, tmp_path, shipped()), Session(cfg, tmp_path, shipped())
     facts = _facts(gates={"DRAAdminAccess": True, "DRAPartitionableDevices": True}, shared_counters=True)
     controller.capabilities = capabilities.evaluate(facts, controller.profile)
-    worker.record_exercised({"driver.admin_access", "driver.partitions", "driver.consumable_capacity"})
+    record_exercised(worker, [_Item("driver.admin_access", "driver.partitions"), _Item("driver.consumable_capacity")])
     controller.write_run_json()
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["declared_capabilities"] == ["driver.admin_access", "driver.partitions"]

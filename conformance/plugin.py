@@ -35,7 +35,7 @@ from conformance.k8s.tracker import Tracker
 from conformance.node.prepared import PreparedClaims
 from conformance.runner import evidence, parallel, timings
 from conformance.runner.registry import Registry
-from conformance.runner.session import Session
+from conformance.runner.session import Session, record_exercised
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SUITES = REPO_ROOT / "suites"
@@ -229,8 +229,10 @@ class Harness:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = keep
-        if self.session is not None:  # declared capabilities the selected tests exercise (run.json)
-            self.session.exercised = {c for i in keep for m in i.iter_markers("requires") for c in m.args}
+
+    def pytest_collection_finish(self, session):
+        """After every deselection (-k, -m, --profile): record what the selected tests exercise (run.json)."""
+        record_exercised(self.session, session.items)
 
     def pytest_runtest_setup(self, item):
         """Fail a test whose required capability the profile declares but the driver does not deliver."""

@@ -4,7 +4,8 @@
 probe) and the driver profile into one :class:`Capability` per name of
 :data:`conformance.core.markers.CAPABILITIES`, each with evidence. A ``driver.*`` capability the profile
 declares but the slices show the driver does not deliver is ``broken``: tests requiring it fail instead of
-skipping.
+skipping. A feature the driver's ResourceSlices publish (:data:`SLICE_FEATURES`) counts as declared even when the
+profile is silent, and a gate whose state could not be read (``gate_unknown``) never excuses a declared one.
 """
 
 from __future__ import annotations
@@ -22,14 +23,19 @@ DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall") 
 @dataclasses.dataclass(frozen=True)
 class Capability:
     """``available`` with ``evidence`` (why); ``broken``: declared by the profile but not delivered;
-    ``cluster_lacks``: declared by the profile but the cluster does not serve the feature (its gate is off), so
-    the run cannot check it — shown in the summary, not held against the driver."""
+    ``cluster_lacks``: declared by the profile but the cluster does not serve the feature (its gate is known to
+    be off), so the run cannot check it — shown in the summary, not held against the driver; ``gate_unknown``
+    (``gate.*``): the gate's state could not be read (kube-apiserver /metrics unreadable or silent about it);
+    ``declared`` (``driver.*``): the profile declares it, or the driver's slices publish it (the verdict holds
+    the driver to it)."""
 
     name: str
     available: bool
     evidence: str
     broken: bool = False
     cluster_lacks: bool = False
+    gate_unknown: bool = False
+    declared: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,10 +53,10 @@ class Capabilities:
         return self.items[name].evidence
 
     def as_dict(self) -> dict[str, dict]:
-        """``{name: {"available", "evidence", "broken", "cluster_lacks"}}`` for run.json."""
+        """``{name: {"available", "evidence", "broken", "cluster_lacks", "gate_unknown", "declared"}}`` for
+        run.json (whose writer narrows ``declared`` to the capabilities the selected tests exercise)."""
         return {
-            n: {"available": c.available, "evidence": c.evidence, "broken": c.broken, "cluster_lacks": c.cluster_lacks}
-            for n, c in sorted(self.items.items())
+            n: {f.name: getattr(c, f.name) for f in dataclasses.fields(c)[1:]} for n, c in sorted(self.items.items())
         }
 
     @classmethod
@@ -64,6 +70,8 @@ class Capabilities:
                     str(v["evidence"]),
                     bool(v.get("broken", False)),
                     bool(v.get("cluster_lacks", False)),
+                    bool(v.get("gate_unknown", False)),
+                    bool(v.get("declared", False)),
                 )
                 for n, v in data.items()
             }
@@ -92,7 +100,7 @@ def _gate(name: str, facts: Mapping[str, Any]) -> Capability:
             if component == "kubelet" or not on:
                 return Capability(name, on, evidence)
             server = _apiserver_gate(name, gate, facts)
-            return Capability(name, server.available, f"{evidence}; {server.evidence}")
+            return dataclasses.replace(server, evidence=f"{evidence}; {server.evidence}")
     return _apiserver_gate(name, gate, facts)
 
 
@@ -107,10 +115,19 @@ def _apiserver_gate(name: str, gate: str, facts: Mapping[str, Any]) -> Capabilit
     configured = facts.get("configured_gates") or {}
     if gate in configured:
         return Capability(name, bool(configured[gate]), f"cluster configured --feature-gates {gate}={configured[gate]}")
+    error = facts.get("feature_gates_error")
+    why = (
+        f"kube-apiserver /metrics could not be read ({error})"
+        if error
+        else f"it is not reported by kube-apiserver metrics (Kubernetes {facts.get('k8s_version', '?')})"
+    )
     return Capability(
         name,
         False,
-        f"feature gate {gate} is not reported by kube-apiserver metrics (Kubernetes {facts.get('k8s_version', '?')})",
+        f"the state of feature gate {gate} could not be read: {why}; fix: grant the run's user get on "
+        'nonResourceURL /metrics (ClusterRole rule nonResourceURLs: ["/metrics"], verbs: ["get"]) or run on a '
+        "cluster whose --feature-gates the harness knows (--cluster local)",
+        gate_unknown=True,
     )
 
 
@@ -121,6 +138,63 @@ def _per_node(devices: list[Mapping]) -> dict[str, int]:
     return out
 
 
+# the gate each gated driver capability needs
+DRIVER_GATES = {
+    "admin_access": "gate.DRAAdminAccess",
+    "prioritized_list": "gate.DRAPrioritizedList",
+    "partitions": "gate.DRAPartitionableDevices",
+    "consumable_capacity": "gate.DRAConsumableCapacity",
+    "taints": "gate.DRADeviceTaints",
+    "published_taints": "gate.DRADeviceTaints",
+    "device_status": "gate.DRAResourceClaimDeviceStatus",
+    "binding_conditions": "gate.DRADeviceBindingConditions",
+}
+
+
+def _with(devices: list[Mapping], *fields: str) -> list[str]:
+    return sorted(f"{d.get('pool')}/{d.get('device')}" for d in devices if any(d.get(f) for f in fields))
+
+
+# driver features the ResourceSlices show (ResourceSlice spec.sharedCounters / devices[].consumesCounters,
+# allowMultipleAllocations, taints, bindingConditions): key -> (devices showing it, what is shown, what is missing)
+SLICE_FEATURES = {
+    "partitions": (
+        lambda ds: _with(ds, "shared_counters", "consumes_counters"),
+        "slices publish sharedCounters/consumesCounters",
+        "no slice of {driver} has sharedCounters or consumesCounters",
+    ),
+    "consumable_capacity": (
+        lambda ds: _with(ds, "allow_multiple_allocations"),
+        "devices set allowMultipleAllocations",
+        "no device of {driver} sets allowMultipleAllocations",
+    ),
+    "published_taints": (lambda ds: _with(ds, "taints"), "devices with taints", "no device of {driver} has taints"),
+    "binding_conditions": (
+        lambda ds: _with(ds, "binding_conditions"),
+        "devices publish bindingConditions",
+        "no device of {driver} publishes bindingConditions",
+    ),
+}
+
+
+def _undeclared(name: str, key: str, src: str, devices: list[Mapping], gates: Mapping[str, Capability]) -> Capability:
+    """A driver capability the profile does not declare: unavailable, unless the driver's slices publish it (a
+    driver cannot skip its partition tests by not declaring them): then available and counted as declared."""
+    shown = SLICE_FEATURES[key][0](devices) if key in SLICE_FEATURES else []
+    if not shown:
+        return Capability(name, False, f"{src} does not declare {key}")
+    gate = gates[DRIVER_GATES[key]]
+    if not gate.available and not gate.gate_unknown:
+        return Capability(name, False, f"{src} does not declare {key} and the cluster lacks it: {gate.evidence}")
+    return Capability(
+        name,
+        True,
+        f"{SLICE_FEATURES[key][1]} ({', '.join(shown[:8])}): published in the driver's ResourceSlices but not "
+        f"declared by {src}; held to it as declared",
+        declared=True,
+    )
+
+
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
@@ -129,29 +203,24 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
             return Capability(
                 name, False, f"{src} names no admin_access_signal (the driver shows nothing for adminAccess results)"
             )
-        return _driver("driver.admin_access", facts, profile, gates)
-    if not profile.declares(key):
-        return Capability(name, False, f"{src} does not declare {key}")
+        cap = _driver("driver.admin_access", facts, profile, gates)
+        return dataclasses.replace(cap, name=name, declared=profile.declares(key))
     devices = list(facts.get("devices") or [])
-    per_node = _per_node(devices)
-    gate_for = {
-        "admin_access": "gate.DRAAdminAccess",
-        "prioritized_list": "gate.DRAPrioritizedList",
-        "partitions": "gate.DRAPartitionableDevices",
-        "consumable_capacity": "gate.DRAConsumableCapacity",
-        "taints": "gate.DRADeviceTaints",
-        "published_taints": "gate.DRADeviceTaints",
-        "device_status": "gate.DRAResourceClaimDeviceStatus",
-        "binding_conditions": "gate.DRADeviceBindingConditions",
-    }
-    if key in gate_for and not gates[gate_for[key]].available:
+    if not profile.declares(key):
+        return _undeclared(name, key, src, devices, gates)
+    gate = gates[DRIVER_GATES[key]] if key in DRIVER_GATES else None
+    if gate is not None and not gate.available:
+        if gate.gate_unknown:  # not excused: the verdict fails it as declared but not available
+            return Capability(name, False, f"{src} declares {key} but {gate.evidence}", declared=True)
         return Capability(
             name,
             False,
-            f"{src} declares {key} but the cluster lacks it: {gates[gate_for[key]].evidence}",
+            f"{src} declares {key} but the cluster lacks it: {gate.evidence}",
             cluster_lacks=True,
+            declared=True,
         )
     if key == "multiple_devices":
+        per_node = _per_node(devices)
         best = max(per_node.values(), default=0)
         if best < 2:
             return Capability(
@@ -160,46 +229,17 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
                 f"{src} declares multiple_devices but the driver's slices show at most "
                 f"{best} device(s) per node: {per_node}",
                 broken=True,
+                declared=True,
             )
-        return Capability(name, True, f"slices show devices per node: {per_node}")
-    if key == "partitions":
-        if not any(d.get("shared_counters") or d.get("consumes_counters") for d in devices):
-            return Capability(
-                name,
-                False,
-                f"{src} declares partitions but no slice of {profile.driver} has sharedCounters or consumesCounters",
-                broken=True,
-            )
-        return Capability(name, True, "slices publish sharedCounters/consumesCounters")
-    if key == "consumable_capacity":
-        if not any(d.get("allow_multiple_allocations") for d in devices):
-            return Capability(
-                name,
-                False,
-                f"{src} declares consumable_capacity but no device of {profile.driver} sets allowMultipleAllocations",
-                broken=True,
-            )
-        return Capability(name, True, "devices set allowMultipleAllocations")
-    if key == "published_taints":
-        tainted = sorted(f"{d.get('pool')}/{d.get('device')}" for d in devices if d.get("taints"))
-        if not tainted:
-            return Capability(
-                name,
-                False,
-                f"{src} declares published_taints but no device of {profile.driver} has taints",
-                broken=True,
-            )
-        return Capability(name, True, f"devices with taints: {tainted[:8]}")
-    if key == "binding_conditions":
-        if not any(d.get("binding_conditions") for d in devices):
-            return Capability(
-                name,
-                False,
-                f"{src} declares binding_conditions but no device of {profile.driver} publishes bindingConditions",
-                broken=True,
-            )
-        return Capability(name, True, "devices publish bindingConditions")
-    return Capability(name, True, f"{src} declares {key}: true")
+        return Capability(name, True, f"slices show devices per node: {per_node}", declared=True)
+    if key in SLICE_FEATURES:
+        find, shown_text, missing = SLICE_FEATURES[key]
+        shown = find(devices)
+        if not shown:
+            missing = missing.format(driver=profile.driver)
+            return Capability(name, False, f"{src} declares {key} but {missing}", broken=True, declared=True)
+        return Capability(name, True, f"{shown_text}: {shown[:8]}", declared=True)
+    return Capability(name, True, f"{src} declares {key}: true", declared=True)
 
 
 # Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->

@@ -57,12 +57,14 @@ def parse_feature_metrics(text: str) -> dict[str, bool]:
     return gates
 
 
-def apiserver_feature_gates(k8s: K8s) -> dict[str, bool]:
-    """Feature gates of the API server from its /metrics ({} when metrics are not readable)."""
+def apiserver_feature_gates(k8s: K8s) -> tuple[dict[str, bool], str]:
+    """``({gate: enabled}, error)``: the API server's feature gates from its /metrics, and ``""``; or ``{}`` and
+    the API error text when /metrics is not readable (e.g. 403: the user lacks ``get`` on nonResourceURL
+    /metrics), so capability evaluation can tell an unknown gate from one that is off."""
     try:
-        return parse_feature_metrics(k8s.get_raw("/metrics"))
-    except errors.ApiError:
-        return {}
+        return parse_feature_metrics(k8s.get_raw("/metrics")), ""
+    except errors.ApiError as exc:
+        return {}, str(exc) or type(exc).__name__
 
 
 def kubelet_feature_gates(k8s: K8s, node: str) -> dict[str, bool]:

@@ -6,8 +6,9 @@ Shape (written by conformance/plugin.py at session start and finish)::
      "cluster": {"kind", "k8s_version", "kubelet_versions", "container_runtime", "node_os", "nodes": [...]},
      "driver": {"name", "version", "profile", "deploy"}, "profile", "feature_gates_mode",
      "feature_gates": {...},
-     "capabilities": {name: {"available": bool, "evidence": str, "broken": bool, "declared": bool}},
-     "declared_capabilities": [name, ...]   # optional: what the driver profile promises
+     "capabilities": {name: {"available": bool, "evidence": str, "broken": bool, "declared": bool,
+                             "cluster_lacks": bool, "gate_unknown": bool}},
+     "declared_capabilities": [name, ...]   # optional: what the driver profile promises or its slices publish
      "devices": [{"node", "pool", "device", "attributes"}]}
 
 Every field is optional here: a missing file or field reads as empty, and reports say "unknown".

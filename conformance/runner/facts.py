@@ -43,10 +43,12 @@ def collect(
     nodes = [discovery.node_facts(n) for n in discovery.nodes(k8s)]
     kubelet_gates = {n["name"]: discovery.kubelet_feature_gates(k8s, n["name"]) for n in nodes[:8]}
     slices = discovery.driver_slices(k8s, profile.driver)
+    apiserver_gates, gates_error = discovery.apiserver_feature_gates(k8s)
     facts: dict[str, Any] = {
         "k8s_version": discovery.server_version(k8s),
         "served_versions": discovery.served_versions(k8s),
-        "feature_gates": discovery.apiserver_feature_gates(k8s),
+        "feature_gates": apiserver_gates,
+        "feature_gates_error": gates_error,
         "kubelet_gates": {k: v for k, v in kubelet_gates.items() if v},
         "configured_gates": dict(cluster.feature_gates) if cluster is not None else {},
         "nodes": nodes,
@@ -128,7 +130,8 @@ def run_info(
 ) -> dict:
     """The run.json document read by the reporting plugin (shape agreed with conformance/reporting).
 
-    ``declared``: the ``driver.*`` capabilities the driver profile promises; the verdict fails when one of
+    ``declared``: the ``driver.*`` capabilities the driver profile promises or the driver's slices publish
+    (Capability.declared); the verdict fails when one of
     them fails, is unavailable or is never exercised (conformance/reporting/summary.py).
     """
 

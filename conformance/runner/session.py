@@ -37,6 +37,7 @@ from . import facts as facts_mod
 from .registry import Registry
 
 STATE_FILE = ".dra-session.json"
+EXERCISED_FILE = ".dra-exercised.json"  # capabilities the selected tests require, written where tests are collected
 
 
 class Session:
@@ -105,6 +106,7 @@ class Session:
                 f"driver ready: {len(self.facts['devices'])} device(s) on "
                 f"{len({d['node'] for d in self.facts['devices']})} node(s)"
             )
+            (self.report_dir / EXERCISED_FILE).unlink(missing_ok=True)  # a reused --report-dir's earlier run
             self.write_state()
             self.write_run_json()
         except BaseException:
@@ -136,10 +138,15 @@ class Session:
             fcntl.flock(lock, fcntl.LOCK_EX)
             facts_mod.write_json(path, self.state())
 
+    def _exercised(self) -> set[str]:
+        path = self.report_dir / EXERCISED_FILE
+        return self.exercised | (set(json.loads(path.read_text())) if path.exists() else set())
+
     def write_run_json(self, finished: float | None = None) -> None:
         """Write <report_dir>/run.json (see facts.run_info)."""
         if self.capabilities is None:
             return
+        exercised = self._exercised()
         driver = {
             "name": self.profile.driver,
             "version": self.driver.version if self.driver else "",
@@ -158,10 +165,8 @@ class Session:
                 profile=self.cfg.profile,
                 feature_gates_mode=self.cfg.feature_gates,
                 capabilities=self.capabilities,
-                declared=tuple(
-                    c
-                    for c in (f"driver.{k}" for k, v in self.profile.capabilities.items() if v is True)
-                    if c in self.exercised
+                declared=tuple(  # declared by the profile or published in the driver's slices (Capability.declared)
+                    n for n, c in sorted(self.capabilities.items.items()) if c.declared and n in exercised
                 ),
             ),
         )
@@ -258,3 +263,14 @@ class Session:
         return f"sweep of run {self.cfg.run_id} interrupted (Ctrl-C): deletion requested, not awaited" + (
             f", now for {', '.join(asked[:10])}" if asked else ""
         )
+
+
+def record_exercised(session: Session | None, items: list) -> None:
+    """Record the capabilities the selected pytest ``items`` require (``requires`` markers) on ``session`` (none:
+    nothing to record) and in <report_dir>/.dra-exercised.json: under xdist only the workers collect tests (each
+    the same set) and the controller, with no items, keeps their record; its run.json needs them for the
+    declared capabilities (an empty set would let a declared but unavailable capability pass unchecked)."""
+    if session is None or not items:
+        return
+    session.exercised = {c for i in items for m in i.iter_markers("requires") for c in m.args}
+    facts_mod.write_json(session.report_dir / EXERCISED_FILE, sorted(session.exercised))

@@ -41,8 +41,11 @@ def test_published_taints_delivered_broken_gated_or_undeclared():
     gated = capabilities.evaluate(_facts([_slice("a")], gate=False), declared)
     assert selection.decide(["full"], ["driver.taints"], "full", gated).action == "skip"
     assert "DRADeviceTaints" in gated.evidence("driver.published_taints")
-    plain = capabilities.evaluate(_facts([_slice("a", tainted=(2,))]), _profile(taints=True))
+    plain = capabilities.evaluate(_facts([_slice("a")]), _profile(taints=True))
     assert "does not declare published_taints" in plain.evidence("driver.published_taints")
+    silent = capabilities.evaluate(_facts([_slice("a", tainted=(2,))]), _profile(taints=True))
+    published = silent.items["driver.published_taints"]
+    assert published.available and published.declared and "not declared by profile p" in published.evidence
 
 
 def test_untainted_target_names_one_device_and_the_free_rest():

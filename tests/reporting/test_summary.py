@@ -173,3 +173,42 @@ def test_declared_capability_the_cluster_does_not_serve_is_shown_not_failed(tmp_
     (cap,) = [c for c in data["capabilities"] if c["name"] == "driver.taints"]
     assert cap["status"] == "skip" and cap["clusterLacks"] is True
     assert "the cluster does not serve it" in cap["reasons"][0]
+
+
+@pytest.mark.parametrize(
+    "entry, reason",
+    [
+        (  # issue: /metrics unreadable (403) -> the gate's state is unknown, which never excuses a declared capability
+            {
+                "available": False,
+                "cluster_lacks": False,
+                "evidence": "profile reference declares admin_access but the state of feature gate DRAAdminAccess "
+                "could not be read: kube-apiserver /metrics could not be read (403 Forbidden); fix: grant get on "
+                "nonResourceURL /metrics",
+            },
+            "could not be read",
+        ),
+        (  # published in the slices but not declared by the profile: held to it as declared
+            {
+                "available": True,
+                "cluster_lacks": False,
+                "evidence": "slices publish sharedCounters/consumesCounters (a/d0): published in the driver's "
+                "ResourceSlices but not declared by profile reference",
+            },
+            "is not-tested",
+        ),
+    ],
+    ids=["gate-unknown", "published-undeclared"],
+)
+def test_declared_capability_without_known_off_gate_fails_the_verdict(tmp_path, entry, reason):
+    """A declared capability that is unavailable for an UNKNOWN gate state, or one the slices publish whose tests
+    never ran, fails the verdict with its evidence (no undeserved PASS)."""
+    run = sample_run_json(declared_capabilities=[])
+    run["capabilities"]["driver.admin_access"] = {"broken": False, "declared": True, **entry}
+    run_sample(tmp_path / "run", "-k", "claim_allocated", run_json=run, fail=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
+    data = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert data["verdict"] == "FAIL"
+    assert any("driver.admin_access" in r and reason in r for r in verdict.reasons), verdict.reasons
+    (cap,) = [c for c in data["capabilities"] if c["name"] == "driver.admin_access"]
+    assert cap["declared"] and cap["clusterLacks"] is False

@@ -169,15 +169,19 @@ def run_command(args: argparse.Namespace) -> int:
     verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
     if code == 0 and counter.counts["passed"] == 0:
         verdict, code = "NO TESTS PASSED (everything skipped)", 1
-    report_note = ""
-    if not args.no_report and (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
+    report_note, reasons = "", ()
+    if (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
         try:
-            from conformance.reporting.build import generate  # noqa: PLC0415
+            reasons = summary_reasons(report_dir)
+            if not args.no_report:
+                from conformance.reporting.build import generate  # noqa: PLC0415 - imports the report stack
 
-            generate(report_dir)
-            report_note = f", report {report_dir / 'summary.md'}"
+                generate(report_dir)
+                report_note = f", report {report_dir / 'summary.md'}"
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
             report_note = f", report not built: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    if code == 0 and reasons:  # pytest passed, the qualification rules did not (e.g. a declared capability)
+        verdict, code = "FAIL (" + "; ".join(reasons)[:400] + ")", 1
     c = counter.counts
     print(
         f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
@@ -185,6 +189,19 @@ def run_command(args: argparse.Namespace) -> int:
         f"(run {run_id}, {report_dir}{report_note})"
     )
     return code
+
+
+def summary_reasons(report_dir: Path) -> tuple[str, ...]:
+    """The reasons the qualification rules fail the run in ``report_dir`` (empty tuple: PASS); writes nothing.
+
+    The rules are the summary's (``verdictRules`` in summary.json: failed tests, declared capabilities that did
+    not pass, unexplained skips, nothing executed), so the exit code and the printed verdict never say PASS
+    where summary.json says FAIL. Raises ``FileNotFoundError`` when the run left no results and
+    ``jsonschema.ValidationError`` on a summary that breaks its schema.
+    """
+    from conformance.reporting import summary  # noqa: PLC0415 - the report stack loads only after a run
+
+    return tuple(summary.build(report_dir)["verdictReasons"])
 
 
 def list_command(args: argparse.Namespace) -> int:

@@ -212,3 +212,21 @@ def test_declared_capability_without_known_off_gate_fails_the_verdict(tmp_path, 
     assert any("driver.admin_access" in r and reason in r for r in verdict.reasons), verdict.reasons
     (cap,) = [c for c in data["capabilities"] if c["name"] == "driver.admin_access"]
     assert cap["declared"] and cap["clusterLacks"] is False
+
+
+def test_run_exit_code_follows_the_summary_rules(tmp_path):
+    """A run whose tests all passed but whose summary fails a rule (here a declared capability the harness
+    found broken) must not print or exit PASS: ``summary_reasons`` is what ``dra-conformance run`` turns into
+    exit 1 and ``VERDICT: FAIL (...)``; the same run without the broken capability gives no reason."""
+    from conformance.runner.cli import summary_reasons
+
+    run = sample_run_json(declared_capabilities=[])
+    run["capabilities"]["driver.admin_access"] = {"available": False, "broken": True, "evidence": "no slices"}
+    run_sample(tmp_path / "bad", "-k", "claim_allocated", run_json=run, fail=False)
+    reasons = summary_reasons(tmp_path / "bad")
+    assert any(r.startswith("declared capability driver.admin_access is fail") for r in reasons), reasons
+    assert not (tmp_path / "bad" / "summary.json").exists()  # evaluating writes nothing
+    run_sample(
+        tmp_path / "good", "-k", "claim_allocated", run_json=sample_run_json(declared_capabilities=[]), fail=False
+    )
+    assert summary_reasons(tmp_path / "good") == ()

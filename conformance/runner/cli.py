@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from conformance.core import names
+from conformance.reporting import cli as report_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITES = REPO_ROOT / "suites"
@@ -83,6 +84,7 @@ def register(subparsers) -> None:
     run.add_argument("--node-access", dest="node_access")
     run.add_argument("--keep-cluster", action="store_true")
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
+    report_cli.add_history_option(run)
     run.add_argument(
         "--workers",
         "-n",
@@ -152,6 +154,14 @@ def run_command(args: argparse.Namespace) -> int:
     """Run pytest in-process, build the report, print the verdict; return the exit code."""
     import pytest  # noqa: PLC0415 - the CLI imports pytest only when running
 
+    if getattr(args, "history_from", None) is not None:  # a malformed history fails now, not after the run
+        from conformance.reporting import history  # noqa: PLC0415
+
+        try:
+            history.saved_history(args.history_from)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 4
     try:  # stubs are gitignored: make sure a fresh checkout has them (no-op when up to date)
         from conformance.toolchain import protos  # noqa: PLC0415
 
@@ -174,7 +184,7 @@ def run_command(args: argparse.Namespace) -> int:
         try:
             from conformance.reporting.build import generate  # noqa: PLC0415
 
-            generate(report_dir)
+            generate(report_dir, history_from=getattr(args, "history_from", None))
             report_note = f", report {report_dir / 'summary.md'}"
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
             report_note = f", report not built: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"

@@ -8,12 +8,17 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import re
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from conformance.core import names
+from conformance.core.errors import ConfigError
+from conformance.k8s import incluster
 from conformance.reporting import cli as report_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -72,6 +77,13 @@ def register(subparsers) -> None:
     _common(run)
     run.add_argument("--cluster", default="local", help="local | kind | existing")
     run.add_argument("--kubeconfig")
+    run.add_argument(
+        "--in-cluster",
+        dest="in_cluster",
+        action="store_true",
+        help="with --cluster existing: use the pod's service account (the suite runs as a pod; detected "
+        "when no kubeconfig is found in a pod)",
+    )
     run.add_argument("--context")
     run.add_argument("--k8s-version", dest="k8s_version")
     run.add_argument("--feature-gates", dest="feature_gates", default="all", help="defaults | all")
@@ -162,6 +174,16 @@ def run_command(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 4
+    try:
+        in_cluster = incluster.wanted(args.cluster, args.kubeconfig, getattr(args, "in_cluster", False))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    if in_cluster:  # a kubeconfig of the pod's service account, for our client, helm and kubectl alike
+        tmp = Path(tempfile.mkdtemp(prefix="dra-conformance-in-cluster-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        args.kubeconfig = str(incluster.write_kubeconfig(tmp / "kubeconfig"))
+        print(f"in-cluster: service account kubeconfig {args.kubeconfig}")
     try:  # stubs are gitignored: make sure a fresh checkout has them (no-op when up to date)
         from conformance.toolchain import protos  # noqa: PLC0415
 

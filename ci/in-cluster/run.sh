@@ -3,7 +3,7 @@
 # out. `make conformance-in-cluster` calls this. Variables (all optional):
 #   KUBECONFIG     the cluster; unset: the running local cluster (`dra-conformance cluster up`), into whose
 #                  nodes the suite, reference-driver and busybox images are imported first (offline)
-#   LOCAL_CLUSTER  local cluster name when several run (default: the only one)
+#   LOCAL_CLUSTER  local cluster name (default dra, the name `make cluster-up` gives)
 #   IMAGE          suite image (default dra-conformance.local/suite:dev: `dra-conformance images build suite`,
 #                  or `docker build -t ... .` and push it where the nodes pull from)
 #   SUITE_ARGS     `dra-conformance run` options in the pod (default: reference driver from its Helm chart,

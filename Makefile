@@ -18,6 +18,8 @@ BENCH_DEVICES ?= 8
 BENCH_PODS ?= 1000
 BENCH_SCALE ?= 10,100,500
 BENCH_ARGS ?=
+CLUSTER ?= local
+KIND ?=
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 WORKERS_FLAG := $(if $(WORKERS),--workers $(WORKERS))
 
@@ -77,7 +79,7 @@ paths: ## print where the cached binaries live
 	@$(PY) -m conformance.toolchain paths $(K8S_FLAG)
 
 cluster-up: ## start the local cluster (NODES, K8S_VERSION, FEATURE_GATES)
-	$(VENV)/bin/dra-conformance cluster up --nodes $(NODES) --feature-gates $(FEATURE_GATES) $(K8S_FLAG)
+	$(VENV)/bin/dra-conformance cluster up --nodes $(NODES) --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(CLUSTER_ARGS)
 
 cluster-down: ## stop the local cluster and remove everything it created
 	$(VENV)/bin/dra-conformance cluster down
@@ -102,3 +104,9 @@ lint: ## layer contract (import-linter), lint rules and formatting (ruff; config
 
 clean: ## remove build outputs and reports (keeps the binary cache)
 	rm -rf build reports/*/ reports/latest .pytest_cache
+
+.PHONY: conformance-in-cluster
+CLUSTER_ARGS ?=
+IN_CLUSTER_ARGS ?= --driver reference --driver-deploy helm --profile core --node-access privileged-pod
+conformance-in-cluster: ## the suite as a pod against the cluster running it (KUBECONFIG; unset: the local cluster of `make cluster-up CLUSTER_ARGS=--daemonset-paths`, images imported); IN_CLUSTER_ARGS, RUN_ARGS; report in reports/in-cluster-<time>/ (ci/in-cluster/)
+	DRA_CONFORMANCE=$(VENV)/bin/dra-conformance PYTHON=$(PY) SUITE_ARGS="$(IN_CLUSTER_ARGS) $(RUN_ARGS)" bash ci/in-cluster/run.sh

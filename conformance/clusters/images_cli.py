@@ -40,7 +40,7 @@ def _status(spec: catalog.ImageSpec) -> dict:
 
 def _list(args: argparse.Namespace) -> int:
     try:
-        rows = [_status(s) for s in catalog.select(args.names)]
+        rows = [_status(s) for s in catalog.select(args.names, include_optional=True)]
     except ImageError as exc:
         return _fail(exc, 4)
     if args.json:

@@ -40,15 +40,22 @@ def write_junit(run_dir: pathlib.Path, run: dict, records: list[results.TestReco
 
 
 def generate(
-    run_dir: str | pathlib.Path, *, html_report: bool = True, link_latest: bool | None = None, single_file: bool = False
+    run_dir: str | pathlib.Path,
+    *,
+    html_report: bool = True,
+    link_latest: bool | None = None,
+    single_file: bool = False,
+    history_from: pathlib.Path | None = None,
 ) -> Verdict:
     """Build every report file of ``run_dir``; returns the run's :class:`Verdict`.
 
     ``html_report=False`` skips the Allure CLI (summary and JUnit only); ``single_file`` also writes
     ``allure-report-single/index.html`` (one self-contained file for CI artifacts). ``link_latest``: update
-    ``<parent>/latest`` (default: yes, except for the cells of a matrix). Raises ``FileNotFoundError`` when
-    ``run_dir`` has no allure-results, :class:`html.ReportError` when the Allure CLI fails (summary.json and
-    junit.xml are written before), ``jsonschema.ValidationError`` on a summary that breaks the schema.
+    ``<parent>/latest`` (default: yes, except for the cells of a matrix). ``history_from``: Allure history
+    saved by an earlier night (file or folder, :func:`history.saved_history`) instead of a sibling run's.
+    Raises ``FileNotFoundError`` when ``run_dir`` has no allure-results, :class:`html.ReportError` when the
+    Allure CLI fails (summary.json and junit.xml are written before), ValueError on a malformed
+    ``history_from``, ``jsonschema.ValidationError`` on a summary that breaks the schema.
     """
     run_dir = pathlib.Path(run_dir).resolve()
     check_run_dir(run_dir)
@@ -63,7 +70,7 @@ def generate(
     write_junit(run_dir, run, records)
     html.write_side_files(run_dir / "allure-results", run)
     if html_report:
-        hist = history.prepare(run_dir)
+        hist = history.prepare(run_dir, history_from)
         name = f"DRA qualification: {runinfo.driver_name(run)} on Kubernetes {runinfo.k8s_minor(run)}"
         took = html.generate(
             run_dir,

@@ -19,7 +19,9 @@ def _run(args: argparse.Namespace) -> int:
         argv = ["--merge-only", str(args.run_dir)] + (["--no-html"] if args.no_html else [])
         return matrix.main(argv)
     try:
-        verdict = build.generate(args.run_dir, html_report=not args.no_html, single_file=args.single_file)
+        verdict = build.generate(
+            args.run_dir, html_report=not args.no_html, single_file=args.single_file, history_from=args.history_from
+        )
     except (FileNotFoundError, ValueError, html.ReportError) as exc:
         print(f"error: {exc}")
         return 2
@@ -33,6 +35,20 @@ def _run(args: argparse.Namespace) -> int:
     for reason in verdict.reasons:
         print(f"  - {reason}")
     return verdict.exit_code
+
+
+def add_history_option(parser: argparse.ArgumentParser) -> None:
+    """``--history-from PATH`` (``run`` and ``report``): the Allure history of earlier nights for CI, where
+    each night starts without earlier run directories (conformance/reporting/history.py)."""
+    parser.add_argument(
+        "--history-from",
+        dest="history_from",
+        type=pathlib.Path,
+        metavar="PATH",
+        help="Allure history saved by an earlier report (history.jsonl, or a folder holding it or history/"
+        "history.jsonl; missing or empty: a new history starts) instead of the newest sibling run's; save "
+        "RUN_DIR/history/history.jsonl after the report for the next night",
+    )
 
 
 def register(subparsers) -> None:
@@ -49,6 +65,7 @@ def register(subparsers) -> None:
         action="store_true",
         help="also write allure-report-single/index.html (self-contained, for CI artifacts)",
     )
+    add_history_option(parser)
     parser.add_argument(
         "--screenshot", action="store_true", help="also save RUN_DIR/report-overview.png (headless chromium)"
     )

@@ -3,12 +3,14 @@
 Allure 3 keeps history in one JSONL file (``historyPath``; each ``allure generate`` appends a point).
 Each run directory owns ``history/history.jsonl``; before generating, the previous run's file (the newest
 sibling run directory of the same kind) is copied to ``history/base.jsonl`` once, and ``history.jsonl`` is
-reset from it, so regenerating a run never appends the same run twice. Source: reporting.md §2.3
-(Allure 3 history), allure3 ``packages/core/src/history.ts``.
+reset from it, so regenerating a run never appends the same run twice. In CI, where each night starts from
+an empty ``reports/``, ``--history-from PATH`` (:func:`restore`) names last night's saved history instead of a
+sibling run. Source: reporting.md §2.3 (Allure 3 history), allure3 ``packages/core/src/history.ts``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -46,12 +48,46 @@ def previous(run_dir: pathlib.Path) -> pathlib.Path | None:
     return max(candidates)[1] if candidates else None
 
 
-def prepare(run_dir: pathlib.Path) -> pathlib.Path:
-    """Set up ``run_dir/history/history.jsonl`` from the previous run; returns its path."""
+def saved_history(path: pathlib.Path) -> pathlib.Path | None:
+    """The Allure 3 history file a ``--history-from PATH`` names: ``PATH`` itself (a file), or
+    ``PATH/history.jsonl`` or ``PATH/history/history.jsonl`` (a directory: a CI cache folder or a previous run
+    directory). ``None`` when PATH does not exist or holds no history yet (the first night: a new history
+    starts). Raises ValueError naming the file and the fix when a line is not a JSON object."""
+    path = pathlib.Path(path)
+    if path.is_dir():
+        found = [p for p in (path / "history.jsonl", path / "history" / "history.jsonl") if p.is_file()]
+        if not found:
+            return None
+        path = found[0]
+    elif not path.is_file():
+        return None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            ok = not line.strip() or isinstance(json.loads(line), dict)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"--history-from {path}: line {number} is not a JSON object; pass the history.jsonl an earlier "
+                "report wrote (reports/<run-id>/history/history.jsonl) or an empty folder to start a new history"
+            )
+    return path
+
+
+def prepare(run_dir: pathlib.Path, history_from: pathlib.Path | None = None) -> pathlib.Path:
+    """Set up ``run_dir/history/history.jsonl`` from the previous run, or from ``history_from`` (see
+    :func:`saved_history`; it replaces the run's base each time, so regenerating stays idempotent); returns
+    its path. Raises ValueError on a malformed ``history_from`` file."""
     folder = run_dir / "history"
     folder.mkdir(parents=True, exist_ok=True)
     base = folder / "base.jsonl"
-    if not base.exists():
+    if history_from is not None:
+        saved = saved_history(history_from)
+        if saved is not None:
+            shutil.copyfile(saved, base)
+        else:
+            base.write_text("", encoding="utf-8")
+    elif not base.exists():
         prev = previous(run_dir)
         if prev is not None:
             shutil.copyfile(prev, base)

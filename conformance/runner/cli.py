@@ -8,12 +8,18 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import re
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from conformance.core import names
+from conformance.core.errors import ConfigError
+from conformance.k8s import incluster
+from conformance.reporting import cli as report_cli
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUITES = REPO_ROOT / "suites"
@@ -71,6 +77,13 @@ def register(subparsers) -> None:
     _common(run)
     run.add_argument("--cluster", default="local", help="local | kind | existing")
     run.add_argument("--kubeconfig")
+    run.add_argument(
+        "--in-cluster",
+        dest="in_cluster",
+        action="store_true",
+        help="with --cluster existing: use the pod's service account (the suite runs as a pod; detected "
+        "when no kubeconfig is found in a pod)",
+    )
     run.add_argument("--context")
     run.add_argument("--k8s-version", dest="k8s_version")
     run.add_argument("--feature-gates", dest="feature_gates", default="all", help="defaults | all")
@@ -83,6 +96,7 @@ def register(subparsers) -> None:
     run.add_argument("--node-access", dest="node_access")
     run.add_argument("--keep-cluster", action="store_true")
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
+    report_cli.add_history_option(run)
     run.add_argument(
         "--workers",
         "-n",
@@ -152,6 +166,24 @@ def run_command(args: argparse.Namespace) -> int:
     """Run pytest in-process, build the report, print the verdict; return the exit code."""
     import pytest  # noqa: PLC0415 - the CLI imports pytest only when running
 
+    if getattr(args, "history_from", None) is not None:  # a malformed history fails now, not after the run
+        from conformance.reporting import history  # noqa: PLC0415
+
+        try:
+            history.saved_history(args.history_from)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 4
+    try:
+        in_cluster = incluster.wanted(args.cluster, args.kubeconfig, getattr(args, "in_cluster", False))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    if in_cluster:  # a kubeconfig of the pod's service account, for our client, helm and kubectl alike
+        tmp = Path(tempfile.mkdtemp(prefix="dra-conformance-in-cluster-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        args.kubeconfig = str(incluster.write_kubeconfig(tmp / "kubeconfig"))
+        print(f"in-cluster: service account kubeconfig {args.kubeconfig}")
     try:  # stubs are gitignored: make sure a fresh checkout has them (no-op when up to date)
         from conformance.toolchain import protos  # noqa: PLC0415
 
@@ -176,7 +208,7 @@ def run_command(args: argparse.Namespace) -> int:
             if not args.no_report:
                 from conformance.reporting.build import generate  # noqa: PLC0415 - imports the report stack
 
-                generate(report_dir)
+                generate(report_dir, history_from=getattr(args, "history_from", None))
                 report_note = f", report {report_dir / 'summary.md'}"
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
             report_note = f", report not built: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"

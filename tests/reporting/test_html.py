@@ -97,3 +97,36 @@ def test_single_file_report_is_self_contained_and_does_not_append_history(failin
     assert (
         history.points(run_dir / "history" / "history.jsonl") == history.points(run_dir / "history" / "base.jsonl") + 1
     )
+
+
+def test_history_from_a_saved_file_carries_over_across_empty_report_folders(tmp_path):
+    """CI: each night starts with an empty reports/; ``--history-from`` restores last night's saved history
+    (a folder holding history.jsonl, or the file), the report appends one point, regenerating does not."""
+    first, second, saved = tmp_path / "night1" / "run", tmp_path / "night2" / "run", tmp_path / "ci-history"
+    run_sample(first, "-k", "claim_allocated")
+    build.generate(first, history_from=saved)  # first night: the cache folder does not exist yet
+    assert history.points(first / "history" / "history.jsonl") == 1
+    saved.mkdir()
+    (saved / "history.jsonl").write_bytes((first / "history" / "history.jsonl").read_bytes())
+    run_sample(second, "-k", "claim_allocated")
+    build.generate(second, history_from=saved)
+    assert history.points(second / "history" / "history.jsonl") == 2
+    build.generate(second, history_from=saved / "history.jsonl")
+    assert history.points(second / "history" / "history.jsonl") == 2
+
+
+def test_history_from_a_malformed_file_is_refused_naming_it(tmp_path, capsys):
+    """A file that is not Allure 3 JSONL is bad input: ``report`` exits 2 naming the file and the fix,
+    ``run`` refuses it (exit 4) before starting any cluster."""
+    from conformance import cli as main_cli
+
+    bad = tmp_path / "history.jsonl"
+    bad.write_text('{"ok": 1}\nnot json\n')
+    assert history.saved_history(tmp_path / "absent") is None
+    assert history.saved_history(tmp_path / "empty-dir-does-not-exist-yet") is None
+    run_dir = tmp_path / "run"
+    run_sample(run_dir, "-k", "claim_allocated")
+    assert main_cli.main(["report", str(run_dir), "--history-from", str(bad)]) == 2
+    assert f"--history-from {bad}: line 2 is not a JSON object" in capsys.readouterr().out
+    assert main_cli.main(["run", "--cluster", "existing", "--history-from", str(tmp_path)]) == 4
+    assert "line 2 is not a JSON object" in capsys.readouterr().err

@@ -7,7 +7,10 @@ pause               every pod's sandbox (local cluster)   our Go program (pause/
 busybox             probe pods and privileged helper pods Debian busybox-static of this host
 dra-example-driver  the dra-example-driver chart's pods   its Go module (make setup) + chart facts
 reference-driver    the reference driver chart's pods     Debian python3 .debs, PyPI wheels, our source
+suite (optional)    the suite as a pod (ci/in-cluster/)   Debian python3 + nodejs .debs, wheels, our tools
 =================== ===================================== ==============================================
+
+An optional image is built, exported or imported only when named (``images build suite``); ``list`` shows it.
 
 An export directory holds ``<name>.oci.tar`` per image and ``images.json`` (name, ref, manifest digest,
 file sha256, size), so ``import --from DIR`` on another machine can check what it loads.
@@ -22,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from . import base, example_driver, reference_image, store
+from . import base, example_driver, reference_image, store, suite_image
 from .oci import ImageError, sha256_file, verify_archive
 
 DEFAULT_IMAGES = {"pause": "dra-conformance.local/pause:1", "busybox": "dra-conformance.local/busybox:1"}
@@ -41,6 +44,7 @@ class ImageSpec:
     ref: Callable[[], str]
     build: Callable[[], Path]
     cached: Callable[[], Path | None]
+    optional: bool = False
 
 
 def specs(local_images: dict[str, str] | None = None) -> list[ImageSpec]:
@@ -80,18 +84,29 @@ def specs(local_images: dict[str, str] | None = None) -> list[ImageSpec]:
             reference_image.archive,
             reference_image.cached,
         ),
+        ImageSpec(
+            "suite",
+            "the suite itself as a pod (in-cluster mode, ci/in-cluster/) or with Docker",
+            "Debian 12 python3 + nodejs .debs, PyPI wheels (pyproject), kubectl/helm/kind, Allure CLI, the project",
+            suite_image.ref,
+            suite_image.archive,
+            suite_image.cached,
+            optional=True,
+        ),
     ]
 
 
-def select(names: list[str], local_images: dict[str, str] | None = None) -> list[ImageSpec]:
-    """The specs named (all when ``names`` is empty), in catalog order. Raises ImageError listing the known
-    names on an unknown one."""
+def select(
+    names: list[str], local_images: dict[str, str] | None = None, include_optional: bool = False
+) -> list[ImageSpec]:
+    """The specs named (all but the optional ones when ``names`` is empty, unless ``include_optional``), in
+    catalog order. Raises ImageError listing the known names on an unknown one."""
     catalog = specs(local_images)
     known = [s.name for s in catalog]
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ImageError(f"unknown image {unknown}; known: {', '.join(known)}")
-    return [s for s in catalog if not names or s.name in names]
+    return [s for s in catalog if s.name in names or (not names and (include_optional or not s.optional))]
 
 
 def export(chosen: list[ImageSpec], dest: Path) -> list[dict]:

@@ -94,17 +94,21 @@ def parse_show(text: str) -> dict[str, Package]:
 
 def resolve(roots: list[str]) -> list[Package]:
     """The Depends/Pre-Depends closure of ``roots`` at their candidate versions, minus :data:`NOT_IN_IMAGES`,
-    sorted by name. Raises ImageError when apt knows none of a package (fix: ``apt-get update``)."""
+    sorted by name. A root ``name=version`` takes that version (e.g. Debian's own nodejs where a newer one from
+    another source is installed on this host, which apt cannot download). Raises ImageError when apt knows
+    none of a package (fix: ``apt-get update``)."""
+    pinned = dict(r.split("=", 1) for r in roots if "=" in r)
     seen: set[str] = set()
     frontier = list(dict.fromkeys(roots))
     while frontier:
-        seen.update(frontier)
+        seen.update(f.split("=", 1)[0] for f in frontier)
         out = _run(["apt-cache", "depends", "--no-recommends", "--no-suggests", "--no-conflicts", "--no-breaks",
                     "--no-replaces", "--no-enhances", *frontier], "apt-cache depends")  # fmt: skip
         deps = parse_depends(out)
         frontier = sorted({d for ds in deps.values() for d in ds if d not in seen and d not in NOT_IN_IMAGES})
     names = sorted(seen)
-    packages = parse_show(_run(["apt-cache", "show", "--no-all-versions", *names], "apt-cache show"))
+    wanted = [f"{n}={pinned[n]}" if n in pinned else n for n in names]
+    packages = parse_show(_run(["apt-cache", "show", "--no-all-versions", *wanted], "apt-cache show"))
     missing = [n for n in names if n not in packages]
     if missing:
         raise ImageError(f"apt knows no package {missing}; run `apt-get update` (Debian 12 package names)")

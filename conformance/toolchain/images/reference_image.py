@@ -77,12 +77,17 @@ def _apt_state() -> list:
     return sorted((p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in APT_LISTS.glob("*Packages*"))
 
 
-def runtime_layer() -> Path:
-    """Layer 1 (cached): the Debian Python runtime with ``ld.so.cache``, ``/usr/bin/python`` and accounts."""
-    roots = list(_pins().get("reference-driver-debian", []))
+def debian_key(name: str, roots: list[str]) -> str:
+    """The cache key of a Debian layer: its roots, what is left out and the apt lists' state."""
+    return store.cache_key(name, roots, sorted(debian.NOT_IN_IMAGES), _apt_state())
+
+
+def debian_layer(name: str, roots: list[str]) -> Path:
+    """A cached layer (``name``, e.g. ``runtime``): the Depends closure of ``roots`` unpacked from .debs, with
+    ``ld.so.cache``, ``/usr/bin/python`` and accounts (docs, manuals and byte code left out)."""
 
     def build(tmp: Path) -> None:
-        root = store.work_dir("runtime")
+        root = store.work_dir(name)
         try:
             debian.unpack(debian.download(debian.resolve(roots)), root)
             for path, _, data, mode in account_files():
@@ -93,16 +98,26 @@ def runtime_layer() -> Path:
         finally:
             store.drop(root)
 
-    return store.cached_layer("runtime", _keys()[0], build)
+    return store.cached_layer(name, debian_key(name, roots), build)
 
 
-def deps_layer() -> Path:
-    """Layer 2 (cached): the wheels of :func:`requirements` for CPython :func:`python_minor` on x86_64
-    glibc 2.36 (Debian 12). Raises ImageError with pip's output when a wheel cannot be had."""
-    minor, reqs = python_minor(), requirements()
+def runtime_layer() -> Path:
+    """Layer 1 (cached): the Debian Python runtime with ``ld.so.cache``, ``/usr/bin/python`` and accounts."""
+    return debian_layer("runtime", list(_pins().get("reference-driver-debian", [])))
+
+
+def wheels_key(name: str, minor: str, reqs: list[str]) -> str:
+    """The cache key of a wheels layer: Python minor, requirements and what is pruned."""
+    return store.cache_key(name, minor, reqs, PRUNE)
+
+
+def wheels_layer(name: str, minor: str, reqs: list[str]) -> Path:
+    """A cached layer (``name``, e.g. ``pydeps``): ``reqs`` and their dependencies as manylinux/pure wheels for
+    CPython ``minor`` on x86_64 glibc 2.36 (Debian 12) under ``/usr/local/lib/python3.X/dist-packages``.
+    Raises ImageError with pip's output when a wheel cannot be had."""
 
     def build(tmp: Path) -> None:
-        root = store.work_dir("pydeps")
+        root = store.work_dir(name)
         target = root / f"usr/local/lib/python{minor}/dist-packages"
         argv = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",
                 "--target", str(target), "--only-binary=:all:", "--implementation", "cp",
@@ -118,7 +133,12 @@ def deps_layer() -> Path:
         finally:
             store.drop(root)
 
-    return store.cached_layer("pydeps", _keys()[1], build)
+    return store.cached_layer(name, wheels_key(name, minor, reqs), build)
+
+
+def deps_layer() -> Path:
+    """Layer 2 (cached): the wheels of :func:`requirements` (see :func:`wheels_layer`)."""
+    return wheels_layer("pydeps", python_minor(), requirements())
 
 
 def app_layer(out: Path) -> Path:
@@ -141,8 +161,7 @@ def image_config() -> ImageConfig:
 
 def _keys() -> tuple[str, str]:
     roots = list(_pins().get("reference-driver-debian", []))
-    runtime = store.cache_key("runtime", roots, sorted(debian.NOT_IN_IMAGES), _apt_state())
-    return runtime, store.cache_key("pydeps", python_minor(), requirements(), PRUNE)
+    return debian_key("runtime", roots), wheels_key("pydeps", python_minor(), requirements())
 
 
 def _archive(layers: list[Path], build: bool) -> Path | None:

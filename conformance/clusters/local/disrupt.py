@@ -99,8 +99,9 @@ def _socket_serves(path: Path) -> tuple[bool, str]:
 
 
 def _other_node_processes(state: ClusterState, node: str) -> list[HostProcess]:
-    """Processes recorded for ``node`` besides its kubelet and containerd (driver plugins), in start order."""
-    return [p for p in state.processes if p.node == node and p.name not in COMPONENTS]
+    """Processes recorded for ``node`` besides its kubelet, containerd and mount-namespace holder (driver
+    plugins), in start order."""
+    return [p for p in state.processes if p.node == node and p.name not in (*COMPONENTS, node_mounts.HOLDER)]
 
 
 def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, timeout: float) -> list[str]:
@@ -112,6 +113,7 @@ def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, ti
     np = node_paths(lay, i)
     kubelet, containerd = _process(state, "kubelet", node), _process(state, "containerd", node)
     holder = state.process(node_mounts.HOLDER, node)  # daemonset_paths: the node's mount namespace
+    namespace = node_mounts.namespace_of(holder.pid) if holder is not None else ""
     others = _other_node_processes(state, node)
     cleared: list[str] = []
     try:
@@ -127,7 +129,7 @@ def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, ti
         kill_pids(processes_matching(str(np.containerd_socket)))  # shims named after the node's socket
         hostsys.remove_dead_shim_sockets()
         if holder is not None:
-            _drop_namespace(holder, node)
+            _drop_namespace(holder, namespace, node)
         for target in (np.run_dir, np.kubelet_root):  # tmpfs mounts (netns, shm, projected volumes)
             left = hostsys.unmount_under(target)
             if left:
@@ -145,20 +147,23 @@ def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, ti
     return cleared
 
 
-def _drop_namespace(holder: HostProcess, node: str) -> None:
+def _drop_namespace(holder: HostProcess, ns: str, node: str) -> None:
     """Power-off of a node in a mount namespace of its own (daemonset_paths): kill what is still in it, stop
     its holder, and wait until no process is left in it: the kernel then drops the namespace with every mount
     made inside (the bind mounts, the kubelet's volume mounts, containerd's netns mounts). Raises RuntimeError
-    naming the pids still in it."""
-    ns = node_mounts.namespace_of(holder.pid)
-    kill_pids([pid for pid in node_mounts.members(ns) if pid != holder.pid])
+    naming the pids still in it. ``ns``: the namespace (read before anything was stopped)."""
+    inside = node_mounts.members(ns)  # pids, not the namespace id, are awaited: a freed id is reused at once
+    kill_pids([pid for pid in inside if pid != holder.pid])
     holder.stop(timeout=5.0)
+
+    def left() -> list[int]:
+        return [pid for pid in inside if node_mounts.namespace_of(pid) == ns]
+
     deadline = time.monotonic() + 10.0
-    while node_mounts.members(ns) and time.monotonic() < deadline:
+    while left() and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = node_mounts.members(ns)
-    if left:
-        raise RuntimeError(f"processes {left} are still in the mount namespace {ns} of node {node}")
+    if left():
+        raise RuntimeError(f"processes {left()} are still in the mount namespace {ns} of node {node}")
 
 
 def _new_namespace(state: ClusterState, np, holder: HostProcess, entering: tuple[HostProcess, ...]) -> None:

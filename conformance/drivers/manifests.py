@@ -17,6 +17,7 @@ The applied bundle is kept as ``<state dir>/manifests.yaml`` (evidence).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Mapping
@@ -133,7 +134,8 @@ class ManifestsDeployer:
             await_registered(self.k8s, self.profile.driver, before, timeout=self.timeout, logs=self.pod_logs)
             await_slices(self.k8s, self.profile, nodes, timeout=self.timeout, logs=self.pod_logs)
         except BaseException:
-            self.teardown()
+            with contextlib.suppress(errors.ConformanceError):  # the deploy's own error is the one to report
+                self.teardown()
             raise
         return self.attach({"version": f"{len(found.documents)} object(s) from {found.source}"})
 

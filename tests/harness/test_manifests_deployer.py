@@ -132,3 +132,30 @@ def test_a_reentered_command_uses_the_new_namespace_holder():
     argv = node_mounts.enter(111, ["kubelet", "--v=2"])
     assert node_mounts.reenter(argv, 222) == ["nsenter", "--mount=/proc/222/ns/mnt", "--", "kubelet", "--v=2"]
     assert node_mounts.reenter(["kubelet"], 222) == ["kubelet"]
+
+
+def _deployer(tmp_path, monkeypatch, survivors: str):
+    """A deployer whose bundle was applied; kubectl answers ``survivors`` to the get after the delete."""
+    from conformance.drivers import manifests  # noqa: PLC0415
+
+    p = schema.parse({**BASE, "deploy": {"mode": "manifests", "dir": "d"}})
+    d = manifests.ManifestsDeployer(None, p, None, tmp_path)
+    d.applied = bundle.Bundle((CM,), "src")
+    calls = []
+    monkeypatch.setattr(d, "_kubectl", lambda *a, **k: calls.append(a[0]) or (survivors if a[0] == "get" else ""))
+    monkeypatch.setattr(manifests, "delete_slices", lambda k8s, driver: calls.append(f"slices of {driver}"))
+    return d, calls
+
+
+def test_teardown_deletes_the_applied_bundle_and_its_slices_and_names_survivors(tmp_path, monkeypatch):
+    from conformance.core.errors import LeakError  # noqa: PLC0415
+
+    d, calls = _deployer(tmp_path, monkeypatch, survivors="configmap/c\n")
+    with pytest.raises(LeakError, match="configmap/c"):
+        d.teardown()
+    assert calls == ["delete", "slices of x.example.com", "get"]
+    d.teardown()  # idempotent: nothing applied any more
+    assert len(calls) == 3
+    clean, calls = _deployer(tmp_path, monkeypatch, survivors="")
+    clean.teardown()
+    assert calls == ["delete", "slices of x.example.com", "get"]

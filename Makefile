@@ -13,6 +13,7 @@ PYTEST_ARGS ?=
 RUN_ARGS ?=
 FAULTS ?=
 VALIDATE_ARGS ?=
+DRIVER_DEPLOY ?=
 BENCH_NODES ?= 100
 BENCH_DEVICES ?= 8
 BENCH_PODS ?= 1000
@@ -22,6 +23,7 @@ CLUSTER ?= local
 KIND ?=
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 WORKERS_FLAG := $(if $(WORKERS),--workers $(WORKERS))
+DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
@@ -52,7 +54,7 @@ e2e: ## run only our end-to-end tests (real local cluster)
 
 conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE suites, report in reports/
 	$(VENV)/bin/dra-conformance run --cluster local --driver $(DRIVER) --profile $(PROFILE) \
-	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(WORKERS_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(WORKERS_FLAG) $(DEPLOY_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table
 	$(PY) -m conformance.reporting.matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
@@ -60,7 +62,7 @@ matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x c
 
 validate-suite: ## fault-detection matrix: every reference-driver fault (FAULTS=a,b) fails its fixtures/faults.yaml tests, the healthy driver none
 	$(PY) -m conformance.cli validate-suite $(if $(FAULTS),--faults $(FAULTS)) --feature-gates $(FEATURE_GATES) \
-	  $(K8S_FLAG) $(VALIDATE_ARGS)
+	  $(K8S_FLAG) $(DEPLOY_FLAG) $(VALIDATE_ARGS)
 
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
 	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)

@@ -55,8 +55,8 @@ BOOL_CAPABILITIES = (
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},
     "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
-    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images"},
-    "manifests": {"dir", "namespace"},
+    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images", "env_values"},
+    "manifests": {"dir", "namespace", "chart", "release", "values", "env_values", "images", "timeout_s"},
     "preinstalled": set(),
 }
 TOP_KEYS = {
@@ -217,8 +217,13 @@ def _check_deploy(deploy: Mapping, mode: str, src: str, modes: Mapping[str, froz
             field="deploy.chart",
             fix="chart: oci://registry/charts/name or a chart directory",
         )
-    if mode == "manifests" and not deploy.get("dir"):
-        raise ConfigError("manifests deploy needs a directory", source=src, field="deploy.dir", fix="dir: path/")
+    if mode == "manifests" and bool(deploy.get("dir")) == bool(deploy.get("chart")):
+        raise ConfigError(
+            "manifests deploy needs a directory or file of manifests (dir), or a chart to render (chart), not both",
+            source=src,
+            field="deploy.dir",
+            fix="dir: path/ (or bundle.yaml), or chart: path/to/chart",
+        )
     if mode == "host" and not isinstance(deploy.get("binary"), Mapping):
         raise ConfigError(
             "host deploy needs binary: {tool: NAME, name: BINARY} or {k8s: NAME}",

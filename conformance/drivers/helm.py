@@ -5,7 +5,8 @@ Profile keys (``deploy`` with ``mode: helm``, or ``deploy_alternatives.helm``): 
 (relative paths resolve against the repository when they exist there), a packaged ``.tgz``, a repo reference
 (``repo/name``, ``oci://...``), or ``{go_module: TOOL, path: DIR}``: DIR inside the pinned Go tool's module in
 the Go module cache (read in place); ``release``, ``namespace`` (default: the profile name), ``values``,
-``set`` (``--set`` items), ``version``, ``timeout_s``; ``images``: names from ``dra-conformance images list``
+``set`` (``--set`` items), ``version``, ``timeout_s``; ``env_values`` (chart values from the environment,
+:mod:`.chartvalues`); ``images``: names from ``dra-conformance images list``
 imported into every node before the install when the cluster takes archives (core.handles.LoadsImages).
 
 Ready means: ``helm --wait`` saw the DaemonSet's pods Ready, the profile's DeviceClasses exist and every real
@@ -15,6 +16,7 @@ RBAC, DaemonSet), the namespace when this deployer created it, and the driver's 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -24,12 +26,13 @@ from typing import Any
 import yaml
 
 from conformance.core import errors, timeouts
-from conformance.core.handles import ClusterHandle, LoadsImages
+from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache, gomodules
 
+from . import chartvalues, nodeimages
 from .base import DeployContext, DeployedDriver
 from .readiness import await_slices, check_device_classes, delete_slices
 
@@ -106,26 +109,14 @@ class HelmDeployer:
     def load_images(self) -> list[str]:
         """Import the profile's ``images`` into every node when the cluster takes archives; returns the image
         references (none for a cluster with a registry of its own: the chart's pull policy applies)."""
-        names = [str(n) for n in self.profile.deploy.get("images") or []]
-        if not names or not isinstance(self.cluster, LoadsImages):
-            return []
-        from conformance.toolchain.images import catalog  # noqa: PLC0415 - only when images are named
-
-        try:
-            chosen = catalog.select(names, dict(self.cluster.images))
-            self.cluster.load_images([spec.build() for spec in chosen])
-        except catalog.ImageError as exc:
-            raise errors.ConfigError(str(exc), field="deploy.images", fix="see `dra-conformance images list`") from None
-        return [spec.ref() for spec in chosen]
+        return nodeimages.load(self.cluster, self.profile.deploy.get("images") or [])
 
     def deploy(self) -> DeployedDriver:
         """Load images, install the chart, then require the DeviceClasses and a slice on every node. Raises
         DriverNotReady (after removing what it installed) or ConfigError."""
         d = self.profile.deploy
         chart = resolve_chart(d["chart"])
-        values = dict(d.get("values") or {})
-        if self.image_repo:
-            values.setdefault("image", {})["repository"] = self.image_repo
+        values = chartvalues.chart_values(d, os.environ, self.image_repo)  # values, env_values, --image-repo
         self.load_images()
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
             yaml.safe_dump(values, fh)

@@ -38,6 +38,12 @@ def register(subparsers) -> None:
     p.add_argument("--faults-file", type=Path, default=faultfile.DEFAULT_PATH, help="default fixtures/faults.yaml")
     p.add_argument("--k8s-version", dest="k8s_version", help="Kubernetes minor of the local clusters, e.g. 1.35")
     p.add_argument("--feature-gates", dest="feature_gates", default="all", help="defaults | all (default all)")
+    p.add_argument(
+        "--driver-deploy",
+        dest="driver_deploy",
+        help="how the child runs deploy the reference driver (default its profile's: bundled host processes; helm "
+        "or manifests: a DaemonSet from its chart, the fault passed as the chart's faults value)",
+    )
     p.add_argument("--timeout-scale", dest="timeout_scale", type=float, help="override every entry's timeout_scale")
     p.add_argument("--report-dir", dest="report_dir", type=Path, help="default reports/validate-suite/<id>")
     p.add_argument("--run-timeout", type=float, default=runs.RUN_TIMEOUT_S, help="seconds per child run")
@@ -70,6 +76,7 @@ def _fault_line(row: dict) -> str:
 
 def _common(args: argparse.Namespace) -> list[str]:
     out = ["--feature-gates", args.feature_gates]
+    out += ["--driver-deploy", args.driver_deploy] if getattr(args, "driver_deploy", None) else []
     return out + (["--k8s-version", args.k8s_version] if args.k8s_version else [])
 
 

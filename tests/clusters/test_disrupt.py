@@ -160,3 +160,46 @@ def test_host_driver_remove_and_reinstall(tmp_path):
     finally:
         for p in procs.values():
             p.stop(timeout=1)
+
+
+def test_reboot_of_a_node_in_its_own_mount_namespace_drops_and_recreates_the_namespace(cluster, tmp_path, monkeypatch):
+    """daemonset_paths: the power-off leaves no process in the node's namespace (an unrecorded one is killed),
+    the boot binds the re-created CDI dir in a new namespace that containerd and the kubelet enter; nothing of
+    either namespace shows on the host. Needs root (unshare, mount)."""
+    from conformance.clusters.local import hostsys, node_mounts  # noqa: PLC0415
+
+    state, lay, np, _calls = cluster
+    target = tmp_path / "std-cdi"
+    target.mkdir()
+    monkeypatch.setattr(node_mounts, "bind_mounts", lambda _np: [(np.cdi_dir, target)])
+    for proc in [p for p in state.processes if p.node == np.name]:
+        proc.stop(timeout=1)
+    state.processes = [p for p in state.processes if p.node != np.name]
+    holder = HostProcess.spawn(node_mounts.HOLDER, np.name, node_mounts.holder_argv(np), lay.log_dir / "holder.log")
+    assert node_mounts.wait_ready(np, holder.pid)[0], holder.tail()
+    state.processes.append(holder)
+    for name, argv in (
+        ("containerd", [sys.executable, "-c", LISTEN, str(np.containerd_socket)]),
+        ("kubelet", ["sleep", "600"]),
+    ):
+        state.processes.append(
+            HostProcess.spawn(name, np.name, node_mounts.enter(holder.pid, argv), lay.log_dir / name)
+        )
+    stray = HostProcess.spawn("stray", np.name, node_mounts.enter(holder.pid, ["sleep", "600"]), lay.log_dir / "s")
+    old_ns, old_pid = node_mounts.namespace_of(holder.pid), holder.pid
+    entered = [stray, state.process("containerd", np.name), state.process("kubelet", np.name)]
+    deadline = time.monotonic() + 30
+    while any(node_mounts.namespace_of(p.pid) != old_ns for p in entered) and time.monotonic() < deadline:
+        time.sleep(0.05)  # nsenter has entered the namespace
+    disrupt.reboot_node(state, lay, ReadyApi(), np.name, timeout=10)
+    new_ns = node_mounts.namespace_of(holder.pid)
+    assert holder.pid != old_pid and new_ns  # (a freed namespace id is reused: ids cannot be compared)
+    assert not stray.is_running() and node_mounts.namespace_of(old_pid) == ""
+    restarted = [state.process(name, np.name) for name in ("containerd", "kubelet")]
+    assert all(p.argv[1] == f"--mount=/proc/{holder.pid}/ns/mnt" and p.is_running() for p in restarted)
+    deadline = time.monotonic() + 30
+    while any(node_mounts.namespace_of(p.pid) != new_ns for p in restarted) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [node_mounts.namespace_of(p.pid) for p in restarted] == [new_ns, new_ns]
+    assert str(target) in node_mounts.mount_points_of(holder.pid)
+    assert hostsys.mounts_under(tmp_path) == []

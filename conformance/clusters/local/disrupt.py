@@ -8,7 +8,11 @@ the node's host processes (driver plugins started through the handle), its kubel
 the node's cgroup (as power-off does), stop its containerd and shims, unmount and empty the node's own run
 directory (what a reboot clears: ``/run`` is a tmpfs, it holds containerd's state and socket and the CDI spec
 directory the runtime reads), then start containerd, the kubelet (node Ready with a fresh heartbeat) and the
-node's other processes again, in that order. Only the node's own directories are touched, never the host's.
+node's other processes again, in that order. A node with ``daemonset_paths`` (node_mounts) runs in a mount
+namespace of its own: after its processes are gone the namespace's holder is stopped too and the kernel drops
+the namespace with every mount made inside it; a new holder binds the re-created directories before
+containerd and the kubelet enter it (by the new holder's pid). The driver's DaemonSet pod is then started
+again by the kubelet, as after a real boot. Only the node's own directories are touched, never the host's.
 The kubelet root (``/var/lib/kubelet``: its DRA checkpoint, registration dir) and containerd's root
 (images, container metadata) are on disk and survive, as on a real node.
 
@@ -30,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import api as apilib
-from . import hostsys
+from . import hostsys, node_mounts
 from .config import Layout
 from .node_config import node_paths
 from .processes import HostProcess, kill_pids, processes_matching
@@ -95,8 +99,9 @@ def _socket_serves(path: Path) -> tuple[bool, str]:
 
 
 def _other_node_processes(state: ClusterState, node: str) -> list[HostProcess]:
-    """Processes recorded for ``node`` besides its kubelet and containerd (driver plugins), in start order."""
-    return [p for p in state.processes if p.node == node and p.name not in COMPONENTS]
+    """Processes recorded for ``node`` besides its kubelet, containerd and mount-namespace holder (driver
+    plugins), in start order."""
+    return [p for p in state.processes if p.node == node and p.name not in (*COMPONENTS, node_mounts.HOLDER)]
 
 
 def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, timeout: float) -> list[str]:
@@ -107,6 +112,8 @@ def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, ti
     i = node_index(lay, node)
     np = node_paths(lay, i)
     kubelet, containerd = _process(state, "kubelet", node), _process(state, "containerd", node)
+    holder = state.process(node_mounts.HOLDER, node)  # daemonset_paths: the node's mount namespace
+    namespace = node_mounts.namespace_of(holder.pid) if holder is not None else ""
     others = _other_node_processes(state, node)
     cleared: list[str] = []
     try:
@@ -121,6 +128,8 @@ def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, ti
         containerd.stop(timeout=10.0)
         kill_pids(processes_matching(str(np.containerd_socket)))  # shims named after the node's socket
         hostsys.remove_dead_shim_sockets()
+        if holder is not None:
+            _drop_namespace(holder, namespace, node)
         for target in (np.run_dir, np.kubelet_root):  # tmpfs mounts (netns, shm, projected volumes)
             left = hostsys.unmount_under(target)
             if left:
@@ -132,8 +141,44 @@ def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, ti
     finally:
         np.run_dir.mkdir(parents=True, exist_ok=True)
         np.cdi_dir.mkdir(parents=True, exist_ok=True)
+        if holder is not None:
+            _new_namespace(state, np, holder, (containerd, kubelet))
         _start_node(state, api, node, np, kubelet, containerd, others, timeout)
     return cleared
+
+
+def _drop_namespace(holder: HostProcess, ns: str, node: str) -> None:
+    """Power-off of a node in a mount namespace of its own (daemonset_paths): kill what is still in it, stop
+    its holder, and wait until no process is left in it: the kernel then drops the namespace with every mount
+    made inside (the bind mounts, the kubelet's volume mounts, containerd's netns mounts). Raises RuntimeError
+    naming the pids still in it. ``ns``: the namespace (read before anything was stopped)."""
+    inside = node_mounts.members(ns)  # pids, not the namespace id, are awaited: a freed id is reused at once
+    kill_pids([pid for pid in inside if pid != holder.pid])
+    holder.stop(timeout=5.0)
+
+    def left() -> list[int]:
+        return [pid for pid in inside if node_mounts.namespace_of(pid) == ns]
+
+    deadline = time.monotonic() + 10.0
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left():
+        raise RuntimeError(f"processes {left()} are still in the mount namespace {ns} of node {node}")
+
+
+def _new_namespace(state: ClusterState, np, holder: HostProcess, entering: tuple[HostProcess, ...]) -> None:
+    """Boot of a daemonset_paths node: a new holder with fresh bind mounts of the node's (re-created) dirs, and
+    ``entering`` (containerd, kubelet) re-pointed at it. Nothing to do when the old holder still runs (a step
+    before the power-off failed). Raises RuntimeError naming the missing mounts and the holder's log."""
+    if holder.is_running():
+        return
+    holder.restart()
+    ok, missing = node_mounts.wait_ready(np, holder.pid)
+    if not ok:
+        raise RuntimeError(f"mount namespace of node {np.name}: {missing}; its log ends with:\n{holder.tail()}")
+    for proc in entering:
+        proc.argv = node_mounts.reenter(proc.argv, holder.pid)
+    state.save()
 
 
 def _start_node(state, api, node, np, kubelet, containerd, others, timeout) -> None:

@@ -148,12 +148,11 @@ class LocalClusterHandle:
         return disrupt.reboot_node(self._state, self._lay, self._api, self.node(node).name, timeout)
 
     def can_reboot_node(self) -> tuple[bool, str]:
-        """``(True, evidence)``: the harness runs every process of the nodes (RebootsNode). Not with
-        ``daemonset_paths`` yet: the emulation would stop the node's mount-namespace holder and clear the CDI
-        dir bound inside it, and containerd/kubelet re-enter the namespace by the holder's old pid."""
-        if getattr(self, "_state", None) is not None and self._state.host.get("daemonset_paths"):
-            return False, f"local cluster {self.name} runs nodes in mount namespaces (daemonset_paths): no reboots yet"
-        return True, f"local cluster {self.name} emulates node reboots (processes stopped, node /run cleared)"
+        """``(True, evidence)``: the harness runs every process of the nodes (RebootsNode), also the holders of
+        their mount namespaces with ``daemonset_paths``."""
+        state = getattr(self, "_state", None)
+        where = " in mount namespaces of their own" if state is not None and state.host.get("daemonset_paths") else ""
+        return True, f"local cluster {self.name} emulates node reboots{where} (processes stopped, node /run cleared)"
 
     def restart_controller_manager(self, while_stopped: Callable[[], None] | None = None) -> None:
         """Stop kube-controller-manager, run ``while_stopped``, start it again and wait for /healthz

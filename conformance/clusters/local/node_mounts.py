@@ -23,6 +23,7 @@ chart's kubeletplugin.yaml (hostPaths).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
 from pathlib import Path
@@ -86,6 +87,33 @@ def kubelet_argv(argv: list[str]) -> list[str]:
 def enter(holder_pid: int, argv: list[str]) -> list[str]:
     """``argv`` run inside the namespace held by ``holder_pid`` (nsenter execs it: the pid stays argv's)."""
     return ["nsenter", f"--mount=/proc/{holder_pid}/ns/mnt", "--", *argv]
+
+
+def reenter(argv: list[str], holder_pid: int) -> list[str]:
+    """``argv`` (as :func:`enter` made it) entering the namespace of ``holder_pid`` instead (a re-created
+    holder after an emulated reboot); argv without ``nsenter --mount=`` is returned unchanged."""
+    if len(argv) > 1 and argv[0] == "nsenter" and argv[1].startswith("--mount="):
+        return [argv[0], f"--mount=/proc/{holder_pid}/ns/mnt", *argv[2:]]
+    return list(argv)
+
+
+def namespace_of(pid: int) -> str:
+    """The mount namespace of ``pid`` (``mnt:[inode]``); "" when it is gone."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return ""
+
+
+def members(namespace: str) -> list[int]:
+    """Pids in mount namespace ``namespace`` (:func:`namespace_of`), the holder included."""
+    if not namespace:
+        return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and namespace_of(int(entry.name)) == namespace:
+            found.append(int(entry.name))
+    return sorted(found)
 
 
 def mount_points_of(pid: int) -> set[str]:

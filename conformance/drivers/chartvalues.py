@@ -1,0 +1,62 @@
+"""Chart values a deploy takes from the harness's environment (profile key ``env_values``, modes ``helm`` and
+``manifests`` with a chart): ``{ENV_VAR: dotted.value.path}``. A variable that is set and not empty sets that
+value; an unset one leaves the chart's default. This is how a run's ``DRA_REFERENCE_FAULTS`` (host mode: the
+plugin's own environment) reaches a driver deployed as a DaemonSet: the reference chart's ``faults`` value
+becomes the container's ``DRA_REFERENCE_FAULTS`` env (reference_driver/deploy/chart/templates/daemonset.yaml).
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from conformance.core import errors
+
+
+def merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` deep-merged with ``extra`` (``extra`` wins; nested mappings merge). Neither is changed."""
+    out = copy.deepcopy(dict(base))
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def from_env(env_values: Any, environ: Mapping[str, str], source: str = "deploy.env_values") -> dict[str, Any]:
+    """The nested values ``env_values`` (``{ENV_VAR: "a.b.c"}``) gives for ``environ``: ``{"a": {"b": {"c":
+    value}}}`` for every variable set and not empty. Raises ConfigError naming ``source`` for a value that is
+    not a mapping of variable names to dotted paths."""
+    if not env_values:
+        return {}
+    if not isinstance(env_values, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and v and all(v.split(".")) for k, v in env_values.items()
+    ):
+        raise errors.ConfigError(
+            f"{env_values!r} is not a mapping of environment variables to chart value paths",
+            field=source,
+            fix="env_values: {DRA_REFERENCE_FAULTS: faults}",
+        )
+    out: dict[str, Any] = {}
+    for var, path in env_values.items():
+        value = environ.get(var, "")
+        if not value:
+            continue
+        *parents, leaf = path.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def chart_values(deploy: Mapping[str, Any], environ: Mapping[str, str], image_repo: str | None = None) -> dict:
+    """The values a chart is installed or rendered with: the profile's ``values``, then ``env_values`` taken
+    from ``environ``, then ``image.repository`` from ``--image-repo``. Raises ConfigError (see :func:`from_env`)."""
+    values = merge(deploy.get("values") or {}, from_env(deploy.get("env_values"), environ))
+    if image_repo:
+        values = merge(values, {"image": {"repository": image_repo}})
+    return values

@@ -15,6 +15,8 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
       command: env                        # or e.g. nvidia-smi -L with expected_output
       expected_output: 'GPU \\d+:'
       image: busybox                      # optional image with the command
+      device_attribute: ifName            # optional: the probe names a device by this attribute's value
+                                          # (e.g. dranet's interface name), not by its device name
     opaque_config: {parameters: {...}, shows_as: 'regex in the probe output'}   # optional
     capabilities: {shared_claims: true, admin_access: true, partitions: false, consumable_capacity: false,
                    taints: true, prioritized_list: true, multiple_devices: true, opaque_config: true,
@@ -25,6 +27,8 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
     node_selector: {key: value}           # nodes where the driver runs (empty: all)
     requires_hardware: false
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
+                                          # host: nri: true (the plugin is an NRI plugin: nodes serve NRI);
+                                          # netdevs: {kind: ifb|veth, count: N} test interfaces per node
     deploy_alternatives: {helm: {chart: ..., values: ...}}   # optional: what ``--driver-deploy MODE`` uses
 """
 
@@ -54,7 +58,7 @@ BOOL_CAPABILITIES = (
 )
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},
-    "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
+    "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s", "nri", "netdevs"},
     "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images"},
     "manifests": {"dir", "namespace"},
     "preinstalled": set(),
@@ -103,6 +107,7 @@ class Visibility:
     env_regex: str = ""
     expected_output: str = ""
     image: str = ""
+    device_attribute: str = ""  # qualified or unqualified attribute whose value the probe shows ("" = name)
 
     def matches(self, output: str) -> tuple[bool, str]:
         """``(visible, evidence)`` for the probe ``output``."""
@@ -226,7 +231,31 @@ def _check_deploy(deploy: Mapping, mode: str, src: str, modes: Mapping[str, froz
             field="deploy.binary",
             fix="binary: {tool: dra-example-driver, name: dra-example-kubeletplugin}",
         )
+    if mode == "host":
+        _check_netdevs(deploy, src)
     return mode
+
+
+NETDEV_KINDS = ("ifb", "veth")  # no dummy: not every kernel has it (CONFIG_DUMMY)
+
+
+def _check_netdevs(deploy: Mapping, src: str) -> None:
+    """``deploy.nri`` must be a bool; ``deploy.netdevs`` ``{kind: ifb|veth, count: 1..99}``. Raises ConfigError."""
+    net, fix = deploy.get("netdevs", {"count": 1}), "netdevs: {kind: ifb, count: 4}"
+    net_ok = isinstance(net, Mapping) and not set(net) - {"kind", "count"}
+    count = net.get("count") if net_ok else None
+    for field, bad, why in (
+        ("nri", not isinstance(deploy.get("nri", False), bool), f"must be true or false, got {deploy.get('nri')!r}"),
+        ("netdevs", not net_ok, f"must be a mapping of kind and count, got {net!r}"),
+        (
+            "netdevs.kind",
+            net_ok and net.get("kind", "ifb") not in NETDEV_KINDS,
+            f"use one of {', '.join(NETDEV_KINDS)}",
+        ),
+        ("netdevs.count", not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 99, "1 to 99"),
+    ):
+        if bad:
+            raise ConfigError(f"{why} (netdevs: {net!r})", source=src, field=f"deploy.{field}", fix=fix)
 
 
 def parse(
@@ -278,13 +307,13 @@ def parse(
             f"must be an integer ≥ 1, got {per_node!r}", source=src, field="devices_per_node", fix="devices_per_node: 2"
         )
     vis = _mapping(raw, "visibility", src)
-    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image"})
+    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image", "device_attribute"})
     if bad:
         raise ConfigError(
             f"unknown field(s) {bad}",
             source=src,
             field=f"visibility.{bad[0]}",
-            fix="use command, env_regex, expected_output, image",
+            fix="use command, env_regex, expected_output, image, device_attribute",
         )
     if not vis.get("env_regex") and not vis.get("expected_output"):
         raise ConfigError(
@@ -348,6 +377,7 @@ def parse(
             env_regex=str(vis.get("env_regex") or ""),
             expected_output=str(vis.get("expected_output") or ""),
             image=str(vis.get("image") or ""),
+            device_attribute=str(vis.get("device_attribute") or ""),
         ),
         deploy_mode=mode,
         deploy=dict(deploy),

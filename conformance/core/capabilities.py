@@ -198,6 +198,10 @@ def _undeclared(name: str, key: str, src: str, devices: list[Mapping], gates: Ma
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
+    if key == "cdi":  # on unless the profile says otherwise: most drivers hand devices over as CDI specs
+        if profile.capabilities.get("cdi", True):
+            return Capability(name, True, f"{src} does not declare cdi: false", declared="cdi" in profile.capabilities)
+        return Capability(name, False, f"{src} declares cdi: false (the driver writes no CDI spec for a claim)")
     if key == "admin_access_signal":
         if not profile.admin_access_signal:
             return Capability(

@@ -86,6 +86,7 @@ def test_get_for_an_unknown_pod_fails_with_not_found(builder, inventory, node_ac
 
 
 @pytest.mark.scenario("PRA-04")
+@pytest.mark.requires("driver.cdi")
 def test_reported_cdi_ids_are_defined_by_the_driver(k8s, tracker, builder, node_access):
     """The CDI device IDs PodResources reports for the claim are defined by that claim's own CDI spec on the
     node (what the driver prepared for it), or by a driver-wide spec, never by another claim's spec.

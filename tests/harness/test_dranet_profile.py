@@ -178,3 +178,14 @@ def test_probe_names_devices_by_their_interface_name_attribute():
     assert not Probe(k8s, prof, None, inventory).shows_allocation(pod, other, inventory)
     with pytest.raises(ValueError, match="inventory"):
         Probe(k8s, prof, None, None).shows_devices(pod, ["net-xyz"], ["net-xyz"])
+
+
+def test_cdi_capability_is_on_unless_the_profile_says_false():
+    """Tests that read CDI specs skip for dranet (it writes none) with the profile as evidence; every other
+    profile keeps them (cdi defaults to true)."""
+    from conformance.core.capabilities import evaluate  # noqa: PLC0415
+
+    dranet = evaluate({}, profiles.load("dranet"))
+    reference = evaluate({}, profiles.load("reference"))
+    assert not dranet.has("driver.cdi") and "cdi: false" in dranet.evidence("driver.cdi")
+    assert "dranet" in dranet.evidence("driver.cdi") and reference.has("driver.cdi")

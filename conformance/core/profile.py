@@ -21,7 +21,8 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
     capabilities: {shared_claims: true, admin_access: true, partitions: false, consumable_capacity: false,
                    taints: true, prioritized_list: true, multiple_devices: true, opaque_config: true,
                    fault_injection: false, extended_resource_name: "",
-                   published_taints: false, device_status: false, binding_conditions: false, cdi: true}
+                   published_taints: false, device_status: false, binding_conditions: false, cdi: true,
+                   container_isolation: true}
                                               # taints: DeviceTaintRules apply to its devices; published_taints:
                                               # this deployment publishes devices[].taints
     node_selector: {key: value}           # nodes where the driver runs (empty: all)
@@ -56,6 +57,7 @@ BOOL_CAPABILITIES = (
     "device_status",
     "binding_conditions",
     "cdi",
+    "container_isolation",
 )
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},

@@ -37,6 +37,7 @@ def _running_with_claim(k8s, tracker, builder):
 
 
 @pytest.mark.scenario("PRA-01", "PRA-04")
+@pytest.mark.requires("driver.cdi", "driver.container_isolation")
 def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker, builder, node_access, probe):
     """List shows the claim (name, namespace, driver/pool/device of the allocation) for the container that
     references it and nothing for its sibling.

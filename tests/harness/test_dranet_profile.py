@@ -189,3 +189,5 @@ def test_cdi_capability_is_on_unless_the_profile_says_false():
     reference = evaluate({}, profiles.load("reference"))
     assert not dranet.has("driver.cdi") and "cdi: false" in dranet.evidence("driver.cdi")
     assert "dranet" in dranet.evidence("driver.cdi") and reference.has("driver.cdi")
+    assert not dranet.has("driver.container_isolation") and "netns" in dranet.evidence("driver.container_isolation")
+    assert reference.has("driver.container_isolation")

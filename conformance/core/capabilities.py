@@ -195,9 +195,19 @@ def _undeclared(name: str, key: str, src: str, devices: list[Mapping], gates: Ma
     )
 
 
+DEFAULT_ON = {  # profile capabilities that hold unless declared false, and what false means
+    "cdi": "NodePrepareResources names no device and the driver writes no CDI spec for a claim",
+    "container_isolation": "a device shows in every container of the pod, e.g. a netdev in the pod's netns",
+}
+
+
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
+    if key in DEFAULT_ON:  # on unless the profile says otherwise (true of every device handed over with CDI)
+        if profile.capabilities.get(key, True):
+            return Capability(name, True, f"{src} does not declare {key}: false", declared=key in profile.capabilities)
+        return Capability(name, False, f"{src} declares {key}: false ({DEFAULT_ON[key]})")
     if key == "admin_access_signal":
         if not profile.admin_access_signal:
             return Capability(

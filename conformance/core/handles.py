@@ -96,6 +96,25 @@ class RunsHostProcesses(Protocol):
 
 
 @runtime_checkable
+class MakesTestNetdevs(Protocol):
+    """A cluster whose nodes can be given test network interfaces (network drivers such as dranet):
+    ``add_test_netdevs(node, kind, count)`` -> the interface names, unique to the node (``ifb`` | ``veth``);
+    ``remove_test_netdevs(node)`` -> those still present. The cluster's tear-down deletes them too."""
+
+    def add_test_netdevs(self, node: str, kind: str, count: int) -> list[str]: ...
+
+    def remove_test_netdevs(self, node: str) -> list[str]: ...
+
+
+@runtime_checkable
+class RunsNriPlugins(Protocol):
+    """A cluster that starts an NRI plugin (containerd Node Resource Interface) as a host process for one node,
+    where the default socket ``/var/run/nri/nri.sock`` is that node's (a cluster started with NRI on)."""
+
+    def start_nri_plugin(self, node: str, name: str, argv: list[str], env: dict | None = None) -> HostProcess: ...
+
+
+@runtime_checkable
 class RestartsKubelet(Protocol):
     """Restarts a node's kubelet and waits until the node is Ready again (disruptive tests).
     ``can_restart_kubelet()`` -> ``(able, evidence)``."""
@@ -276,6 +295,7 @@ class ProviderContext:
     report_dir: Path
     progress: Callable[[str], None] = lambda line: None
     deploy_mode: str = ""
+    nri: bool = False  # the driver is an NRI plugin (profile deploy.nri): nodes' runtimes must serve NRI
 
 
 @runtime_checkable

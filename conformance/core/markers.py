@@ -136,6 +136,10 @@ CAPABILITIES = {
     "gate.DRADeviceBindingConditions": "feature gate DRADeviceBindingConditions on (KEP-5007)",
     "driver.device_status": "driver writes ResourceClaim status.devices for the devices it prepared (KEP-4817)",
     "driver.binding_conditions": "driver publishes devices with bindingConditions and sets them True (KEP-5007)",
+    "driver.cdi": "NodePrepareResources returns the prepared devices, handed to containers as CDI specs the driver "
+    "writes per claim (profile cdi, default true; false for dranet: it moves a netdev into the pod's netns via NRI)",
+    "driver.container_isolation": "a device shows only in the containers that reference its claim (profile "
+    "container_isolation, default true; false for a netdev, which lives in the pod's network namespace)",
     "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
     "pod's extended resources once the pod completed (KEP-5004)",
     # disruptive lane: optional abilities of the cluster provider and the driver deployer

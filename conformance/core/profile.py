@@ -15,16 +15,21 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
       command: env                        # or e.g. nvidia-smi -L with expected_output
       expected_output: 'GPU \\d+:'
       image: busybox                      # optional image with the command
+      device_attribute: ifName            # optional: the probe names a device by this attribute's value
+                                          # (e.g. dranet's interface name), not by its device name
     opaque_config: {parameters: {...}, shows_as: 'regex in the probe output'}   # optional
     capabilities: {shared_claims: true, admin_access: true, partitions: false, consumable_capacity: false,
                    taints: true, prioritized_list: true, multiple_devices: true, opaque_config: true,
                    fault_injection: false, extended_resource_name: "",
-                   published_taints: false, device_status: false, binding_conditions: false}
+                   published_taints: false, device_status: false, binding_conditions: false, cdi: true,
+                   container_isolation: true}
                                               # taints: DeviceTaintRules apply to its devices; published_taints:
                                               # this deployment publishes devices[].taints
     node_selector: {key: value}           # nodes where the driver runs (empty: all)
     requires_hardware: false
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
+                                          # host: nri: true (the plugin is an NRI plugin: nodes serve NRI);
+                                          # netdevs: {kind: ifb|veth, count: N} test interfaces per node
     deploy_alternatives: {helm: {chart: ..., values: ...}}   # optional: what ``--driver-deploy MODE`` uses
 """
 
@@ -36,6 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import ConfigError
+from .profile_deploy import check_deploy
 
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 BOOL_CAPABILITIES = (
@@ -51,10 +57,12 @@ BOOL_CAPABILITIES = (
     "published_taints",
     "device_status",
     "binding_conditions",
+    "cdi",
+    "container_isolation",
 )
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},
-    "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
+    "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s", "nri", "netdevs"},
     "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images", "env_values"},
     "manifests": {"dir", "namespace", "chart", "release", "values", "env_values", "images", "timeout_s"},
     "preinstalled": set(),
@@ -103,6 +111,7 @@ class Visibility:
     env_regex: str = ""
     expected_output: str = ""
     image: str = ""
+    device_attribute: str = ""  # qualified or unqualified attribute whose value the probe shows ("" = name)
 
     def matches(self, output: str) -> tuple[bool, str]:
         """``(visible, evidence)`` for the probe ``output``."""
@@ -182,58 +191,6 @@ def _mapping(raw: Mapping, key: str, src: str) -> Mapping:
     return value
 
 
-def _check_deploy_keys(deploy: Mapping, mode: str, src: str, modes: Mapping[str, frozenset[str] | set[str]]) -> None:
-    """Every ``deploy`` key must belong to ``mode``: a key of another mode (``chart`` under ``mode: bundled``)
-    would be silently ignored by the deployer, so it is an error naming the mode it belongs to."""
-    extra = sorted(set(deploy) - set(modes[mode]) - {"mode"})
-    if not extra:
-        return
-    takes = f"deploy mode {mode} takes {', '.join(sorted(modes[mode])) or 'no other keys'}"
-    owners = [m for m, keys in modes.items() if extra[0] in keys]
-    if owners:
-        raise ConfigError(
-            f"{extra[0]!r} is a key of deploy mode {' / '.join(owners)}, but deploy.mode is {mode}",
-            source=src,
-            field=f"deploy.{extra[0]}",
-            fix=f"remove {', '.join(extra)} ({takes}) or set deploy.mode: {owners[0]}",
-        )
-    raise ConfigError(f"unknown field(s) {extra}", source=src, field=f"deploy.{extra[0]}", fix=takes)
-
-
-def _check_deploy(deploy: Mapping, mode: str, src: str, modes: Mapping[str, frozenset[str] | set[str]]) -> str:
-    """Validate one ``deploy`` mapping of ``mode``; returns the mode. Raises ConfigError (field, fix)."""
-    if mode not in modes:
-        raise ConfigError(
-            f"unknown deploy mode {mode!r}",
-            source=src,
-            field="deploy.mode",
-            fix=f"use one of {', '.join(modes)}, or load the plugin that registers {mode!r} (-p MODULE)",
-        )
-    _check_deploy_keys(deploy, mode, src, modes)
-    if mode == "helm" and not deploy.get("chart"):
-        raise ConfigError(
-            "helm deploy needs a chart",
-            source=src,
-            field="deploy.chart",
-            fix="chart: oci://registry/charts/name or a chart directory",
-        )
-    if mode == "manifests" and bool(deploy.get("dir")) == bool(deploy.get("chart")):
-        raise ConfigError(
-            "manifests deploy needs a directory or file of manifests (dir), or a chart to render (chart), not both",
-            source=src,
-            field="deploy.dir",
-            fix="dir: path/ (or bundle.yaml), or chart: path/to/chart",
-        )
-    if mode == "host" and not isinstance(deploy.get("binary"), Mapping):
-        raise ConfigError(
-            "host deploy needs binary: {tool: NAME, name: BINARY} or {k8s: NAME}",
-            source=src,
-            field="deploy.binary",
-            fix="binary: {tool: dra-example-driver, name: dra-example-kubeletplugin}",
-        )
-    return mode
-
-
 def parse(
     raw: Any, source: str = "<profile>", extra_modes: Mapping[str, frozenset[str]] | None = None
 ) -> DriverProfile:
@@ -283,13 +240,13 @@ def parse(
             f"must be an integer ≥ 1, got {per_node!r}", source=src, field="devices_per_node", fix="devices_per_node: 2"
         )
     vis = _mapping(raw, "visibility", src)
-    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image"})
+    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image", "device_attribute"})
     if bad:
         raise ConfigError(
             f"unknown field(s) {bad}",
             source=src,
             field=f"visibility.{bad[0]}",
-            fix="use command, env_regex, expected_output, image",
+            fix="use command, env_regex, expected_output, image, device_attribute",
         )
     if not vis.get("env_regex") and not vis.get("expected_output"):
         raise ConfigError(
@@ -333,14 +290,14 @@ def parse(
         flags[key] = value
     modes = {**(extra_modes or {}), **DEPLOY_KEYS}
     deploy = _mapping(raw, "deploy", src)
-    mode = _check_deploy(deploy, deploy.get("mode", "preinstalled"), src, modes)
+    mode = check_deploy(deploy, deploy.get("mode", "preinstalled"), src, modes)
     alternatives = {}
     for alt_mode, alt in _mapping(raw, "deploy_alternatives", src).items():
         if not isinstance(alt, Mapping):
             raise ConfigError(
                 "must be a mapping", source=src, field=f"deploy_alternatives.{alt_mode}", fix="e.g. {chart: path}"
             )
-        _check_deploy({**alt, "mode": alt_mode}, alt_mode, src, modes)
+        check_deploy({**alt, "mode": alt_mode}, alt_mode, src, modes)
         alternatives[str(alt_mode)] = {**alt, "mode": alt_mode}
     opaque = _mapping(raw, "opaque_config", src)
     node_selector = _mapping(raw, "node_selector", src)
@@ -353,6 +310,7 @@ def parse(
             env_regex=str(vis.get("env_regex") or ""),
             expected_output=str(vis.get("expected_output") or ""),
             image=str(vis.get("image") or ""),
+            device_attribute=str(vis.get("device_attribute") or ""),
         ),
         deploy_mode=mode,
         deploy=dict(deploy),

@@ -4,13 +4,18 @@
   when a ``deviceclass*.yaml`` is there, otherwise generated from the profile.
 * ``host``: a third-party binary from the toolchain cache (dra-example-driver, the upstream dra-test-driver)
   with the profile's ``deploy.args`` templated by node paths (``{node_name}``, ``{kubeconfig}``,
-  ``{cdi_dir}``, ``{plugin_registry_dir}``, ``{plugins_dir}``, ``{state_dir}``, ``{driver}``).
+  ``{cdi_dir}``, ``{plugin_registry_dir}``, ``{plugins_dir}``, ``{kubelet_root_dir}``, ``{state_dir}``,
+  ``{driver}``, ``{netdevs_cel}``). ``deploy.netdevs: {kind, count}`` first gives every node test network
+  interfaces (the cluster's MakesTestNetdevs; ``{netdevs_cel}`` is the CEL list literal of that node's names,
+  for a driver's interface filter) and removes them at tear-down; ``deploy.nri: true`` starts the plugin
+  through the cluster's RunsNriPlugins, where the default NRI socket is the node's.
 Flags: reference_driver/config.py; dra-example-driver cmd/dra-example-kubeletplugin; k8s
 test/e2e/dra/test-driver/app/server.go (``kubelet-plugin`` subcommand).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +24,7 @@ from typing import Any
 import yaml
 
 from conformance.core import errors, timeouts
-from conformance.core.handles import ClusterHandle, RunsHostProcesses
+from conformance.core.handles import ClusterHandle, MakesTestNetdevs, RunsHostProcesses, RunsNriPlugins
 from conformance.core.profile import DriverProfile
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache
@@ -47,6 +52,23 @@ def _require_host_processes(cluster: ClusterHandle, profile: DriverProfile) -> R
     return cluster
 
 
+def cel_string_list(values: list[str]) -> str:
+    """A CEL list literal of string ``values`` (``["a", "b"]``), each quoted and escaped (CEL string
+    literals take JSON's escapes for ``"`` and ``\\``; cel-spec langdef.md "String and Bytes Values")."""
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def _ability(cluster: ClusterHandle, ability: type, field: str, profile: DriverProfile):
+    if not isinstance(cluster, ability):
+        raise errors.ConfigError(
+            f"this cluster provider cannot honour {field} ({ability.__name__})",
+            source=profile.source,
+            field=field,
+            fix="use --cluster local, or deploy the driver yourself and use --driver-deploy preinstalled",
+        )
+    return cluster
+
+
 class HostDeployer:
     """Starts the plugin on every node of a local cluster and waits for its slices."""
 
@@ -64,6 +86,7 @@ class HostDeployer:
         self.state_root, self.ready_timeout = Path(state_root), ready_timeout
         self.processes: dict = {}
         self.created_classes: list[str] = []
+        self.netdevs: dict[str, list[str]] = {}  # node -> test interfaces created for it
 
     @classmethod
     def from_context(cls, ctx: DeployContext) -> HostDeployer:
@@ -84,8 +107,10 @@ class HostDeployer:
             "cdi_dir": str(node.cdi_dir),
             "plugin_registry_dir": str(node.plugin_registry_dir),
             "plugins_dir": str(node.plugins_dir),
+            "kubelet_root_dir": str(node.kubelet_root_dir),
             "state_dir": str(self.state_root / node.name),
             "driver": self.profile.driver,
+            "netdevs_cel": cel_string_list(self.netdevs.get(node.name, [])),
         }
         deploy = self.profile.deploy
         if self.profile.deploy_mode == "bundled":
@@ -142,15 +167,20 @@ class HostDeployer:
         On failure everything started is stopped again.
         """
         cluster = _require_host_processes(self.cluster, self.profile)
+        net, nri = self.profile.deploy.get("netdevs"), bool(self.profile.deploy.get("nri"))
+        start = cluster.start_host_process
+        if nri:
+            start = _ability(self.cluster, RunsNriPlugins, "deploy.nri", self.profile).start_nri_plugin
         try:
             for node in self.cluster.nodes:
+                if net:
+                    made = _ability(self.cluster, MakesTestNetdevs, "deploy.netdevs", self.profile)
+                    self.netdevs[node.name] = made.add_test_netdevs(node.name, net.get("kind", "ifb"), net["count"])
                 argv, env = self._argv(node)
                 (self.state_root / node.name).mkdir(parents=True, exist_ok=True)
                 # the per-driver socket dir: some plugins (upstream dra-test-driver) only create its parent
                 (Path(node.plugins_dir) / self.profile.driver).mkdir(parents=True, exist_ok=True)
-                self.processes[node.name] = cluster.start_host_process(
-                    node.name, f"driver-{self.profile.name}", argv, env=env
-                )
+                self.processes[node.name] = start(node.name, f"driver-{self.profile.name}", argv, env=env)
             self.created_classes = self._device_classes()
             check_device_classes(self.k8s, self.profile)
             handle = self._handle()
@@ -235,6 +265,10 @@ class HostDeployer:
             except Exception:  # noqa: BLE001 - keep stopping the others
                 pass
         self.processes.clear()
+        for node in list(self.netdevs):
+            if isinstance(self.cluster, MakesTestNetdevs):
+                self.cluster.remove_test_netdevs(node)  # those inside a pod's netns go with it; the cluster's
+            self.netdevs.pop(node)  # tear-down deletes whatever is left
         delete_device_classes(self.k8s, self.created_classes)
         self.created_classes = []
         delete_slices(self.k8s, self.profile.driver)

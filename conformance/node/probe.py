@@ -161,13 +161,16 @@ class Probe:
         return visible, f"{why}\n{note}" if note else why
 
     def shows_devices(
-        self, pod: Obj, devices: Iterable[str], universe: Iterable[str], container: str | None = None
+        self, pod: Obj, devices: Iterable[str], universe: Iterable[str], container: str | None = None, inventory=None
     ) -> Shown:
         """Whether the container shows exactly ``devices`` (names) among ``universe`` (all device names the
         driver publishes on that node), and no probe line naming something else. Probes that name devices
-        (``GPU_DEVICE_0=gpu-0``) are compared by name; probes that only name claims/requests (upstream test
-        driver ``claim_<c>_<r>=true``) can only prove visibility, so then a hit suffices and the evidence says
-        so. An empty ``devices`` is a "shows no device" check. Raises ProbeDidNotRun."""
+        (``GPU_DEVICE_0=gpu-0``) are compared by name, or, with the profile's ``visibility.device_attribute``,
+        by that attribute's value read from ``inventory`` (default: this Probe's); probes that only name
+        claims/requests (upstream test driver ``claim_<c>_<r>=true``) can only prove visibility, so then a hit
+        suffices and the evidence says so. An empty ``devices`` is a "shows no device" check. Raises
+        ProbeDidNotRun."""
+        devices, universe, how = self._as_shown(pod, devices, universe, inventory or self.inventory)
         expected, names = set(devices), list(universe)
         run, note = self.ended(pod, container, allow_failure=not expected)
         hits = self._hits(run.output)
@@ -186,7 +189,7 @@ class Probe:
             evidence += f" and lines naming no device of this node {other}"
         if run.rc:
             evidence += f" (the command exited {run.rc}: read as no device)"
-        return Shown(ok, f"{evidence}; {self._evidence(pod, container, run, note)}")
+        return Shown(ok, f"{how}{evidence}; {self._evidence(pod, container, run, note)}")
 
     def shows_allocation(self, pod: Obj, claim: Obj, inventory, container: str | None = None) -> Shown:
         """:meth:`shows_devices` for the devices of ``claim``'s allocation results among those ``inventory``
@@ -198,7 +201,26 @@ class Probe:
             raise ValueError(
                 f"pod {pod.namespace}/{pod.name} has no spec.nodeName: pass the pod waits.pod_running returned"
             )
-        return self.shows_devices(pod, [r.device for r in claim.results], inventory.names_on(node), container)
+        names = [r.device for r in claim.results]
+        return self.shows_devices(pod, names, inventory.names_on(node), container, inventory=inventory)
+
+    def _as_shown(self, pod: Obj, devices: Iterable[str], universe: Iterable[str], inventory):
+        """``(devices, universe, note)`` as the probe names them: device names, or with the profile's
+        ``visibility.device_attribute`` the value of that attribute of each device published on the pod's node
+        (dranet: the interface name ``dra.net/ifName``); a device without it keeps its name. Raises ValueError
+        when the profile names an attribute but there is no inventory to read it from."""
+        devices, universe, attr = sorted(devices), list(universe), self.profile.visibility.device_attribute
+        if not attr:
+            return devices, universe, ""
+        if inventory is None:
+            raise ValueError("the profile's probe names devices by an attribute: build the Probe with an inventory")
+        key, node = self.profile.qualified(attr), pod.get("spec.nodeName") or self._pod(pod).get("spec.nodeName")
+        shown = {d.name: str(d.attributes.get(key, d.name)) for d in inventory.on_node(node)}
+        names = [shown.get(d, d) for d in devices]
+        note = (
+            f"devices named by {key} ({', '.join(f'{d}={n}' for d, n in zip(devices, names, strict=True)) or 'none'}): "
+        )
+        return names, [shown.get(d, d) for d in universe], note
 
     def shows_claimed_devices(self, pod: Obj, container: str | None = None) -> Shown:
         """Whether ``container`` (default: the first) shows exactly the devices allocated to what it references

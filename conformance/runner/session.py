@@ -67,7 +67,8 @@ class Session:
 
     def _provider(self) -> ClusterProvider:
         factory = self.registry.cluster_provider(self.cfg.cluster)
-        return factory(ProviderContext(self.cfg, self.report_dir, self.progress, self.deploy_mode))
+        nri = bool(self.profile.deploy.get("nri"))
+        return factory(ProviderContext(self.cfg, self.report_dir, self.progress, self.deploy_mode, nri))
 
     def _deployer(self, cluster: ClusterHandle, k8s: K8s) -> DriverDeployer:
         factory = self.registry.driver_deployer(self.deploy_mode)

@@ -25,6 +25,7 @@ def test_pod_without_claim_sees_no_device(k8s, tracker, builder, inventory, prob
 
 
 @pytest.mark.scenario("SEC-03", "PREP-02")
+@pytest.mark.requires("driver.container_isolation")
 def test_container_not_referencing_the_claim_sees_no_device(k8s, tracker, builder, probe):
     """In one pod, the container that references the claim sees the device and its sibling does not.
     Source: ai-conformance KAR-0049 MultiContainerIsolationTest; resource.k8s.io/v1 container resources.claims."""
@@ -40,7 +41,7 @@ def test_container_not_referencing_the_claim_sees_no_device(k8s, tracker, builde
 
 
 @pytest.mark.scenario("PREP-02")
-@pytest.mark.requires("driver.multiple_devices")
+@pytest.mark.requires("driver.container_isolation", "driver.multiple_devices")
 def test_container_sees_only_the_request_it_references(k8s, tracker, builder, probe):
     """Two containers referencing different requests of one claim each see only their request's device.
     Source: upstream "must map configs and devices to the right containers"; PodResourceClaim request field."""

@@ -136,7 +136,7 @@ def test_running_pod_sees_driver_injected_device(k8s, tracker, builder, probe):
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-6", "ALLOC-13", "ALLOC-15")
-@pytest.mark.requires("node_access")
+@pytest.mark.requires("driver.cdi", "node_access")
 def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, node_access):
     """Deleting a running pod completes (NodeUnprepareResources succeeded), its generated claim is
     deallocated and removed, and the node keeps nothing of the claim: no CDI spec naming it, no PodResources

@@ -17,7 +17,7 @@ from conformance.api import allocated_devices, cdi, replaced_uid, timeouts, wait
 pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.scenario("PREP-09")]
 
 
-@pytest.mark.requires("node_access")
+@pytest.mark.requires("driver.cdi", "node_access")
 def test_repeated_prepare_returns_the_same_devices_and_cdi_ids(k8s, tracker, builder, node_access, dra_plugin):
     """NodePrepareResources for a claim the kubelet already prepared answers, without error, the allocated
     devices and the CDI IDs of the claim's own spec (plus driver-wide ones), the same on every repeat."""
@@ -37,7 +37,7 @@ def test_repeated_prepare_returns_the_same_devices_and_cdi_ids(k8s, tracker, bui
     assert once_more == again, (once_more, again)
 
 
-@pytest.mark.requires("node_access")
+@pytest.mark.requires("driver.cdi", "node_access")
 def test_unprepare_of_a_claim_never_prepared_succeeds(k8s, tracker, builder, inventory, node_access, dra_plugin):
     """NodeUnprepareResources for a claim the driver never prepared answers success for that claim (an entry
     without error; the client refuses an answer without the entry) and leaves nothing for it on the node."""
@@ -52,7 +52,7 @@ def test_unprepare_of_a_claim_never_prepared_succeeds(k8s, tracker, builder, inv
     assert cdi.claim_specs(node_access, node, claim) == {}, node_access.cdi_specs(node)
 
 
-@pytest.mark.requires("node_access")
+@pytest.mark.requires("driver.cdi", "node_access")
 def test_prepare_with_a_replaced_uid_fails_for_that_claim(k8s, tracker, builder, node_access, dra_plugin):
     """NodePrepareResources naming an allocated claim by namespace and name but with a UID the API object
     does not have fails for that claim: no device, and no CDI spec for that UID on the node."""

@@ -14,7 +14,7 @@ from conformance.api import cdi, kubelet_uses, timeouts, waits
 pytestmark = [pytest.mark.node, pytest.mark.disruptive, pytest.mark.kep(4381), pytest.mark.scenario("RST-07")]
 
 
-@pytest.mark.requires("node_access", "plugin_restart")
+@pytest.mark.requires("driver.cdi", "node_access", "plugin_restart")
 def test_claim_prepared_before_a_plugin_restart_is_unprepared_after_it(
     k8s, tracker, builder, driver, node_access, dra_plugin
 ):
@@ -41,7 +41,7 @@ def test_claim_prepared_before_a_plugin_restart_is_unprepared_after_it(
     assert cdi.claim_specs(node_access, node, fresh), node_access.cdi_specs(node)
 
 
-@pytest.mark.requires("node_access", "plugin_restart")
+@pytest.mark.requires("driver.cdi", "node_access", "plugin_restart")
 def test_plugin_restart_keeps_slices_and_running_pods_and_reregisters(
     k8s, tracker, builder, driver, node_access, probe
 ):

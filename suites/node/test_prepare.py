@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
 
 
 @pytest.mark.scenario("PREP-01")
-@pytest.mark.requires("node_access")
+@pytest.mark.requires("driver.cdi", "node_access")
 def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, builder, probe, node_access):
     """A claim listed in the pod's resourceClaims but referenced by no container is still prepared (a CDI spec
     for it exists on the node) while no container sees its device.
@@ -30,7 +30,7 @@ def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, b
 
 
 @pytest.mark.scenario("PREP-10")
-@pytest.mark.requires("node_access")
+@pytest.mark.requires("driver.cdi", "node_access")
 def test_cdi_spec_exists_while_prepared_and_is_removed_after(k8s, tracker, builder, node_access):
     """The driver's CDI spec for a claim exists on the node while its pod runs; after the pod is deleted and
     the claim unprepared the node keeps nothing of it (no CDI spec naming it, no PodResources entry).

@@ -37,6 +37,7 @@ def _running_with_claim(k8s, tracker, builder):
 
 
 @pytest.mark.scenario("PRA-01", "PRA-04")
+@pytest.mark.requires("driver.cdi", "driver.container_isolation")
 def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker, builder, node_access, probe):
     """List shows the claim (name, namespace, driver/pool/device of the allocation) for the container that
     references it and nothing for its sibling.
@@ -86,6 +87,7 @@ def test_get_for_an_unknown_pod_fails_with_not_found(builder, inventory, node_ac
 
 
 @pytest.mark.scenario("PRA-04")
+@pytest.mark.requires("driver.cdi")
 def test_reported_cdi_ids_are_defined_by_the_driver(k8s, tracker, builder, node_access):
     """The CDI device IDs PodResources reports for the claim are defined by that claim's own CDI spec on the
     node (what the driver prepared for it), or by a driver-wide spec, never by another claim's spec.

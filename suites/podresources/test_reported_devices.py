@@ -21,6 +21,7 @@ pytestmark = [
 
 
 @pytest.mark.scenario("PRA-04")
+@pytest.mark.requires("driver.cdi")
 def test_reported_devices_are_the_devices_the_container_sees(k8s, tracker, builder, inventory, node_access, probe):
     """The device names PodResources reports for a container are exactly the devices its probe shows, among
     the devices the driver publishes on that node.

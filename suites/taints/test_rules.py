@@ -46,6 +46,7 @@ def test_noschedule_rule_keeps_new_claims_off_the_tainted_device(k8s, tracker, b
 
 
 @pytest.mark.scenario("TAINT-05")
+@pytest.mark.requires("driver.cdi")
 def test_noexecute_rule_evicts_the_pod_and_releases_its_claim(k8s, tracker, builder, taint_target, node_access):
     """A NoExecute DeviceTaintRule on the device a running pod uses evicts the pod; its claim is deallocated and
     unprepared on the node (no CDI spec, not in PodResources), and while the rule exists the device, still

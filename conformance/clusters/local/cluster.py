@@ -21,7 +21,7 @@ from conformance.toolchain import cache, versions
 from . import api as apilib
 from . import control_plane as cp
 from . import gates as gatelib
-from . import hostsys, images, node_config, node_mounts, preflight
+from . import hostsys, images, netdevs, node_config, node_mounts, preflight
 from .config import Layout, LocalClusterConfig, layout_for
 from .handle import LocalClusterHandle
 from .pki import Pki, write_kubeconfig
@@ -81,6 +81,7 @@ class LocalCluster:
             kwok_nodes=len(state.kwok_nodes),
             k8s_version=state.k8s_version or None,
             daemonset_paths=bool(state.host.get("daemonset_paths")),
+            nri=bool(state.host.get("nri")),
         )
         cluster = cls(cfg)
         if state.phase == "running":
@@ -137,6 +138,10 @@ class LocalCluster:
                 state.host["daemonset_paths"] = True
                 state.save()  # recorded before creating anything: another cluster's tear-down keeps them
                 node_mounts.ensure_mount_points(node_config.node_paths(self.layout, 0))
+            if self.config.nri:
+                state.host["nri"] = True
+                state.save()  # recorded before creating /run/nri: another cluster's tear-down keeps it
+                netdevs.ensure_nri_mount_point()
             state.save()
         self._say(f"pre-flight ok (Kubernetes {tag}, cgroup {facts.cgroup}, runc {facts.runc})")
         if self.config.kube_proxy is None and other:
@@ -306,11 +311,14 @@ class LocalCluster:
                 np.kubelet_root / "plugins_registry",
                 np.kubelet_root / "plugins",
                 np.pod_logs_dir,
+                *([np.nri_dir] if self.config.nri else []),
             ):
                 d.mkdir(parents=True, exist_ok=True)
             hostsys.create_cgroup_root(lay.cgroup_root(i))
             node_config.cni_config(lay, np)
-            conf = node_config.containerd_config(np, facts.runc, facts.cni_bin_dir, state.images["pause"])
+            conf = node_config.containerd_config(
+                np, facts.runc, facts.cni_bin_dir, state.images["pause"], nri=self.config.nri
+            )
             bin_dir = str(Path(facts.binaries["containerd"]).parent)  # containerd-shim-runc-v2 lives there
             env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
             argv = node_config.containerd_argv(facts.binaries["containerd"], conf)

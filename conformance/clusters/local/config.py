@@ -59,6 +59,9 @@ class LocalClusterConfig:
     """Flags appended to a component's command line, by process name (``kube-scheduler``, ``kube-controller-
     manager``...), e.g. the benchmark's client QPS."""
     daemonset_paths: bool = False
+    nri: bool = False
+    """Enable containerd's NRI on every node, each on its own socket ``<node run dir>/nri/nri.sock`` (NRI
+    plugins such as dranet; conformance.clusters.local.netdevs)."""
 
     def validate(self) -> LocalClusterConfig:
         """Check every field; returns self. Raises ConfigError naming the field and the fix."""

@@ -14,7 +14,7 @@ from conformance.toolchain.images.ctr import import_image
 from conformance.toolchain.images.oci import ImageError
 
 from . import api as apilib
-from . import disrupt
+from . import disrupt, netdevs
 from .config import Layout
 from .node_config import node_paths
 from .processes import HostProcess
@@ -108,6 +108,27 @@ class LocalClusterHandle:
             raise ValueError(f"a process named {name!r} already runs for node {node} (pid {current.pid})")
         proc = HostProcess.spawn(name, node, argv, self.log_dir / f"{node}-{name}.log", env=env)
         return self._state.add_process(proc)
+
+    def add_test_netdevs(self, node: str, kind: str, count: int) -> list[str]:
+        """Create ``count`` test network interfaces of ``kind`` (``ifb`` | ``veth``) for ``node`` (MakesTestNetdevs;
+        names unique to the node and cluster, :mod:`conformance.clusters.local.netdevs`), recorded so tear-down
+        deletes them. Raises KeyError (unknown node), ValueError (bad kind or count), RuntimeError (``ip``)."""
+        return netdevs.create(self._state, self.node(node).name, kind, count)
+
+    def remove_test_netdevs(self, node: str) -> list[str]:
+        """Delete ``node``'s test interfaces; returns those still present (inside a pod's namespace)."""
+        return netdevs.remove(self._state, self.node(node).name)
+
+    def start_nri_plugin(self, node: str, name: str, argv: list[str], env: dict | None = None) -> HostProcess:
+        """:meth:`start_host_process` for an NRI plugin that dials the default socket ``/var/run/nri/nri.sock``:
+        it runs where that path is ``node``'s own NRI socket (RunsNriPlugins; netdevs.nri_plugin_argv).
+        Raises ClusterUnavailable when the cluster runs without NRI, KeyError, ValueError."""
+        if not self._state.host.get("nri"):
+            raise ClusterUnavailable(
+                f"local cluster {self.name} runs containerd without NRI: the driver profile must set deploy.nri: true"
+            )
+        np = node_paths(self._lay, [n.name for n in self.nodes].index(self.node(node).name))
+        return self.start_host_process(node, name, netdevs.nri_plugin_argv(np, argv), env=env)
 
     def load_images(self, archives: list[Path]) -> list[str]:
         """Import each OCI archive into every real node's containerd (``ctr images import``); returns the

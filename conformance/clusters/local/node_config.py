@@ -47,6 +47,11 @@ class NodePaths:
         return self.run_dir / "cdi"
 
     @property
+    def nri_dir(self) -> Path:
+        """The directory of this node's NRI socket ``nri.sock`` (when the cluster runs with ``nri``)."""
+        return self.run_dir / "nri"
+
+    @property
     def cni_conf_dir(self) -> Path:
         return self.dir / "cni-conf"
 
@@ -63,11 +68,27 @@ def node_paths(lay: Layout, i: int) -> NodePaths:
     return NodePaths(index=i, name=lay.node_name(i), dir=lay.node_dir(i), run_dir=lay.node_run_dir(i))
 
 
-def containerd_config(np: NodePaths, runc: str, cni_bin_dir: str, pause_ref: str) -> Path:
+def nri_toml(np: NodePaths, enabled: bool) -> str:
+    """The NRI section of node ``np``'s containerd config: off, or on with this node's own socket, plugin and
+    plugin-config directories (containerd docs/NRI.md: ``disable``, ``socket_path``, ``plugin_path``,
+    ``plugin_config_path``), so nodes never share the host-wide defaults (/var/run/nri/nri.sock, /opt/nri)."""
+    if not enabled:
+        return "[plugins.'io.containerd.nri.v1.nri']\n  disable = true\n"
+    return (
+        "[plugins.'io.containerd.nri.v1.nri']\n"
+        "  disable = false\n"
+        f"  socket_path = '{np.nri_dir / 'nri.sock'}'\n"
+        f"  plugin_path = '{np.dir / 'nri' / 'plugins'}'\n"
+        f"  plugin_config_path = '{np.dir / 'nri' / 'conf.d'}'\n"
+    )
+
+
+def containerd_config(np: NodePaths, runc: str, cni_bin_dir: str, pause_ref: str, nri: bool = False) -> Path:
     """Write the node's containerd config.toml (version 3) and return its path.
 
     CDI on with only this node's spec dir; restrict_oom_score_adj (no CAP_SYS_RESOURCE on the target VM);
-    runc from Debian; cgroupfs; netns mounts under the state dir; NRI off (its socket is host-global).
+    runc from Debian; cgroupfs; netns mounts under the state dir; NRI off unless ``nri`` (then on this node's
+    own socket, :func:`nri_toml`).
     """
     toml = f"""version = 3
 root = '{np.containerd_root}'
@@ -79,9 +100,7 @@ state = '{np.containerd_state}'
 [ttrpc]
   address = '{np.containerd_socket}.ttrpc'
 
-[plugins.'io.containerd.nri.v1.nri']
-  disable = true
-
+{nri_toml(np, nri)}
 [plugins.'io.containerd.internal.v1.opt']
   path = '{np.dir / "opt"}'
 

@@ -78,6 +78,7 @@ class LocalProvider:
                 slot=slot,
                 kube_proxy=None,
                 daemonset_paths=self.ctx.deploy_mode in POD_DEPLOY_MODES,
+                nri=self.ctx.nri,
             ),
             self.ctx.progress,
         )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
 
-from . import hostsys, node_mounts
+from . import hostsys, netdevs, node_mounts
 from .config import Layout
 from .node_config import node_paths
 from .processes import kill_pids, processes_matching
@@ -70,6 +70,9 @@ def teardown(state: ClusterState) -> None:
     if left:
         errors.append(f"mounts could not be removed: {left}")
     _network_cleanup(state, lay)
+    kept_links = netdevs.remove(state)
+    if kept_links:
+        errors.append(f"test interfaces could not be removed: {kept_links}")
     for i in range(lay.nodes):
         stuck = hostsys.remove_cgroup_root(lay.cgroup_root(i))
         if stuck:
@@ -90,6 +93,11 @@ def teardown(state: ClusterState) -> None:
             kept = node_mounts.remove_mount_points(state.name)
         if kept:
             errors.append(f"mount points created for daemonset_paths are not empty: {kept}")
+    if state.host.get("nri"):
+        with host_lock():
+            kept = netdevs.remove_nri_mount_point(state.name)
+        if kept:
+            errors.append(f"the NRI directory created for the nodes' plugins is not empty: {kept}")
     if errors:
         raise TeardownError(state.name, errors)
 

@@ -28,6 +28,7 @@ from .podresources import PodResourcesClient
 
 KUBELET_ROOT = "/var/lib/kubelet"
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
+SPEC_MARK = "\x1e"  # ASCII record separator: between file names and contents in one exec's output
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
 GRPC_CONTAINER = "grpc"
 GRPC_IDLE = ["python", "-c", "import signal; signal.pause()"]  # the grpc container waits for execs
@@ -144,12 +145,17 @@ class HelperPodNodeAccess:
         return True, f"privileged helper pods in namespace {self.namespace} on {sorted(self.pods)}"
 
     def cdi_specs(self, node: str) -> dict[str, str]:
-        out = {}
-        for directory in CDI_DIRS:
-            listing = self._exec(node, f"ls /host{directory} 2>/dev/null || true").split()
-            for name in listing:
-                out[name] = self._exec(node, f"cat /host{directory}/{shlex.quote(name)}")
-        return out
+        """CDI spec files (``*.json``, ``*.yaml``) of the node's /etc/cdi and /var/run/cdi, read in one exec. The
+        host's /var/run is usually a symlink to /run, which would resolve inside the container: then its
+        /run/cdi is read."""
+        run_dir = "/host/var/run/cdi"
+        script = (
+            f"r={run_dir}; [ -L /host/var/run ] && r=/host/run/cdi; "
+            "for f in /host/etc/cdi/* $r/*; do case $f in *.json|*.yaml|*.yml) [ -f $f ] || continue; "
+            f'printf "{SPEC_MARK}%s{SPEC_MARK}" "${{f##*/}}"; cat "$f";; esac; done'
+        )
+        parts = self._exec(node, script).split(SPEC_MARK)[1:]
+        return dict(zip(parts[0::2], parts[1::2], strict=False))
 
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())

@@ -102,3 +102,8 @@ lint: ## layer contract (import-linter), lint rules and formatting (ruff; config
 
 clean: ## remove build outputs and reports (keeps the binary cache)
 	rm -rf build reports/*/ reports/latest .pytest_cache
+
+.PHONY: install-driver
+install-driver: ## local cluster + DRIVER from its Helm chart, left running for `run --cluster existing` (README)
+	$(VENV)/bin/dra-conformance install --driver $(DRIVER) --driver-deploy helm --nodes $(NODES) \
+	    --feature-gates $(FEATURE_GATES) $(K8S_FLAG)

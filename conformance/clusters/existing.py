@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.core.config import gate_list
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance.k8s import discovery
 from conformance.k8s.client import K8s
@@ -60,8 +61,9 @@ class ExistingNode:
 
 @dataclasses.dataclass
 class ExistingCluster:
-    """Handle of ``--cluster existing``: kubeconfig, version and node names from the API; gates and
-    runtime-config unknown (empty); ``images``: what test pods use (``busybox``) and the helper pods' gRPC relay
+    """Handle of ``--cluster existing``: kubeconfig, version and node names from the API; ``feature_gates``:
+    what ``--cluster-feature-gates`` states (the harness reads the real ones from metrics); runtime-config
+    unknown (empty); ``images``: what test pods use (``busybox``) and the helper pods' gRPC relay
     (``grpc``, "" when absent), from :func:`choose_images`."""
 
     kubeconfig: Path
@@ -88,7 +90,11 @@ class ExistingProvider:
         version = discovery.server_version(k8s)
         nodes = discovery.nodes(k8s)
         self.handle = ExistingCluster(
-            self._kubeconfig(), version, [ExistingNode(n.name) for n in nodes], images=choose_images(nodes)
+            self._kubeconfig(),
+            version,
+            [ExistingNode(n.name) for n in nodes],
+            feature_gates=gate_list("--cluster-feature-gates", self.ctx.cfg.cluster_feature_gates),
+            images=choose_images(nodes),
         )
         return self.handle
 
@@ -118,6 +124,7 @@ class ExistingProvider:
             "k8s_version": self.handle.k8s_version,
             "nodes": [n.name for n in self.handle.nodes],
             "images": dict(self.handle.images),
+            "feature_gates": dict(self.handle.feature_gates),
         }
 
     def attach(self, state: Mapping[str, Any]) -> ExistingCluster:
@@ -126,6 +133,7 @@ class ExistingProvider:
             Path(state["kubeconfig"]),
             str(state.get("k8s_version", "")),
             [ExistingNode(n) for n in state.get("nodes", [])],
+            feature_gates=dict(state.get("feature_gates") or {}),
             images=dict(state.get("images") or DEFAULT_IMAGES),
         )
         return self.handle

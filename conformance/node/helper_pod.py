@@ -100,11 +100,14 @@ class HelperPodNodeAccess:
             self._error = str(exc).splitlines()[0]
 
     def stop(self) -> None:
-        """Delete the helper namespace (its pods go with it)."""
+        """Delete the helper namespace (its pods go with it) and wait until it is gone (bounded: raises
+        WaitTimeout naming it; the session's run-label sweep then tries again)."""
         try:
+            ns = self.k8s.get("Namespace", self.namespace)
             self.k8s.delete("Namespace", self.namespace)
         except errors.NotFound:
-            pass
+            return
+        waits.object_gone(self.k8s, ns, timeout=timeouts.NAMESPACE_DELETE)
 
     def _exec(self, node: str, script: str) -> str:
         return self._exec_argv(node, ["sh", "-c", script])

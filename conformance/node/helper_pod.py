@@ -28,6 +28,7 @@ from .podresources import PodResourcesClient
 
 KUBELET_ROOT = "/var/lib/kubelet"
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
+HOST_NS = "nsenter -t 1 -m -u -i -n -p --"  # run in the host's namespaces (hostPID: pid 1 is the host's init)
 SPEC_MARK = "\x1e"  # ASCII record separator: between file names and contents in one exec's output
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
 GRPC_CONTAINER = "grpc"
@@ -191,8 +192,19 @@ class HelperPodNodeAccess:
         return crilog.output(self._exec(node, f"cat $(ls {shlex.quote(directory)}/*.log | tail -n 1)"))
 
     def restart_kubelet(self, node: str) -> None:
-        self._exec(node, "nsenter -t 1 -m -u -i -n -p -- systemctl restart kubelet")
+        self._exec(node, f"{HOST_NS} systemctl restart kubelet")
 
     def can_restart_kubelet(self) -> tuple[bool, str]:
+        """``(able, evidence)``: every node's host runs the kubelet as an active systemd unit (``systemctl
+        is-active kubelet`` in the host's namespaces answers ``active``): only then is a restart a restart."""
         ok, why = self.probe()
-        return ok, (why + " (nsenter + systemctl)") if ok else why
+        if not ok:
+            return ok, why
+        answers = {}
+        for node in self.node_names:
+            try:
+                answers[node] = self._exec(node, f"{HOST_NS} systemctl is-active kubelet 2>&1").strip()[-200:]
+            except Exception as exc:  # noqa: BLE001 - exec refused or failed: the evidence says so
+                answers[node] = f"exec failed: {exc}"
+        able = all(a == "active" for a in answers.values())
+        return able, f"`systemctl is-active kubelet` on the nodes' hosts (helper pods, nsenter): {answers}"

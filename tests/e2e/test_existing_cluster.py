@@ -61,11 +61,12 @@ def installed():
 
 
 def _driver_objects(k8s: K8s) -> dict:
-    """The driver's installed objects by identity (uid, resourceVersion): an untouched object keeps both."""
+    """The driver's installed objects by identity and spec version (uid, metadata.generation): an object nobody
+    deleted or modified keeps both (status updates do not count)."""
     ds = [o for o in k8s.list("DaemonSet", None) if o.namespace == "reference"]
     slices = [s for s in k8s.list("ResourceSlice") if s.get("spec.driver") == DRIVER]
     classes = [k8s.get("DeviceClass", DRIVER)]
-    return {(o.kind, o.name): (o.uid, o.get("metadata.resourceVersion")) for o in ds + slices + classes}
+    return {(o.kind, o.name): (o.uid, o.get("metadata.generation")) for o in ds + slices + classes}
 
 
 def _outcomes(junit: Path) -> dict[str, str]:

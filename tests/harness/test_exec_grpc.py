@@ -111,3 +111,16 @@ def test_existing_cluster_uses_offline_images_only_when_every_node_has_them():
     assert choose_images([both, both]) == {"busybox": "dra-conformance.local/busybox:1", "grpc": relay}
     assert choose_images([both, _node("dra-conformance.local/busybox:1")])["grpc"] == ""
     assert choose_images([_node()]) == {"busybox": "busybox:1.36", "grpc": ""}
+
+
+@pytest.mark.parametrize(
+    ("answer", "able"), [("active", True), ("inactive", False), ("sh: systemctl: not found", False)]
+)
+def test_kubelet_restart_is_offered_only_for_an_active_systemd_unit(answer, able):
+    from conformance.node.helper_pod import HelperPodNodeAccess  # noqa: PLC0415
+
+    access = HelperPodNodeAccess(None, ["n0", "n1"], "r1")
+    access.pods = {"n0": "helper-0", "n1": "helper-1"}
+    access._exec = lambda node, script: (answer if "is-active kubelet" in script else "") + "\n"
+    ok, evidence = access.can_restart_kubelet()
+    assert ok is able and answer in evidence, evidence

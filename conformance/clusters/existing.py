@@ -102,8 +102,9 @@ class ExistingProvider:
         """Nothing: the harness did not create this cluster."""
 
     def node_access(self, choice: str, owner: bool = True) -> NodeAccess | None:
-        """Privileged helper pods for ``privileged-pod`` (started by the owner only); None otherwise."""
-        if choice != "privileged-pod" or not owner or self.handle is None:
+        """Privileged helper pods for ``privileged-pod`` (started by the owner; other processes of the run
+        attach to them); None otherwise."""
+        if choice != "privileged-pod" or self.handle is None:
             return None
         k8s = K8s.from_kubeconfig(self.handle.kubeconfig, self.ctx.cfg.context)
         access = HelperPodNodeAccess(
@@ -113,7 +114,10 @@ class ExistingProvider:
             image=self.handle.images.get("busybox", DEFAULT_IMAGES["busybox"]),
             grpc_image=self.handle.images.get("grpc", ""),
         )
-        access.start()
+        if owner:
+            access.start()
+        else:
+            access.attach()
         return access
 
     def state(self) -> dict:

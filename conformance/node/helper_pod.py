@@ -100,6 +100,18 @@ class HelperPodNodeAccess:
         except errors.ConformanceError as exc:
             self._error = str(exc).splitlines()[0]
 
+    def attach(self) -> None:
+        """Use the helper pods another process of the same run started (an xdist worker): ``node -> pod``
+        from the running pods of the helper namespace; a node without one is unavailable with that reason."""
+        try:
+            pods = self.k8s.list("Pod", self.namespace)
+        except errors.ConformanceError as exc:
+            self._error = str(exc).splitlines()[0]
+            return
+        self.pods = {p.get("spec.nodeName"): p.name for p in pods if p.get("status.phase") == "Running"}
+        if len(self.pods) != len(self.node_names):
+            self._error = f"helper pods running in {self.namespace}: {sorted(self.pods.values())}"
+
     def stop(self) -> None:
         """Delete the helper namespace (its pods go with it) and wait until it is gone (bounded: raises
         WaitTimeout naming it; the session's run-label sweep then tries again)."""

@@ -83,10 +83,10 @@ def test_existing_cluster_run_matches_local_and_touches_nothing_else(installed, 
     # given: a cluster with the driver installed by its chart, and its objects now
     kubeconfig, k8s = installed
     before = _driver_objects(k8s)
-    # when: the existing-cluster path runs the selected node and pod tests
+    # when: the existing-cluster path runs the selected node and pod tests (xdist workers use the helper pods)
     argv = ["run", "--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference"]
     argv += ["--driver-deploy", "preinstalled", "--node-access", "privileged-pod", "--profile", "standard"]
-    argv += ["--workers", "0", "--no-report", "--report-dir", str(tmp_path), "--", "-k", " or ".join(SELECTED)]
+    argv += ["--workers", "2", "--no-report", "--report-dir", str(tmp_path), "--", "-k", " or ".join(SELECTED)]
     proc = _cli(*argv)
     out = proc.stdout + proc.stderr
     # then: each test has its local-run outcome, no helper pod or run namespace is left, the driver is untouched

@@ -3,8 +3,9 @@ cluster with the reference driver installed from its Helm chart (a DaemonSet) an
 ``--cluster existing --kubeconfig ... --node-access privileged-pod --driver-deploy preinstalled`` then checks
 registration (GetInfo through the helper pods' gRPC relay), a CDI spec, PodResources, the DRAPlugin service and a
 pod with a device. Each selected test passes, as on ``--cluster local --driver-deploy helm``; afterwards the helper
-pods are gone and the driver's DaemonSet, DeviceClass and slices are untouched; the disruptive profile is refused
-without ``--allow-disruptive`` before anything is created. About 3 minutes."""
+pods are gone and the driver's DaemonSet, DeviceClass and slices are untouched; a Ctrl-C while a test runs (the
+held test of interrupt_suite/held.py) ends the run with exit 2 and removes the helper pods too; the disruptive
+profile is refused without ``--allow-disruptive`` before anything is created. About 4 minutes."""
 
 from __future__ import annotations
 
@@ -18,10 +19,14 @@ from pathlib import Path
 import pytest
 
 from conformance.core import names
+from conformance.k8s import sweep
 from conformance.k8s.client import K8s
+
+from .preinstalled import WatchedRun
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
+HELD = Path(__file__).parent / "interrupt_suite" / "held.py"  # its test waits until released
 DRIVER = "gpu.dra-conformance.test"  # fixtures/drivers/reference.yaml
 SELECTED = {  # test -> the outcome of `--cluster local --driver-deploy helm` (all pass there)
     "test_driver_registers_with_every_kubelet": "passed",
@@ -96,6 +101,33 @@ def test_existing_cluster_run_matches_local_and_touches_nothing_else(installed, 
     assert left == [], left
     assert not [p for p in k8s.list("Pod", None) if p.name.startswith("helper-")]
     assert _driver_objects(k8s) == before
+
+
+def _existing_run(kubeconfig: str, report: Path, *extra: str) -> list[str]:
+    argv = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "existing", "--kubeconfig", kubeconfig]
+    argv += ["--driver", "reference", "--driver-deploy", "preinstalled", "--node-access", "privileged-pod"]
+    return argv + ["--profile", "core", "--workers", "0", "--no-report", "--report-dir", str(report), "--", *extra]
+
+
+def test_ctrl_c_removes_the_helper_pods(installed, tmp_path):
+    # given: a run held inside a test (its claim exists), its helper pods running
+    kubeconfig, k8s = installed
+    with WatchedRun(_existing_run(kubeconfig, tmp_path, str(HELD))) as run:
+        selector = names.RUN_LABEL  # any object of a run: the module's runs go one after another
+        claim = run.wait_until(
+            "the held test's claim", lambda: k8s.list("ResourceClaim", None, label_selector=selector)
+        )
+        run_id = claim[0].labels[names.RUN_LABEL]
+        helpers = run.wait_until(
+            "helper pods",
+            lambda: [p for p in k8s.list("Pod", None, label_selector=selector) if p.name.startswith("helper-")],
+        )
+        # when: Ctrl-C
+        code, _took = run.ctrl_c(within=120)
+    # then: the run is interrupted and nothing of it is left, helper pods included
+    assert code == 2 and "VERDICT: INTERRUPTED" in run.output and len(helpers) == 2, run.tail()
+    assert sweep.labelled(k8s, run_id) == [], run.tail()
+    assert not [p for p in k8s.list("Pod", helpers[0].namespace)], run.tail()
 
 
 def test_disruptive_profile_is_refused_without_opt_in(installed, tmp_path):

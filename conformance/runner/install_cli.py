@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 from conformance.clusters import builtin as builtin_clusters
@@ -64,7 +63,7 @@ def _install(args: argparse.Namespace) -> int:
                 fix=f"use one of {', '.join(args.pod_modes)}",
             )
         profile = profile.for_mode(mode)
-        report_dir = Path(args.log_dir or tempfile.mkdtemp(prefix="dra-install-"))
+        report_dir = Path(args.log_dir or Path("reports") / "install" / cfg.run_id)
         provider = reg.cluster_provider("local")(ProviderContext(cfg, report_dir, _print, mode))
         cluster = provider.up()
         if isinstance(cluster, LoadsImages):
@@ -108,5 +107,5 @@ def register(subparsers) -> None:
     p.add_argument("--nodes", type=int, default=2, help="real kubelet nodes (1-8, default 2)")
     p.add_argument("--feature-gates", dest="feature_gates", default="all", help="defaults | all (default)")
     p.add_argument("--k8s-version", dest="k8s_version", default=None, help="Kubernetes minor, e.g. 1.34")
-    p.add_argument("--log-dir", dest="log_dir", default=None, help="component logs (default: a temp dir)")
+    p.add_argument("--log-dir", dest="log_dir", default=None, help="logs (default reports/install/<run-id>)")
     p.set_defaults(func=_install, pod_modes=("helm", "manifests"))

@@ -112,3 +112,8 @@ CLUSTER_ARGS ?=
 IN_CLUSTER_ARGS ?= --driver reference --driver-deploy helm --profile core --node-access privileged-pod
 conformance-in-cluster: ## the suite as a pod against the cluster running it (KUBECONFIG; unset: the local cluster of `make cluster-up CLUSTER_ARGS=--daemonset-paths`, images imported); IN_CLUSTER_ARGS, RUN_ARGS; report in reports/in-cluster-<time>/ (ci/in-cluster/)
 	DRA_CONFORMANCE=$(VENV)/bin/dra-conformance PYTHON=$(PY) SUITE_ARGS="$(IN_CLUSTER_ARGS) $(RUN_ARGS)" bash ci/in-cluster/run.sh
+
+.PHONY: install-driver
+install-driver: ## local cluster + DRIVER from its Helm chart, left running for `run --cluster existing` (README)
+	$(VENV)/bin/dra-conformance install --driver $(DRIVER) --driver-deploy helm --nodes $(NODES) \
+	    --feature-gates $(FEATURE_GATES) $(K8S_FLAG)

@@ -15,6 +15,7 @@ from conformance.clusters import cli as cluster_cli
 from conformance.clusters import images_cli
 from conformance.reporting import cli as report_cli
 from conformance.runner import cli as run_cli
+from conformance.runner import install_cli
 from conformance.toolchain import cli as toolchain_cli
 from conformance.validation import cli as validation_cli
 
@@ -26,6 +27,7 @@ SUBCOMMANDS = (
     report_cli,  # report
     validation_cli,  # validate-suite
     bench_cli,  # bench
+    install_cli,  # install (a local cluster with a driver from its chart, kept for existing-cluster runs)
 )
 
 

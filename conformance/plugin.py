@@ -72,6 +72,7 @@ OPTIONS = (  # flag, dest, help, extra
     ("--node-access", "node_access", "auto | none | privileged-pod (explicit opt-in on existing clusters)", {}),
     ("--run-id", "run_id", "run ID labelling every object (default: generated)", {}),
     ("--keep-cluster", "keep_cluster", "leave the local cluster running after the run", {"action": "store_true"}),
+    ("--cluster-feature-gates", "cluster_feature_gates", "Name=true,... an existing cluster runs with", {}),
 )
 
 
@@ -138,8 +139,7 @@ def pytest_configure(config):
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
     config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
-    values["allow_disruptive"] = bool(values["allow_disruptive"])
-    values["keep_cluster"] = bool(values["keep_cluster"])
+    values.update(allow_disruptive=bool(values["allow_disruptive"]), keep_cluster=bool(values["keep_cluster"]))
     try:
         from conformance.toolchain import versions  # noqa: PLC0415 - reads versions.toml
 

@@ -1,6 +1,12 @@
 """The ``existing`` cluster provider: a cluster the harness did not create, reached through ``--kubeconfig``
 (and ``--context``). ``down()`` removes nothing; node access only with the explicit
 ``--node-access privileged-pod`` opt-in (privileged helper pods, conformance/node/helper_pod.py).
+
+Images: the offline images (``dra-conformance images``: busybox for probe and helper pods, the reference-driver
+image as the helpers' gRPC relay) are used when every node lists them in ``Node.status.images`` (the kubelet
+reports its runtime's images there), so an air-gapped cluster loaded with ``dra-conformance images import``
+needs no registry; otherwise ``busybox:1.36`` from the nodes' registry, and no gRPC relay (the node checks that
+need one are skipped with that evidence).
 """
 
 from __future__ import annotations
@@ -10,12 +16,40 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.core.config import gate_list
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance.k8s import discovery
 from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
 from conformance.node.helper_pod import HelperPodNodeAccess
+from conformance.toolchain.images import reference_image, refs
+from conformance.toolchain.images.catalog import DEFAULT_IMAGES as OFFLINE_IMAGES
 
 DEFAULT_IMAGES = {"busybox": "busybox:1.36"}
+
+
+def images_on_every_node(nodes: list[Obj]) -> set[str]:
+    """Image references (normalized) that every node reports in ``status.images[].names`` (empty for none)."""
+    per_node = [
+        {
+            refs.normalize(n)
+            for image in node.get("status.images") or []
+            for n in image.get("names") or []
+            if "@" not in n
+        }
+        for node in nodes
+    ]
+    return set.intersection(*per_node) if per_node else set()
+
+
+def choose_images(nodes: list[Obj]) -> dict[str, str]:
+    """``{"busybox": ref, "grpc": ref or ""}``: the offline images where every node has them (module docstring)."""
+    present = images_on_every_node(nodes)
+    offline, relay = refs.normalize(OFFLINE_IMAGES["busybox"]), reference_image.ref()  # relay: Python + grpcio
+    return {
+        "busybox": OFFLINE_IMAGES["busybox"] if offline in present else DEFAULT_IMAGES["busybox"],
+        "grpc": relay if relay in present else "",
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,8 +61,10 @@ class ExistingNode:
 
 @dataclasses.dataclass
 class ExistingCluster:
-    """Handle of ``--cluster existing``: kubeconfig, version and node names from the API; gates and
-    runtime-config unknown (empty); ``images``: what test pods use (busybox from the node's registry)."""
+    """Handle of ``--cluster existing``: kubeconfig, version and node names from the API; ``feature_gates``:
+    what ``--cluster-feature-gates`` states (the harness reads the real ones from metrics); runtime-config
+    unknown (empty); ``images``: what test pods use (``busybox``) and the helper pods' gRPC relay
+    (``grpc``, "" when absent), from :func:`choose_images`."""
 
     kubeconfig: Path
     k8s_version: str
@@ -52,15 +88,23 @@ class ExistingProvider:
         """Read version and nodes. Raises ClusterUnavailable naming the kubeconfig or the server."""
         k8s = K8s.from_kubeconfig(self.ctx.cfg.kubeconfig, self.ctx.cfg.context)
         version = discovery.server_version(k8s)
-        self.handle = ExistingCluster(self._kubeconfig(), version, [ExistingNode(n.name) for n in discovery.nodes(k8s)])
+        nodes = discovery.nodes(k8s)
+        self.handle = ExistingCluster(
+            self._kubeconfig(),
+            version,
+            [ExistingNode(n.name) for n in nodes],
+            feature_gates=gate_list("--cluster-feature-gates", self.ctx.cfg.cluster_feature_gates),
+            images=choose_images(nodes),
+        )
         return self.handle
 
     def down(self) -> None:
         """Nothing: the harness did not create this cluster."""
 
     def node_access(self, choice: str, owner: bool = True) -> NodeAccess | None:
-        """Privileged helper pods for ``privileged-pod`` (started by the owner only); None otherwise."""
-        if choice != "privileged-pod" or not owner or self.handle is None:
+        """Privileged helper pods for ``privileged-pod`` (started by the owner; other processes of the run
+        attach to them); None otherwise."""
+        if choice != "privileged-pod" or self.handle is None:
             return None
         k8s = K8s.from_kubeconfig(self.handle.kubeconfig, self.ctx.cfg.context)
         access = HelperPodNodeAccess(
@@ -68,17 +112,23 @@ class ExistingProvider:
             [n.name for n in self.handle.nodes],
             self.ctx.cfg.run_id,
             image=self.handle.images.get("busybox", DEFAULT_IMAGES["busybox"]),
+            grpc_image=self.handle.images.get("grpc", ""),
         )
-        access.start()
+        if owner:
+            access.start()
+        else:
+            access.attach()
         return access
 
     def state(self) -> dict:
-        """``{kubeconfig, k8s_version, nodes}`` for :meth:`attach`."""
+        """``{kubeconfig, k8s_version, nodes, images}`` for :meth:`attach`."""
         assert self.handle is not None, "state() before up()"
         return {
             "kubeconfig": str(self.handle.kubeconfig),
             "k8s_version": self.handle.k8s_version,
             "nodes": [n.name for n in self.handle.nodes],
+            "images": dict(self.handle.images),
+            "feature_gates": dict(self.handle.feature_gates),
         }
 
     def attach(self, state: Mapping[str, Any]) -> ExistingCluster:
@@ -87,5 +137,7 @@ class ExistingProvider:
             Path(state["kubeconfig"]),
             str(state.get("k8s_version", "")),
             [ExistingNode(n) for n in state.get("nodes", [])],
+            feature_gates=dict(state.get("feature_gates") or {}),
+            images=dict(state.get("images") or DEFAULT_IMAGES),
         )
         return self.handle

@@ -54,6 +54,22 @@ def k8s_minor(option: str, value: str | None, known: tuple[str, ...] = ()) -> st
     return m.group(1)
 
 
+def gate_list(option: str, value: Any) -> dict[str, bool]:
+    """``Name=true,Other=false`` (kube-apiserver ``--feature-gates`` syntax) as ``{name: bool}``; "" or None
+    -> {}. Raises ConfigError naming the first bad item."""
+    out: dict[str, bool] = {}
+    for item in [i.strip() for i in str(value or "").split(",") if i.strip()]:
+        name, eq, state = item.partition("=")
+        if not (eq and re.fullmatch(r"[A-Z][A-Za-z0-9]*", name.strip()) and state.strip().lower() in ("true", "false")):
+            raise ConfigError(
+                f"{item!r} is not a feature gate setting",
+                source=option,
+                fix="Name=true or Name=false, comma-separated, e.g. DRAPrioritizedList=true,DRADeviceTaints=false",
+            )
+        out[name.strip()] = state.strip().lower() == "true"
+    return out
+
+
 def positive_float(option: str, value: Any) -> float:
     """``value`` as a float > 0."""
     try:
@@ -87,7 +103,8 @@ class RunConfig:
     prefix for driver images; report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every
     wait; nodes: node count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the
     explicit opt-in for existing clusters); run_id: labels every object; keep_cluster: leave a local cluster
-    running.
+    running; cluster_feature_gates: ``Name=true,...`` the admin of an existing cluster states (used for a gate
+    the cluster's metrics do not report; only with ``--cluster existing``).
     """
 
     cluster: str = "local"
@@ -106,6 +123,7 @@ class RunConfig:
     node_access: str = "auto"
     run_id: str = ""
     keep_cluster: bool = False
+    cluster_feature_gates: str = ""
 
     def __post_init__(self) -> None:
         registry_name("--cluster", self.cluster)
@@ -124,6 +142,12 @@ class RunConfig:
             raise ConfigError("no driver given", source="--driver", fix="e.g. --driver reference")
         positive_float("--timeout-scale", self.timeout_scale)
         node_count("--nodes", self.nodes)
+        if gate_list("--cluster-feature-gates", self.cluster_feature_gates) and self.cluster != "existing":
+            raise ConfigError(
+                f"the gates of a --cluster {self.cluster} cluster are known to the harness",
+                source="--cluster-feature-gates",
+                fix="drop it (use --feature-gates defaults|all), or use it with --cluster existing",
+            )
 
     def as_dict(self) -> dict:
         """Plain dict (for run.json and the xdist state file)."""

@@ -124,14 +124,23 @@ class DraPluginClient:
     can dial); ``version``: ``v1`` or ``v1beta1``; ``timeout``: seconds per call. Claims are objects with
     ``namespace``, ``name`` and ``uid`` (a ResourceClaim ``Obj`` or a :class:`ClaimRef`). ``prepared`` lists
     the :class:`ClaimRef` of every claim a call here prepared without error and did not unprepare since (what
-    a fixture may have to unprepare). Errors: DraPluginError."""
+    a fixture may have to unprepare); ``dial``: how to reach the socket (see unixsock.Dial). Errors:
+    DraPluginError."""
 
     def __init__(
-        self, socket: Path | str, version: str = "v1", *, driver: str = "", node: str = "", timeout: float = TIMEOUT_S
+        self,
+        socket: Path | str,
+        version: str = "v1",
+        *,
+        driver: str = "",
+        node: str = "",
+        timeout: float = TIMEOUT_S,
+        dial: unixsock.Dial = unixsock.channel,
     ) -> None:
         if version not in SERVICE_VERSIONS:
             raise ValueError(f"DRAPlugin service version {version!r} is not one of {SERVICE_VERSIONS}")
         self.socket, self.version, self.driver, self.node, self.timeout = str(socket), version, driver, node, timeout
+        self.dial = dial
         self.prepared: list[ClaimRef] = []
 
     def __repr__(self) -> str:
@@ -143,7 +152,7 @@ class DraPluginClient:
         call it is that claim's failure, as the kubelet counts it (an error for every claim of a failed call)."""
         path = METHOD.format(version=self.version, method=method)
         try:
-            with unixsock.target(self.socket) as dial, grpc.insecure_channel(dial) as channel:
+            with self.dial(self.socket) as channel:
                 call = channel.unary_unary(
                     path,
                     request_serializer=type(request).SerializeToString,

@@ -1,16 +1,19 @@
 """NodeAccess for clusters the harness did not create: one privileged helper pod per node (explicit opt-in,
 ``--node-access privileged-pod``), with the host's root mounted at /host and the host PID namespace.
 
-Reads CDI specs (/var/run/cdi, /etc/cdi), the kubelet plugin registry and container log files through
-``exec``; restarts the kubelet with ``nsenter -t 1 ... systemctl restart kubelet``. PodResources needs a
-gRPC client next to the socket, which a shell helper does not have: ``pod_resources`` raises
-NodeAccessUnavailable. The helper namespace carries the run label, so the session sweep removes it.
+Container ``helper`` (a busybox image) reads CDI specs (/var/run/cdi, /etc/cdi), the kubelet plugin registry and
+container log files through ``exec``, and restarts the kubelet with ``nsenter -t 1 ... systemctl restart
+kubelet``. Container ``grpc`` (an image with Python and grpcio: the offline ``reference-driver`` image) relays
+unary gRPC calls to the node's sockets (registration GetInfo, PodResources, the driver's DRAPlugin service;
+exec_grpc.py); without a ``grpc_image`` those calls raise NodeAccessUnavailable naming the missing image. The
+helper namespace carries the run label, so the session sweep removes it.
 """
 
 from __future__ import annotations
 
 import shlex
 
+import grpc
 from kubernetes import client as kclient
 from kubernetes.stream import stream
 
@@ -18,17 +21,24 @@ from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
 
-from . import crilog
+from . import crilog, draplugin, registration
 from .base import NodeAccessUnavailable
+from .exec_grpc import ExecChannel
 from .podresources import PodResourcesClient
 
 KUBELET_ROOT = "/var/lib/kubelet"
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
+HOST_NS = "nsenter -t 1 -m -u -i -n -p --"  # run in the host's namespaces (hostPID: pid 1 is the host's init)
+SPEC_MARK = "\x1e"  # ASCII record separator: between file names and contents in one exec's output
+PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
+GRPC_CONTAINER = "grpc"
+GRPC_IDLE = ["python", "-c", "import signal; signal.pause()"]  # the grpc container waits for execs
 
 
-def helper_pod(name: str, namespace: str, node: str, image: str, run_id: str) -> dict:
-    """The privileged helper pod spec for ``node`` (hostPID, host / at /host, tolerates every taint)."""
-    return {
+def helper_pod(name: str, namespace: str, node: str, image: str, run_id: str, grpc_image: str = "") -> dict:
+    """The privileged helper pod spec for ``node`` (hostPID, host / at /host, tolerates every taint); with
+    ``grpc_image`` a second container :data:`GRPC_CONTAINER` that relays gRPC calls (module docstring)."""
+    pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": names.run_labels(run_id, "node-access")},
@@ -50,6 +60,10 @@ def helper_pod(name: str, namespace: str, node: str, image: str, run_id: str) ->
             "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
         },
     }
+    if grpc_image:
+        relay = {**pod["spec"]["containers"][0], "name": GRPC_CONTAINER, "image": grpc_image, "command": GRPC_IDLE}
+        pod["spec"]["containers"].append(relay)
+    return pod
 
 
 class HelperPodNodeAccess:
@@ -57,8 +71,11 @@ class HelperPodNodeAccess:
 
     mode = "privileged-pod"
 
-    def __init__(self, k8s: K8s, node_names: list[str], run_id: str, image: str = "busybox:1.36") -> None:
+    def __init__(
+        self, k8s: K8s, node_names: list[str], run_id: str, image: str = "busybox:1.36", grpc_image: str = ""
+    ) -> None:
         self.k8s, self.node_names, self.run_id, self.image = k8s, list(node_names), run_id, image
+        self.grpc_image = grpc_image
         self.namespace = names.dns_label(f"dra-node-access-{run_id}")
         self.pods: dict[str, str] = {}
         self._error = ""
@@ -75,20 +92,40 @@ class HelperPodNodeAccess:
             )
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
             for i, node in enumerate(self.node_names):
-                pod = self.k8s.create(helper_pod(f"helper-{i}", self.namespace, node, self.image, self.run_id))
+                pod = self.k8s.create(
+                    helper_pod(f"helper-{i}", self.namespace, node, self.image, self.run_id, self.grpc_image)
+                )
                 waits.pod_running(self.k8s, pod, timeout=timeouts.POD_START)
                 self.pods[node] = pod.name
         except errors.ConformanceError as exc:
             self._error = str(exc).splitlines()[0]
 
-    def stop(self) -> None:
-        """Delete the helper namespace (its pods go with it)."""
+    def attach(self) -> None:
+        """Use the helper pods another process of the same run started (an xdist worker): ``node -> pod``
+        from the running pods of the helper namespace; a node without one is unavailable with that reason."""
         try:
+            pods = self.k8s.list("Pod", self.namespace)
+        except errors.ConformanceError as exc:
+            self._error = str(exc).splitlines()[0]
+            return
+        self.pods = {p.get("spec.nodeName"): p.name for p in pods if p.get("status.phase") == "Running"}
+        if len(self.pods) != len(self.node_names):
+            self._error = f"helper pods running in {self.namespace}: {sorted(self.pods.values())}"
+
+    def stop(self) -> None:
+        """Delete the helper namespace (its pods go with it) and wait until it is gone (bounded: raises
+        WaitTimeout naming it; the session's run-label sweep then tries again)."""
+        try:
+            ns = self.k8s.get("Namespace", self.namespace)
             self.k8s.delete("Namespace", self.namespace)
         except errors.NotFound:
-            pass
+            return
+        waits.object_gone(self.k8s, ns, timeout=timeouts.NAMESPACE_DELETE)
 
     def _exec(self, node: str, script: str) -> str:
+        return self._exec_argv(node, ["sh", "-c", script])
+
+    def _exec_argv(self, node: str, argv: list[str], container: str = "helper") -> str:
         if node not in self.pods:
             raise NodeAccessUnavailable(f"no helper pod on node {node}: {self._error or 'not started'}")
         api = kclient.CoreV1Api(self.k8s.api)
@@ -96,12 +133,27 @@ class HelperPodNodeAccess:
             api.connect_get_namespaced_pod_exec,
             self.pods[node],
             self.namespace,
-            command=["sh", "-c", script],
+            command=argv,
+            container=container,
             stderr=True,
             stdin=False,
             stdout=True,
             tty=False,
         )
+
+    def _dial(self, node: str):
+        """A ``unixsock.Dial`` whose channels relay through ``node``'s grpc container (socket paths are the
+        node's: /host is prefixed)."""
+        if not self.grpc_image:
+            raise NodeAccessUnavailable(
+                "the privileged helper pods have no gRPC relay: no image with Python and grpcio on every node "
+                "(import the reference-driver image: `dra-conformance images export`/`import`)"
+            )
+
+        def run(argv: list[str]) -> str:
+            return self._exec_argv(node, argv, GRPC_CONTAINER)
+
+        return lambda socket, options=(): ExecChannel(run, "/host" + str(socket))
 
     def probe(self) -> tuple[bool, str]:
         if len(self.pods) != len(self.node_names):
@@ -109,35 +161,62 @@ class HelperPodNodeAccess:
         return True, f"privileged helper pods in namespace {self.namespace} on {sorted(self.pods)}"
 
     def cdi_specs(self, node: str) -> dict[str, str]:
-        out = {}
-        for directory in CDI_DIRS:
-            listing = self._exec(node, f"ls /host{directory} 2>/dev/null || true").split()
-            for name in listing:
-                out[name] = self._exec(node, f"cat /host{directory}/{shlex.quote(name)}")
-        return out
+        """CDI spec files (``*.json``, ``*.yaml``) of the node's /etc/cdi and /var/run/cdi, read in one exec. The
+        host's /var/run is usually a symlink to /run, which would resolve inside the container: then its
+        /run/cdi is read."""
+        run_dir = "/host/var/run/cdi"
+        script = (
+            f"r={run_dir}; [ -L /host/var/run ] && r=/host/run/cdi; "
+            "for f in /host/etc/cdi/* $r/*; do case $f in *.json|*.yaml|*.yml) [ -f $f ] || continue; "
+            f'printf "{SPEC_MARK}%s{SPEC_MARK}" "${{f##*/}}"; cat "$f";; esac; done'
+        )
+        parts = self._exec(node, script).split(SPEC_MARK)[1:]
+        return dict(zip(parts[0::2], parts[1::2], strict=False))
 
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())
 
     def plugin_info(self, node: str) -> list[dict]:
-        raise NodeAccessUnavailable(
-            "the privileged helper pod has no gRPC client for the registration sockets "
-            "(kubelet acceptance is still checked through its metrics, without node access)"
-        )
+        """GetInfo answers of every ``*.sock`` in the node's plugin registry, relayed by the grpc container
+        (shape of :func:`conformance.node.registration.plugins_in`)."""
+        dial, out = self._dial(node), []
+        for name in (n for n in self.plugin_sockets(node) if n.endswith(".sock")):
+            socket = f"{KUBELET_ROOT}/plugins_registry/{name}"
+            try:
+                out.append({**registration.get_info(socket, dial=dial), "socket": name})
+            except grpc.RpcError as exc:
+                out.append({"socket": name, "error": str(exc.code())})
+        return out
 
     def pod_resources(self, node: str) -> PodResourcesClient:
-        raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the PodResources socket")
+        """A client of the node's PodResources socket (:data:`PODRESOURCES_SOCKET`), relayed."""
+        return PodResourcesClient(PODRESOURCES_SOCKET, dial=self._dial(node))
 
-    def dra_plugin(self, node: str, driver: str):
-        raise NodeAccessUnavailable("the privileged helper pod has no gRPC client for the driver's DRA socket")
+    def dra_plugin(self, node: str, driver: str) -> draplugin.DraPluginClient:
+        """A client of ``driver``'s DRAPlugin service on ``node`` at the endpoint its GetInfo advertises
+        (relayed). Raises DraPluginError when no plugin of that driver is registered there."""
+        dial = self._dial(node)
+        socket, version = draplugin.endpoint_of(self.plugin_info(node), driver, node)
+        return draplugin.DraPluginClient(socket, version, driver=driver, node=node, dial=dial)
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         directory = crilog.log_dir(namespace, pod, uid, container, root="/host" + crilog.POD_LOGS)
         return crilog.output(self._exec(node, f"cat $(ls {shlex.quote(directory)}/*.log | tail -n 1)"))
 
     def restart_kubelet(self, node: str) -> None:
-        self._exec(node, "nsenter -t 1 -m -u -i -n -p -- systemctl restart kubelet")
+        self._exec(node, f"{HOST_NS} systemctl restart kubelet")
 
     def can_restart_kubelet(self) -> tuple[bool, str]:
+        """``(able, evidence)``: every node's host runs the kubelet as an active systemd unit (``systemctl
+        is-active kubelet`` in the host's namespaces answers ``active``): only then is a restart a restart."""
         ok, why = self.probe()
-        return ok, (why + " (nsenter + systemctl)") if ok else why
+        if not ok:
+            return ok, why
+        answers = {}
+        for node in self.node_names:
+            try:
+                answers[node] = self._exec(node, f"{HOST_NS} systemctl is-active kubelet 2>&1").strip()[-200:]
+            except Exception as exc:  # noqa: BLE001 - exec refused or failed: the evidence says so
+                answers[node] = f"exec failed: {exc}"
+        able = all(a == "active" for a in answers.values())
+        return able, f"`systemctl is-active kubelet` on the nodes' hosts (helper pods, nsenter): {answers}"

@@ -15,6 +15,9 @@ from google.protobuf.json_format import MessageToDict
 
 from conformance.core import errors
 
+from . import unixsock
+from .unixsock import Dial
+
 MAX_MESSAGE = 16 * 1024 * 1024  # bytes: clients raise the 4 MiB default for List (kubelet podresources client)
 
 
@@ -50,17 +53,17 @@ def _stubs():
 
 
 class PodResourcesClient:
-    """Calls one kubelet's PodResources socket. ``timeout``: seconds per call. Errors: PodResourcesError."""
+    """Calls one kubelet's PodResources socket. ``timeout``: seconds per call; ``dial``: ``(socket, options)``
+    -> a channel context (default: this host's unix socket; a helper pod's relay, exec_grpc.py). Errors:
+    PodResourcesError."""
 
-    def __init__(self, socket: Path | str, timeout: float = 10.0) -> None:
-        self.socket, self.timeout = str(socket), timeout
+    def __init__(self, socket: Path | str, timeout: float = 10.0, dial: Dial = unixsock.channel) -> None:
+        self.socket, self.timeout, self.dial = str(socket), timeout, dial
 
     def _call(self, method: str, request_name: str, **fields) -> dict:
         pb, pb_grpc = _stubs()
         try:
-            with grpc.insecure_channel(
-                f"unix://{self.socket}", options=[("grpc.max_receive_message_length", MAX_MESSAGE)]
-            ) as channel:
+            with self.dial(self.socket, (("grpc.max_receive_message_length", MAX_MESSAGE),)) as channel:
                 stub = pb_grpc.PodResourcesListerStub(channel)
                 reply = getattr(stub, method)(getattr(pb, request_name)(**fields), timeout=self.timeout)
         except grpc.RpcError as exc:

@@ -38,11 +38,12 @@ def _messages():
     return pb
 
 
-def get_info(socket: Path | str, timeout: float = TIMEOUT_S) -> dict:
+def get_info(socket: Path | str, timeout: float = TIMEOUT_S, dial: unixsock.Dial = unixsock.channel) -> dict:
     """GetInfo of one registration socket: ``{type, name, endpoint, supported_versions}`` (missing fields
-    empty). Raises grpc.RpcError when the socket does not answer."""
+    empty); ``dial`` as for :class:`conformance.node.podresources.PodResourcesClient`. Raises grpc.RpcError when
+    the socket does not answer."""
     pb = _messages()
-    with unixsock.target(socket) as dial, grpc.insecure_channel(dial) as channel:
+    with dial(socket) as channel:
         call = channel.unary_unary(
             GET_INFO,
             request_serializer=pb.InfoRequest.SerializeToString,

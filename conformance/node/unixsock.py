@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import grpc
 
 MAX_PATH = 100  # shorter paths are dialed as they are
 
@@ -26,3 +28,14 @@ def target(socket: Path | str) -> Iterator[str]:
         yield f"unix:///proc/self/fd/{fd}/{os.path.basename(path)}"
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def channel(socket: Path | str, options: tuple = ()) -> Iterator[grpc.Channel]:
+    """An insecure gRPC channel to the unix socket ``socket`` (a path this host can dial), closed after the
+    with-block: how the node clients dial when the node's files are this host's (the default ``dial``)."""
+    with target(socket) as dial, grpc.insecure_channel(dial, options=list(options)) as chan:
+        yield chan
+
+
+Dial = Callable[..., contextlib.AbstractContextManager]  # (socket, options=()) -> a channel context, as :func:`channel`

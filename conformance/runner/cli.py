@@ -47,6 +47,7 @@ PASS_THROUGH = (
     "timeout_scale",
     "nodes",
     "node_access",
+    "cluster_feature_gates",
 )
 
 
@@ -95,6 +96,11 @@ def register(subparsers) -> None:
     run.add_argument("--nodes")
     run.add_argument("--node-access", dest="node_access")
     run.add_argument("--keep-cluster", action="store_true")
+    run.add_argument(
+        "--cluster-feature-gates",
+        dest="cluster_feature_gates",
+        help="existing clusters: Name=true,... gates the admin states (for gates its metrics do not report)",
+    )
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
     report_cli.add_history_option(run)
     run.add_argument(

@@ -200,17 +200,28 @@ class Session:
 
     # -- teardown ------------------------------------------------------------------------------------
     def teardown(self) -> list[str]:
-        """Sweep the run's objects, remove the driver, stop the cluster (unless kept or existing).
+        """Remove node-access helpers (waiting until gone), sweep the run's objects, remove the driver, stop the
+        cluster (unless kept or existing).
 
         Returns problems (leaks, errors) as text; never raises, so every step runs. Ctrl-C (KeyboardInterrupt)
-        cuts short only the step it lands in (the sweep then requests the remaining deletions without waiting)
-        and sets :attr:`interrupted`."""
+        cuts short only the step it lands in (the sweep, then or later, requests the remaining deletions without
+        waiting) and sets :attr:`interrupted`."""
         problems: list[str] = []
         if self.k8s is not None and self.cluster is not None and self.driver is not None:
             try:  # per-driver NodePrepare/Unprepare latency from the kubelets, before anything is removed
                 kubelet_latency.record(self.k8s, [n.name for n in self.cluster.nodes], self.report_dir, self.progress)
             except KeyboardInterrupt:
                 self.interrupted = True
+        if isinstance(self.node_access, Stoppable):
+            try:
+                self.node_access.stop()
+            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
+                self.interrupted |= isinstance(exc, KeyboardInterrupt)
+                problems.append(f"node access helper removal failed: {str(exc) or type(exc).__name__}")
+            self.node_access = None
+        if self.k8s is not None and self.interrupted:  # Ctrl-C landed above: request the deletions, await none
+            problems.append(self._abandon_sweep())
+            self.k8s = None
         if self.k8s is not None:
             try:
                 swept = sweep.sweep_run(self.k8s, self.cfg.run_id)
@@ -227,13 +238,6 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - cluster may be gone; report and continue
                 problems.append(f"sweep of run {self.cfg.run_id} failed: {exc}")
             self.k8s = None  # teardown is idempotent: a second call (sessionfinish after a failed setup) is a no-op
-        if isinstance(self.node_access, Stoppable):
-            try:
-                self.node_access.stop()
-            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
-                self.interrupted |= isinstance(exc, KeyboardInterrupt)
-                problems.append(f"node access helper removal failed: {str(exc) or type(exc).__name__}")
-            self.node_access = None
         if self.deployer is not None:
             try:
                 self.deployer.teardown()

@@ -113,8 +113,14 @@ def run_command(
     ]
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default. A job started in the background of a shell without
+    job control inherits SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _popen(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-    """The run in a process group of its own (as a shell starts a job), output unbuffered."""
+    """The run in a process group of its own (as a shell starts a job), output unbuffered, SIGINT not ignored."""
     return subprocess.Popen(
         cmd,
         cwd=REPO,
@@ -122,6 +128,7 @@ def _popen(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Pope
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=_default_sigint,  # noqa: PLW1509 - only a signal disposition, no locks taken
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
 

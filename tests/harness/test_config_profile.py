@@ -103,6 +103,9 @@ def test_visibility_matches_and_reports_evidence():
         ({"k8s_version": "1.99"}, "--k8s-version"),
         ({"feature_gates": "some"}, "--feature-gates"),
         ({"driver_deploy": "s/c/p"}, "--driver-deploy"),
+        ({"cluster": "existing", "cluster_feature_gates": "DRAPrioritizedList"}, "--cluster-feature-gates"),
+        ({"cluster": "existing", "cluster_feature_gates": "DRAPrioritizedList=yes"}, "--cluster-feature-gates"),
+        ({"cluster": "local", "cluster_feature_gates": "DRAPrioritizedList=true"}, "--cluster-feature-gates"),
     ],
 )
 def test_bad_options_name_the_option(values, option):
@@ -125,3 +128,13 @@ def test_good_options_are_converted_and_frozen():
     assert (cfg.timeout_scale, cfg.nodes, cfg.k8s_version) == (2.0, 3, "1.35")
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.nodes = 1
+
+
+def test_cluster_feature_gates_are_parsed_for_existing_clusters():
+    cfg = config.from_options(
+        {"cluster": "existing", "cluster_feature_gates": "DRAAdminAccess=true, DRADeviceTaints=False"}
+    )
+    assert config.gate_list("--cluster-feature-gates", cfg.cluster_feature_gates) == {
+        "DRAAdminAccess": True,
+        "DRADeviceTaints": False,
+    }

@@ -1,0 +1,140 @@
+"""The existing-cluster path, as on a real GPU cluster: `dra-conformance install` brings up a 2-node local
+cluster with the reference driver installed from its Helm chart (a DaemonSet) and leaves it running; a run with
+``--cluster existing --kubeconfig ... --node-access privileged-pod --driver-deploy preinstalled`` then checks
+registration (GetInfo through the helper pods' gRPC relay), a CDI spec, PodResources, the DRAPlugin service and a
+pod with a device. Each selected test passes, as on ``--cluster local --driver-deploy helm``; afterwards the helper
+pods are gone and the driver's DaemonSet, DeviceClass and slices are untouched; a Ctrl-C while a test runs (the
+held test of interrupt_suite/held.py) ends the run with exit 2 and removes the helper pods too; the disruptive
+profile is refused without ``--allow-disruptive`` before anything is created. About 4 minutes on an idle
+2-core machine; 6.5 minutes measured at a 1-min load of about 30."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conformance.core import names
+from conformance.k8s import sweep
+from conformance.k8s.client import K8s
+
+from .preinstalled import WatchedRun
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+HELD = Path(__file__).parent / "interrupt_suite" / "held.py"  # its test waits until released
+DRIVER = "gpu.dra-conformance.test"  # fixtures/drivers/reference.yaml
+SELECTED = {  # test -> the outcome of `--cluster local --driver-deploy helm` (all pass there)
+    "test_driver_registers_with_every_kubelet": "passed",
+    "test_registration_socket_advertises_the_v1_service": "passed",
+    "test_cdi_spec_exists_while_prepared_and_is_removed_after": "passed",
+    "test_list_reports_the_claim_for_the_referencing_container_only": "passed",
+    "test_repeated_prepare_returns_the_same_devices_and_cdi_ids": "passed",
+    "test_pod_with_claim_runs_and_sees_its_device": "passed",
+}
+
+
+def _cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "conformance.cli", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def installed():
+    """(kubeconfig, k8s): a local cluster with the reference chart installed, removed at the end."""
+    proc = _cli("install", "--driver", "reference", "--driver-deploy", "helm", "--nodes", "2")
+    out = proc.stdout + proc.stderr
+    name = re.search(r"cluster down --name (\S+)", out)
+    try:
+        assert proc.returncode == 0 and name, out[-4000:]
+        kubeconfig = re.search(r"^kubeconfig: (\S+)$", out, re.M).group(1)
+        yield kubeconfig, K8s.from_kubeconfig(kubeconfig)
+    finally:
+        if name:
+            _cli("cluster", "down", "--name", name.group(1))
+
+
+def _driver_objects(k8s: K8s) -> dict:
+    """The driver's installed objects by identity and spec version (uid, metadata.generation): an object nobody
+    deleted or modified keeps both (status updates do not count)."""
+    ds = [o for o in k8s.list("DaemonSet", None) if o.namespace == "reference"]
+    slices = [s for s in k8s.list("ResourceSlice") if s.get("spec.driver") == DRIVER]
+    classes = [k8s.get("DeviceClass", DRIVER)]
+    return {(o.kind, o.name): (o.uid, o.get("metadata.generation")) for o in ds + slices + classes}
+
+
+def _outcomes(junit: Path) -> dict[str, str]:
+    out = {}
+    for case in ET.parse(junit).iter("testcase"):
+        kids = {c.tag for c in case}
+        out[case.get("name")] = (
+            "failed" if kids & {"failure", "error"} else "skipped" if "skipped" in kids else "passed"
+        )
+    return out
+
+
+def test_existing_cluster_run_matches_local_and_touches_nothing_else(installed, tmp_path):
+    # given: a cluster with the driver installed by its chart, and its objects now
+    kubeconfig, k8s = installed
+    before = _driver_objects(k8s)
+    # when: the existing-cluster path runs the selected node and pod tests (xdist workers use the helper pods)
+    argv = ["run", "--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference"]
+    argv += ["--driver-deploy", "preinstalled", "--node-access", "privileged-pod", "--profile", "standard"]
+    argv += ["--workers", "2", "--no-report", "--report-dir", str(tmp_path), "--", "-k", " or ".join(SELECTED)]
+    proc = _cli(*argv)
+    out = proc.stdout + proc.stderr
+    # then: each test has its local-run outcome, no helper pod or run namespace is left, the driver is untouched
+    assert proc.returncode == 0 and "VERDICT: PASS" in out, out[-6000:]
+    assert _outcomes(tmp_path / "junit.xml") == SELECTED, out[-6000:]
+    left = [ns.name for ns in k8s.list("Namespace") if names.RUN_LABEL in (ns.get("metadata.labels") or {})]
+    assert left == [], left
+    assert not [p for p in k8s.list("Pod", None) if p.name.startswith("helper-")]
+    assert _driver_objects(k8s) == before
+
+
+def _existing_run(kubeconfig: str, report: Path, *extra: str) -> list[str]:
+    argv = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "existing", "--kubeconfig", kubeconfig]
+    argv += ["--driver", "reference", "--driver-deploy", "preinstalled", "--node-access", "privileged-pod"]
+    return argv + ["--profile", "core", "--workers", "0", "--no-report", "--report-dir", str(report), "--", *extra]
+
+
+def test_ctrl_c_removes_the_helper_pods(installed, tmp_path):
+    # given: a run held inside a test (its claim exists), its helper pods running
+    kubeconfig, k8s = installed
+    with WatchedRun(_existing_run(kubeconfig, tmp_path, str(HELD))) as run:
+        selector = names.RUN_LABEL  # any object of a run: the module's runs go one after another
+        claim = run.wait_until(
+            "the held test's claim", lambda: k8s.list("ResourceClaim", None, label_selector=selector)
+        )
+        run_id = claim[0].labels[names.RUN_LABEL]
+        helpers = run.wait_until(
+            "helper pods",
+            lambda: [p for p in k8s.list("Pod", None, label_selector=selector) if p.name.startswith("helper-")],
+        )
+        # when: Ctrl-C
+        code, _took = run.ctrl_c(within=120)
+    # then: the run is interrupted and nothing of it is left, helper pods included
+    assert code == 2 and "VERDICT: INTERRUPTED" in run.output and len(helpers) == 2, run.tail()
+    assert sweep.labelled(k8s, run_id) == [], run.tail()
+    assert not [p for p in k8s.list("Pod", helpers[0].namespace)], run.tail()
+
+
+def test_disruptive_profile_is_refused_without_opt_in(installed, tmp_path):
+    kubeconfig, k8s = installed
+    namespaces = {ns.name for ns in k8s.list("Namespace")}
+    argv = ["run", "--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference"]
+    proc = _cli(*argv, "--driver-deploy", "preinstalled", "--profile", "disruptive", "--report-dir", str(tmp_path))
+    assert proc.returncode == 4 and "--allow-disruptive" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert {ns.name for ns in k8s.list("Namespace")} == namespaces

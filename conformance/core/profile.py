@@ -55,7 +55,7 @@ BOOL_CAPABILITIES = (
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},
     "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s"},
-    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images"},
+    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images", "upgrade_from"},
     "manifests": {"dir", "namespace"},
     "preinstalled": set(),
 }

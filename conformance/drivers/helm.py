@@ -6,7 +6,8 @@ Profile keys (``deploy`` with ``mode: helm``, or ``deploy_alternatives.helm``): 
 (``repo/name``, ``oci://...``), or ``{go_module: TOOL, path: DIR}``: DIR inside the pinned Go tool's module in
 the Go module cache (read in place); ``release``, ``namespace`` (default: the profile name), ``values``,
 ``set`` (``--set`` items), ``version``, ``timeout_s``; ``images``: names from ``dra-conformance images list``
-imported into every node before the install when the cluster takes archives (core.handles.LoadsImages).
+imported into every node before the install when the cluster takes archives (core.handles.LoadsImages);
+``upgrade_from``: the driver's previous version for the upgrade lane (conformance.drivers.helm_upgrade).
 
 Ready means: ``helm --wait`` saw the DaemonSet's pods Ready, the profile's DeviceClasses exist and every real
 node publishes a slice with a device (KEP-4381). Teardown leaves nothing: the release (DeviceClasses,
@@ -30,6 +31,7 @@ from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache, gomodules
 
+from . import helm_upgrade
 from .base import DeployContext, DeployedDriver
 from .readiness import await_slices, check_device_classes, delete_slices
 
@@ -103,10 +105,11 @@ class HelmDeployer:
             )
         return proc.stdout
 
-    def load_images(self) -> list[str]:
-        """Import the profile's ``images`` into every node when the cluster takes archives; returns the image
-        references (none for a cluster with a registry of its own: the chart's pull policy applies)."""
-        names = [str(n) for n in self.profile.deploy.get("images") or []]
+    def load_images(self, spec: Mapping[str, Any] | None = None) -> list[str]:
+        """Import the ``images`` of ``spec`` (default: the profile's deploy block) into every node when the
+        cluster takes archives; returns the image references (none for a cluster with a registry of its own:
+        the chart's pull policy applies)."""
+        names = [str(n) for n in (self.profile.deploy if spec is None else spec).get("images") or []]
         if not names or not isinstance(self.cluster, LoadsImages):
             return []
         from conformance.toolchain.images import catalog  # noqa: PLC0415 - only when images are named
@@ -122,11 +125,25 @@ class HelmDeployer:
         """Load images, install the chart, then require the DeviceClasses and a slice on every node. Raises
         DriverNotReady (after removing what it installed) or ConfigError."""
         d = self.profile.deploy
+        helm_upgrade.previous_spec(d)  # a bad upgrade_from is refused before anything is installed
+        try:
+            self.created_namespace = not self.k8s.exists("Namespace", self.namespace)
+            self.installed = True
+            chart = self.install(d)
+        except BaseException:
+            self.teardown()
+            raise
+        return self.attach({"version": str(d.get("version") or self._chart_version(chart))})
+
+    def install(self, d: Mapping[str, Any]) -> str:
+        """``helm upgrade --install`` of the deploy spec ``d`` (chart, values, set, version, images, timeout_s)
+        over the release, then the DeviceClasses and a slice on every node; returns the chart helm took. Raises
+        DriverNotReady or ConfigError (removes nothing: :meth:`deploy` and the upgrade lane decide)."""
         chart = resolve_chart(d["chart"])
         values = dict(d.get("values") or {})
         if self.image_repo:
             values.setdefault("image", {})["repository"] = self.image_repo
-        self.load_images()
+        self.load_images(d)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
             yaml.safe_dump(values, fh)
             values_file = fh.name
@@ -138,18 +155,13 @@ class HelmDeployer:
         for item in d.get("set") or []:
             args += ["--set", str(item)]
         try:
-            self.created_namespace = not self.k8s.exists("Namespace", self.namespace)
-            self.installed = True
             self._helm(*args, timeout=timeout_s + 60)
             check_device_classes(self.k8s, self.profile)
             nodes = [n.name for n in self.cluster.nodes]
             await_slices(self.k8s, self.profile, nodes, timeout=self.ready_timeout, logs=self.pod_logs)
-        except BaseException:
-            self.teardown()
-            raise
         finally:
             Path(values_file).unlink(missing_ok=True)
-        return self.attach({"version": str(d.get("version") or self._chart_version(chart))})
+        return chart
 
     @staticmethod
     def _chart_version(chart: str) -> str:
@@ -160,8 +172,20 @@ class HelmDeployer:
             return ""
 
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
-        """The handle (also in xdist workers): logs come from the release's pods."""
-        return DeployedDriver.of(self.profile, "helm", version=str(state.get("version", "")), log_source=self.pod_logs)
+        """The handle (also in xdist workers): logs come from the release's pods; it upgrades the release from
+        the profile's ``upgrade_from`` (conformance.drivers.helm_upgrade)."""
+        d, version = self.profile.deploy, str(state.get("version", ""))
+        previous = helm_upgrade.previous_spec(d)
+        return helm_upgrade.HelmDriver.of(
+            self.profile,
+            "helm",
+            version=version,
+            log_source=self.pod_logs,
+            install=self.install,
+            current=d,
+            previous=previous,
+            previous_name=str((d.get("upgrade_from") or {}).get("name", "")),
+        )
 
     def pod_logs(self) -> dict[str, str]:
         """Logs of every container of the release's namespace (best effort)."""

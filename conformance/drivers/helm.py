@@ -9,8 +9,10 @@ the Go module cache (read in place); ``release``, ``namespace`` (default: the pr
 imported into every node before the install when the cluster takes archives (core.handles.LoadsImages);
 ``upgrade_from``: the driver's previous version for the upgrade lane (conformance.drivers.helm_upgrade).
 
-Ready means: ``helm --wait`` saw the DaemonSet's pods Ready, the profile's DeviceClasses exist and every real
-node publishes a slice with a device (KEP-4381). Teardown leaves nothing: the release (DeviceClasses,
+Ready means: ``helm --wait`` returned, every DaemonSet of the namespace runs its current generation Ready on
+every node (helm's own wait lets ``maxUnavailable`` pods lag), every kubelet whose metrics are readable holds
+the plugin registrations it held before again (or a first one), the profile's DeviceClasses exist and every
+real node publishes a slice with a device (KEP-4381). Teardown leaves nothing: the release (DeviceClasses,
 RBAC, DaemonSet), the namespace when this deployer created it, and the driver's slices.
 """
 
@@ -33,7 +35,7 @@ from conformance.toolchain import cache, gomodules
 
 from . import helm_upgrade
 from .base import DeployContext, DeployedDriver
-from .readiness import await_slices, check_device_classes, delete_slices
+from .readiness import await_slices, check_device_classes, delete_slices, registered_sockets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -154,10 +156,12 @@ class HelmDeployer:
             args += ["--version", str(d["version"])]
         for item in d.get("set") or []:
             args += ["--set", str(item)]
+        nodes = [n.name for n in self.cluster.nodes]
+        before = registered_sockets(self.k8s, nodes)
         try:
             self._helm(*args, timeout=timeout_s + 60)
+            helm_upgrade.await_rollout(self.k8s, self.profile.driver, self.namespace, before, timeout_s, self.pod_logs)
             check_device_classes(self.k8s, self.profile)
-            nodes = [n.name for n in self.cluster.nodes]
             await_slices(self.k8s, self.profile, nodes, timeout=self.ready_timeout, logs=self.pod_logs)
         finally:
             Path(values_file).unlink(missing_ok=True)

@@ -23,8 +23,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from conformance.core import errors
+from conformance.k8s import waits
+from conformance.k8s.client import K8s
 
 from .base import DeployedDriver
+from .readiness import await_daemonsets, registered_sockets
 
 UPGRADE_KEYS = frozenset({"name", "chart", "version", "images", "set", "values"})
 REPLACED = ("chart", "version", "images", "set")
@@ -63,6 +66,36 @@ def previous_spec(deploy: Mapping[str, Any], source: str = "deploy.upgrade_from"
     spec.update({k: raw[k] for k in REPLACED if k in raw})
     spec["values"] = merge(spec.get("values") or {}, raw.get("values") or {})
     return spec
+
+
+def await_rollout(
+    k8s: K8s,
+    driver: str,
+    namespace: str,
+    before: Mapping[str, set[str] | None],
+    timeout: float,
+    logs: Callable[[], dict[str, str]] | None = None,
+) -> None:
+    """After ``helm upgrade --install``: every DaemonSet of ``namespace`` runs its current generation Ready on
+    every node (``helm --wait`` accepts ``maxUnavailable`` pods still old or starting), then every kubelet of
+    ``before`` (:func:`readiness.registered_sockets` read before the upgrade; None: metrics unreadable, not
+    awaited) holds again every plugin registration it held then, and at least one (the replaced plugin pods
+    registered again, KEP-4381 plugin registration). Raises DriverNotReady naming the nodes and the pods' logs."""
+    sets = [(namespace, ds.name) for ds in k8s.list("DaemonSet", namespace)]
+    await_daemonsets(k8s, driver, sets, timeout=timeout)
+    nodes = [n for n, seen in before.items() if seen is not None]
+    missing: list[str] = []
+
+    def registered() -> bool:
+        now = registered_sockets(k8s, nodes)
+        missing[:] = [n for n in nodes if not now[n] or not (before[n] or set()) <= (now[n] or set())]
+        return not missing
+
+    if nodes and not waits.poll(registered, timeout=timeout, interval=1.0):
+        tails = "".join(
+            f"\n--- {k} ---\n" + "\n".join(v.splitlines()[-15:]) for k, v in (logs() if logs else {}).items()
+        )
+        raise errors.DriverNotReady(driver, f"the plugin registrations again on the kubelets of {missing}", tails)
 
 
 @dataclasses.dataclass

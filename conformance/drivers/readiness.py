@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterable
 
 from conformance.core import errors, names, timeouts
 from conformance.core.profile import DriverProfile
-from conformance.k8s import waits
+from conformance.k8s import kubelet, waits
 from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
 
 DRIVER_OWNER_LABEL = f"{names.LABEL_PREFIX}/owner"
 
@@ -101,3 +102,67 @@ def delete_slices(k8s: K8s, driver: str) -> list[str]:
     except errors.ApiError:
         pass
     return deleted
+
+
+def daemonset_ready(ds: Obj) -> bool:
+    """A DaemonSet whose current generation runs a Ready pod on every node it schedules to (``status``:
+    observedGeneration, desiredNumberScheduled >= 1, updatedNumberScheduled and numberReady equal to it)."""
+    st = ds.get("status") or {}
+    desired = st.get("desiredNumberScheduled", 0)
+    return (
+        st.get("observedGeneration", 0) >= ds.get("metadata.generation", 1)
+        and desired >= 1
+        and st.get("updatedNumberScheduled", 0) == desired
+        and st.get("numberReady", 0) == desired
+    )
+
+
+def await_daemonsets(k8s: K8s, driver: str, refs: Iterable[tuple[str, str]], *, timeout: float) -> None:
+    """Wait until every DaemonSet ``(namespace, name)`` is ready (:func:`daemonset_ready`). Raises
+    DriverNotReady with the DaemonSet's last status and events."""
+    for namespace, name in refs:
+        ref = Obj({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": namespace}})
+        try:
+            waits.object_matches(
+                k8s, ref, daemonset_ready, timeout=timeout, awaited=f"DaemonSet {namespace}/{name} Ready on its nodes"
+            )
+        except errors.WaitError as exc:
+            raise errors.DriverNotReady(driver, exc.awaited, str(exc)) from None
+
+
+def registered_sockets(k8s: K8s, nodes: Iterable[str]) -> dict[str, set[str] | None]:
+    """``{node: registration sockets its kubelet's plugin manager holds as registered}`` (None: metrics
+    unreadable, e.g. no ``nodes/proxy`` permission). Source: kubelet metric plugin_manager_total_plugins."""
+    out: dict[str, set[str] | None] = {}
+    for node in nodes:
+        try:
+            out[node] = set(kubelet.accepted_sockets(kubelet.metrics(k8s, node)))
+        except (errors.ApiError, OSError):
+            out[node] = None
+    return out
+
+
+def await_registered(
+    k8s: K8s, driver: str, before: dict[str, set[str] | None], *, timeout: float, logs: Callable | None = None
+) -> dict[str, list[str]]:
+    """Wait until the kubelet of every node of ``before`` (:func:`registered_sockets` read before the deploy)
+    holds a registration socket it did not hold then: the plugin the deploy started registered there (KEP-4381
+    plugin registration). Nodes whose metrics were unreadable are not awaited. Returns ``{node: new sockets}``;
+    raises DriverNotReady naming the nodes still missing, with the plugin logs."""
+    nodes = [n for n, seen in before.items() if seen is not None]
+    new: dict[str, list[str]] = {}
+
+    def check() -> bool:
+        for node, now in registered_sockets(k8s, [n for n in nodes if not new.get(n)]).items():
+            new[node] = sorted((now or set()) - (before[node] or set()))
+        return all(new.get(n) for n in nodes)
+
+    if nodes and not waits.poll(check, timeout=timeout, interval=1.0):
+        missing = [n for n in nodes if not new.get(n)]
+        detail = "".join(
+            f"\n--- {src} ---\n" + "\n".join(t.splitlines()[-15:]) for src, t in (logs() if logs else {}).items()
+        )
+        raise errors.DriverNotReady(
+            driver, f"a new plugin registration with the kubelets of {missing} within {timeout:.0f}s", detail
+        )
+    return new

@@ -1,0 +1,100 @@
+"""The helm deployer's upgrade lane without a cluster: the previous version's deploy spec from
+``upgrade_from``, the handle's UpgradesDriver ability and its evidence, and the Go build's checksum-database
+exclusion for a module the database does not know."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.core import profile as schema
+from conformance.core.errors import ConfigError
+from conformance.core.handles import UpgradesDriver
+from conformance.drivers import helm_upgrade
+from conformance.drivers.profiles import load as load_profile
+from conformance.runner import facts
+from conformance.toolchain import gobuild, versions
+
+DEPLOY = {
+    "chart": "c/",
+    "release": "r",
+    "images": ["new"],
+    "values": {"image": {"pullPolicy": "IfNotPresent", "tag": "v2"}, "n": 8},
+}
+
+
+def test_previous_spec_replaces_chart_and_images_and_merges_values():
+    spec = helm_upgrade.previous_spec(
+        {
+            **DEPLOY,
+            "upgrade_from": {"name": "v1", "chart": "old/", "images": ["old"], "values": {"image": {"tag": "v1"}}},
+        }
+    )
+    assert spec == {
+        "chart": "old/",
+        "release": "r",
+        "images": ["old"],
+        "values": {"image": {"pullPolicy": "IfNotPresent", "tag": "v1"}, "n": 8},
+    }
+    assert helm_upgrade.previous_spec(DEPLOY) is None
+
+
+@pytest.mark.parametrize(
+    "raw, match", [("v1", "mapping with a name"), ({"chart": "c"}, "name"), ({"name": "v1", "dir": "x"}, "unknown")]
+)
+def test_bad_upgrade_from_is_refused_with_the_field(raw, match):
+    with pytest.raises(ConfigError, match=match) as info:
+        helm_upgrade.previous_spec({**DEPLOY, "upgrade_from": raw})
+    assert "upgrade_from" in str(info.value)
+
+
+def _handle(previous, calls):
+    profile = schema.parse(
+        {
+            "name": "x",
+            "driver": "x.example.com",
+            "device_classes": ["x.example.com"],
+            "visibility": {"env_regex": "^X="},
+            "deploy": {"mode": "helm", **DEPLOY},
+        }
+    )
+    return helm_upgrade.HelmDriver.of(
+        profile, "helm", version="c 2", install=calls.append, current=DEPLOY, previous=previous, previous_name="v1"
+    )
+
+
+def test_handle_installs_the_previous_version_then_upgrades_once():
+    calls: list = []
+    driver = _handle({"chart": "old/"}, calls)
+    assert isinstance(driver, UpgradesDriver)
+    assert facts.disruptions(None, driver)["driver_upgrade"] == (True, "helm upgrade of the release from v1 to c 2")
+    driver.upgrade_driver()  # nothing installed yet: nothing to do
+    driver.install_previous()
+    driver.upgrade_driver()
+    driver.upgrade_driver()  # idempotent (the fixture's teardown)
+    assert calls == [{"chart": "old/"}, DEPLOY]
+
+
+def test_no_previous_version_is_not_upgradable_with_evidence():
+    calls: list = []
+    driver = _handle(None, calls)
+    able, why = facts.disruptions(None, driver)["driver_upgrade"]
+    assert not able and "names no previous version" in why and "upgrade_from" in why
+    with pytest.raises(RuntimeError, match="upgrade_from"):
+        driver.install_previous()
+    assert calls == []
+    assert "cannot upgrade" in facts.disruptions(None, None)["driver_upgrade"][1]
+
+
+def test_shipped_profiles_name_their_previous_versions():
+    for name in ("reference", "dra-example-driver"):
+        deploy = load_profile(name).for_mode("helm").deploy
+        assert helm_upgrade.previous_spec(deploy)["chart"], name
+
+
+def test_nosumdb_is_scoped_to_the_tool_that_needs_it():
+    tools = versions.load().go_tools
+    previous = tools["dra-example-driver-previous"]
+    assert previous.nosumdb and previous.version == "v0.3.0"
+    assert gobuild.module_env(previous) == {"GONOSUMDB": "sigs.k8s.io/dra-example-driver"}
+    assert gobuild.module_env(tools["dra-example-driver"]) == {}
+    assert "GONOSUMDB" not in gobuild.go_env() or gobuild.go_env()["GONOSUMDB"] != previous.module

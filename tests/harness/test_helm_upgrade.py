@@ -4,10 +4,12 @@ exclusion for a module the database does not know."""
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from conformance.core import profile as schema
-from conformance.core.errors import ConfigError
+from conformance.core.errors import ConfigError, DriverNotReady
 from conformance.core.handles import UpgradesDriver
 from conformance.drivers import helm_upgrade
 from conformance.drivers.profiles import load as load_profile
@@ -98,3 +100,28 @@ def test_nosumdb_is_scoped_to_the_tool_that_needs_it():
     assert gobuild.module_env(previous) == {"GONOSUMDB": "sigs.k8s.io/dra-example-driver"}
     assert gobuild.module_env(tools["dra-example-driver"]) == {}
     assert "GONOSUMDB" not in gobuild.go_env() or gobuild.go_env()["GONOSUMDB"] != previous.module
+
+
+class _Lister:
+    def list(self, kind, namespace):
+        assert (kind, namespace) == ("DaemonSet", "ns")
+        return [types.SimpleNamespace(name="plugin")]
+
+
+def test_rollout_waits_for_every_daemonset_and_the_registrations_held_before(monkeypatch):
+    """The DaemonSets of the namespace are awaited; a node counts once it holds every socket it held before
+    the upgrade again; a node whose metrics were unreadable is not awaited."""
+    seen, answers = [], iter([{"a": set(), "b": {"s.sock"}}, {"a": {"s.sock"}, "b": {"s.sock"}}])
+    monkeypatch.setattr(helm_upgrade, "await_daemonsets", lambda k8s, d, refs, timeout: seen.extend(refs))
+    monkeypatch.setattr(helm_upgrade, "registered_sockets", lambda k8s, nodes: next(answers))
+    before = {"a": {"s.sock"}, "b": {"s.sock"}, "c": None}
+    helm_upgrade.await_rollout(_Lister(), "d", "ns", before, timeout=5)
+    assert seen == [("ns", "plugin")]
+
+
+def test_rollout_names_the_nodes_whose_plugin_never_registers_again(monkeypatch):
+    monkeypatch.setattr(helm_upgrade, "await_daemonsets", lambda *a, **k: None)
+    monkeypatch.setattr(helm_upgrade, "registered_sockets", lambda k8s, nodes: {"a": set()})
+    with pytest.raises(DriverNotReady, match=r"registrations again on the kubelets of \['a'\]") as info:
+        helm_upgrade.await_rollout(_Lister(), "d", "ns", {"a": {"s.sock"}}, timeout=0.2, logs=lambda: {"p": "boom"})
+    assert "boom" in str(info.value)

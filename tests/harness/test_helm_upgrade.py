@@ -125,3 +125,16 @@ def test_rollout_names_the_nodes_whose_plugin_never_registers_again(monkeypatch)
     with pytest.raises(DriverNotReady, match=r"registrations again on the kubelets of \['a'\]") as info:
         helm_upgrade.await_rollout(_Lister(), "d", "ns", {"a": {"s.sock"}}, timeout=0.2, logs=lambda: {"p": "boom"})
     assert "boom" in str(info.value)
+
+
+def test_previous_example_driver_image_is_named_by_its_own_chart():
+    """The v0.3.0 image goes under the name its chart runs: same repository as v0.4.0, tag = its appVersion."""
+    from conformance.toolchain.images import example_driver
+    from conformance.toolchain.images.oci import ImageError
+
+    try:
+        old, new = example_driver.ref(example_driver.PREVIOUS), example_driver.ref()
+    except ImageError as exc:
+        pytest.skip(f"module not in the Go module cache: {exc}")
+    assert old.endswith(":v0.3.0") and new.endswith(":v0.4.0")
+    assert old.rsplit(":", 1)[0] == new.rsplit(":", 1)[0]

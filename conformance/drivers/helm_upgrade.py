@@ -68,6 +68,13 @@ def previous_spec(deploy: Mapping[str, Any], source: str = "deploy.upgrade_from"
     return spec
 
 
+def _registered_again(before: set[str], now: set[str]) -> bool:
+    """A kubelet holds a registration socket it did not hold before (a plugin with per-instance sockets,
+    ``<driver>-<pod UID>-reg.sock``, as the kubeletplugin library names them for rolling updates), or, for a
+    plugin that reuses its socket path, every socket it held before again (and at least one)."""
+    return bool(now - before) or (bool(now) and before <= now)
+
+
 def await_rollout(
     k8s: K8s,
     driver: str,
@@ -79,8 +86,9 @@ def await_rollout(
     """After ``helm upgrade --install``: every DaemonSet of ``namespace`` runs its current generation Ready on
     every node (``helm --wait`` accepts ``maxUnavailable`` pods still old or starting), then every kubelet of
     ``before`` (:func:`readiness.registered_sockets` read before the upgrade; None: metrics unreadable, not
-    awaited) holds again every plugin registration it held then, and at least one (the replaced plugin pods
-    registered again, KEP-4381 plugin registration). Raises DriverNotReady naming the nodes and the pods' logs."""
+    awaited) holds a registration socket it did not hold then, or again every one it held then (the replaced
+    plugin pods registered again, KEP-4381 plugin registration). Raises DriverNotReady naming the nodes and
+    the pods' logs."""
     sets = [(namespace, ds.name) for ds in k8s.list("DaemonSet", namespace)]
     await_daemonsets(k8s, driver, sets, timeout=timeout)
     nodes = [n for n, seen in before.items() if seen is not None]
@@ -88,7 +96,7 @@ def await_rollout(
 
     def registered() -> bool:
         now = registered_sockets(k8s, nodes)
-        missing[:] = [n for n in nodes if not now[n] or not (before[n] or set()) <= (now[n] or set())]
+        missing[:] = [n for n in nodes if not _registered_again(before[n] or set(), now[n] or set())]
         return not missing
 
     if nodes and not waits.poll(registered, timeout=timeout, interval=1.0):

@@ -138,3 +138,17 @@ def test_previous_example_driver_image_is_named_by_its_own_chart():
         pytest.skip(f"module not in the Go module cache: {exc}")
     assert old.endswith(":v0.3.0") and new.endswith(":v0.4.0")
     assert old.rsplit(":", 1)[0] == new.rsplit(":", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "before, now, again",
+    [
+        ({"d-reg.sock"}, {"d-reg.sock"}, True),  # same path registered again
+        ({"d-uid1-reg.sock"}, {"d-uid2-reg.sock"}, True),  # per-instance sockets (kubeletplugin rolling update)
+        ({"d-reg.sock"}, set(), False),
+        (set(), set(), False),
+        ({"d-reg.sock", "other.sock"}, {"other.sock"}, False),
+    ],
+)
+def test_registered_again_accepts_reused_and_per_instance_sockets(before, now, again):
+    assert helm_upgrade._registered_again(before, now) is again

@@ -205,3 +205,15 @@ def removable_driver(k8s, driver):
     yield driver
     driver.reinstall_driver()
     waits.slices_published(k8s, driver.name, nodes=nodes, timeout=timeouts.REPUBLISH_AFTER_RESTART)
+
+
+@pytest.fixture
+def upgradable_driver(k8s, driver):
+    """The driver handle of an upgrade test (:class:`conformance.core.handles.UpgradesDriver`:
+    ``install_previous()``, ``upgrade_driver()``); teardown upgrades it to the deployed version whatever the
+    test did (nothing when it already runs) and waits until its slices are published on every node they were
+    published on before. Use with ``requires("driver_upgrade")``."""
+    nodes = Inventory.read(k8s, driver.name).nodes()
+    yield driver
+    driver.upgrade_driver()
+    waits.slices_published(k8s, driver.name, nodes=nodes, timeout=timeouts.REPUBLISH_AFTER_RESTART)

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             snapshot,
             ApiClaimSource(api),
             CdiStore(cfg.cdi_dir, cfg.driver_name),
-            Checkpoint(cfg.checkpoint_path),
+            Checkpoint(cfg.checkpoint_path, cfg.checkpoint_format),
             cfg.faults,
             on_unprepared=renaming.rename if renaming else None,
         )

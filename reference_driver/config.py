@@ -45,6 +45,7 @@ class Config:
     log_level: str = "INFO"
     device_status: bool = False
     binding_conditions: bool = False
+    checkpoint_format: int = 2  # the checkpoint format written (1: as before format 2, for upgrade tests)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -80,6 +81,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="publish devices with bindingConditions and set them True for allocated devices (KEP-5007)",
     )
+    p.add_argument(
+        "--checkpoint-format",
+        default="v2",
+        choices=["v1", "v2"],
+        help="checkpoint format written (reads both): v2 (default) or v1, the layout before format 2",
+    )
     return p
 
 
@@ -114,4 +121,5 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         log_level=args.log_level,
         device_status=args.device_status,
         binding_conditions=args.binding_conditions,
+        checkpoint_format=int(args.checkpoint_format[1:]),
     )

@@ -89,6 +89,9 @@ FAULTS: dict[str, str] = {
     "cdi-not-restored-after-reboot": "CDI specs of prepared claims that vanished (a reboot cleared the runtime's "
     "CDI directory) are not rewritten, neither at start-up from the checkpoint nor when the kubelet prepares the "
     "claim again, so the restarted containers cannot get their devices.",
+    "checkpoint-not-migrated": "A checkpoint in the previous format (1, written by the version before an upgrade) "
+    "is ignored at start-up instead of migrated to format 2, so after the upgrade the driver does not know the "
+    "claims prepared before it and their unprepare leaves the CDI specs behind.",
 }
 
 

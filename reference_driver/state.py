@@ -104,6 +104,7 @@ class DeviceState:
         self._lock = threading.Lock()
         self._claims: dict[str, dict] = {}
         self._leaked: dict[str, sharing.Holds] = {}  # fault partition-not-freed: slices of unprepared claims
+        self._forgot = False  # fault checkpoint-not-migrated: an old checkpoint was ignored at recovery
 
     def recover(self) -> RecoveryReport:
         """Load the checkpoint and rewrite CDI specs of prepared claims that vanished.
@@ -122,6 +123,7 @@ class DeviceState:
                 moved = self.checkpoint.quarantine()
                 log.error("%s; moved it to %s and starting with no prepared claims", err, moved)
                 report.quarantined, loaded = str(moved), {}
+            loaded = self._migrate(loaded)
             self._claims = loaded
             rewritten = []
             restore = not self.faults.on("cdi-not-restored-after-reboot")
@@ -131,6 +133,23 @@ class DeviceState:
                     rewritten.append(uid)
             report.claims, report.rewritten = len(loaded), tuple(rewritten)
         return report
+
+    def _migrate(self, loaded: dict[str, dict]) -> dict[str, dict]:
+        """Rewrite a checkpoint of another readable format in the write format (caller holds the lock);
+        returns the claims to keep. Fault ``checkpoint-not-migrated``: a format 1 file is ignored (no claims
+        kept; the file is overwritten at the next save). Raises OSError when the rewrite fails."""
+        found, wanted = self.checkpoint.loaded_version, self.checkpoint.write_version
+        if found is None or found == wanted:
+            return loaded
+        if found == 1 and self.faults.on("checkpoint-not-migrated"):
+            log.warning("fault checkpoint-not-migrated: format 1 checkpoint %s ignored", self.checkpoint.path)
+            self._forgot = True
+            return {}
+        self.checkpoint.save(loaded)
+        log.info(
+            "checkpoint %s migrated from format %s to %s (%d claims)", self.checkpoint.path, found, wanted, len(loaded)
+        )
+        return loaded
 
     def prepared(self) -> dict[str, list[PreparedDevice]]:
         """Snapshot of prepared claims: UID -> devices."""
@@ -263,7 +282,7 @@ class DeviceState:
             entry = self._claims.pop(uid, None)
             if entry is None and self.faults.on("unprepare-unknown-error"):
                 raise UnprepareError(f"claim UID {uid} is not prepared here: injected fault unprepare-unknown-error")
-            if entry is None and self.faults.on("forget-prepared-on-restart"):
+            if entry is None and (self.faults.on("forget-prepared-on-restart") or self._forgot):
                 return  # the fault's driver only cleans up what it remembers: a left-over CDI spec stays
             if entry is not None and self.faults.on("partition-not-freed"):
                 slices = {k: v for k, v in (entry.get("holds") or {}).items() if "/slice" in k}

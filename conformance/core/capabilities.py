@@ -17,7 +17,7 @@ from typing import Any
 from .markers import CAPABILITIES
 from .profile import DriverProfile
 
-DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall")  # facts.disruptions
+DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall", "driver_upgrade")  # facts.disruptions
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@
 Optional abilities are narrow ``runtime_checkable`` Protocols a handle may also implement, checked with
 ``isinstance`` (never ``hasattr``): :class:`RunsHostProcesses` (start the kubelet plugin as a host process),
 :class:`RestartsKubelet`, :class:`RebootsNode`, :class:`RestartsControllerManager`, :class:`ReadsNodeFiles`,
-:class:`RestartsPlugin`, :class:`RemovesDriver`,
+:class:`RestartsPlugin`, :class:`RemovesDriver`, :class:`UpgradesDriver`,
 :class:`HasComponentLogs`, :class:`Stoppable`. A test that needs one declares it as a capability and is skipped
 with evidence when the handle lacks it.
 
@@ -179,6 +179,21 @@ class RemovesDriver(Protocol):
     def remove_driver(self) -> None: ...
 
     def reinstall_driver(self) -> None: ...
+
+
+@runtime_checkable
+class UpgradesDriver(Protocol):
+    """A driver handle whose deployer can put the profile's previous version (N-1) in place of the running
+    one and upgrade it to the deployed version N again, in place, as an operator's ``helm upgrade`` does
+    (disruptive tests). ``can_upgrade()`` -> ``(able, evidence naming N-1 and N)``; ``install_previous()``
+    and ``upgrade_driver()`` return when the plugins of that version run and publish slices on every node,
+    and raise an error naming the deployer's output otherwise; ``upgrade_driver()`` is idempotent."""
+
+    def can_upgrade(self) -> tuple[bool, str]: ...
+
+    def install_previous(self) -> None: ...
+
+    def upgrade_driver(self) -> None: ...
 
 
 @runtime_checkable

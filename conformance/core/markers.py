@@ -146,6 +146,8 @@ CAPABILITIES = {
     "node_reboot": "the cluster provider reboots a node or emulates it (disruptive)",
     "controller_manager_restart": "the cluster provider restarts kube-controller-manager (disruptive)",
     "driver_reinstall": "the driver deployer removes the driver's plugins and installs them again (disruptive)",
+    "driver_upgrade": "the driver deployer installs the profile's previous version (upgrade_from) and upgrades it "
+    "to the deployed one in place (disruptive)",
 }
 
 

@@ -63,7 +63,18 @@ BOOL_CAPABILITIES = (
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},
     "host": {"binary", "args", "env", "device_classes_dir", "restart_settle_s", "nri", "netdevs"},
-    "helm": {"chart", "release", "namespace", "values", "version", "set", "timeout_s", "images", "env_values"},
+    "helm": {
+        "chart",
+        "release",
+        "namespace",
+        "values",
+        "version",
+        "set",
+        "timeout_s",
+        "images",
+        "env_values",
+        "upgrade_from",
+    },
     "manifests": {"dir", "namespace", "chart", "release", "values", "env_values", "images", "timeout_s"},
     "preinstalled": set(),
 }

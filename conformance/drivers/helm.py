@@ -7,10 +7,13 @@ Profile keys (``deploy`` with ``mode: helm``, or ``deploy_alternatives.helm``): 
 the Go module cache (read in place); ``release``, ``namespace`` (default: the profile name), ``values``,
 ``set`` (``--set`` items), ``version``, ``timeout_s``; ``env_values`` (chart values from the environment,
 :mod:`.chartvalues`); ``images``: names from ``dra-conformance images list``
-imported into every node before the install when the cluster takes archives (core.handles.LoadsImages).
+imported into every node before the install when the cluster takes archives (core.handles.LoadsImages);
+``upgrade_from``: the driver's previous version for the upgrade lane (conformance.drivers.helm_upgrade).
 
-Ready means: ``helm --wait`` saw the DaemonSet's pods Ready, the profile's DeviceClasses exist and every real
-node publishes a slice with a device (KEP-4381). Teardown leaves nothing: the release (DeviceClasses,
+Ready means: ``helm --wait`` returned, every DaemonSet of the namespace runs its current generation Ready on
+every node (helm's own wait lets ``maxUnavailable`` pods lag), every kubelet whose metrics are readable holds
+the plugin registrations it held before again (or a first one), the profile's DeviceClasses exist and every
+real node publishes a slice with a device (KEP-4381). Teardown leaves nothing: the release (DeviceClasses,
 RBAC, DaemonSet), the namespace when this deployer created it, and the driver's slices.
 """
 
@@ -32,9 +35,9 @@ from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache, gomodules
 
-from . import chartvalues, nodeimages
+from . import chartvalues, helm_upgrade, nodeimages
 from .base import DeployContext, DeployedDriver
-from .readiness import await_slices, check_device_classes, delete_slices
+from .readiness import await_slices, check_device_classes, delete_slices, registered_sockets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,18 +109,33 @@ class HelmDeployer:
             )
         return proc.stdout
 
-    def load_images(self) -> list[str]:
-        """Import the profile's ``images`` into every node when the cluster takes archives; returns the image
-        references (none for a cluster with a registry of its own: the chart's pull policy applies)."""
-        return nodeimages.load(self.cluster, self.profile.deploy.get("images") or [])
+    def load_images(self, spec: Mapping[str, Any] | None = None) -> list[str]:
+        """Import the ``images`` of ``spec`` (default: the profile's deploy block) into every node when the
+        cluster takes archives; returns the image references (none for a cluster with a registry of its own:
+        the chart's pull policy applies)."""
+        return nodeimages.load(self.cluster, (self.profile.deploy if spec is None else spec).get("images") or [])
 
     def deploy(self) -> DeployedDriver:
         """Load images, install the chart, then require the DeviceClasses and a slice on every node. Raises
         DriverNotReady (after removing what it installed) or ConfigError."""
         d = self.profile.deploy
+        helm_upgrade.previous_spec(d)  # a bad upgrade_from is refused before anything is installed
+        try:
+            self.created_namespace = not self.k8s.exists("Namespace", self.namespace)
+            self.installed = True
+            chart = self.install(d)
+        except BaseException:
+            self.teardown()
+            raise
+        return self.attach({"version": str(d.get("version") or self._chart_version(chart))})
+
+    def install(self, d: Mapping[str, Any]) -> str:
+        """``helm upgrade --install`` of the deploy spec ``d`` (chart, values, set, version, images, timeout_s)
+        over the release, then the DeviceClasses and a slice on every node; returns the chart helm took. Raises
+        DriverNotReady or ConfigError (removes nothing: :meth:`deploy` and the upgrade lane decide)."""
         chart = resolve_chart(d["chart"])
         values = chartvalues.chart_values(d, os.environ, self.image_repo)  # values, env_values, --image-repo
-        self.load_images()
+        self.load_images(d)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
             yaml.safe_dump(values, fh)
             values_file = fh.name
@@ -128,19 +146,16 @@ class HelmDeployer:
             args += ["--version", str(d["version"])]
         for item in d.get("set") or []:
             args += ["--set", str(item)]
+        nodes = [n.name for n in self.cluster.nodes]
+        before = registered_sockets(self.k8s, nodes)
         try:
-            self.created_namespace = not self.k8s.exists("Namespace", self.namespace)
-            self.installed = True
             self._helm(*args, timeout=timeout_s + 60)
+            helm_upgrade.await_rollout(self.k8s, self.profile.driver, self.namespace, before, timeout_s, self.pod_logs)
             check_device_classes(self.k8s, self.profile)
-            nodes = [n.name for n in self.cluster.nodes]
             await_slices(self.k8s, self.profile, nodes, timeout=self.ready_timeout, logs=self.pod_logs)
-        except BaseException:
-            self.teardown()
-            raise
         finally:
             Path(values_file).unlink(missing_ok=True)
-        return self.attach({"version": str(d.get("version") or self._chart_version(chart))})
+        return chart
 
     @staticmethod
     def _chart_version(chart: str) -> str:
@@ -151,8 +166,20 @@ class HelmDeployer:
             return ""
 
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
-        """The handle (also in xdist workers): logs come from the release's pods."""
-        return DeployedDriver.of(self.profile, "helm", version=str(state.get("version", "")), log_source=self.pod_logs)
+        """The handle (also in xdist workers): logs come from the release's pods; it upgrades the release from
+        the profile's ``upgrade_from`` (conformance.drivers.helm_upgrade)."""
+        d, version = self.profile.deploy, str(state.get("version", ""))
+        previous = helm_upgrade.previous_spec(d)
+        return helm_upgrade.HelmDriver.of(
+            self.profile,
+            "helm",
+            version=version,
+            log_source=self.pod_logs,
+            install=self.install,
+            current=d,
+            previous=previous,
+            previous_name=str((d.get("upgrade_from") or {}).get("name", "")),
+        )
 
     def pod_logs(self) -> dict[str, str]:
         """Logs of every container of the release's namespace (best effort)."""

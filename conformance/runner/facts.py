@@ -23,6 +23,7 @@ from conformance.core.handles import (
     RestartsControllerManager,
     RestartsKubelet,
     RestartsPlugin,
+    UpgradesDriver,
 )
 from conformance.core.profile import DriverProfile
 from conformance.k8s import discovery
@@ -83,7 +84,8 @@ def collect(
 
 def disruptions(cluster: ClusterHandle | None, driver: DriverHandle | None) -> dict[str, tuple[bool, str]]:
     """``node_reboot``, ``controller_manager_restart`` (optional abilities of the cluster handle: RebootsNode,
-    RestartsControllerManager) and ``driver_reinstall`` (of the driver handle: RemovesDriver), each
+    RestartsControllerManager), ``driver_reinstall`` and ``driver_upgrade`` (of the driver handle: RemovesDriver,
+    UpgradesDriver), each
     ``(able, evidence)``."""
     kind = type(cluster).__name__ if cluster is not None else "no cluster handle"
     out = {
@@ -98,6 +100,12 @@ def disruptions(cluster: ClusterHandle | None, driver: DriverHandle | None) -> d
         (True, f"the {driver.deploy_mode} deployer stops and starts the driver's plugins")
         if isinstance(driver, RemovesDriver)
         else (False, "the driver's deployer cannot remove and reinstall it (host-mode deployers can)")
+    )
+    mode = driver.deploy_mode if driver is not None else "no driver handle"
+    out["driver_upgrade"] = (
+        driver.can_upgrade()
+        if isinstance(driver, UpgradesDriver)
+        else (False, f"the driver's deployer ({mode}) cannot upgrade it in place (the helm deployer can)")
     )
     return out
 

@@ -38,15 +38,16 @@ def go_env() -> dict[str, str]:
     return env
 
 
-def run_go(args: list[str], cwd: Path, what: str, log: Path) -> str:
-    """Run ``go <args>`` in ``cwd``; append output to ``log``; return stdout.
+def run_go(args: list[str], cwd: Path, what: str, log: Path, env: dict[str, str] | None = None) -> str:
+    """Run ``go <args>`` in ``cwd`` (``env``: extra variables for this command only); append output to ``log``;
+    return stdout.
 
     Raises SetupError naming ``what``, the failing command, the log file and the likely fix (registry
     unreachable vs. build failure).
     """
     if shutil.which("go") is None:
         raise SetupError(what, "the `go` command is not on PATH", "install Go >= 1.24 (this machine ships it)")
-    proc = subprocess.run(["go", *args], cwd=cwd, env=go_env(), capture_output=True, text=True)
+    proc = subprocess.run(["go", *args], cwd=cwd, env={**go_env(), **(env or {})}, capture_output=True, text=True)
     with log.open("a") as fh:
         fh.write(f"$ (cd {cwd} && go {' '.join(args)})\n{proc.stdout}{proc.stderr}\n")
     if proc.returncode != 0:
@@ -88,14 +89,22 @@ def write_wrapper(
 
 
 def build_packages(
-    workdir: Path, packages: list[str], outputs: list[str], bindir: Path, tags: str, ldflags: str, what: str, log: Path
+    workdir: Path,
+    packages: list[str],
+    outputs: list[str],
+    bindir: Path,
+    tags: str,
+    ldflags: str,
+    what: str,
+    log: Path,
+    env: dict[str, str] | None = None,
 ) -> None:
     """`go build` each main package to ``bindir/<output>`` (one at a time to bound memory on 2 cores)."""
     for pkg, out in zip(packages, outputs, strict=True):
         args = ["build", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), "-o", str(bindir / out)]
         if tags:
             args[1:1] = ["-tags", tags]
-        run_go(args + [pkg], workdir, f"{what}: build {out}", log)
+        run_go(args + [pkg], workdir, f"{what}: build {out}", log, env)
 
 
 def fingerprint(tool: GoTool) -> str:
@@ -111,8 +120,16 @@ def fingerprint(tool: GoTool) -> str:
             tool.ldflags,
             tool.replaces,
         )
+        + ((tool.nosumdb,) if tool.nosumdb else ())
     )
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
+
+
+def module_env(tool: GoTool) -> dict[str, str]:
+    """Variables for the commands that fetch and build ``tool``: ``GONOSUMDB=<module>`` when its versions.toml
+    entry says ``nosumdb`` (a version the proxy serves but sum.golang.org has no entry for; go.sum still records
+    the hash the proxy served); {} otherwise. Scoped to that tool's commands, never set globally."""
+    return {"GONOSUMDB": tool.module} if tool.nosumdb else {}
 
 
 def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
@@ -125,7 +142,8 @@ def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
         work = cache.root() / "work" / f"{tool.name}-{tool.version}"
         requires = [f"{tool.module}@{tool.version}"] + [f"{m}@{tool.version}" for m in tool.extra_modules]
         write_wrapper(work, requires, list(tool.packages), dict(tool.replaces))
-        run_go(["mod", "tidy"], work, f"{tool.name} {tool.version}: resolve modules", log)
+        env = module_env(tool)
+        run_go(["mod", "tidy"], work, f"{tool.name} {tool.version}: resolve modules", log, env)
         build_packages(
             work,
             list(tool.packages),
@@ -135,6 +153,7 @@ def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
             tool.ldflags,
             f"{tool.name} {tool.version}",
             log,
+            env,
         )
         cache.commit(
             tmp,

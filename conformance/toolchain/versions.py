@@ -27,7 +27,8 @@ class GoTool:
 
     name: key in versions.toml; module/version: what the wrapper requires; packages: main packages to
     build; binaries: names of the outputs, in the order of packages; tags/ldflags: build settings
-    (``{version}`` in ldflags is replaced by the version).
+    (``{version}`` in ldflags is replaced by the version); nosumdb: the module has no entry in the checksum
+    database (sum.golang.org), so its fetch runs with ``GONOSUMDB=<module>`` (that build only, never global).
     """
 
     name: str
@@ -39,6 +40,7 @@ class GoTool:
     tags: str = ""
     ldflags: str = ""
     replaces: tuple[tuple[str, str], ...] = ()
+    nosumdb: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +114,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
                 extra_modules=tuple(spec.get("extra_modules", ())),
                 tags=spec.get("tags", ""),
                 ldflags=spec.get("ldflags", "").replace("{version}", spec["version"]),
+                nosumdb=bool(spec.get("nosumdb", False)),
             )
             if len(tools[name].packages) != len(tools[name].binaries):
                 raise VersionError(f"[go.{name}] needs one binary name per package")

@@ -31,7 +31,7 @@ def tiny_catalog(tmp_path, monkeypatch):
 
 def test_catalog_names_every_image_a_run_needs():
     names = [s.name for s in catalog.select([])]
-    assert names == ["pause", "busybox", "dra-example-driver", "reference-driver"]
+    assert names == ["pause", "busybox", "dra-example-driver", "dra-example-driver-previous", "reference-driver"]
     assert [s.name for s in catalog.specs() if s.optional] == ["suite"]  # built only when named
     assert catalog.DEFAULT_IMAGES == {
         "pause": "dra-conformance.local/pause:1",

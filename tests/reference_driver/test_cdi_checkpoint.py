@@ -78,7 +78,7 @@ def test_checkpoint_roundtrip_and_missing_file(tmp_path):
     assert cp.load() == {}
     cp.save({"u": {"devices": []}})
     assert cp.load() == {"u": {"devices": []}}
-    assert json.loads(cp.path.read_text())["version"] == 1
+    assert json.loads(cp.path.read_text())["version"] == 2
 
 
 @pytest.mark.parametrize(

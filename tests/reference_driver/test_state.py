@@ -88,7 +88,7 @@ def test_corrupt_checkpoint_is_quarantined_and_leftover_spec_removed_on_unprepar
 def test_checkpoint_of_another_version_stops_recovery(make_state):
     state = make_state()
     state.checkpoint.path.parent.mkdir(parents=True)
-    state.checkpoint.path.write_text(json.dumps({"version": 2, "claims": {}}))
+    state.checkpoint.path.write_text(json.dumps({"version": 3, "claims": {}}))
     with pytest.raises(CheckpointVersionError):
         state.recover()
     assert state.checkpoint.path.exists(), "another version's state is never discarded"

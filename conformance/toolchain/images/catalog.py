@@ -6,6 +6,8 @@ name                used by                               built from
 pause               every pod's sandbox (local cluster)   our Go program (pause/main.go), host Go
 busybox             probe pods and privileged helper pods Debian busybox-static of this host
 dra-example-driver  the dra-example-driver chart's pods   its Go module (make setup) + chart facts
+dra-example-        upgrade lane: dra-example-driver's    the previous release's Go module (make setup)
+driver-previous     upgrade_from                          + its chart's facts
 reference-driver    the reference driver chart's pods     Debian python3 .debs, PyPI wheels, our source
 suite (optional)    the suite as a pod (ci/in-cluster/)   Debian python3 + nodejs .debs, wheels, our tools
 =================== ===================================== ==============================================
@@ -75,6 +77,14 @@ def specs(local_images: dict[str, str] | None = None) -> list[ImageSpec]:
             example_driver.ref,
             example_driver.archive,
             lambda: store.lookup(example_driver.TOOL, example_driver.key()),
+        ),
+        ImageSpec(
+            example_driver.PREVIOUS,
+            "dra-example-driver profile's upgrade_from (the upgrade lane's previous version)",
+            "binaries built from sigs.k8s.io/dra-example-driver at versions.toml [go.dra-example-driver-previous]",
+            lambda: example_driver.ref(example_driver.PREVIOUS),
+            lambda: example_driver.archive(example_driver.PREVIOUS),
+            lambda: store.lookup(example_driver.PREVIOUS, example_driver.key(example_driver.PREVIOUS)),
         ),
         ImageSpec(
             "reference-driver",

@@ -21,52 +21,53 @@ from .base import account_files, base_dirs
 from .oci import ImageConfig, ImageError, entries_layer, sha256_file, write_image
 
 TOOL = "dra-example-driver"
+PREVIOUS = "dra-example-driver-previous"  # the release before TOOL (the upgrade lane's N-1), same layout
 CHART = "deployments/helm/dra-example-driver"
 
 
-def module_dir() -> Path:
-    """The pinned dra-example-driver module in the Go module cache (``$(go env GOMODCACHE)``). Raises
-    ImageError naming `make setup` when it is absent."""
+def module_dir(tool: str = TOOL) -> Path:
+    """The pinned dra-example-driver module (versions.toml ``[go.<tool>]``) in the Go module cache
+    (``$(go env GOMODCACHE)``). Raises ImageError naming `make setup` when it is absent."""
     try:
-        return gomodules.module_path(TOOL, CHART).parents[2]
+        return gomodules.module_path(tool, CHART).parents[2]
     except CacheMiss as exc:
         raise ImageError(str(exc)) from None
 
 
-def ref() -> str:
+def ref(tool: str = TOOL) -> str:
     """The image name the chart runs, normalized (``registry.k8s.io/dra-example-driver/dra-example-driver:v0.4.0``)."""
-    return refs.normalize(refs.chart_image(module_dir() / CHART))
+    return refs.normalize(refs.chart_image(module_dir(tool) / CHART))
 
 
-def binaries() -> list[Path]:
+def binaries(tool: str = TOOL) -> list[Path]:
     """The built binaries of the pinned version. Raises CacheMiss naming `make setup`."""
-    tool = versions.load().go_tools[TOOL]
-    return [cache.tool_binary(TOOL, name) for name in tool.binaries]
+    return [cache.tool_binary(tool, name) for name in versions.load().go_tools[tool].binaries]
 
 
-def key() -> str:
+def key(tool: str = TOOL) -> str:
     """Cache key: the image name, the binaries' digests and the pinned version."""
-    tool = versions.load().go_tools[TOOL]
-    return store.cache_key(TOOL, tool.version, ref(), [(p.name, sha256_file(p)) for p in binaries()])
+    pinned = versions.load().go_tools[tool]
+    return store.cache_key(tool, pinned.version, ref(tool), [(p.name, sha256_file(p)) for p in binaries(tool)])
 
 
-def archive() -> Path:
-    """The cached, verified OCI archive (built on a miss: a few seconds). Raises ImageError/CacheMiss."""
-    name, tool = ref(), versions.load().go_tools[TOOL]
+def archive(tool: str = TOOL) -> Path:
+    """The cached, verified OCI archive of ``tool`` (TOOL or PREVIOUS; built on a miss: a few seconds).
+    Raises ImageError/CacheMiss."""
+    name, pinned = ref(tool), versions.load().go_tools[tool]
 
     def build(tmp: Path) -> None:
         entries = [*base_dirs(), *account_files(), ("usr", "dir", None, 0o755), ("usr/bin", "dir", None, 0o755)]
-        entries += [(f"usr/bin/{p.name}", "file", p.read_bytes(), 0o755) for p in binaries()]
+        entries += [(f"usr/bin/{p.name}", "file", p.read_bytes(), 0o755) for p in binaries(tool)]
         layer = tmp.with_name(tmp.name + ".layer")
         try:
             entries_layer(layer, entries)
             labels = (
-                ("org.opencontainers.image.source", tool.module),
-                ("org.opencontainers.image.version", tool.version),
+                ("org.opencontainers.image.source", pinned.module),
+                ("org.opencontainers.image.version", pinned.version),
             )
             config = ImageConfig(cmd=("dra-example-kubeletplugin",), labels=labels)
             write_image(tmp, name, [layer], config)
         finally:
             layer.unlink(missing_ok=True)
 
-    return store.cached_archive(TOOL, key(), build)
+    return store.cached_archive(tool, key(tool), build)

@@ -45,6 +45,7 @@ class Config:
     log_level: str = "INFO"
     device_status: bool = False
     binding_conditions: bool = False
+    binding_failure_devices: frozenset[str] = frozenset()
 
     @property
     def checkpoint_path(self) -> Path:
@@ -80,6 +81,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="publish devices with bindingConditions and set them True for allocated devices (KEP-5007)",
     )
+    p.add_argument(
+        "--binding-failure-devices",
+        default="",
+        metavar="NAMES",
+        help="with --binding-conditions: comma-separated device names whose attach fails; the driver sets their "
+        "bindingFailureConditions True instead (KEP-5007), e.g. gpu-3",
+    )
     return p
 
 
@@ -96,6 +104,12 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         raise ConfigError(f"--config {args.device_config}: no such file")
     if args.resync_seconds <= 0:
         raise ConfigError(f"--resync-seconds {args.resync_seconds}: must be positive")
+    failing = frozenset(n.strip() for n in args.binding_failure_devices.split(",") if n.strip())
+    if failing and not args.binding_conditions:
+        raise ConfigError(
+            f"--binding-failure-devices {args.binding_failure_devices}: needs --binding-conditions (only devices "
+            "published with bindingConditions can fail to attach)"
+        )
     try:
         faults = Faults.parse(args.faults, env.get("DRA_REFERENCE_FAULTS"))
     except UnknownFaultError as err:
@@ -114,4 +128,5 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         log_level=args.log_level,
         device_status=args.device_status,
         binding_conditions=args.binding_conditions,
+        binding_failure_devices=failing,
     )

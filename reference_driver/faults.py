@@ -89,6 +89,12 @@ FAULTS: dict[str, str] = {
     "cdi-not-restored-after-reboot": "CDI specs of prepared claims that vanished (a reboot cleared the runtime's "
     "CDI directory) are not rewritten, neither at start-up from the checkpoint nor when the kubelet prepares the "
     "claim again, so the restarted containers cannot get their devices.",
+    "binding-failure-unreported": "With --binding-conditions, a device named by --binding-failure-devices (its "
+    "attach fails) gets its bindingConditions set True instead of its bindingFailureConditions, so the scheduler "
+    "binds the pod to a device that was never attached (KEP-5007 bindingFailureConditions).",
+    "toleration-seconds-refused": "NodePrepareResources refuses a device whose allocation result tolerates a "
+    "NoExecute taint only for a time (tolerationSeconds), as a driver does that treats a pending eviction as a "
+    "reason not to hand the device out, so a pod KEP-5055 lets run until tolerationSeconds pass never starts.",
 }
 
 

@@ -136,6 +136,8 @@ CAPABILITIES = {
     "gate.DRADeviceBindingConditions": "feature gate DRADeviceBindingConditions on (KEP-5007)",
     "driver.device_status": "driver writes ResourceClaim status.devices for the devices it prepared (KEP-4817)",
     "driver.binding_conditions": "driver publishes devices with bindingConditions and sets them True (KEP-5007)",
+    "driver.binding_failure": "a device whose attach fails in this deployment (profile binding_failure_device): "
+    "the driver sets its bindingFailureConditions True (KEP-5007)",
     "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
     "pod's extended resources once the pod completed (KEP-5004)",
     # disruptive lane: optional abilities of the cluster provider and the driver deployer

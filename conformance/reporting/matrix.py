@@ -153,24 +153,18 @@ def gate_stage(info: dict | None) -> str:
 
 def _gates(versions: list[str], runs: dict[str, dict]) -> dict[str, dict[str, dict]]:
     """DRA-related gate -> version -> {stage, enabled} from each cell's run.json."""
-    names = sorted(
-        {
-            g
-            for v in versions
-            for g in (runs.get(v) or {}).get("feature_gate_stages") or {}
-            if g.startswith("DRA") or g in GATE_EXTRAS
-        }
-    )
-    out: dict[str, dict[str, dict]] = {}
-    for gate in names:
-        for v in versions:
-            stages = (runs.get(v) or {}).get("feature_gate_stages")
-            info = (stages or {}).get(gate)
-            out.setdefault(gate, {})[v] = {
-                "stage": gate_stage(info) if stages else "not-run",
-                "enabled": bool(info and info.get("enabled")),
+    stages = {v: (runs.get(v) or {}).get("feature_gate_stages") for v in versions}
+    names = sorted({g for v in versions for g in stages[v] or {} if g.startswith("DRA") or g in GATE_EXTRAS})
+    return {
+        gate: {
+            v: {
+                "stage": gate_stage((stages[v] or {}).get(gate)) if stages[v] else "not-run",
+                "enabled": bool(((stages[v] or {}).get(gate) or {}).get("enabled")),
             }
-    return out
+            for v in versions
+        }
+        for gate in names
+    }
 
 
 def table(
@@ -245,6 +239,8 @@ def _cell(entry: dict) -> str:
     text = status
     if status not in ("pass", "not-run"):
         why = (entry.get("reasons") or [entry.get("evidence") or ""])[0].splitlines()[0] if entry else ""
+        if "::" in why and ": " in why.split("::", 1)[1]:  # "<node id>: <reason>": the reason is what differs
+            why = why.split("::", 1)[1].split(": ", 1)[1]
         text = f"{status}: {why[:REASON_CHARS]}{'…' if len(why) > REASON_CHARS else ''}" if why else status
     stage = entry.get("gateStage")
     return f"{text} [{entry['gate']}: {stage}]" if stage else text

@@ -60,12 +60,31 @@ def _pick(inventory: Inventory, what: str, pick):
 
 
 @pytest.fixture
-def binding_selector(inventory) -> str:
+def binding_selector(inventory, profile) -> str:
     """A CEL selector matching exactly one device the driver publishes with ``bindingConditions`` (KEP-5007;
     :meth:`Inventory.with_binding_conditions`, :meth:`Inventory.selector_for`); skips with evidence when none."""
+    failing = profile.binding_failure_device  # a device whose attach fails never binds (test_binding_failure)
     return _pick(
-        inventory, "device with bindingConditions", lambda: inventory.selector_for(inventory.with_binding_conditions())
+        inventory,
+        "device with bindingConditions",
+        lambda: inventory.selector_for(inventory.with_binding_conditions(skip=failing)),
     )
+
+
+@pytest.fixture
+def binding_failure_selector(inventory, profile) -> str:
+    """A CEL selector matching exactly one device named ``profile.binding_failure_device`` (whose attach the
+    deployment makes fail) that the driver publishes with ``bindingFailureConditions`` (KEP-5007); skips with
+    evidence when the driver publishes none."""
+
+    def pick():
+        name = profile.binding_failure_device
+        found = [d for d in inventory.devices if d.name == name and d.binding_conditions]
+        if not found:
+            raise LookupError(f"no device named {name!r} of {inventory.driver} publishes bindingConditions")
+        return inventory.selector_for(found[0])
+
+    return _pick(inventory, "device whose binding fails", pick)
 
 
 @pytest.fixture

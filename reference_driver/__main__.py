@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         inv.kind,
         cfg.faults.describe(),
         "on" if cfg.device_status else "off",
-        "on" if cfg.binding_conditions else "off",
+        ("on, attach fails for " + ",".join(sorted(cfg.binding_failure_devices)))
+        if cfg.binding_failure_devices
+        else ("on" if cfg.binding_conditions else "off"),
     )
     try:
         api = api_client(cfg.kubeconfig)
@@ -99,7 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         renaming.on_rename = publisher.sync_with_retry  # the renamed devices are published at once
     thread = threading.Thread(target=publisher.run, name="slices", daemon=True)
     thread.start()
-    binder = BindingController(writer, cfg.driver_name, cfg.node_name, cfg.faults) if cfg.binding_conditions else None
+    binder = (
+        BindingController(writer, cfg.driver_name, cfg.node_name, cfg.faults, failing=cfg.binding_failure_devices)
+        if cfg.binding_conditions
+        else None
+    )
     if binder is not None:
         threading.Thread(target=binder.run, name="binding", daemon=True).start()
     stop = threading.Event()

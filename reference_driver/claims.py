@@ -47,6 +47,7 @@ class AllocatedDevice:
     consumed_capacity: tuple[tuple[str, str], ...] = ()
     config: opaque.GpuConfig = opaque.GpuConfig()
     config_sources: tuple[str, ...] = ()
+    timed_noexecute_toleration: bool = False  # the result tolerates NoExecute taints for tolerationSeconds only
 
     @property
     def base_request(self) -> str:
@@ -84,6 +85,15 @@ def _configs(
         out.append((label, list(entry.get("requests") or []), parsed))
     out.sort(key=lambda item: SOURCES.index(item[0].split("[", 1)[0]))
     return out
+
+
+def timed_noexecute_toleration(result: dict) -> bool:
+    """Whether an allocation result's ``tolerations`` (copied by the scheduler, KEP-5055) tolerate NoExecute
+    taints (effect NoExecute or empty, i.e. every effect) only for ``tolerationSeconds``."""
+    return any(
+        t.get("effect") in (None, "", "NoExecute") and t.get("tolerationSeconds") is not None
+        for t in result.get("tolerations") or []
+    )
 
 
 def allocated_devices(
@@ -137,6 +147,7 @@ def allocated_devices(
                 consumed_capacity=consumed,
                 config=effective,
                 config_sources=tuple(labels),
+                timed_noexecute_toleration=timed_noexecute_toleration(result),
             )
         )
     return devices

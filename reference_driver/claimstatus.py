@@ -4,7 +4,7 @@ KEP-5007). Both are off by default.
 
 No kubernetes import: ``writer`` is a :class:`~reference_driver.kube.ClaimStatusWriter` (or a fake with
 ``update_devices(namespace, name, uid, edit)`` and ``list_all()``). Faults: ``no-device-status``,
-``partial-device-status``, ``binding-never-ready``.
+``partial-device-status``, ``binding-never-ready``, ``binding-failure-unreported``.
 """
 
 from __future__ import annotations
@@ -58,13 +58,31 @@ class DeviceStatusReporter:
 class BindingController:
     """Sets the binding conditions of this node's allocated devices True (KEP-5007): scans every claim each
     :data:`BINDING_POLL_S` seconds for results of ``driver`` in ``pool`` whose ``bindingConditions`` are not
-    True yet in ``status.devices``, and writes them. Fault ``binding-never-ready``: never writes."""
+    True yet in ``status.devices``, and writes them. A device named in ``failing`` (its attach fails) gets its
+    ``bindingFailureConditions`` set True instead, once per allocation (the scheduler then releases the
+    allocation and clears ``status.devices``). Faults: ``binding-never-ready`` (never writes),
+    ``binding-failure-unreported`` (a failing device is reported attached)."""
 
     def __init__(
-        self, writer, driver: str, pool: str, faults: Faults = Faults(), now: Callable[[], str] = utc_now
+        self,
+        writer,
+        driver: str,
+        pool: str,
+        faults: Faults = Faults(),
+        now: Callable[[], str] = utc_now,
+        failing: frozenset[str] = frozenset(),
     ) -> None:
         self.writer, self.driver, self.pool, self.faults, self.now = writer, driver, pool, faults, now
+        self.failing = frozenset() if faults.on("binding-failure-unreported") else frozenset(failing)
         self._stop = threading.Event()
+
+    def entries(self, pending: list[dict]) -> list[dict]:
+        """The ``status.devices`` updates for ``pending`` results: failure conditions True for the devices in
+        ``failing``, binding conditions True for the others."""
+        now = self.now()
+        fails = [r for r in pending if r.get("device") in self.failing]
+        oks = [r for r in pending if r.get("device") not in self.failing]
+        return devicestatus.binding_entries(oks, now) + devicestatus.binding_entries(fails, now, attached=False)
 
     def sync(self) -> int:
         """One scan; the number of claims written. Raises the writer's API errors for the listing."""
@@ -81,12 +99,13 @@ class BindingController:
                 pending = devicestatus.binding_pending(fresh, self.driver, self.pool)
                 if not pending:
                     return None
-                return devicestatus.merged(current, devicestatus.binding_entries(pending, self.now()))
+                new = devicestatus.merged(current, self.entries(pending))
+                return None if devicestatus.unchanged(current, new) else new
 
             try:
                 if self.writer.update_devices(meta["namespace"], meta["name"], meta["uid"], edit):
                     written += 1
-                    log.info("binding conditions of %s/%s set True", meta["namespace"], meta["name"])
+                    log.info("binding conditions of %s/%s written", meta["namespace"], meta["name"])
             except Exception as err:  # noqa: BLE001 - next scan retries
                 log.warning("binding conditions of %s/%s not written: %s", meta["namespace"], meta["name"], err)
         return written

@@ -46,6 +46,7 @@ class Config:
     device_status: bool = False
     binding_conditions: bool = False
     checkpoint_format: int = 2  # the checkpoint format written (1: as before format 2, for upgrade tests)
+    binding_failure_devices: frozenset[str] = frozenset()
 
     @property
     def checkpoint_path(self) -> Path:
@@ -87,6 +88,13 @@ def parser() -> argparse.ArgumentParser:
         choices=["v1", "v2"],
         help="checkpoint format written (reads both): v2 (default) or v1, the layout before format 2",
     )
+    p.add_argument(
+        "--binding-failure-devices",
+        default="",
+        metavar="NAMES",
+        help="with --binding-conditions: comma-separated device names whose attach fails; the driver sets their "
+        "bindingFailureConditions True instead (KEP-5007), e.g. gpu-3",
+    )
     return p
 
 
@@ -103,6 +111,12 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         raise ConfigError(f"--config {args.device_config}: no such file")
     if args.resync_seconds <= 0:
         raise ConfigError(f"--resync-seconds {args.resync_seconds}: must be positive")
+    failing = frozenset(n.strip() for n in args.binding_failure_devices.split(",") if n.strip())
+    if failing and not args.binding_conditions:
+        raise ConfigError(
+            f"--binding-failure-devices {args.binding_failure_devices}: needs --binding-conditions (only devices "
+            "published with bindingConditions can fail to attach)"
+        )
     try:
         faults = Faults.parse(args.faults, env.get("DRA_REFERENCE_FAULTS"))
     except UnknownFaultError as err:
@@ -122,4 +136,5 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         device_status=args.device_status,
         binding_conditions=args.binding_conditions,
         checkpoint_format=int(args.checkpoint_format[1:]),
+        binding_failure_devices=failing,
     )

@@ -92,6 +92,12 @@ FAULTS: dict[str, str] = {
     "checkpoint-not-migrated": "A checkpoint in the previous format (1, written by the version before an upgrade) "
     "is ignored at start-up instead of migrated to format 2, so after the upgrade the driver does not know the "
     "claims prepared before it and their unprepare leaves the CDI specs behind.",
+    "binding-failure-unreported": "With --binding-conditions, a device named by --binding-failure-devices (its "
+    "attach fails) gets its bindingConditions set True instead of its bindingFailureConditions, so the scheduler "
+    "binds the pod to a device that was never attached (KEP-5007 bindingFailureConditions).",
+    "toleration-seconds-refused": "NodePrepareResources refuses a device whose allocation result tolerates a "
+    "NoExecute taint only for a time (tolerationSeconds), as a driver does that treats a pending eviction as a "
+    "reason not to hand the device out, so a pod KEP-5055 lets run until tolerationSeconds pass never starts.",
 }
 
 

@@ -191,6 +191,11 @@ class DeviceState:
                 raise ClaimError(f"{ref}: device {alloc.pool}/{alloc.device} is not in this node's inventory")
             if device.taints and self.faults.on("tainted-prepare-refused"):
                 raise ClaimError(f"{ref}: device {alloc.device} is tainted: injected fault tainted-prepare-refused")
+            if alloc.timed_noexecute_toleration and self.faults.on("toleration-seconds-refused"):
+                raise ClaimError(
+                    f"{ref}: device {alloc.device} may be evicted (tolerationSeconds): injected fault "
+                    "toleration-seconds-refused"
+                )
             if self.faults.on("wrong-cdi-device"):
                 pairs.append(_neighbour(alloc, snap))
             else:

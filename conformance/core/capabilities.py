@@ -215,6 +215,12 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
             )
         cap = _driver("driver.admin_access", facts, profile, gates)
         return dataclasses.replace(cap, name=name, declared=profile.declares(key))
+    if key == "binding_failure":
+        if not profile.binding_failure_device:
+            return Capability(name, False, f"{src} names no binding_failure_device (no device fails to attach)")
+        cap = _driver("driver.binding_conditions", facts, profile, gates)
+        why = f"device {profile.binding_failure_device} fails to attach ({src}); binding conditions: {cap.evidence}"
+        return dataclasses.replace(cap, name=name, evidence=why, declared=True)
     devices = list(facts.get("devices") or [])
     if not profile.declares(key):
         return _undeclared(name, key, src, devices, gates)

@@ -140,6 +140,8 @@ CAPABILITIES = {
     "writes per claim (profile cdi, default true; false for dranet: it moves a netdev into the pod's netns via NRI)",
     "driver.container_isolation": "a device shows only in the containers that reference its claim (profile "
     "container_isolation, default true; false for a netdev, which lives in the pod's network namespace)",
+    "driver.binding_failure": "a device whose attach fails in this deployment (profile binding_failure_device): "
+    "the driver sets its bindingFailureConditions True (KEP-5007)",
     "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
     "pod's extended resources once the pod completed (KEP-5004)",
     # disruptive lane: optional abilities of the cluster provider and the driver deployer

@@ -31,6 +31,8 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
                                           # host: nri: true (the plugin is an NRI plugin: nodes serve NRI);
                                           # netdevs: {kind: ifb|veth, count: N} test interfaces per node
     deploy_alternatives: {helm: {chart: ..., values: ...}}   # optional: what ``--driver-deploy MODE`` uses
+    binding_failure_device: gpu-3         # optional: a device name (in every pool) whose attach this deployment
+                                          # makes fail: the driver sets its bindingFailureConditions (KEP-5007)
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ TOP_KEYS = {
     "version",
     "admin_access_signal",
     "deploy_alternatives",
+    "binding_failure_device",
 }
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -110,6 +113,18 @@ def _regex(raw: Mapping[str, Any], key: str, src: str) -> str:
             field=key,
             fix="a Python regex matched per line, e.g. '^DRA_ADMIN_ACCESS=true$'",
         ) from None
+    return value
+
+
+def _device_name(raw: Mapping[str, Any], key: str, src: str) -> str:
+    """The optional device name under ``key`` ("" when absent); ConfigError when it is not a DNS label."""
+    value = raw.get(key)
+    if value in (None, ""):
+        return ""
+    if not isinstance(value, str) or not re.match(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", value):
+        raise ConfigError(
+            f"must be a device name (a DNS label), got {value!r}", source=src, field=key, fix=f"{key}: gpu-3"
+        )
     return value
 
 
@@ -157,6 +172,8 @@ class DriverProfile:
     version: str = ""
     source: str = ""
     deploy_alternatives: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # a device name whose attach this deployment makes fail (bindingFailureConditions, KEP-5007); "" = none
+    binding_failure_device: str = ""
 
     def for_mode(self, mode: str) -> DriverProfile:
         """This profile deployed by ``mode`` (``--driver-deploy``): its ``deploy_alternatives[mode]`` replaces
@@ -337,5 +354,6 @@ def parse(
         description=str(raw.get("description") or ""),
         version=str(raw.get("version") or ""),
         admin_access_signal=_regex(raw, "admin_access_signal", src),
+        binding_failure_device=_device_name(raw, "binding_failure_device", src),
         source=source,
     )

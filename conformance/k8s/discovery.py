@@ -57,6 +57,24 @@ def parse_feature_metrics(text: str) -> dict[str, bool]:
     return gates
 
 
+def parse_feature_stages(text: str) -> dict[str, str]:
+    """``{gate: stage}`` from the ``stage`` label of ``kubernetes_feature_enabled`` (component-base
+    featuregate metrics: ``ALPHA``, ``BETA``, ``DEPRECATED``; an empty stage is GA, reported as ``GA``)."""
+    return {
+        labels["name"]: labels.get("stage") or "GA"
+        for labels, _ in samples(text, "kubernetes_feature_enabled")
+        if labels.get("name")
+    }
+
+
+def apiserver_feature_stages(k8s: K8s) -> dict[str, str]:
+    """The API server's ``{gate: stage}`` (:func:`parse_feature_stages`); ``{}`` when /metrics is not readable."""
+    try:
+        return parse_feature_stages(k8s.get_raw("/metrics"))
+    except errors.ApiError:
+        return {}
+
+
 def apiserver_feature_gates(k8s: K8s) -> tuple[dict[str, bool], str]:
     """``({gate: enabled}, error)``: the API server's feature gates from its /metrics, and ``""``; or ``{}`` and
     the API error text when /metrics is not readable (e.g. 403: the user lacks ``get`` on nonResourceURL

@@ -339,10 +339,11 @@ class Inventory:
                 return f"{cel_attribute(name)} == {cel_literal(value)}"
         raise LookupError(f"device {device.pool}/{device.name} has no attribute value that no other device shares")
 
-    def with_binding_conditions(self) -> Device:
-        """The first published device with ``bindingConditions`` (KEP-5007); raises LookupError when none."""
+    def with_binding_conditions(self, skip: str = "") -> Device:
+        """The first published device with ``bindingConditions`` (KEP-5007), none named ``skip``; raises
+        LookupError when none."""
         for dev in self.devices:
-            if dev.binding_conditions:
+            if dev.binding_conditions and dev.name != skip:
                 return dev
         raise LookupError(f"no device of {self.driver} publishes bindingConditions")
 

@@ -25,11 +25,19 @@ import subprocess
 import sys
 import time
 
+from conformance.core import capabilities as caps
 from conformance.reporting import build, history, html, junit, runinfo
 
 SIDE_FILES = {"environment.properties", "executor.json", "categories.json"}
 CELL_TIMEOUT_S = 4 * 3600
 VERSION_RE = re.compile(r"^1\.\d+$")
+REASON_CHARS = 90  # a skip or failure reason is cut here in matrix.md (matrix.json keeps it whole)
+GATE_EXTRAS = (
+    "DynamicResourceAllocation",
+    "KubeletPodResourcesDynamicResources",
+    "KubeletPodResourcesGet",
+    "ResourceHealthStatus",
+)
 
 
 def _now() -> str:
@@ -117,8 +125,58 @@ def _merge_junit(matrix_dir: pathlib.Path, versions: list[str]) -> None:
         copy.unlink()
 
 
-def table(versions: list[str], summaries: dict[str, dict | None], cells: dict[str, dict]) -> dict:
-    """The matrix.json content from each version's summary (``None``: the cell produced no results)."""
+def capability_gate(name: str) -> str | None:
+    """The feature gate a capability depends on (``gate.X`` -> X; driver, allocator and platform capabilities
+    through :mod:`conformance.core.capabilities`), None when none."""
+    if name.startswith("gate."):
+        return name.split(".", 1)[1]
+    key = name.split(".", 1)[1] if name.startswith("driver.") else ""
+    key = "binding_conditions" if key == "binding_failure" else key
+    needs = (
+        caps.DRIVER_GATES.get(key)
+        or caps.ALLOCATOR_GATES.get(name, (None,))[0]
+        or caps.KNOWN_PLATFORM_GAPS.get(name, (None,))[0]
+    )
+    return needs.split(".", 1)[1] if needs else None
+
+
+def gate_stage(info: dict | None) -> str:
+    """``GA``, ``beta-on``, ``beta-off``, ``beta`` (default unknown), ``alpha``, ``deprecated`` or ``absent``
+    for one run.json ``feature_gate_stages`` entry (None: the release does not know the gate)."""
+    if not info:
+        return "absent"
+    stage = str(info.get("stage") or "").upper()
+    if stage == "BETA":
+        return {True: "beta-on", False: "beta-off"}.get(info.get("default"), "beta")
+    return "GA" if stage == "GA" else stage.lower() or "?"
+
+
+def _gates(versions: list[str], runs: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """DRA-related gate -> version -> {stage, enabled} from each cell's run.json."""
+    stages = {v: (runs.get(v) or {}).get("feature_gate_stages") for v in versions}
+    names = sorted({g for v in versions for g in stages[v] or {} if g.startswith("DRA") or g in GATE_EXTRAS})
+    return {
+        gate: {
+            v: {
+                "stage": gate_stage((stages[v] or {}).get(gate)) if stages[v] else "not-run",
+                "enabled": bool(((stages[v] or {}).get(gate) or {}).get("enabled")),
+            }
+            for v in versions
+        }
+        for gate in names
+    }
+
+
+def table(
+    versions: list[str],
+    summaries: dict[str, dict | None],
+    cells: dict[str, dict],
+    runs: dict[str, dict] | None = None,
+) -> dict:
+    """The matrix.json content from each version's summary (``None``: the cell produced no results) and run.json
+    (``runs``: feature-gate stages per version)."""
+    runs = runs or {}
+    gates = _gates(versions, runs)
     capabilities: dict[str, dict[str, dict]] = {}
     rows, reasons = [], []
     for version in versions:
@@ -130,10 +188,14 @@ def table(versions: list[str], summaries: dict[str, dict | None], cells: dict[st
             verdict = data["verdict"]
             reasons += [f"Kubernetes {version}: {r}" for r in data["verdictReasons"]]
             for cap in data["capabilities"]:
+                gate = capability_gate(cap["name"])
                 capabilities.setdefault(cap["name"], {})[version] = {
                     "status": cap["status"],
                     "reasons": cap["reasons"],
+                    "evidence": cap.get("evidence", ""),
                     "declared": cap["declared"],
+                    "gate": gate,
+                    "gateStage": gates.get(gate, {}).get(version, {}).get("stage") if gate else None,
                 }
         rows.append(
             {
@@ -144,6 +206,8 @@ def table(versions: list[str], summaries: dict[str, dict | None], cells: dict[st
                 "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
                 "driver": data["driver"] if data else None,
                 "counts": data["counts"] if data else None,
+                "command": cell.get("command"),
+                "featureGatesMode": data.get("featureGatesMode") if data else None,
             }
         )
     for by_version in capabilities.values():
@@ -163,30 +227,73 @@ def table(versions: list[str], summaries: dict[str, dict | None], cells: dict[st
         "versions": versions,
         "cells": rows,
         "capabilities": dict(sorted(capabilities.items())),
+        "featureGates": gates,
         "verdict": "FAIL" if reasons else "PASS",
         "verdictReasons": reasons,
     }
 
 
+def _cell(entry: dict) -> str:
+    """One capability cell: ``pass``, ``fail``, ``skip: <first reason>`` ..., with the gate's stage."""
+    status = entry["status"]
+    text = status
+    if status not in ("pass", "not-run"):
+        why = (entry.get("reasons") or [entry.get("evidence") or ""])[0].splitlines()[0] if entry else ""
+        if "::" in why and ": " in why.split("::", 1)[1]:  # "<node id>: <reason>": the reason is what differs
+            why = why.split("::", 1)[1].split(": ", 1)[1]
+        text = f"{status}: {why[:REASON_CHARS]}{'…' if len(why) > REASON_CHARS else ''}" if why else status
+    stage = entry.get("gateStage")
+    return f"{text} [{entry['gate']}: {stage}]" if stage else text
+
+
 def render(data: dict) -> str:
-    """matrix.md: the version x capability table."""
+    """matrix.md: per version the counts, the DRA feature gates' stage, and the version x capability table."""
     versions = data["versions"]
     out = [
         f"# DRA driver qualification matrix: {data['verdict']}",
         "",
-        "| Kubernetes | Verdict | Executed | Passed | Failed | Broken | Skipped | Duration (s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Kubernetes | Verdict | Gates | Executed | Passed | Failed | Broken | Skipped | Duration (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in data["cells"]:
         c = row["counts"] or {}
         out.append(
             f"| {row['version']} ({row['kubernetesVersion'] or '?'}) | {row['verdict']} | "
+            f"{row.get('featureGatesMode') or '?'} | "
             f"{c.get('executed', '-')} | {c.get('passed', '-')} | {c.get('failed', '-')} | "
             f"{c.get('broken', '-')} | {c.get('skipped', '-')} | {row['durationS'] or '-'} |"
         )
-    out += ["", "| Capability | " + " | ".join(versions) + " |", "|---|" + "---|" * len(versions)]
+    gates = data.get("featureGates") or {}
+    if gates:
+        out += [
+            "",
+            "Feature gates of each release (kube-apiserver `kubernetes_feature_enabled{stage}`, defaults from its "
+            "`--help`); `+` = switched on for the run although off by default, `-` = off in the run:",
+            "",
+            "| Feature gate | " + " | ".join(versions) + " |",
+            "|---|" + "---|" * len(versions),
+        ]
+        for gate, by_version in gates.items():
+            cells = []
+            for v in versions:
+                cell = by_version[v]
+                on_by_default = cell["stage"] in ("GA", "beta-on")
+                mark = "+" if cell["enabled"] and not on_by_default and cell["stage"] != "absent" else ""
+                mark = "-" if not cell["enabled"] and on_by_default else mark
+                cells.append(cell["stage"] + mark)
+            out.append(f"| {gate} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "Capabilities (pass / fail / skip with its first reason; `[gate: stage]` where a feature gate serves it):",
+        "",
+        "| Capability | " + " | ".join(versions) + " |",
+        "|---|" + "---|" * len(versions),
+    ]
     for name, by_version in data["capabilities"].items():
-        out.append(f"| {name} | " + " | ".join(by_version[v]["status"] for v in versions) + " |")
+        out.append(f"| {name} | " + " | ".join(_cell(by_version[v]).replace("|", "\\|") for v in versions) + " |")
+    commands = [f"- {row['version']}: `{row['command']}`" for row in data["cells"] if row.get("command")]
+    if commands:
+        out += ["", "Commands:", "", *commands]
     if data["verdictReasons"]:
         out += ["", "## Why it fails", ""] + [f"- {r.splitlines()[0]}" for r in data["verdictReasons"]]
     return "\n".join(out) + "\n"
@@ -202,13 +309,13 @@ def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
     cells_file = matrix_dir / "cells.json"
     cells = json.loads(cells_file.read_text(encoding="utf-8")) if cells_file.is_file() else {}
     summaries = {v: _cell_summary(matrix_dir / v) for v in versions}
-    data = table(versions, summaries, cells)
+    runs = {v: runinfo.load(matrix_dir / v) for v in versions}
+    data = table(versions, summaries, cells, runs)
     (matrix_dir / "matrix.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (matrix_dir / "matrix.md").write_text(render(data), encoding="utf-8")
     merged = _merge_results(matrix_dir, versions)
     _merge_junit(matrix_dir, versions)
     first = next((matrix_dir / v for v in versions if summaries.get(v)), None)
-    runs = {v: runinfo.load(matrix_dir / v) for v in versions}
     html.write_side_files(
         merged,
         runs[first.name] if first else {},

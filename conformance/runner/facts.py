@@ -52,6 +52,8 @@ def collect(
         "feature_gates_error": gates_error,
         "kubelet_gates": {k: v for k, v in kubelet_gates.items() if v},
         "configured_gates": dict(cluster.feature_gates) if cluster is not None else {},
+        "feature_gate_stages": discovery.apiserver_feature_stages(k8s),
+        "gate_defaults": dict(getattr(cluster, "gate_defaults", None) or {}),
         "nodes": nodes,
         "devices": discovery.devices_of(slices),
     }
@@ -123,6 +125,18 @@ def discover(
     return caps_mod.evaluate(facts, profile), facts
 
 
+def gate_stages(facts: dict) -> dict[str, dict]:
+    """Per feature gate the API server reports: ``{"stage": GA|BETA|ALPHA|DEPRECATED, "default": bool | None,
+    "enabled": bool}``; ``default`` from the release's own ``--help`` (local clusters: ``gate_defaults``), GA
+    gates on, else None (unknown). Source: component-base ``kubernetes_feature_enabled{name,stage}``."""
+    enabled, defaults = facts.get("feature_gates") or {}, facts.get("gate_defaults") or {}
+    out = {}
+    for gate, stage in sorted((facts.get("feature_gate_stages") or {}).items()):
+        default = defaults[gate][1] if gate in defaults else (True if stage == "GA" else None)
+        out[gate] = {"stage": stage, "default": default, "enabled": bool(enabled.get(gate))}
+    return out
+
+
 def run_info(
     *,
     run_id: str,
@@ -163,6 +177,7 @@ def run_info(
         "profile": profile,
         "feature_gates_mode": feature_gates_mode,
         "feature_gates": facts.get("feature_gates", {}),
+        "feature_gate_stages": gate_stages(facts),
         "capabilities": {n: {**c, "declared": n in declared} for n, c in capabilities.as_dict().items()},
         "declared_capabilities": sorted(declared),
         "devices": [{k: d[k] for k in ("node", "pool", "device", "attributes")} for d in facts.get("devices", [])],

@@ -52,6 +52,28 @@ def test_feature_gate_metrics_parse():
         'kubernetes_feature_enabled{name="DRADeviceTaints",stage="ALPHA"} 0\n'
     )
     assert discovery.parse_feature_metrics(text) == {"DRAAdminAccess": True, "DRADeviceTaints": False}
+    assert discovery.parse_feature_stages(
+        text + 'kubernetes_feature_enabled{name="DRAPrioritizedList",stage=""} 1\n'
+    ) == {
+        "DRAAdminAccess": "BETA",
+        "DRADeviceTaints": "ALPHA",
+        "DRAPrioritizedList": "GA",
+    }
+
+
+def test_gate_stages_take_beta_defaults_from_the_release_help():
+    from conformance.runner.facts import gate_stages  # noqa: PLC0415
+
+    facts = {
+        "feature_gates": {"A": True, "B": True, "G": True},
+        "feature_gate_stages": {"A": "BETA", "B": "BETA", "G": "GA"},
+        "gate_defaults": {"A": ("BETA", False)},
+    }
+    assert gate_stages(facts) == {
+        "A": {"stage": "BETA", "default": False, "enabled": True},
+        "B": {"stage": "BETA", "default": None, "enabled": True},
+        "G": {"stage": "GA", "default": True, "enabled": True},
+    }
 
 
 def _slice(pool, gen, count, ndev, node="n1"):

@@ -147,3 +147,35 @@ def test_flags_switch_the_modes_on_and_default_off():
     on = from_args(["--node-name", "n", "--device-status", "--binding-conditions"], env={})
     assert (off.device_status, off.binding_conditions) == (False, False)
     assert (on.device_status, on.binding_conditions) == (True, True)
+
+
+def _conditions(store):
+    entries = store.claims[("ns", "claim")]["status"]["devices"]
+    return {e["device"]: [(c["type"], c["status"]) for c in e["conditions"]] for e in entries}
+
+
+def test_binding_controller_reports_the_failure_of_a_failing_device_once():
+    store = FakeClaims(_claim(_result("gpu-0"), _result("gpu-3")))
+    ctl = BindingController(store, DRIVER_NAME, "node-a", now=lambda: NOW, failing=frozenset({"gpu-3"}))
+    assert ctl.sync() == 1
+    assert _conditions(store) == {
+        "gpu-0": [(devicestatus.BINDING_READY, "True")],
+        "gpu-3": [(devicestatus.BINDING_FAILED, "True")],
+    }
+    assert ctl.sync() == 0 and store.writes == 1, "a reported failure is not rewritten"
+
+
+def test_fault_binding_failure_unreported_reports_the_failing_device_attached():
+    store = FakeClaims(_claim(_result("gpu-3")))
+    faults = Faults.parse("binding-failure-unreported")
+    BindingController(store, DRIVER_NAME, "node-a", faults, now=lambda: NOW, failing=frozenset({"gpu-3"})).sync()
+    assert _conditions(store) == {"gpu-3": [(devicestatus.BINDING_READY, "True")]}
+
+
+def test_binding_failure_devices_flag_needs_binding_conditions(tmp_path):
+    base = ["--node-name", "n"]
+    cfg = from_args([*base, "--binding-conditions", "--binding-failure-devices", "gpu-3, gpu-2"], env={})
+    assert cfg.binding_failure_devices == frozenset({"gpu-2", "gpu-3"})
+    assert from_args([*base, "--binding-conditions"], env={}).binding_failure_devices == frozenset()
+    with pytest.raises(Exception, match="needs --binding-conditions"):
+        from_args([*base, "--binding-failure-devices", "gpu-3"], env={})

@@ -133,3 +133,28 @@ def test_fault_renamed_after_unprepare_publishes_a_new_name(tmp_path, source):
     state.prepare(REF)
     state.unprepare(REF.uid)
     assert [d.name for d in renaming().devices] == ["gpu-0", "gpu-1-reset-2"]
+
+
+TIMED = {"key": "dra-conformance.test/under-test", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "timed"),
+    [
+        ([TIMED], True),
+        ([{**TIMED, "effect": ""}], True),
+        ([{k: v for k, v in TIMED.items() if k != "tolerationSeconds"}], False),
+        ([{**TIMED, "effect": "NoSchedule"}], False),
+        ([], False),
+    ],
+)
+def test_fault_toleration_seconds_refused_only_for_time_limited_noexecute(tmp_path, source, tolerations, timed):
+    inv = inventory.from_mapping({"simulated": {"count": 2}}, NODE)
+    source.add(claim(results=[result("gpu-1", tolerations=tolerations)]))
+    assert [d.device for d in _state(tmp_path, source, Faults(), inv.snapshot).prepare(REF)] == ["gpu-1"]
+    faulty = _state(tmp_path / "f", source, Faults.parse("toleration-seconds-refused"), inv.snapshot)
+    if timed:
+        with pytest.raises(ClaimError, match="toleration-seconds-refused"):
+            faulty.prepare(REF)
+    else:
+        assert [d.device for d in faulty.prepare(REF)] == ["gpu-1"]

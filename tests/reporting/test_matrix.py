@@ -34,15 +34,13 @@ def test_matrix_merges_versions_into_one_report(tmp_path, monkeypatch):
     assert code == 1
     data = json.loads((mdir / "matrix.json").read_text())
     assert [c["verdict"] for c in data["cells"]] == ["PASS", "FAIL"]
-    assert data["capabilities"]["driver.shared_claims"] == {
-        "1.34": {"status": "pass", "reasons": [], "declared": False},
-        "1.36": {
-            "status": "fail",
-            "declared": False,
-            "reasons": data["capabilities"]["driver.shared_claims"]["1.36"]["reasons"],
-        },
+    shared = data["capabilities"]["driver.shared_claims"]
+    assert {v: (c["status"], c["declared"], c["gate"]) for v, c in shared.items()} == {
+        "1.34": ("pass", False, None),
+        "1.36": ("fail", False, None),
     }
-    assert "| driver.shared_claims | pass | fail |" in (mdir / "matrix.md").read_text()
+    assert shared["1.34"]["reasons"] == [] and shared["1.36"]["reasons"]
+    assert "| driver.shared_claims | pass | fail: " in (mdir / "matrix.md").read_text()
     records = results.load(mdir / "allure-results")
     assert len(records) == 8 and not any(r.retries for r in records)  # same tests, two versions, no retries
     assert {r.parameters["Kubernetes"] for r in records} == {"1.34", "1.36"}
@@ -86,3 +84,63 @@ def test_matrix_dry_run_prints_one_command_per_version(tmp_path, capsys):
     assert lines == [
         f"dra-conformance run --k8s-version {v} --report-dir {tmp_path}/x/{v} --profile core" for v in ("1.34", "1.35")
     ]
+
+
+def _stage(stage, default, enabled):
+    return {"stage": stage, "default": default, "enabled": enabled}
+
+
+def test_matrix_table_shows_gate_stages_and_skip_reasons():
+    summaries = {
+        v: {
+            "verdict": "PASS",
+            "verdictReasons": [],
+            "environment": {"kubernetesVersion": f"v{v}.0"},
+            "driver": {"name": "d"},
+            "counts": {"executed": 1, "passed": 1},
+            "featureGatesMode": mode,
+            "capabilities": [
+                {
+                    "name": "driver.partitions",
+                    "status": status,
+                    "reasons": reasons,
+                    "evidence": "e",
+                    "declared": True,
+                }
+            ],
+        }
+        for v, mode, status, reasons in (
+            ("1.34", "defaults", "skip", ["suites/p.py::t: declares partitions but the cluster lacks it: gate off"]),
+            ("1.37", "all", "pass", []),
+        )
+    }
+    runs = {
+        "1.34": {"feature_gate_stages": {"DRAPartitionableDevices": _stage("ALPHA", False, False)}},
+        "1.37": {
+            "feature_gate_stages": {
+                "DRAPartitionableDevices": _stage("BETA", True, True),
+                "DRADeviceTaintRules": _stage("GA", True, True),
+                "DRAWorkloadResourceClaims": _stage("BETA", False, True),
+            }
+        },
+    }
+    data = matrix.table(["1.34", "1.37"], summaries, {"1.34": {"command": "run --k8s-version 1.34"}}, runs)
+    assert data["featureGates"]["DRADeviceTaintRules"] == {
+        "1.34": {"stage": "absent", "enabled": False},
+        "1.37": {"stage": "GA", "enabled": True},
+    }
+    part = data["capabilities"]["driver.partitions"]
+    assert (part["1.34"]["gate"], part["1.34"]["gateStage"], part["1.37"]["gateStage"]) == (
+        "DRAPartitionableDevices",
+        "alpha",
+        "beta-on",
+    )
+    text = matrix.render(data)
+    assert "| DRAWorkloadResourceClaims | absent | beta-off+ |" in text
+    assert "| DRAPartitionableDevices | alpha | beta-on |" in text
+    assert (
+        "| driver.partitions | skip: declares partitions but the cluster lacks it: gate off "
+        "[DRAPartitionableDevices: alpha] | pass [DRAPartitionableDevices: beta-on] |"
+    ) in text
+    assert "- 1.34: `run --k8s-version 1.34`" in text
+    assert matrix.gate_stage(None) == "absent" and matrix.gate_stage(_stage("BETA", None, True)) == "beta"

@@ -12,9 +12,12 @@ default=...)``).
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
+
+from conformance.toolchain import cache
 
 _GATE_LINE = re.compile(r"^\s*(?:[a-z]+:)?([A-Z][A-Za-z0-9]+)=true\|false \(([A-Z]+)[^)]*default=(true|false)\)")
 EXTRA_GATES = ("KubeletPodResourcesDynamicResources", "KubeletPodResourcesGet", "ResourceHealthStatus")
@@ -49,6 +52,16 @@ def binary_gates(apiserver: Path) -> dict[str, tuple[str, bool]]:
     if not gates:
         raise RuntimeError(f"could not read the feature-gate list from `{apiserver} --help`")
     return gates
+
+
+def cached_defaults(tag: str) -> dict[str, tuple[str, bool]]:
+    """``{gate: (stage, default)}`` of release ``tag`` as the local cluster cached them from ``kube-apiserver
+    --help`` (``<cache>/gates/<tag>.json``, written by the cluster's first start); ``{}`` when not cached."""
+    try:
+        data = json.loads((cache.root() / "gates" / f"{tag}.json").read_text())
+        return {k: (str(v[0]), bool(v[1])) for k, v in data["gates"].items()}
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return {}
 
 
 def select(mode: str, known: dict[str, tuple[str, bool]]) -> dict[str, bool]:

@@ -15,6 +15,7 @@ from conformance.toolchain.images.oci import ImageError
 
 from . import api as apilib
 from . import disrupt, netdevs
+from . import gates as gatelib
 from .config import Layout
 from .node_config import node_paths
 from .processes import HostProcess
@@ -90,6 +91,12 @@ class LocalClusterHandle:
         self.server = api.server
         self.service_ip = lay.service_ip
         self.kube_proxy = state.process("kube-proxy") is not None
+
+    @property
+    def gate_defaults(self) -> dict[str, tuple[str, bool]]:
+        """``{gate: (stage, default)}`` of this cluster's release, from its kube-apiserver ``--help`` (cached);
+        tells beta gates on by default from those off (metrics give only the stage and the current state)."""
+        return gatelib.cached_defaults(self.k8s_version)
 
     def node(self, name: str) -> LocalNode:
         """The node called ``name``; raises KeyError listing the node names."""

@@ -5,11 +5,27 @@ on its failure predicate and raises :class:`~conformance.core.errors.WaitTimeout
 what was awaited, the last observed state and recent events.
 """
 
-from .claims import claim_allocated, claim_deallocated, claim_device_status, claim_gone, pod_claims
+from .claims import (
+    claim_allocated,
+    claim_binding_failure_released,
+    claim_deallocated,
+    claim_device_status,
+    claim_gone,
+    pod_claims,
+)
 from .core import poll, recent_events, stays_equal, until
 from .health import device_health_reported
 from .objects import default_service_account, object_gone, object_matches
-from .pods import event, events_for, pod_gone, pod_running, pod_stays_pending, pod_succeeded, pod_unschedulable_with
+from .pods import (
+    event,
+    events_for,
+    pod_gone,
+    pod_running,
+    pod_stays_pending,
+    pod_stays_running,
+    pod_succeeded,
+    pod_unschedulable_with,
+)
 from .restarts import (
     NodeSlices,
     containers,
@@ -33,6 +49,7 @@ __all__ = [
     "restarted_containers",
     "still_present",
     "claim_allocated",
+    "claim_binding_failure_released",
     "claim_deallocated",
     "claim_device_status",
     "claim_gone",
@@ -49,6 +66,7 @@ __all__ = [
     "pod_gone",
     "pod_running",
     "pod_stays_pending",
+    "pod_stays_running",
     "pod_succeeded",
     "pod_unschedulable_with",
     "poll",

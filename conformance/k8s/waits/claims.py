@@ -93,3 +93,60 @@ def pod_claims(k8s: K8s, pod: Obj) -> list[Obj]:
     }
     names |= {c.get("resourceClaimName") for c in pod.get("spec.resourceClaims") or [] if c.get("resourceClaimName")}
     return [k8s.get("ResourceClaim", n, pod.namespace) for n in sorted(names)]
+
+
+def _failed_results(obj: Obj, driver: str) -> list[str]:
+    """``pool/device`` of ``driver``'s allocation results with a True bindingFailureCondition in status.devices."""
+    entries = {entry_key(e): e for e in obj.get("status.devices") or []}
+    out = []
+    for res in obj.results if obj.get("status.allocation") else []:
+        true = {
+            c.get("type") for c in entries.get(entry_key(res), {}).get("conditions") or [] if c.get("status") == "True"
+        }
+        if res.get("driver") == driver and true & set(res.get("bindingFailureConditions") or []):
+            out.append(f"{res.get('pool')}/{res.get('device')}")
+    return out
+
+
+def claim_binding_failure_released(k8s: K8s, claim: Obj, driver: str, *, timeout: float) -> list[str]:
+    """Wait until ``driver`` reported a binding failure for a device of ``claim`` (one of the result's
+    ``bindingFailureConditions`` True in its ``status.devices`` entry) and the scheduler then released the
+    allocation (``status.allocation`` empty); return the failed devices (``pool/device``).
+    Fails early when the claim is deleted or every binding condition turned True without a failure (the
+    scheduler would bind the pod). Source: KEP-5007; kube-scheduler DynamicResources (a failure condition makes
+    the claim unavailable; PostFilter deallocates it and clears status.devices)."""
+    failed_devices: list[str] = []
+
+    def done(obj):
+        if obj is None:
+            return False
+        if not failed_devices:
+            failed_devices.extend(_failed_results(obj, driver))
+            return False
+        return not obj.get("status.allocation")
+
+    def failed(obj, _events):
+        if obj is None:
+            return "the claim was deleted"
+        if failed_devices or not obj.get("status.allocation"):
+            return None
+        entries = {entry_key(e): e for e in obj.get("status.devices") or []}
+        for res in obj.results:
+            wanted = set(res.get("bindingConditions") or [])
+            conds = entries.get(entry_key(res), {}).get("conditions") or []
+            if wanted and wanted <= {c.get("type") for c in conds if c.get("status") == "True"}:
+                return f"the driver reported {res.get('pool')}/{res.get('device')} attached: binding conditions True"
+        return None
+
+    until(
+        k8s,
+        "ResourceClaim",
+        claim.name,
+        claim.namespace,
+        done=done,
+        failed=failed,
+        timeout=timeout,
+        awaited=f"claim {claim.namespace}/{claim.name}: a binding failure reported by {driver}, then the "
+        "allocation released",
+    )
+    return failed_devices

@@ -70,15 +70,17 @@ def until(
     version: str | None = None,
     with_events: bool = False,
     describe: Callable[[Obj | None], str] | None = None,
+    scale: bool = True,
 ) -> Obj | None:
     """Wait until ``done(obj)`` for one object; return the last object (None if it is gone).
 
-    Raises WaitFailed as soon as ``failed`` returns a message, WaitTimeout after ``scaled(timeout)`` seconds;
-    both carry ``awaited``, the last observed state and recent events.
+    Raises WaitFailed as soon as ``failed`` returns a message, WaitTimeout after ``scaled(timeout)`` seconds
+    (``timeout`` itself with ``scale=False``: a window a rule fixes, e.g. tolerationSeconds); both carry
+    ``awaited``, the last observed state and recent events.
     """
     if timeout is None or timeout <= 0:
         raise ValueError("every wait needs a positive timeout (seconds)")
-    budget = timeouts.scaled(timeout)
+    budget = timeouts.scaled(timeout) if scale else float(timeout)
     deadline = time.monotonic() + budget
     field = f"metadata.name={name}"
     show = describe or (lambda o: o.describe(status_only=True) if o is not None else "  (object does not exist)")

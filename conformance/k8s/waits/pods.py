@@ -186,3 +186,33 @@ def event(k8s: K8s, obj: Obj, reason: str, *, timeout: float, message_contains: 
         return found[0]
     lines = [event_line(e) for e in recent_events(k8s, obj.namespace, obj.name)]
     raise errors.WaitTimeout(f"event {reason} about {obj.ref}", timeouts.scaled(timeout), "", lines)
+
+
+def pod_stays_running(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
+    """Assert ``pod`` stays Running, not being deleted, for ``duration`` seconds, NOT scaled by
+    ``--timeout-scale`` (the window is fixed by a rule such as a toleration's tolerationSeconds, which a slower
+    cluster does not stretch). Raises WaitFailed with the pod's state as soon as it is deleted, gets a
+    deletionTimestamp or leaves Running; returns the pod as last seen."""
+
+    def failed(obj, _events):
+        if obj is None:
+            return "the pod was deleted"
+        if obj.get("metadata.deletionTimestamp"):
+            return f"the pod is being deleted (deletionTimestamp {obj.get('metadata.deletionTimestamp')})"
+        return None if obj.phase == "Running" else f"expected the pod to stay Running, but it is {obj.phase}"
+
+    try:
+        until(
+            k8s,
+            "Pod",
+            pod.name,
+            pod.namespace,
+            done=lambda o: False,
+            failed=failed,
+            timeout=duration,
+            scale=False,
+            awaited=f"pod {pod.namespace}/{pod.name} to stay Running for {duration:.0f}s",
+        )
+    except errors.WaitTimeout:
+        return k8s.get("Pod", pod.name, pod.namespace)
+    raise AssertionError("unreachable: the wait has no done state")

@@ -12,7 +12,7 @@ import sys
 
 from conformance.bench import cli as bench_cli
 from conformance.clusters import cli as cluster_cli
-from conformance.clusters import images_cli
+from conformance.clusters import images_cli, kind_cli
 from conformance.reporting import cli as report_cli
 from conformance.runner import cli as run_cli
 from conformance.toolchain import cli as toolchain_cli
@@ -26,6 +26,7 @@ SUBCOMMANDS = (
     report_cli,  # report
     validation_cli,  # validate-suite
     bench_cli,  # bench
+    kind_cli,  # kind build-node-image
 )
 
 

@@ -72,6 +72,7 @@ OPTIONS = (  # flag, dest, help, extra
     ("--node-access", "node_access", "auto | none | privileged-pod (explicit opt-in on existing clusters)", {}),
     ("--run-id", "run_id", "run ID labelling every object (default: generated)", {}),
     ("--keep-cluster", "keep_cluster", "leave the local cluster running after the run", {"action": "store_true"}),
+    ("--kind-name", "kind_name", "kind cluster name (--cluster kind): an existing one is reused and kept", {}),
 )
 
 
@@ -117,11 +118,8 @@ def pytest_addoption(parser):
 def _active(config) -> bool:
     if config.getoption("driver", default=None):
         return True
-    for arg in config.args:
-        path = Path(arg.split("::")[0]).resolve()
-        if path == SUITES or SUITES in path.parents:
-            return True
-    return False
+    paths = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return any(path == SUITES or SUITES in path.parents for path in paths)
 
 
 @pytest.hookimpl(tryfirst=True)

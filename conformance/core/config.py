@@ -87,7 +87,7 @@ class RunConfig:
     prefix for driver images; report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every
     wait; nodes: node count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the
     explicit opt-in for existing clusters); run_id: labels every object; keep_cluster: leave a local cluster
-    running.
+    running; kind_name: the kind cluster's name (an existing one is reused and left running).
     """
 
     cluster: str = "local"
@@ -106,6 +106,7 @@ class RunConfig:
     node_access: str = "auto"
     run_id: str = ""
     keep_cluster: bool = False
+    kind_name: str | None = None
 
     def __post_init__(self) -> None:
         registry_name("--cluster", self.cluster)

@@ -1,4 +1,4 @@
-"""NodeAccess for kind: ``docker exec`` into the node containers (node name = container name)."""
+"""NodeAccess for kind: ``docker exec`` (or ``nerdctl exec``) into the node containers (node name = container name)."""
 
 from __future__ import annotations
 
@@ -21,18 +21,19 @@ class KindNodeAccess:
 
     mode = "kind"
 
-    def __init__(self, node_names: list[str]) -> None:
+    def __init__(self, node_names: list[str], cli: str = "docker", env: dict[str, str] | None = None) -> None:
         self.node_names = list(node_names)
+        self.cli, self.env = cli, env  # the container CLI (docker, or nerdctl's path) and its environment
 
     def _exec(self, node: str, *argv: str) -> str:
-        return self._exec_host("docker", "exec", node, *argv)
+        return self._exec_host(self.cli, "exec", node, *argv)
 
     def probe(self) -> tuple[bool, str]:
         try:
             self._exec(self.node_names[0], "true")
-            return True, f"docker exec into kind nodes {self.node_names}"
+            return True, f"{Path(self.cli).name} exec into kind nodes {self.node_names}"
         except (NodeAccessUnavailable, IndexError, OSError) as exc:
-            return False, f"docker exec into kind nodes failed: {exc}"
+            return False, f"{Path(self.cli).name} exec into kind nodes failed: {exc}"
 
     def cdi_specs(self, node: str) -> dict[str, str]:
         out = {}
@@ -49,7 +50,7 @@ class KindNodeAccess:
         """GetInfo answers of the node's registration sockets, dialled from this host through the node
         container's root (``/proc/<pid>/root``): needs root on the Docker host itself. Raises
         NodeAccessUnavailable (with the reason) when that path is not reachable."""
-        pid = self._exec_host("docker", "inspect", "--format", "{{.State.Pid}}", node).strip()
+        pid = self._exec_host(self.cli, "inspect", "--format", "{{.State.Pid}}", node).strip()
         registry = Path(f"/proc/{pid}/root{REGISTRY}")
         try:
             if not Path(f"/proc/{pid}/root/kind").is_dir():  # the pid is this kind node's, not a remote daemon's
@@ -64,10 +65,10 @@ class KindNodeAccess:
 
     def _exec_host(self, *argv: str) -> str:
         """Run a host command (``docker ...``); its stdout. Raises NodeAccessUnavailable when it fails."""
-        binary = shutil.which(argv[0])
+        binary = shutil.which(argv[0])  # the nerdctl CLI comes as an absolute path
         if not binary:
             raise NodeAccessUnavailable(f"{argv[0]} is not installed")
-        proc = subprocess.run([binary, *argv[1:]], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([binary, *argv[1:]], capture_output=True, text=True, timeout=60, env=self.env)
         if proc.returncode != 0:
             raise NodeAccessUnavailable(f"{' '.join(argv)}: {proc.stderr.strip()}")
         return proc.stdout

@@ -41,6 +41,7 @@ PASS_THROUGH = (
     "timeout_scale",
     "nodes",
     "node_access",
+    "kind_name",
 )
 
 
@@ -82,6 +83,7 @@ def register(subparsers) -> None:
     run.add_argument("--nodes")
     run.add_argument("--node-access", dest="node_access")
     run.add_argument("--keep-cluster", action="store_true")
+    run.add_argument("--kind-name", dest="kind_name", help="kind cluster name: an existing one is reused and kept")
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
     run.add_argument(
         "--workers",

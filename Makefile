@@ -55,7 +55,7 @@ e2e: ## run only our end-to-end tests (real local cluster)
 	$(PY) -m pytest tests -m e2e $(PYTEST_ARGS)
 
 conformance: ## main job: local cluster (CLUSTER=kind: a kind cluster) + reference driver (DRIVER=...), PROFILE suites, report in reports/
-	$(VENV)/bin/dra-conformance run --cluster $(CLUSTER) --driver $(DRIVER) --profile $(PROFILE) \
+	$(VENV)/bin/dra-conformance run --cluster $(CLUSTER) $(if $(filter kind,$(CLUSTER)),--driver-deploy helm) --driver $(DRIVER) --profile $(PROFILE) \
 	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(WORKERS_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table

@@ -144,6 +144,7 @@ class KindProvider:
         self.handle: KindCluster | None = None
         self.snapshot: kindhost.HostSnapshot | None = None
         self.runtime = kindhost.KindRuntime(ctx.report_dir)
+        self.reused = False  # --kind-name named a running cluster: never deleted by this run
 
     def _name(self) -> str:
         return getattr(self.ctx.cfg, "kind_name", None) or f"dra-{self.ctx.cfg.run_id[-8:]}".lower()
@@ -166,9 +167,11 @@ class KindProvider:
             existing = name in _kind(["get", "clusters"], "get clusters").split()
             kubeconfig = self.ctx.report_dir / "kubeconfig"
             if existing and getattr(self.ctx.cfg, "kind_name", None):
+                self.reused = True
                 self.ctx.progress(f"kind: reusing cluster {name}")
                 kubeconfig.write_text(_kind(["get", "kubeconfig", "--name", name], "get kubeconfig"))
             elif existing:
+                self.reused = True  # not ours: down() must not delete it
                 raise errors.ClusterUnavailable(f"a kind cluster named {name} exists already; pass --kind-name {name}")
             else:
                 path = self.ctx.report_dir / "kind-config.yaml"
@@ -236,8 +239,7 @@ class KindProvider:
     def down(self) -> None:
         """Delete the cluster this run created (not a reused one, not with --keep-cluster), stop our
         containerd and undo the host side effects (written to ``kind-host-cleanup.txt``)."""
-        h = self.handle
-        keep = self.ctx.cfg.keep_cluster or (h is not None and not h.created)
+        keep = self.ctx.cfg.keep_cluster or self.reused or (self.handle is not None and not self.handle.created)
         if not keep:
             try:
                 _kind(["delete", "cluster", "--name", self._name()], "delete cluster", timeout=300)

@@ -151,11 +151,10 @@ disabled_plugins = ['io.containerd.grpc.v1.cri', 'io.containerd.cri.v1.images', 
         )
         self.pidfile.write_text(f"{proc.pid} {proc.started}")
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.nerdctl("version", check=False, timeout=10) and SOCKET.exists():
+        version = [str(b["nerdctl"]), "version"]
+        while time.monotonic() < deadline and proc.is_running():
+            if SOCKET.exists() and subprocess.run(version, capture_output=True, env=self.env()).returncode == 0:
                 return
-            if not proc.is_running():
-                break
             time.sleep(0.5)
         raise errors.ClusterUnavailable(f"kind's containerd did not start: {proc.tail()}")
 

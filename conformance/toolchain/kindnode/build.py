@@ -57,6 +57,11 @@ def _source_digest() -> str:
     return h.hexdigest()
 
 
+def _stamp(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path), st.st_size, st.st_mtime_ns
+
+
 def _manifest(entry: Path) -> dict:
     return json.loads((entry / cache.MANIFEST).read_text())
 
@@ -211,12 +216,9 @@ def node_image(k8s_version: str | None = None, log: Path | None = None) -> tuple
     tools = kindtools.all_tools(tag, log)
     tools.pop("nerdctl")
     base = base_layer(log)
-    entries = (
-        [_manifest(cache.k8s_entry(tag))]
-        + [_manifest(p.parent.parent) for p in tools.values()]
-        + [_manifest(cache.tool_entry("etcd", load().go_tools["etcd"].version))]
-    )
-    key = store.cache_key("kind-node", tag, base.name, entries, _source_digest(), image_base.pause_key("pause"))
+    stamps = {name: _stamp(path) for name, path in tools.items()}
+    entries = [_manifest(cache.k8s_entry(tag)), _manifest(cache.tool_entry("etcd", load().go_tools["etcd"].version))]
+    key = store.cache_key("kind-node", tag, base.name, entries, stamps, _source_digest(), image_base.pause_key("pause"))
     ref = f"{NODE_REF}:{tag}-{key}"
 
     def build(tmp: Path) -> None:

@@ -49,6 +49,7 @@ SYSCTLS = (
     "net.bridge.bridge-nf-call-iptables",
     "net.bridge.bridge-nf-call-ip6tables",
 )
+CNI_NETWORKS = Path("/var/lib/cni/networks")
 HOST_PATHS = (
     Path("/lib/modules"),
     Path("/var/lib/cni/networks/kind"),
@@ -194,7 +195,7 @@ class HostSnapshot:
 
     def __init__(self) -> None:
         self.links = set(os.listdir("/sys/class/net"))
-        self.paths = {p for p in HOST_PATHS if p.exists() or p.is_symlink()}
+        self.paths = {p for p in (*HOST_PATHS, CNI_NETWORKS) if p.exists() or p.is_symlink()}
         self.sysctls = sysctls()
         self.chains = {
             cmd: {t: {r.split()[0][1:] for r in rules if r.startswith(":")} for t, rules in _save(cmd).items()}
@@ -217,6 +218,9 @@ class HostSnapshot:
             elif path.exists():
                 path.unlink()
                 done.append(f"file {path}")
+        if CNI_NETWORKS not in self.paths and CNI_NETWORKS.is_dir() and not any(CNI_NETWORKS.iterdir()):
+            CNI_NETWORKS.rmdir()  # created for nerdctl's IPAM; shared with other runtimes once it has entries
+            done.append(f"dir {CNI_NETWORKS}")
         for cgroup in Path("/sys/fs/cgroup").glob(f"*/{NAMESPACE}"):
             for d in sorted(cgroup.rglob("*"), key=lambda p: -len(p.parts)):
                 if d.is_dir():

@@ -160,10 +160,12 @@ class KindProvider:
         log = self.ctx.report_dir / "kind.log"
         config, gates, runtime = kind_config(name, tag, self.ctx.cfg.feature_gates, self.ctx.cfg.nodes)
         try:
-            if docker:
-                image, cli = OFFICIAL_IMAGE.format(tag=tag), shutil.which("docker") or "docker"
-            else:
-                image, cli = self._prepare_nerdctl(tag)
+            cli = shutil.which("docker") or "docker"
+            if not docker:
+                self.snapshot = kindhost.HostSnapshot()
+                (self.ctx.report_dir / "kind-host-before.json").write_text(json.dumps(self.snapshot.sysctls, indent=1))
+                self.runtime.start()
+                cli = str(self.runtime.binaries()["nerdctl"])
             existing = name in _kind(["get", "clusters"], "get clusters").split()
             kubeconfig = self.ctx.report_dir / "kubeconfig"
             if existing and getattr(self.ctx.cfg, "kind_name", None):
@@ -174,6 +176,7 @@ class KindProvider:
                 self.reused = True  # not ours: down() must not delete it
                 raise errors.ClusterUnavailable(f"a kind cluster named {name} exists already; pass --kind-name {name}")
             else:
+                image = OFFICIAL_IMAGE.format(tag=tag) if docker else self._node_image(tag)
                 path = self.ctx.report_dir / "kind-config.yaml"
                 path.write_text(yaml.safe_dump(config, sort_keys=False))
                 start = time.monotonic()
@@ -220,7 +223,8 @@ class KindProvider:
             raise
         return self.handle
 
-    def _prepare_nerdctl(self, tag: str) -> tuple[str, str]:
+    def _node_image(self, tag: str) -> str:
+        """The offline node image for ``tag``, built or found cached, loaded into our containerd; its ref."""
         from conformance.toolchain.images.oci import ImageError  # noqa: PLC0415
         from conformance.toolchain.kindnode import build  # noqa: PLC0415
         from conformance.toolchain.steps import SetupError  # noqa: PLC0415
@@ -230,11 +234,8 @@ class KindProvider:
             ref, archive = build.node_image(tag, self.ctx.report_dir / "kind-node-image.log")
         except (SetupError, ImageError) as exc:
             raise errors.ClusterUnavailable(f"{exc} (build it with `make kind-node-image`)") from exc
-        self.snapshot = kindhost.HostSnapshot()
-        (self.ctx.report_dir / "kind-host-before.json").write_text(json.dumps(self.snapshot.sysctls, indent=1))
-        self.runtime.start()
         self.runtime.load(archive, ref)
-        return ref, str(self.runtime.binaries()["nerdctl"])
+        return ref
 
     def down(self) -> None:
         """Delete the cluster this run created (not a reused one, not with --keep-cluster), stop our

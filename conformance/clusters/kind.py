@@ -136,13 +136,22 @@ def _kind(args: list[str], what: str, timeout: float = 900, log: Path | None = N
     return proc.stdout
 
 
+def delete(name: str, runtime: kindhost.KindRuntime) -> list[str]:
+    """``kind delete cluster --name name``; with nerdctl, also stop our containerd when no cluster is left and
+    undo the host side effects (:meth:`kindhost.KindRuntime.stop`). Returns what was undone."""
+    try:
+        _kind(["delete", "cluster", "--name", name], "delete cluster", timeout=300)
+    except errors.ClusterUnavailable as exc:
+        return [f"kind delete failed: {exc}"]
+    return [] if use_docker() else runtime.stop()
+
+
 class KindProvider:
     """``--cluster kind`` (ClusterProvider Protocol of core/handles.py)."""
 
     def __init__(self, ctx: ProviderContext) -> None:
         self.ctx = ctx
         self.handle: KindCluster | None = None
-        self.snapshot: kindhost.HostSnapshot | None = None
         self.runtime = kindhost.KindRuntime(ctx.report_dir)
         self.reused = False  # --kind-name named a running cluster: never deleted by this run
 
@@ -162,8 +171,7 @@ class KindProvider:
         try:
             cli = shutil.which("docker") or "docker"
             if not docker:
-                self.snapshot = kindhost.HostSnapshot()
-                (self.ctx.report_dir / "kind-host-before.json").write_text(json.dumps(self.snapshot.sysctls, indent=1))
+                (self.ctx.report_dir / "kind-host-before.json").write_text(json.dumps(kindhost.sysctls(), indent=1))
                 self.runtime.start()
                 cli = str(self.runtime.binaries()["nerdctl"])
             existing = name in _kind(["get", "clusters"], "get clusters").split()
@@ -242,19 +250,10 @@ class KindProvider:
         containerd and undo the host side effects (written to ``kind-host-cleanup.txt``)."""
         keep = self.ctx.cfg.keep_cluster or self.reused or (self.handle is not None and not self.handle.created)
         if not keep:
-            try:
-                _kind(["delete", "cluster", "--name", self._name()], "delete cluster", timeout=300)
-            except errors.ClusterUnavailable as exc:
-                self.ctx.progress(f"kind: {exc}")
-            if not use_docker():
-                if not self.runtime.nerdctl("ps", "-aq", check=False).strip() and self.runtime.running():
-                    self.runtime.nerdctl("network", "rm", "kind", check=False)
-                self.runtime.stop()
-        if self.snapshot is not None and not keep:
-            removed = self.snapshot.restore()
+            self.ctx.progress(f"kind: deleting cluster {self._name()}")
+            removed = delete(self._name(), self.runtime)
             (self.ctx.report_dir / "kind-host-cleanup.txt").write_text("\n".join(removed) + "\n")
             (self.ctx.report_dir / "kind-host-after.json").write_text(json.dumps(kindhost.sysctls(), indent=1))
-            self.snapshot = None
 
     def node_access(self, choice: str, owner: bool = True) -> NodeAccess | None:
         """``nerdctl``/``docker exec`` into the worker containers (None for ``--node-access none``)."""

@@ -1,4 +1,5 @@
-"""`dra-conformance kind build-node-image`: the offline kind node image behind ``--cluster kind``.
+"""`dra-conformance kind build-node-image | delete NAME`: the offline kind node image behind ``--cluster kind``,
+and deleting a kept kind cluster (with the host clean-up of :mod:`conformance.clusters.kindhost`).
 
 Builds (or finds cached) nerdctl, kubeadm, coredns and crictl, the Debian base layer and the node image for
 one Kubernetes version, and prints the image reference and archive (``--json`` for a machine-readable line).
@@ -36,6 +37,16 @@ def _build_node_image(args: argparse.Namespace) -> int:
     return 0
 
 
+def _delete(args: argparse.Namespace) -> int:
+    from pathlib import Path  # noqa: PLC0415
+
+    from conformance.clusters import kind, kindhost  # noqa: PLC0415
+
+    removed = kind.delete(args.name, kindhost.KindRuntime(Path(args.log_dir)))
+    print("\n".join([f"deleted kind cluster {args.name}", *removed]))
+    return 1 if removed and removed[0].startswith("kind delete failed") else 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``kind build-node-image`` to the top-level subparsers."""
     kind = sub.add_parser("kind", help="kind clusters without Docker: build the offline node image")
@@ -44,3 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--k8s-version", default=None, help="Kubernetes minor or tag, e.g. 1.34 (default: pinned)")
     b.add_argument("--json", action="store_true", help="print one JSON line: ref, archive, size, seconds")
     b.set_defaults(func=_build_node_image)
+    d = ksub.add_parser("delete", help="delete a kind cluster (e.g. one kept with --keep-cluster) and clean the host")
+    d.add_argument("name", help="the kind cluster name (--kind-name)")
+    d.add_argument("--log-dir", default="/tmp", help="where our containerd's log goes (default /tmp)")
+    d.set_defaults(func=_delete)

@@ -12,6 +12,7 @@ nerdctl leaves its bridge (``nerdctl0``), IPv6 NAT rules and empty ``CNI-*`` cha
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -28,6 +29,7 @@ NAMESPACE = "dra-kind"
 LIB = Path("/var/lib/dra-conformance/kind")  # containerd content (keeps the loaded node image), nerdctl data
 RUN = Path("/run/dra-conformance-kind")
 SOCKET = RUN / "containerd.sock"
+BASELINE = LIB / "host-before.json"  # the host as it was before our containerd started (HostSnapshot)
 SHARED_CHAINS = (
     "CNI-FORWARD",
     "CNI-ADMIN",
@@ -121,6 +123,9 @@ class KindRuntime:
         if self.running():
             return
         b = self.binaries()
+        LIB.mkdir(parents=True, exist_ok=True)
+        if not BASELINE.exists():  # a baseline left by a crashed run stays: it predates that run
+            BASELINE.write_text(json.dumps(HostSnapshot().to_dict()))
         for d in (LIB / "containerd", LIB / "nerdctl", LIB / "cni", LIB / "opt", RUN):
             d.mkdir(parents=True, exist_ok=True)
         config = RUN / "containerd.toml"
@@ -159,17 +164,24 @@ disabled_plugins = ['io.containerd.grpc.v1.cri', 'io.containerd.cri.v1.images', 
             time.sleep(0.5)
         raise errors.ClusterUnavailable(f"kind's containerd did not start: {proc.tail()}")
 
-    def stop(self) -> None:
-        """Stop our containerd when no container of ours is left; remove its run dir."""
+    def stop(self) -> list[str]:
+        """When no container of ours is left: remove nerdctl's ``kind`` network, stop our containerd, and undo
+        what changed on the host since it started (:data:`BASELINE`); returns what was undone."""
         proc = self.running()
-        if proc is None:
-            shutil.rmtree(RUN, ignore_errors=True)
-            return
-        if self.nerdctl("ps", "-aq", check=False).strip():
-            return
-        proc.stop(timeout=20)
+        if proc is not None:
+            if self.nerdctl("ps", "-aq", check=False).strip():
+                return []
+            self.nerdctl("network", "rm", "kind", check=False)
+            proc.stop(timeout=20)
         shutil.rmtree(RUN, ignore_errors=True)
         shutil.rmtree(Path("/run/containerd/runc") / NAMESPACE, ignore_errors=True)
+        try:
+            baseline = HostSnapshot(json.loads(BASELINE.read_text()))
+        except (OSError, ValueError, KeyError):
+            return []
+        done = baseline.restore()
+        BASELINE.unlink()
+        return done
 
     def load(self, archive: Path, ref: str) -> None:
         """``nerdctl load`` the node image unless ``ref`` is present already."""
@@ -193,13 +205,27 @@ def _save(cmd: str) -> dict[str, list[str]]:
 class HostSnapshot:
     """What a kind cluster may change on the host, recorded before ``kind create`` (see module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, data: dict | None = None) -> None:
+        if data is not None:  # from :meth:`to_dict`
+            self.links, self.paths, self.sysctls = set(data["links"]), {Path(p) for p in data["paths"]}, data["sysctls"]
+            self.chains = {cmd: {t: set(c) for t, c in tables.items()} for cmd, tables in data["chains"].items()}
+            return
         self.links = set(os.listdir("/sys/class/net"))
         self.paths = {p for p in (*HOST_PATHS, CNI_NETWORKS) if p.exists() or p.is_symlink()}
         self.sysctls = sysctls()
         self.chains = {
             cmd: {t: {r.split()[0][1:] for r in rules if r.startswith(":")} for t, rules in _save(cmd).items()}
             for cmd in ("iptables-save", "ip6tables-save")
+        }
+
+    def to_dict(self) -> dict:
+        """JSON-able form (kept in :data:`BASELINE` while our containerd runs)."""
+        chains = {cmd: {t: sorted(c) for t, c in tables.items()} for cmd, tables in self.chains.items()}
+        return {
+            "links": sorted(self.links),
+            "paths": sorted(map(str, self.paths)),
+            "sysctls": self.sysctls,
+            "chains": chains,
         }
 
     def restore(self) -> list[str]:

@@ -71,3 +71,16 @@ def test_only_our_rules_and_new_cni_chains_are_removed(monkeypatch):
     assert ["iptables", "-t", "nat", "-X", "CNI-abc"] in calls
     assert not any("CNI-dra1" in a for call in calls for a in call), calls
     assert len(done) == 2
+
+
+def test_host_snapshot_survives_a_round_trip_through_json(monkeypatch):
+    monkeypatch.setattr(kindhost, "_save", lambda cmd: {"nat": [":POSTROUTING ACCEPT", ":CNI-x"]})
+    snap = kindhost.HostSnapshot()
+    again = kindhost.HostSnapshot(json.loads(json.dumps(snap.to_dict())))
+    assert (again.links, again.paths, again.sysctls, again.chains) == (
+        snap.links,
+        snap.paths,
+        snap.sysctls,
+        snap.chains,
+    )
+    assert again.chains["iptables-save"]["nat"] == {"POSTROUTING", "CNI-x"}

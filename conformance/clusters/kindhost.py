@@ -52,6 +52,9 @@ SYSCTLS = (
     "net.bridge.bridge-nf-call-ip6tables",
 )
 CNI_NETWORKS = Path("/var/lib/cni/networks")
+# restored by restore(): what nerdctl's IPv6 network and a node's systemd-sysctl change; net.ipv4.ip_forward and
+# the bridge-nf keys are recorded only (a local cluster running beside this one sets them too)
+RESTORED_SYSCTLS = tuple(k for k in SYSCTLS if k != "net.ipv4.ip_forward" and "bridge-nf" not in k)
 HOST_PATHS = (
     Path("/lib/modules"),
     Path("/var/lib/cni/networks/kind"),
@@ -254,6 +257,8 @@ class HostSnapshot:
             cgroup.rmdir()
             done.append(f"cgroup {cgroup}")
         for key, before in self.sysctls.items():
+            if key not in RESTORED_SYSCTLS:
+                continue
             now = sysctls((key,)).get(key)
             if now is not None and now != before:
                 _run(["sysctl", "-w", f"{key}={before}"], check=False)

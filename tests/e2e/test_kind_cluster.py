@@ -46,7 +46,7 @@ def _host() -> dict:
         "mounts": mounts,
         "processes": procs,
         "rules": rules,
-        "sysctls": kindhost.sysctls(),
+        "sysctls": kindhost.sysctls(kindhost.RESTORED_SYSCTLS),
         "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{kindhost.NAMESPACE}")),
     }
 

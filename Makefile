@@ -20,22 +20,26 @@ BENCH_PODS ?= 1000
 BENCH_SCALE ?= 10,100,500
 BENCH_ARGS ?=
 CLUSTER ?= local
-KIND ?=
+KIND ?= 1
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 WORKERS_FLAG := $(if $(WORKERS),--workers $(WORKERS))
 DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite images bench
+        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite images bench kind-node-image
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 	@echo
 	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(default 4; 0 = serial)"
 
-setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI, offline images
+setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI, offline images, the kind node image (KIND= to skip it)
 	@$(PY) -m conformance.toolchain setup $(K8S_FLAG)
+	$(if $(KIND),@$(MAKE) --no-print-directory kind-node-image)
+
+kind-node-image: ## build (or find cached) the offline kind node image for K8S_VERSION (nerdctl, kubeadm, coredns, crictl, Debian rootfs)
+	$(PY) -m conformance.cli kind build-node-image $(K8S_FLAG)
 
 venv: ## create .venv with the package (editable) and pinned dependencies
 	@bash scripts/bootstrap-venv.sh
@@ -52,9 +56,10 @@ e2e: ## run only our end-to-end tests (real local cluster)
 	@$(PY) -m conformance.toolchain protos >/dev/null
 	$(PY) -m pytest tests -m e2e $(PYTEST_ARGS)
 
-conformance: ## main job: local cluster + reference driver (DRIVER=...), PROFILE suites, report in reports/
-	$(VENV)/bin/dra-conformance run --cluster local --driver $(DRIVER) --profile $(PROFILE) \
-	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(WORKERS_FLAG) $(DEPLOY_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
+conformance: ## main job: local cluster (CLUSTER=kind: a kind cluster) + reference driver (DRIVER=...), PROFILE suites, report in reports/
+	$(VENV)/bin/dra-conformance run --cluster $(CLUSTER) --driver $(DRIVER) --profile $(PROFILE) \
+	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(WORKERS_FLAG) $(or $(DEPLOY_FLAG),$(if $(filter kind,$(CLUSTER)),--driver-deploy helm)) \
+	  $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table
 	$(PY) -m conformance.reporting.matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \

@@ -12,7 +12,7 @@ import sys
 
 from conformance.bench import cli as bench_cli
 from conformance.clusters import cli as cluster_cli
-from conformance.clusters import images_cli
+from conformance.clusters import images_cli, kind_cli
 from conformance.reporting import cli as report_cli
 from conformance.runner import cli as run_cli
 from conformance.runner import install_cli
@@ -28,6 +28,7 @@ SUBCOMMANDS = (
     validation_cli,  # validate-suite
     bench_cli,  # bench
     install_cli,  # install (a local cluster with a driver from its chart, kept for existing-cluster runs)
+    kind_cli,  # kind build-node-image
 )
 
 

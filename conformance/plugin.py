@@ -73,6 +73,7 @@ OPTIONS = (  # flag, dest, help, extra
     ("--run-id", "run_id", "run ID labelling every object (default: generated)", {}),
     ("--keep-cluster", "keep_cluster", "leave the local cluster running after the run", {"action": "store_true"}),
     ("--cluster-feature-gates", "cluster_feature_gates", "Name=true,... an existing cluster runs with", {}),
+    ("--kind-name", "kind_name", "kind cluster name (--cluster kind): an existing one is reused and kept", {}),
 )
 
 
@@ -118,11 +119,8 @@ def pytest_addoption(parser):
 def _active(config) -> bool:
     if config.getoption("driver", default=None):
         return True
-    for arg in config.args:
-        path = Path(arg.split("::")[0]).resolve()
-        if path == SUITES or SUITES in path.parents:
-            return True
-    return False
+    paths = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return any(path == SUITES or SUITES in path.parents for path in paths)
 
 
 @pytest.hookimpl(tryfirst=True)

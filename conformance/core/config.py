@@ -104,7 +104,8 @@ class RunConfig:
     wait; nodes: node count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the
     explicit opt-in for existing clusters); run_id: labels every object; keep_cluster: leave a local cluster
     running; cluster_feature_gates: ``Name=true,...`` the admin of an existing cluster states (used for a gate
-    the cluster's metrics do not report; only with ``--cluster existing``).
+    the cluster's metrics do not report; only with ``--cluster existing``); kind_name: the kind cluster's name
+    (an existing one is reused and left running).
     """
 
     cluster: str = "local"
@@ -124,6 +125,7 @@ class RunConfig:
     run_id: str = ""
     keep_cluster: bool = False
     cluster_feature_gates: str = ""
+    kind_name: str | None = None
 
     def __post_init__(self) -> None:
         registry_name("--cluster", self.cluster)

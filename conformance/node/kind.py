@@ -1,4 +1,4 @@
-"""NodeAccess for kind: ``docker exec`` into the node containers (node name = container name)."""
+"""NodeAccess for kind: ``docker exec`` (or ``nerdctl exec``) into the node containers (node name = container name)."""
 
 from __future__ import annotations
 
@@ -12,27 +12,29 @@ from .podresources import PodResourcesClient
 
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
 REGISTRY = "/var/lib/kubelet/plugins_registry"
+PODRESOURCES = "/var/lib/kubelet/pod-resources/kubelet.sock"
 
 
 class KindNodeAccess:
-    """Runs commands in kind node containers. PodResources needs a socket on the host, which kind does not
-    expose: ``pod_resources`` raises NodeAccessUnavailable. Registration sockets are dialled through the
-    node container's root in ``/proc`` when this host runs the Docker daemon (``plugin_info``)."""
+    """Runs commands in kind node containers. The kubelet's PodResources and registration sockets are dialled
+    through the node container's root in ``/proc`` when this host runs the containers (root on the Docker or
+    containerd host); otherwise ``pod_resources``/``plugin_info`` raise NodeAccessUnavailable."""
 
     mode = "kind"
 
-    def __init__(self, node_names: list[str]) -> None:
+    def __init__(self, node_names: list[str], cli: str = "docker", env: dict[str, str] | None = None) -> None:
         self.node_names = list(node_names)
+        self.cli, self.env = cli, env  # the container CLI (docker, or nerdctl's path) and its environment
 
     def _exec(self, node: str, *argv: str) -> str:
-        return self._exec_host("docker", "exec", node, *argv)
+        return self._exec_host(self.cli, "exec", node, *argv)
 
     def probe(self) -> tuple[bool, str]:
         try:
             self._exec(self.node_names[0], "true")
-            return True, f"docker exec into kind nodes {self.node_names}"
+            return True, f"{Path(self.cli).name} exec into kind nodes {self.node_names}"
         except (NodeAccessUnavailable, IndexError, OSError) as exc:
-            return False, f"docker exec into kind nodes failed: {exc}"
+            return False, f"{Path(self.cli).name} exec into kind nodes failed: {exc}"
 
     def cdi_specs(self, node: str) -> dict[str, str]:
         out = {}
@@ -45,35 +47,46 @@ class KindNodeAccess:
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, "ls", REGISTRY).split())
 
+    def _root(self, node: str) -> Path:
+        """``/proc/<pid>/root`` of the node container (needs root on the container host). Raises
+        NodeAccessUnavailable (with the reason) when that path is not this kind node's root."""
+        pid = self._exec_host(self.cli, "inspect", "--format", "{{.State.Pid}}", node).strip()
+        root = Path(f"/proc/{pid}/root")
+        try:
+            if not (root / "kind").is_dir():  # the pid is this kind node's, not a remote daemon's
+                raise NodeAccessUnavailable(f"{root} is not kind node {node} (remote Docker daemon?)")
+        except OSError as exc:
+            raise NodeAccessUnavailable(
+                f"kind node {node}'s root is not reachable as {root}: {exc} (run as root)"
+            ) from exc
+        return root
+
     def plugin_info(self, node: str) -> list[dict]:
         """GetInfo answers of the node's registration sockets, dialled from this host through the node
-        container's root (``/proc/<pid>/root``): needs root on the Docker host itself. Raises
+        container's root (``/proc/<pid>/root``): needs root on the container host itself. Raises
         NodeAccessUnavailable (with the reason) when that path is not reachable."""
-        pid = self._exec_host("docker", "inspect", "--format", "{{.State.Pid}}", node).strip()
-        registry = Path(f"/proc/{pid}/root{REGISTRY}")
+        registry = self._root(node) / REGISTRY.lstrip("/")
         try:
-            if not Path(f"/proc/{pid}/root/kind").is_dir():  # the pid is this kind node's, not a remote daemon's
-                raise NodeAccessUnavailable(f"/proc/{pid}/root is not kind node {node} (remote Docker daemon?)")
             registry.stat()
         except OSError as exc:
             raise NodeAccessUnavailable(
-                f"kind node {node}'s plugin registry is not reachable from this host as {registry}: {exc} "
-                "(run as root on the Docker host)"
+                f"kind node {node}'s plugin registry is not reachable as {registry}: {exc}"
             ) from exc
         return registration.plugins_in(registry)
 
     def _exec_host(self, *argv: str) -> str:
         """Run a host command (``docker ...``); its stdout. Raises NodeAccessUnavailable when it fails."""
-        binary = shutil.which(argv[0])
+        binary = shutil.which(argv[0])  # the nerdctl CLI comes as an absolute path
         if not binary:
             raise NodeAccessUnavailable(f"{argv[0]} is not installed")
-        proc = subprocess.run([binary, *argv[1:]], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([binary, *argv[1:]], capture_output=True, text=True, timeout=60, env=self.env)
         if proc.returncode != 0:
             raise NodeAccessUnavailable(f"{' '.join(argv)}: {proc.stderr.strip()}")
         return proc.stdout
 
     def pod_resources(self, node: str) -> PodResourcesClient:
-        raise NodeAccessUnavailable("kind does not expose the kubelet PodResources socket to the host")
+        """The node kubelet's PodResources socket, dialled through the node container's root."""
+        return PodResourcesClient(self._root(node) / PODRESOURCES.lstrip("/"))
 
     def dra_plugin(self, node: str, driver: str):
         raise NodeAccessUnavailable("kind does not expose the driver's DRA plugin socket to the host")

@@ -48,6 +48,7 @@ PASS_THROUGH = (
     "nodes",
     "node_access",
     "cluster_feature_gates",
+    "kind_name",
 )
 
 
@@ -101,6 +102,7 @@ def register(subparsers) -> None:
         dest="cluster_feature_gates",
         help="existing clusters: Name=true,... gates the admin states (for gates its metrics do not report)",
     )
+    run.add_argument("--kind-name", dest="kind_name", help="kind cluster name: an existing one is reused and kept")
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
     report_cli.add_history_option(run)
     run.add_argument(

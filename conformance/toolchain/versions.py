@@ -54,6 +54,8 @@ class Versions:
     debian_packages: tuple[str, ...]
     python: dict[str, str]
     images: dict = dataclasses.field(default_factory=dict)
+    kind: dict = dataclasses.field(default_factory=dict)  # [kind]: nerdctl pin, node image inputs
+    kind_tools: dict[str, GoTool] = dataclasses.field(default_factory=dict)  # [kind.go.*]: node image programs
 
     def k8s_tag(self, requested: str | None = None) -> str:
         """Map ``1.35``, ``v1.35``, ``1.35.4`` or ``v1.35.4`` to the exact pinned tag (``v1.35.4``).
@@ -90,6 +92,24 @@ def staging_version(k8s_tag: str) -> str:
     return "v0." + k8s_tag[len("v1.") :]
 
 
+def _go_tool(table: str, name: str, spec: dict) -> GoTool:
+    """One ``[go.<name>]``-shaped table as a GoTool; raises VersionError (KeyError for a missing key)."""
+    tool = GoTool(
+        name=name,
+        module=spec["module"],
+        version=spec["version"],
+        packages=tuple(spec["packages"]),
+        binaries=tuple(spec["binaries"]),
+        extra_modules=tuple(spec.get("extra_modules", ())),
+        tags=spec.get("tags", ""),
+        ldflags=spec.get("ldflags", "").replace("{version}", spec["version"]),
+        nosumdb=bool(spec.get("nosumdb", False)),
+    )
+    if len(tool.packages) != len(tool.binaries):
+        raise VersionError(f"[{table}] needs one binary name per package")
+    return tool
+
+
 def load(path: Path = VERSIONS_FILE) -> Versions:
     """Parse versions.toml. Raises VersionError naming the missing or malformed key."""
     try:
@@ -103,21 +123,11 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             staging_version(tag)
             if not tag.startswith(f"v{minor}."):
                 raise VersionError(f"[kubernetes.releases] {minor} = {tag!r}: tag is not a {minor} patch")
-        tools = {}
-        for name, spec in data["go"].items():
-            tools[name] = GoTool(
-                name=name,
-                module=spec["module"],
-                version=spec["version"],
-                packages=tuple(spec["packages"]),
-                binaries=tuple(spec["binaries"]),
-                extra_modules=tuple(spec.get("extra_modules", ())),
-                tags=spec.get("tags", ""),
-                ldflags=spec.get("ldflags", "").replace("{version}", spec["version"]),
-                nosumdb=bool(spec.get("nosumdb", False)),
-            )
-            if len(tools[name].packages) != len(tools[name].binaries):
-                raise VersionError(f"[go.{name}] needs one binary name per package")
+        tools = {name: _go_tool(f"go.{name}", name, spec) for name, spec in data["go"].items()}
+        kind = {k: val for k, val in data.get("kind", {}).items() if k != "go"}
+        kind_tools = {
+            name: _go_tool(f"kind.go.{name}", name, spec) for name, spec in data.get("kind", {}).get("go", {}).items()
+        }
         return Versions(
             k8s_default=k8s["default"],
             k8s_releases=releases,
@@ -126,6 +136,8 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             debian_packages=tuple(data["debian"]["packages"]),
             python=dict(data["python"]),
             images=dict(data.get("images", {})),
+            kind=kind,
+            kind_tools=kind_tools,
         )
     except KeyError as exc:
         raise VersionError(f"{path.name}: missing key {exc}") from exc

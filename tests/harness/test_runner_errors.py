@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.clusters.kind import docker_available
-
 CLI = [sys.executable, "-m", "conformance.cli"]
 UNREACHABLE = {
     "apiVersion": "v1",
@@ -43,14 +41,6 @@ def test_unreachable_cluster_is_a_clear_environment_error(tmp_path):
 def test_missing_kubeconfig_file_names_the_file(tmp_path):
     proc = _run(tmp_path, "--cluster", "existing", "--kubeconfig", str(tmp_path / "nope"))
     assert proc.returncode == 3 and str(tmp_path / "nope") in proc.stdout, proc.stdout + proc.stderr
-
-
-def test_kind_without_docker_says_docker_is_needed(tmp_path):
-    ok, _ = docker_available()
-    proc = _run(tmp_path, "--cluster", "kind")
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    expected = "not implemented" if ok else "needs a running Docker engine"
-    assert expected in proc.stdout and "--cluster local" in proc.stdout
 
 
 @pytest.mark.parametrize(

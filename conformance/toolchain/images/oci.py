@@ -42,6 +42,7 @@ class ImageConfig:
     env: tuple[str, ...] = (DEFAULT_PATH,)
     workdir: str = "/"
     labels: tuple[tuple[str, str], ...] = ()
+    stop_signal: str = ""  # e.g. "SIGRTMIN+3" for an image whose entrypoint ends in systemd
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +150,8 @@ def write_image(out: Path, ref: str, layers: list[Path], config: ImageConfig, ar
     cfg["WorkingDir"] = config.workdir
     if config.labels:
         cfg["Labels"] = dict(config.labels)
+    if config.stop_signal:
+        cfg["StopSignal"] = config.stop_signal
     config_blob = _json(
         {
             "architecture": arch,

@@ -1,0 +1,67 @@
+"""`--cluster kind` end to end: `dra-conformance run --cluster kind` creates a kind cluster (1 control plane +
+1 worker; nerdctl over our own containerd on a host where Docker cannot run privileged containers, with the
+node image built offline), deploys the reference driver from its Helm chart, qualifies it with the `core`
+profile, deletes the cluster, and leaves nothing on the host: no container of ours, no kind/nerdctl network
+interface, no mount or process of our containerd, no iptables rule or chain of ours, the recorded sysctls
+unchanged. Sources: issue 15; shared/reference/kind-offline.md ("Host side effects", "Cleanup").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.clusters import kindhost
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+OUR_LINK = re.compile(r"^(nerdctl\d+|br-[0-9a-f]{12})$")
+
+
+def _host() -> dict:
+    """What a kind run may leave behind, in comparable form."""
+    mounts = [
+        ln for ln in Path("/proc/mounts").read_text().splitlines() if "dra-conformance-kind" in ln or "/kind/" in ln
+    ]
+    procs = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(kindhost.RUN) in cmdline or f"-namespace {kindhost.NAMESPACE} " in cmdline:
+            procs.append(cmdline)
+    rules = []
+    for cmd in ("iptables-save", "ip6tables-save"):
+        out = subprocess.run([cmd], capture_output=True, text=True).stdout
+        rules += [ln for ln in out.splitlines() if f"{kindhost.NAMESPACE}-" in ln or "CNI-HOSTPORT" in ln]
+    return {
+        "links": sorted(n for n in os.listdir("/sys/class/net") if OUR_LINK.match(n)),
+        "mounts": mounts,
+        "processes": procs,
+        "rules": rules,
+        "sysctls": kindhost.sysctls(kindhost.RESTORED_SYSCTLS),
+        "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{kindhost.NAMESPACE}")),
+    }
+
+
+def test_kind_cluster_qualifies_the_reference_chart_and_leaves_nothing(tmp_path):
+    # given: the host before the run
+    before = _host()
+    report = tmp_path / "report"
+    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "kind", "--nodes", "1", "--driver", "reference",
+           "--driver-deploy", "helm", "--profile", "core", "--report-dir", str(report), "--no-report"]  # fmt: skip
+    # when: a kind run qualifies the reference driver deployed from its chart
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
+    # then: every core test passed, and the host is as before
+    out = (proc.stdout + proc.stderr)[-4000:]
+    results = [json.loads(p.read_text()) for p in (report / "allure-results").glob("*-result.json")]
+    statuses = {r["status"] for r in results}
+    assert proc.returncode == 0 and results and statuses <= {"passed", "skipped"}, (proc.returncode, statuses, out)
+    assert _host() == before, ((report / "kind-host-cleanup.txt").read_text(), out)

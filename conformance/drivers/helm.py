@@ -35,7 +35,7 @@ from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache, gomodules
 
-from . import chartvalues, helm_upgrade, nodeimages
+from . import chartvalues, helm_upgrade, nodeimages, readiness
 from .base import DeployContext, DeployedDriver
 from .readiness import await_slices, check_device_classes, delete_slices, registered_sockets
 
@@ -183,17 +183,7 @@ class HelmDeployer:
 
     def pod_logs(self) -> dict[str, str]:
         """Logs of every container of the release's namespace (best effort)."""
-        out = {}
-        try:
-            for pod in self.k8s.list("Pod", self.namespace):
-                for c in pod.get("spec.containers") or []:
-                    try:
-                        out[f"{pod.name}/{c['name']}"] = self.k8s.logs(pod, container=c["name"], tail_lines=300)
-                    except errors.ApiError as exc:
-                        out[f"{pod.name}/{c['name']}"] = f"(logs unavailable: {exc})"
-        except errors.ApiError:
-            pass
-        return out
+        return readiness.pod_logs(self.k8s, [self.namespace])
 
     def teardown(self) -> None:
         """``helm uninstall --wait`` (when installed), the namespace when we created it (waited for), then

@@ -31,7 +31,7 @@ from conformance.k8s.client import K8s
 from conformance.toolchain import cache
 
 from . import bundle as bundles
-from . import chartvalues, nodeimages
+from . import chartvalues, nodeimages, readiness
 from .base import DeployContext, DeployedDriver
 from .helm import resolve_chart
 from .readiness import (
@@ -154,18 +154,7 @@ class ManifestsDeployer:
 
     def pod_logs(self) -> dict[str, str]:
         """Logs of every container in the namespaces of the bundle's DaemonSets (best effort)."""
-        out = {}
-        for ns in self._namespaces():
-            try:
-                for pod in self.k8s.list("Pod", ns):
-                    for c in pod.get("spec.containers") or []:
-                        try:
-                            out[f"{pod.name}/{c['name']}"] = self.k8s.logs(pod, container=c["name"], tail_lines=300)
-                        except errors.ApiError as exc:
-                            out[f"{pod.name}/{c['name']}"] = f"(logs unavailable: {exc})"
-            except errors.ApiError:
-                pass
-        return out
+        return readiness.pod_logs(self.k8s, self._namespaces())
 
     def teardown(self) -> None:
         """Delete exactly the applied objects (waiting for them to be gone), then the driver's leftover

@@ -166,3 +166,20 @@ def await_registered(
             driver, f"a new plugin registration with the kubelets of {missing} within {timeout:.0f}s", detail
         )
     return new
+
+
+def pod_logs(k8s: K8s, namespaces: Iterable[str], tail_lines: int = 300) -> dict[str, str]:
+    """The last ``tail_lines`` log lines of every container of every pod in ``namespaces``, keyed
+    ``pod/container`` (best effort: an unreadable log or namespace is noted or skipped, never raised)."""
+    out = {}
+    for ns in namespaces:
+        try:
+            for pod in k8s.list("Pod", ns):
+                for c in pod.get("spec.containers") or []:
+                    try:
+                        out[f"{pod.name}/{c['name']}"] = k8s.logs(pod, container=c["name"], tail_lines=tail_lines)
+                    except errors.ApiError as exc:
+                        out[f"{pod.name}/{c['name']}"] = f"(logs unavailable: {exc})"
+        except errors.ApiError:
+            pass
+    return out

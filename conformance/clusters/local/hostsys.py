@@ -280,3 +280,17 @@ def remove_dead_shim_sockets() -> list[str]:
             f.unlink(missing_ok=True)
             removed.append(str(f))
     return removed
+
+
+def rmdir_each(paths: list[str]) -> list[str]:
+    """``rmdir`` every path (empty directories a cluster created on the host), deepest first; a missing one is
+    fine. Returns those that could not be removed (not empty, busy), for the caller to keep recorded."""
+    left = []
+    for d in sorted(paths, key=len, reverse=True):
+        try:
+            Path(d).rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            left.append(d)
+    return left

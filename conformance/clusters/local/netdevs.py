@@ -27,6 +27,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from . import hostsys
 from .config import RUN_ROOT
 from .node_config import NodePaths
 from .state import ClusterState, existing_clusters
@@ -153,14 +154,7 @@ def remove_nri_mount_point(name: str) -> list[str]:
         created = json.loads(NRI_CREATED.read_text())
     except (OSError, ValueError):
         return []
-    left = []
-    for d in created:
-        try:
-            Path(d).rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            left.append(d)
+    left = hostsys.rmdir_each(list(created))
     if not left:
         NRI_CREATED.unlink(missing_ok=True)
     return left

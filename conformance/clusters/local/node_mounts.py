@@ -28,6 +28,7 @@ import shlex
 import time
 from pathlib import Path
 
+from . import hostsys
 from .config import RUN_ROOT
 from .node_config import NodePaths
 from .state import ClusterState, existing_clusters
@@ -157,14 +158,7 @@ def remove_mount_points(name: str) -> list[str]:
     node's namespace)."""
     if others_use(name):
         return []
-    left = []
-    for d in sorted(_recorded(), key=len, reverse=True):
-        try:
-            Path(d).rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            left.append(d)
+    left = hostsys.rmdir_each(list(_recorded()))
     if left:
         CREATED.write_text(json.dumps(left))
     else:

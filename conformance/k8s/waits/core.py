@@ -130,6 +130,39 @@ def until(
             continue  # disconnect: resume from rv after a short pause
 
 
+def stays(
+    k8s: K8s,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    *,
+    failed: Failed,
+    duration: float,
+    awaited: str,
+    scale: bool = True,
+) -> Obj:
+    """Assert one object stays in a state for ``duration`` seconds (scaled unless ``scale=False``): the
+    "consistently" wait. ``failed(obj, events)`` names what leaving the state looks like (``obj`` None: deleted).
+    Raises WaitFailed with the object's state as soon as ``failed`` answers; returns the object as last read
+    after the window.
+    """
+    try:
+        until(
+            k8s,
+            kind,
+            name,
+            namespace,
+            done=lambda o: False,
+            failed=failed,
+            timeout=duration,
+            awaited=awaited,
+            scale=scale,
+        )
+    except errors.WaitTimeout:
+        return k8s.get(kind, name, namespace)
+    raise AssertionError("unreachable: the wait has no done state")
+
+
 def _urllib3_errors() -> tuple:
     import urllib3  # noqa: PLC0415
 

@@ -7,7 +7,7 @@ from conformance.core import errors, timeouts
 
 from ..client import K8s
 from ..objects import Obj
-from .core import event_line, has_event, poll, recent_events, until
+from .core import event_line, has_event, poll, recent_events, stays, until
 from .objects import object_gone
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
@@ -147,22 +147,15 @@ def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
             return f"expected the pod to stay pending, but it is {obj.phase} on {obj.get('spec.nodeName')}"
         return None
 
-    try:
-        until(
-            k8s,
-            "Pod",
-            pod.name,
-            pod.namespace,
-            done=lambda o: False,
-            failed=failed,
-            timeout=duration,
-            awaited=f"pod {pod.namespace}/{pod.name} to stay pending for {duration:.0f}s",
-        )
-    except errors.WaitFailed:
-        raise
-    except errors.WaitTimeout:
-        return k8s.get("Pod", pod.name, pod.namespace)
-    raise AssertionError("unreachable")
+    return stays(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        failed=failed,
+        duration=duration,
+        awaited=f"pod {pod.namespace}/{pod.name} to stay pending for {duration:.0f}s",
+    )
 
 
 def events_for(k8s: K8s, obj: Obj, reason: str | None = None) -> list[Obj]:
@@ -201,18 +194,13 @@ def pod_stays_running(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
             return f"the pod is being deleted (deletionTimestamp {obj.get('metadata.deletionTimestamp')})"
         return None if obj.phase == "Running" else f"expected the pod to stay Running, but it is {obj.phase}"
 
-    try:
-        until(
-            k8s,
-            "Pod",
-            pod.name,
-            pod.namespace,
-            done=lambda o: False,
-            failed=failed,
-            timeout=duration,
-            scale=False,
-            awaited=f"pod {pod.namespace}/{pod.name} to stay Running for {duration:.0f}s",
-        )
-    except errors.WaitTimeout:
-        return k8s.get("Pod", pod.name, pod.namespace)
-    raise AssertionError("unreachable: the wait has no done state")
+    return stays(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        failed=failed,
+        duration=duration,
+        awaited=f"pod {pod.namespace}/{pod.name} to stay Running for {duration:.0f}s",
+        scale=False,
+    )

@@ -17,7 +17,7 @@ from conformance.core import errors, timeouts
 from ..client import K8s
 from ..inventory import driver_slices, pool_devices
 from ..objects import Obj
-from .core import event_line, poll, recent_events, until
+from .core import event_line, poll, recent_events, stays
 from .pods import pod_running
 from .slices import SLICES_POLL_S, complete_pools
 
@@ -136,17 +136,12 @@ def pod_stays_not_running(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
             else None
         )
 
-    try:
-        until(
-            k8s,
-            "Pod",
-            pod.name,
-            pod.namespace,
-            done=lambda o: False,
-            failed=failed,
-            timeout=duration,
-            awaited=f"pod {pod.namespace}/{pod.name} not running for {duration:.0f}s",
-        )
-    except errors.WaitTimeout:
-        return k8s.get("Pod", pod.name, pod.namespace)
-    raise AssertionError("unreachable: the wait has no done state")
+    return stays(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        failed=failed,
+        duration=duration,
+        awaited=f"pod {pod.namespace}/{pod.name} not running for {duration:.0f}s",
+    )

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import cache
-from .oci import ImageError, sha256_file, verify_archive
+from .oci import ImageConfig, ImageError, sha256_file, verify_archive, write_image
 
 
 def images_dir() -> Path:
@@ -82,6 +82,30 @@ def cached_archive(name: str, key: str, build: Callable[[Path], object]) -> Path
         tmp.unlink(missing_ok=True)
     _prune(out.parent.glob(f"{name}-*.oci.tar"), out, lambda p: p.name[len(name) + 1 : -len(".oci.tar")])
     return out
+
+
+def app_archive(
+    name: str,
+    ref: str,
+    layers: list[Path],
+    app_layer: Callable[[Path], Path],
+    config: ImageConfig,
+    *,
+    build: bool,
+    work: str = "app",
+) -> Path | None:
+    """The image ``name`` (``ref``) of the cached ``layers`` plus an application layer ``app_layer(path)``
+    writes, keyed by the layers, the app layer's digest and the config. ``build=False`` only looks it up
+    (None when missing); ``build=True`` writes it when missing. Raises ImageError (layer or archive writing)."""
+    tmp = work_dir(work)
+    try:
+        app = app_layer(tmp / "app.tar")
+        key = cache_key(name, ref, [p.name for p in layers], sha256_file(app), config)
+        if not build:
+            return lookup(name, key)
+        return cached_archive(name, key, lambda out: write_image(out, ref, [*layers, app], config))
+    finally:
+        drop(tmp)
 
 
 def cached_layer(name: str, key: str, build: Callable[[Path], object]) -> Path:

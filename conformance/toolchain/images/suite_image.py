@@ -29,7 +29,7 @@ from pathlib import Path
 
 from .. import cache, versions
 from . import reference_image, store
-from .oci import ImageConfig, ImageError, sha256_file, tree_layer, write_image
+from .oci import ImageConfig, ImageError, sha256_file, tree_layer
 
 NAME = "suite"
 REF = "dra-conformance.local/suite:dev"
@@ -195,15 +195,7 @@ def _keys() -> tuple[str, str]:
 
 
 def _archive(layers: list[Path], build: bool) -> Path | None:
-    work = store.work_dir("suite")
-    try:
-        app = app_layer(work / "app.tar")
-        key = store.cache_key(NAME, ref(), [p.name for p in layers], sha256_file(app), image_config())
-        if not build:
-            return store.lookup(NAME, key)
-        return store.cached_archive(NAME, key, lambda tmp: write_image(tmp, ref(), [*layers, app], image_config()))
-    finally:
-        store.drop(work)
+    return store.app_archive(NAME, ref(), layers, app_layer, image_config(), build=build, work="suite")
 
 
 def archive() -> Path:

@@ -1,5 +1,6 @@
 """The main job end to end, as `make conformance` runs it: `dra-conformance run --cluster local` brings up
-its own local cluster, deploys the driver in host mode, runs the standard profile and writes the report.
+its own local cluster, deploys the driver as its profile says (reference: host mode; dra-example-driver: its
+own Helm chart as a DaemonSet), runs the standard profile and writes the report.
 
 The reference driver is our known-good driver: every selected test must pass or skip with a capability
 reason, and the verdict must be PASS (issue 5 and 6 acceptance). dra-example-driver v0.4.0 runs the

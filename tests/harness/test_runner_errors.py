@@ -114,7 +114,7 @@ def test_host_deployers_report_the_driver_version_they_run(tmp_path):
         k8s_version = "v1.34.4"
 
     got = {
-        n: HostDeployer(Cluster(), profiles.load(n), None, "r", state_root=tmp_path)._version()
+        n: HostDeployer(Cluster(), profiles.load(n).for_mode("host"), None, "r", state_root=tmp_path)._version()
         for n in ("reference", "dra-example-driver", "k8s-test-driver")
     }
     assert got["reference"].startswith("reference_driver ")

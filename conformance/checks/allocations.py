@@ -348,6 +348,11 @@ def _class_configs(device_class: Obj) -> list[str]:
     return [json.dumps(c.get("opaque") or {}, sort_keys=True) for c in device_class.get("spec.config") or []]
 
 
+def _names_every_request(names: tuple[str, ...], requests: Mapping[str, dict], chosen: set) -> bool:
+    """Whether a config's ``requests`` name each top-level request, by its name or its chosen subrequest's."""
+    return all(r in names or any(c in names and parent_of(c) == r for c in chosen) for r in requests)
+
+
 def config_scope(claim: Obj, classes: Mapping[str, Obj]) -> list[Violation]:
     """``allocation.config-requests`` and ``allocation.config-source`` over ``status.allocation.devices.config``."""
     out = []
@@ -355,6 +360,8 @@ def config_scope(claim: Obj, classes: Mapping[str, Obj]) -> list[Violation]:
     chosen = {r.get("request") for r in results_of(claim)}
     claim_configs = [_canonical(c) for c in claim.get("spec.devices.config") or []]
     entries = claim.get("status.allocation.devices.config") or []
+    # 1.37's allocator clears ``requests`` of a claim config naming every request: "empty means all" (v0.37)
+    cleared = {c for c in claim_configs if c[0] and _names_every_request(c[0], requests, chosen)}
 
     def bad(rule: str, message: str) -> None:
         out.append(Violation(f"allocation.{rule}", claim_ref(claim), message, SRC_CONFIG))
@@ -366,7 +373,11 @@ def config_scope(claim: Obj, classes: Mapping[str, Obj]) -> list[Violation]:
                 bad("config-requests", f"{source} config names request {name!r}, not a request of the claim")
             elif source == "FromClass" and "/" in name and name not in chosen:
                 bad("config-requests", f"FromClass config names subrequest {name} that was not chosen ({chosen})")
-        if source == "FromClaim" and _canonical(entry) not in claim_configs:
+        if (
+            source == "FromClaim"
+            and _canonical(entry) not in claim_configs
+            and not (not names and any(c[1] == _canonical(entry)[1] for c in cleared))
+        ):
             bad("config-source", f"FromClaim config {entry} is not in the claim's spec.devices.config")
         elif source == "FromClass":
             for name in names:
@@ -381,6 +392,8 @@ def config_scope(claim: Obj, classes: Mapping[str, Obj]) -> list[Violation]:
     present = {_canonical(e) for e in entries if e.get("source") == "FromClaim"}
     for config in claim.get("spec.devices.config") or []:
         canonical = _canonical(config)
+        if canonical in cleared and ((), canonical[1]) in present:
+            continue  # written with requests cleared: it applies to every request (empty means all)
         if all("/" not in n for n in canonical[0]) and canonical not in present:
             bad("config-source", f"claim config {config} is missing from status.allocation.devices.config (FromClaim)")
     return out

@@ -225,3 +225,25 @@ def test_claim_config_dropped_from_the_allocation():
         [{"source": "FromClass", "requests": ["gpu"], "opaque": OPAQUE_CLASS}],
     )
     assert _rules(dropped) == ["allocation.config-source"]
+
+
+def test_claim_config_naming_every_request_may_be_written_with_requests_cleared():
+    """Since 1.37 the allocator writes a claim config that names every request (or each chosen subrequest's
+    parent) with ``requests`` cleared, "empty means all" (dynamic-resource-allocation v0.37 allocator): not a
+    violation. A cleared entry for a config that names only some requests still is."""
+    pick = _claim(
+        "pick",
+        [_first_available("pick")],
+        [_result("pick/small", "gpu-2")],
+        config=[{"requests": ["pick"], "opaque": OPAQUE_CLAIM}],
+        status_config=[{"source": "FromClaim", "opaque": OPAQUE_CLAIM}],
+    )
+    assert _rules([pick]) == []
+    two = _claim(
+        "two",
+        [_exact("a"), _exact("b")],
+        [_result("a", "gpu-0"), _result("b", "gpu-1")],
+        config=[{"requests": ["a"], "opaque": OPAQUE_CLAIM}],
+        status_config=[{"source": "FromClaim", "opaque": OPAQUE_CLAIM}],
+    )
+    assert _rules([two]) == ["allocation.config-source"]

@@ -11,11 +11,13 @@ need one are skipped with that evidence).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.core import errors
 from conformance.core.config import gate_list
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance.k8s import discovery
@@ -114,10 +116,18 @@ class ExistingProvider:
             image=self.handle.images.get("busybox", DEFAULT_IMAGES["busybox"]),
             grpc_image=self.handle.images.get("grpc", ""),
         )
-        if owner:
-            access.start()
-        else:
+        if not owner:
             access.attach()
+            return access
+        access.start()
+        if access.failure:  # asked for explicitly: no silent fall-back to "no node checks" (all skipped)
+            with contextlib.suppress(errors.ConformanceError):
+                access.stop()
+            raise errors.ClusterUnavailable(
+                f"--node-access privileged-pod: the privileged helper pods did not start: {access.failure}. "
+                "Allow privileged pods in the run's helper namespace (Pod Security admission, policy engines), "
+                "or run with --node-access none (node checks then skip with that reason)"
+            )
         return access
 
     def state(self) -> dict:

@@ -66,6 +66,12 @@ def helper_pod(name: str, namespace: str, node: str, image: str, run_id: str, gr
     return pod
 
 
+PRIVILEGED_NS_LABELS = {  # Pod Security Standards labels (pod-security.kubernetes.io, KEP-2579)
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/warn": "privileged",
+}
+
+
 class HelperPodNodeAccess:
     """Node access through privileged helper pods (created by :meth:`start`, removed by :meth:`stop`)."""
 
@@ -87,7 +93,11 @@ class HelperPodNodeAccess:
                 {
                     "apiVersion": "v1",
                     "kind": "Namespace",
-                    "metadata": {"name": self.namespace, "labels": names.run_labels(self.run_id, "node-access")},
+                    "metadata": {
+                        "name": self.namespace,
+                        # Pod Security admission: the helper pods are privileged by design (hostPID, host /)
+                        "labels": {**names.run_labels(self.run_id, "node-access"), **PRIVILEGED_NS_LABELS},
+                    },
                 }
             )
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
@@ -99,6 +109,11 @@ class HelperPodNodeAccess:
                 self.pods[node] = pod.name
         except errors.ConformanceError as exc:
             self._error = str(exc).splitlines()[0]
+
+    @property
+    def failure(self) -> str:
+        """Why the helper pods are not usable (empty: they run on every node)."""
+        return self._error or ("" if len(self.pods) == len(self.node_names) else "not started on every node")
 
     def attach(self) -> None:
         """Use the helper pods another process of the same run started (an xdist worker): ``node -> pod``

@@ -51,3 +51,43 @@ def test_podresources_stubs_have_dra_fields():
     assert again.claim_resources[0].cdi_devices[0].name == "v/k=x" and again.claim_resources[0].HasField("share_id")
     assert pb.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name == "v1.PodResourcesLister"
     assert Path(pb.__file__).name == "podresources_v1_pb2.py"
+
+
+def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_checks(monkeypatch, tmp_path):
+    """``--node-access privileged-pod`` asked for explicitly: helper pods the cluster refuses (Pod Security
+    admission) end the run with ClusterUnavailable naming the cause and the fix, after removing what was
+    created -- never a run whose node checks all skip under a PASS. The helper namespace carries the Pod
+    Security ``privileged`` labels."""
+    from conformance.clusters import existing
+    from conformance.core import errors
+    from conformance.node import helper_pod as hp
+
+    created, deleted = [], []
+
+    class RefusingK8s:
+        def create(self, obj):
+            created.append(obj)
+            if obj["kind"] == "Pod":
+                raise errors.Forbidden(
+                    403, "Forbidden", 'pods "helper-0" is forbidden: violates PodSecurity "baseline:latest"'
+                )
+            return SimpleNamespace(name=obj["metadata"]["name"])
+
+        def get(self, kind, name, namespace=None):
+            return SimpleNamespace(name=name, uid="u")
+
+        def delete(self, kind, name, namespace=None):
+            deleted.append((kind, name))
+
+    monkeypatch.setattr(existing.K8s, "from_kubeconfig", staticmethod(lambda *a, **k: RefusingK8s()))
+    monkeypatch.setattr(hp.waits, "default_service_account", lambda *a, **k: None)
+    monkeypatch.setattr(hp.HelperPodNodeAccess, "stop", lambda self: deleted.append(("Namespace", self.namespace)))
+    cfg = SimpleNamespace(run_id="r1", context=None)
+    provider = existing.ExistingProvider(SimpleNamespace(cfg=cfg))
+    provider.handle = existing.ExistingCluster(tmp_path / "kc", "v1.34.4", [existing.ExistingNode("node-a")])
+    with pytest.raises(errors.ClusterUnavailable) as exc:
+        provider.node_access("privileged-pod")
+    assert "violates PodSecurity" in str(exc.value) and "--node-access none" in str(exc.value)
+    assert deleted == [("Namespace", "dra-node-access-r1")]
+    ns = next(o for o in created if o["kind"] == "Namespace")
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"

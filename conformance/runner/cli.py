@@ -213,13 +213,18 @@ def run_command(args: argparse.Namespace) -> int:
     if (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
         try:
             reasons = summary_reasons(report_dir)
+        except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
+            reasons = (f"the qualification summary could not be built: {_first_line(exc)}",)
+        try:
             if not args.no_report:
                 from conformance.reporting.build import generate  # noqa: PLC0415 - imports the report stack
 
                 generate(report_dir, history_from=getattr(args, "history_from", None))
                 report_note = f", report {report_dir / 'summary.md'}"
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
-            report_note = f", report not built: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            report_note = f", report not built: {_first_line(exc)}"
+    elif code == 0:  # pytest passed but left nothing to judge: not a PASS
+        reasons = (f"the run wrote no results to {report_dir} (allure-results, run.json)",)
     if code == 0 and reasons:  # pytest passed, the qualification rules did not (e.g. a declared capability)
         verdict, code = "FAIL (" + "; ".join(reasons)[:400] + ")", 1
     c = counter.counts
@@ -229,6 +234,10 @@ def run_command(args: argparse.Namespace) -> int:
         f"(run {run_id}, {report_dir}{report_note})"
     )
     return code
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def summary_reasons(report_dir: Path) -> tuple[str, ...]:

@@ -74,6 +74,7 @@ class ExistingCluster:
     feature_gates: dict[str, bool] = dataclasses.field(default_factory=dict)
     runtime_config: str = ""
     images: dict[str, str] = dataclasses.field(default_factory=lambda: dict(DEFAULT_IMAGES))
+    gates_stated: bool = True  # feature_gates are the user's word, not measured (core.capabilities)
 
 
 class ExistingProvider:

@@ -113,8 +113,16 @@ def _apiserver_gate(name: str, gate: str, facts: Mapping[str, Any]) -> Capabilit
             f"kube-apiserver metrics kubernetes_feature_enabled{{name={gate}}} = {int(bool(gates[gate]))}",
         )
     configured = facts.get("configured_gates") or {}
+    if gate in configured and facts.get("configured_gates_stated") and not configured[gate]:
+        return Capability(  # the user's word that a gate is off never excuses a declared capability
+            name,
+            False,
+            f"--cluster-feature-gates states {gate}=false (not measured: kube-apiserver metrics do not report it)",
+            gate_unknown=True,
+        )
     if gate in configured:
-        return Capability(name, bool(configured[gate]), f"cluster configured --feature-gates {gate}={configured[gate]}")
+        how = "stated by --cluster-feature-gates" if facts.get("configured_gates_stated") else "cluster configured"
+        return Capability(name, bool(configured[gate]), f"{how} {gate}={configured[gate]}")
     error = facts.get("feature_gates_error")
     why = (
         f"kube-apiserver /metrics could not be read ({error})"

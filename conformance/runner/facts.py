@@ -52,6 +52,7 @@ def collect(
         "feature_gates_error": gates_error,
         "kubelet_gates": {k: v for k, v in kubelet_gates.items() if v},
         "configured_gates": dict(cluster.feature_gates) if cluster is not None else {},
+        "configured_gates_stated": bool(getattr(cluster, "gates_stated", False)),
         "feature_gate_stages": discovery.apiserver_feature_stages(k8s),
         "gate_defaults": dict(getattr(cluster, "gate_defaults", None) or {}),
         "nodes": nodes,

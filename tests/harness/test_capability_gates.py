@@ -71,6 +71,18 @@ def test_gate_known_off_still_excuses_a_declared_capability(facts):
     assert decision.action == "skip"
 
 
+def test_a_gate_stated_off_by_the_user_does_not_excuse_a_declared_capability():
+    """``--cluster-feature-gates DRAAdminAccess=false`` on an existing cluster whose metrics are unreadable is the
+    user's word, not a measurement: the declared capability is unavailable and not excused (the verdict fails
+    it, naming the statement); a gate stated on still lets its tests run (they then prove it)."""
+    stated = {**_facts(error=FORBIDDEN, configured={"DRAAdminAccess": False}), "configured_gates_stated": True}
+    cap = capabilities.evaluate(stated, DECLARING).items["driver.admin_access"]
+    assert not cap.available and not cap.cluster_lacks and cap.declared, cap
+    assert "--cluster-feature-gates states DRAAdminAccess=false" in cap.evidence
+    on = {**_facts(error=FORBIDDEN, configured={"DRAAdminAccess": True}), "configured_gates_stated": True}
+    assert capabilities.evaluate(on, DECLARING).items["gate.DRAAdminAccess"].available
+
+
 def test_apiserver_feature_gates_reports_why_metrics_are_unreadable():
     class Refusing:
         def get_raw(self, path):

@@ -150,6 +150,12 @@ class RunConfig:
                 source="--cluster-feature-gates",
                 fix="drop it (use --feature-gates defaults|all), or use it with --cluster existing",
             )
+        if self.kind_name and self.cluster != "kind":
+            raise ConfigError(
+                f"names a kind cluster, but --cluster is {self.cluster}",
+                source="--kind-name",
+                fix="add --cluster kind, or drop --kind-name",
+            )
 
     def as_dict(self) -> dict:
         """Plain dict (for run.json and the xdist state file)."""

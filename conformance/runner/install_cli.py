@@ -14,6 +14,7 @@ Exit codes: 0 installed, 3 cluster or driver not usable, 4 bad input.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -76,16 +77,15 @@ def _install(args: argparse.Namespace) -> int:
         )
         _print(f"deploying driver {profile.driver} ({mode})")
         deployer.deploy()
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 4
-    except (ConformanceError, ImageError, KeyboardInterrupt) as exc:
+    except (ConformanceError, ImageError, OSError, subprocess.SubprocessError, KeyboardInterrupt) as exc:
+        # whatever stopped it (bad input found late, e.g. a profile's upgrade_from; helm missing or hung;
+        # Ctrl-C), nothing this command started stays behind
         print(f"error: {exc or type(exc).__name__}", file=sys.stderr)
         if deployer is not None:
             deployer.teardown()
         if provider is not None:
             provider.down()
-        return 3
+        return 4 if isinstance(exc, ConfigError) else 3
     name = provider.state().get("name", "")
     print(f"\ndriver {profile.driver} installed ({mode}) on local cluster {name}")
     print(f"kubeconfig: {cluster.kubeconfig}")

@@ -106,6 +106,7 @@ def test_visibility_matches_and_reports_evidence():
         ({"cluster": "existing", "cluster_feature_gates": "DRAPrioritizedList"}, "--cluster-feature-gates"),
         ({"cluster": "existing", "cluster_feature_gates": "DRAPrioritizedList=yes"}, "--cluster-feature-gates"),
         ({"cluster": "local", "cluster_feature_gates": "DRAPrioritizedList=true"}, "--cluster-feature-gates"),
+        ({"cluster": "local", "kind_name": "mine"}, "--kind-name"),
     ],
 )
 def test_bad_options_name_the_option(values, option):

@@ -43,7 +43,7 @@ PY
 fi
 k() { "$KUBECTL" "$@"; }
 cleanup() {
-  k -n dra-conformance delete pod dra-conformance --ignore-not-found --wait=true --timeout=120s >/dev/null || true
+  k -n dra-conformance delete pod dra-conformance --ignore-not-found --wait=true --timeout=330s >/dev/null || true
   k delete -f "$here/rbac.yaml" --ignore-not-found --wait=true --timeout=180s >/dev/null || true
 }
 trap cleanup EXIT

@@ -11,6 +11,7 @@ import argparse
 import atexit
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -202,7 +203,12 @@ def run_command(args: argparse.Namespace) -> int:
     report_dir = Path(args.report_dir or REPO_ROOT / "reports" / run_id).resolve()
     counter = _Counter()
     started = time.monotonic()
-    code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+    # SIGTERM (a pod deleted, a CI job cancelled) stops the run the way Ctrl-C does: tear-down, exit 2
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     from conformance.runner import timings  # noqa: PLC0415 - imports pytest
 
     timings.add_run_wall(report_dir, time.monotonic() - started)

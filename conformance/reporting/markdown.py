@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 ICONS = {
     "pass": "PASS",
     "fail": "FAIL",
@@ -19,12 +21,17 @@ def _cell(text) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:300]
 
 
+WAIVER = re.compile(r"declares (cdi|container_isolation): false")  # opt-outs of checks that are on by default
+
+
 def render(summary: dict, timings: dict | None = None) -> str:
     """Markdown text of a run summary (the dict of :func:`conformance.reporting.summary.build`); with the run's
     ``timings.json`` document, one line of wall times and wait share (:func:`timings_line`)."""
     env, drv, counts = summary["environment"], summary["driver"], summary["counts"]
+    waived = [c for c in summary.get("capabilities") or [] if WAIVER.search(c.get("evidence") or "")]
+    headline = summary["verdict"] + (f" (with {len(waived)} profile waiver(s), below)" if waived else "")
     out = [
-        f"# DRA driver qualification: {summary['verdict']}",
+        f"# DRA driver qualification: {headline}",
         "",
         f"- Run: `{summary['reportId']}` ({summary['startedAt'] or '?'} to {summary['finishedAt'] or '?'})",
         f"- Driver: `{drv['name']}` version {drv['version']} (deployed as {drv.get('deploy', '?')})",
@@ -40,6 +47,9 @@ def render(summary: dict, timings: dict | None = None) -> str:
     out += [""]
     if summary["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
+    if waived:  # checks every driver is held to unless its profile opts out (core.capabilities.DEFAULT_ON)
+        out += ["## Waived by the driver profile", ""]
+        out += [f"- `{c['name']}`: {_cell(c['evidence'])}; tests skipped: {len(c['tests'])}" for c in waived] + [""]
     out += ["## Mission areas", "", "| Area | Status | Tests |", "|---|---|---|"]
     for area in summary.get("missionAreas") or []:
         counts_text = ", ".join(f"{k} {v}" for k, v in sorted(area["counts"].items())) or "-"

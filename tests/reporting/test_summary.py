@@ -154,6 +154,32 @@ def test_summary_markdown_has_the_mission_area_table(failing_run):
     assert "## Mission areas" in text and "| podresources |" in text
 
 
+def test_profile_opt_outs_of_default_checks_are_shown_as_waivers(failing_run):
+    """A profile declaring ``cdi: false`` or ``container_isolation: false`` skips checks every driver is held to
+    by default: summary.md says so in its headline and lists each waiver with its evidence and skipped tests."""
+    from conformance.reporting import markdown
+
+    data = summary.build(failing_run)
+    plain = markdown.render(data)
+    assert "waiver" not in plain
+    data["capabilities"].append(
+        {
+            "name": "driver.cdi",
+            "status": "skip",
+            "declared": False,
+            "clusterLacks": False,
+            "available": False,
+            "evidence": "profile dranet (dranet.yaml) declares cdi: false (NodePrepareResources names no device)",
+            "counts": {"skipped": 2},
+            "reasons": ["t1: driver.cdi not available"],
+            "tests": ["t1", "t2"],
+        }
+    )
+    text = markdown.render(data)
+    assert text.splitlines()[0].endswith("(with 1 profile waiver(s), below)")
+    assert "## Waived by the driver profile" in text and "declares cdi: false" in text and "skipped: 2" in text
+
+
 def test_declared_capability_the_cluster_does_not_serve_is_shown_not_failed(tmp_path):
     """A capability the profile declares whose feature gate the cluster has off (``cluster_lacks``) skips with
     that evidence and does not fail the driver (issue 13: new features skip on 1.34 default gates); the

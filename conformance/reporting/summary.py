@@ -21,6 +21,7 @@ import datetime
 import importlib.metadata
 import json
 import pathlib
+import re
 
 import jsonschema
 
@@ -172,13 +173,27 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
     return out
 
 
+_BLAMED = re.compile(r"^(\S+) not available:")  # the skip reason of a missing capability (core.selection)
+
+
+def _skipped_for_another(test: dict | None, name: str) -> bool:
+    """A skipped test whose reason names another of its capabilities as the missing one."""
+    if test is None or test["status"] != "skipped":
+        return False
+    blamed = _BLAMED.match(test.get("reason") or "")
+    return bool(blamed) and blamed.group(1) != name and blamed.group(1) in test["capabilities"]
+
+
 def verdict_reasons(counts: dict, capabilities: list[dict], tests: list[dict]) -> list[str]:
     """The reasons the run fails (empty list: PASS). Inputs are the summary's own sections."""
     reasons = []
     bad = [t for t in tests if t["status"] in ("failed", "broken")]
     if bad:
         reasons.append(f"{len(bad)} test(s) failed or broken: " + ", ".join(t["id"] for t in bad[:10]))
+    by_id = {t["id"]: t for t in tests}
     for cap in capabilities:
+        if cap["status"] == "skip" and all(_skipped_for_another(by_id.get(i), cap["name"]) for i in cap["tests"]):
+            continue  # its tests skipped because of another capability (shown there), not this one
         if cap["declared"] and cap["status"] != "pass" and not (cap.get("clusterLacks") and cap["status"] == "skip"):
             reasons.append(
                 f"declared capability {cap['name']} is {cap['status']}: "

@@ -99,6 +99,24 @@ def test_zero_executed_tests_fails(tmp_path):
     assert verdict.reasons == ("zero tests executed (everything skipped or deselected)",)
 
 
+def test_declared_capability_whose_tests_skipped_for_another_capability_does_not_fail():
+    """A declared capability (multiple_devices) whose only selected test skipped because ANOTHER capability it
+    needs is missing (device_status, not declared) is not held against the driver; a skip that names the
+    capability itself still fails it."""
+    test = {
+        "id": "t1",
+        "status": "skipped",
+        "reason": "driver.device_status not available: profile p does not declare device_status",
+        "capabilities": ["driver.device_status", "driver.multiple_devices"],
+    }
+    cap = {"name": "driver.multiple_devices", "status": "skip", "declared": True, "reasons": ["t1: ..."]}
+    counts = {"executed": 1, "unknown": 0}
+    assert summary.verdict_reasons(counts, [{**cap, "tests": ["t1"]}], [test]) == []
+    own = {**test, "reason": "driver.multiple_devices not available: one device per node"}
+    reasons = summary.verdict_reasons(counts, [{**cap, "tests": ["t1"]}], [own])
+    assert reasons and reasons[0].startswith("declared capability driver.multiple_devices is skip")
+
+
 def test_skip_without_reason_fails():
     tests = [{"id": "t1", "status": "skipped", "reason": ""}, {"id": "t2", "status": "passed", "reason": None}]
     counts = {"executed": 1, "unknown": 0}

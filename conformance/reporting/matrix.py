@@ -238,7 +238,7 @@ def _cell(entry: dict) -> str:
     status = entry["status"]
     text = status
     if status not in ("pass", "not-run"):
-        why = (entry.get("reasons") or [entry.get("evidence") or ""])[0].splitlines()[0] if entry else ""
+        why = "".join((entry.get("reasons") or [entry.get("evidence") or ""])[0].splitlines()[:1]) if entry else ""
         if "::" in why and ": " in why.split("::", 1)[1]:  # "<node id>: <reason>": the reason is what differs
             why = why.split("::", 1)[1].split(": ", 1)[1]
         text = f"{status}: {why[:REASON_CHARS]}{'…' if len(why) > REASON_CHARS else ''}" if why else status
@@ -295,7 +295,7 @@ def render(data: dict) -> str:
     if commands:
         out += ["", "Commands:", "", *commands]
     if data["verdictReasons"]:
-        out += ["", "## Why it fails", ""] + [f"- {r.splitlines()[0]}" for r in data["verdictReasons"]]
+        out += ["", "## Why it fails", ""] + [f"- {''.join(r.splitlines()[:1])}" for r in data["verdictReasons"]]
     return "\n".join(out) + "\n"
 
 

@@ -19,16 +19,18 @@ import sys
 from pathlib import Path
 
 from conformance.clusters import builtin as builtin_clusters
+from conformance.clusters.existing import images_on_every_node
 from conformance.core import names
 from conformance.core.config import from_options
-from conformance.core.errors import ConfigError, ConformanceError
+from conformance.core.errors import ClusterUnavailable, ConfigError, ConformanceError
 from conformance.core.handles import LoadsImages, ProviderContext
 from conformance.drivers import builtin as builtin_drivers
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext
+from conformance.k8s import discovery, waits
 from conformance.k8s.client import K8s
 from conformance.toolchain import versions
-from conformance.toolchain.images import catalog
+from conformance.toolchain.images import catalog, refs
 from conformance.toolchain.images.oci import ImageError
 
 from .registry import Registry
@@ -47,6 +49,21 @@ def registry() -> Registry:
     reg.add_hook_result("driver deployer", builtin_drivers.pytest_dra_driver_deployers(), "builtin")
     reg.add_entry_points()
     return reg
+
+
+def _await_node_images(k8s: K8s, wanted: set[str]) -> None:
+    """Wait until every Node's ``status.images`` lists ``wanted`` (the kubelet posts a changed image list with
+    its next node status, ~10 s): a run on the existing-cluster path reads the test and relay images from there
+    (clusters.existing.choose_images). Raises ClusterUnavailable naming the missing images after 120 s."""
+    seen: set[str] = set()
+
+    def listed() -> bool:
+        seen.clear()
+        seen.update(images_on_every_node(discovery.nodes(k8s)))
+        return wanted <= seen
+
+    if not waits.poll(listed, timeout=120.0, interval=2.0):
+        raise ClusterUnavailable(f"the nodes' status.images never listed {sorted(wanted - seen)} after importing them")
 
 
 def _install(args: argparse.Namespace) -> int:
@@ -72,6 +89,8 @@ def _install(args: argparse.Namespace) -> int:
             chosen = catalog.select(list(QUALIFICATION_IMAGES), dict(getattr(cluster, "images", {})))
             cluster.load_images([spec.build() for spec in chosen])
         k8s = K8s.from_kubeconfig(cluster.kubeconfig)
+        if isinstance(cluster, LoadsImages):
+            _await_node_images(k8s, {refs.normalize(spec.ref()) for spec in chosen})
         deployer = reg.driver_deployer(mode)(
             DeployContext(mode, cluster, profile, k8s, cfg.run_id, report_dir / "driver-state")
         )

@@ -278,10 +278,14 @@ def sysctls(keys: tuple[str, ...] = SYSCTLS) -> dict[str, str]:
     return out
 
 
+PER_CONTAINER = re.compile(r"CNI-[0-9a-f]{24}")  # the CNI plugins' per-container chain names
+
+
 def _clean_chains(cmd: str, before: dict[str, set[str]]) -> list[str]:
     """Delete rules of our namespace's containers and the chains nerdctl's CNI plugins created since the
     snapshot (rules jumping to them first). Other clusters' chains (e.g. a concurrent local cluster's) are
-    kept: a new per-container chain is ours only when a rule carrying our namespace jumps to it."""
+    kept: a new per-container chain is ours when a rule carrying our namespace jumps to it, or when it is empty
+    and unreferenced (CNI DEL removed its rules and jump but not the chain)."""
     binary = cmd.replace("-save", "")
     done = []
     for table, rules in _save(cmd).items():
@@ -291,6 +295,15 @@ def _clean_chains(cmd: str, before: dict[str, set[str]]) -> list[str]:
                 m = re.search(r" -j (CNI-[\w-]+)", rule)
                 if m and m.group(1) not in before.get(table, set()):
                     ours.add(m.group(1))
+        # a per-container chain whose jump and rules CNI DEL already removed stays behind empty: new since the
+        # snapshot, empty and unreferenced, it is nobody's (a live container's chain has rules and a jump)
+        used = {w for r in rules if r.startswith("-A") for w in (r.split()[1], *re.findall(r" -j (\S+)", r))}
+        ours |= {
+            c
+            for r in rules
+            if r.startswith(":") and PER_CONTAINER.fullmatch(c := r.split()[0][1:])
+            if c not in before.get(table, set()) and c not in used
+        }
         for rule in rules:
             target = re.search(r" -j ([\w-]+)", rule)
             if rule.startswith("-A") and (f"{NAMESPACE}-" in rule or (target and target.group(1) in ours)):

@@ -73,6 +73,29 @@ def test_only_our_rules_and_new_cni_chains_are_removed(monkeypatch):
     assert len(done) == 2
 
 
+def test_empty_unreferenced_per_container_chains_left_by_cni_del_are_removed(monkeypatch):
+    """nerdctl's CNI DEL removes a container's rules and jump but leaves its chain: a new, empty, unreferenced
+    ``CNI-<24 hex>`` chain is removed; a new chain still in use (another cluster's live container) and one that
+    existed before the snapshot are kept."""
+    empty, live, old = "CNI-" + "a" * 24, "CNI-" + "b" * 24, "CNI-" + "c" * 24
+    saved = {
+        "nat": [
+            ":POSTROUTING ACCEPT",
+            f":{empty}",
+            f":{live}",
+            f":{old}",
+            f'-A POSTROUTING -s 10.88.0.2/32 -m comment --comment "name: dra-c1 id: x" -j {live}',
+            f"-A {live} -d 10.88.0.0/16 -j ACCEPT",
+        ]
+    }
+    calls = []
+    monkeypatch.setattr(kindhost, "_save", lambda cmd: saved)
+    monkeypatch.setattr(kindhost, "_run", lambda argv, **kw: calls.append(argv) or "")
+    done = kindhost._clean_chains("iptables-save", {"nat": {"POSTROUTING", old}})
+    assert calls == [["iptables", "-t", "nat", "-F", empty], ["iptables", "-t", "nat", "-X", empty]], calls
+    assert done == [f"iptables -t nat chain {empty}"]
+
+
 def test_host_snapshot_survives_a_round_trip_through_json(monkeypatch):
     monkeypatch.setattr(kindhost, "_save", lambda cmd: {"nat": [":POSTROUTING ACCEPT", ":CNI-x"]})
     snap = kindhost.HostSnapshot()

@@ -41,6 +41,7 @@ def _host() -> dict:
     for cmd in ("iptables-save", "ip6tables-save"):
         out = subprocess.run([cmd], capture_output=True, text=True).stdout
         rules += [ln for ln in out.splitlines() if f"{kindhost.NAMESPACE}-" in ln or "CNI-HOSTPORT" in ln]
+        rules += [f"{cmd} {ln.split()[0]}" for ln in out.splitlines() if kindhost.PER_CONTAINER.match(ln[1:])]
     return {
         "links": sorted(n for n in os.listdir("/sys/class/net") if OUR_LINK.match(n)),
         "mounts": mounts,

@@ -44,23 +44,31 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def previous_spec(deploy: Mapping[str, Any], source: str = "deploy.upgrade_from") -> dict[str, Any] | None:
+def previous_spec(
+    deploy: Mapping[str, Any], field: str = "deploy.upgrade_from", source: str = ""
+) -> dict[str, Any] | None:
     """The helm deploy spec of the previous version (``deploy`` with ``upgrade_from`` applied, see module
     docstring; ``upgrade_from`` itself dropped), or None when the profile names none. Raises ConfigError naming
-    ``source`` for a value that is not a mapping, an unknown key or a missing ``name``."""
+    ``source`` (the profile file) and ``field`` for a value that is not a mapping, an unknown key or a missing
+    ``name``. Also called when a profile is loaded (:func:`conformance.drivers.profiles.load`), so a bad value
+    is refused before any cluster starts."""
     raw = deploy.get("upgrade_from")
     if raw is None:
         return None
     if not isinstance(raw, Mapping) or not raw.get("name"):
         raise errors.ConfigError(
             f"upgrade_from must be a mapping with a name, got {raw!r}",
-            field=source,
+            source=source,
+            field=field,
             fix="upgrade_from: {name: 'my-driver v1.2.0', chart: ..., values: {...}, images: [...]}",
         )
     unknown = sorted(set(raw) - UPGRADE_KEYS)
     if unknown:
         raise errors.ConfigError(
-            f"unknown upgrade_from key(s) {unknown}", field=source, fix=f"use {', '.join(sorted(UPGRADE_KEYS))}"
+            f"unknown upgrade_from key(s) {unknown}",
+            source=source,
+            field=field,
+            fix=f"use {', '.join(sorted(UPGRADE_KEYS))}",
         )
     spec = {k: v for k, v in deploy.items() if k != "upgrade_from"}
     spec.update({k: raw[k] for k in REPLACED if k in raw})

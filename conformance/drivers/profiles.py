@@ -10,6 +10,8 @@ import yaml
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
 
+from . import helm_upgrade
+
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "drivers"
 
 
@@ -45,4 +47,17 @@ def load(driver: str, extra_modes: Mapping[str, frozenset[str]] | None = None) -
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"is not valid YAML: {exc}", source=str(path), fix="fix the YAML syntax") from None
-    return schema.parse(raw, source=str(path), extra_modes=extra_modes)
+    profile = schema.parse(raw, source=str(path), extra_modes=extra_modes)
+    check_upgrade_from(profile)
+    return profile
+
+
+def check_upgrade_from(profile: schema.DriverProfile) -> None:
+    """Refuse a bad ``upgrade_from`` (the upgrade lane's previous version) of the profile's helm deploy block or
+    its ``deploy_alternatives.helm`` now, before any cluster starts, with the check the upgrade lane itself
+    applies (:func:`conformance.drivers.helm_upgrade.previous_spec`). Raises ConfigError naming the profile
+    file, the field and the fix."""
+    blocks = {"deploy": profile.deploy} if profile.deploy_mode == "helm" else {}
+    blocks.update({f"deploy_alternatives.{m}": d for m, d in profile.deploy_alternatives.items() if m == "helm"})
+    for where, deploy in blocks.items():
+        helm_upgrade.previous_spec(deploy, field=f"{where}.upgrade_from", source=profile.source)

@@ -4,7 +4,8 @@ For each selected fault of ``fixtures/faults.yaml`` (default all; ``--faults a,b
 selection of suites against the reference driver with that fault switched on (``dra-conformance run --cluster
 local`` in a subprocess with ``DRA_REFERENCE_FAULTS``), then once against the healthy driver over the union of
 the selections, and decides per (fault, test) caught / missed / unexpected-fail (:mod:`.verdict`). The report
-goes to ``reports/validate-suite/<id>/`` (:mod:`.report`). ``--check`` only validates the faults file.
+goes to ``reports/validate-suite/<id>/`` (:mod:`.report`). ``--check`` only validates the faults file and the
+reference driver's profile.
 
 Exit codes: 0 every fault caught as the file says and the healthy driver passed; 1 the matrix failed
 (reasons printed); 2 interrupted (Ctrl-C; the running child tears its cluster down first); 4 bad input.
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 from conformance.core.errors import ConfigError
+from conformance.drivers import profiles
 
 from . import faultfile, report, runs, verdict
 
@@ -49,7 +51,9 @@ def register(subparsers) -> None:
     p.add_argument("--run-timeout", type=float, default=runs.RUN_TIMEOUT_S, help="seconds per child run")
     p.add_argument("--no-healthy", action="store_true", help="skip the healthy run (the verdict then FAILS)")
     p.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
-    p.add_argument("--check", action="store_true", help="only validate the faults file (no cluster)")
+    p.add_argument(
+        "--check", action="store_true", help="only validate the faults file and the driver profile (no cluster)"
+    )
     p.add_argument("--dry-run", action="store_true", help="print the child commands and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="show the child runs' output")
     p.set_defaults(func=main)
@@ -83,6 +87,7 @@ def _common(args: argparse.Namespace) -> list[str]:
 def _load(args: argparse.Namespace) -> tuple[faultfile.FaultFile, dict[str, str], list[faultfile.FaultEntry]]:
     if args.timeout_scale is not None and not args.timeout_scale > 0:
         raise ConfigError(f"{args.timeout_scale!r}", source="--timeout-scale", fix="a number > 0")
+    profiles.load(runs.DRIVER)  # every child run's --driver: a bad profile (e.g. its upgrade_from) is refused now
     described = faultfile.known_faults()
     loaded = faultfile.load(args.faults_file, described)
     entries = loaded.pick([n.strip() for n in args.faults.split(",")])
@@ -97,7 +102,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.check:
-        _say(f"{loaded.source}: {len(loaded.entries)} fault(s), every fault of reference_driver/faults.py listed: OK")
+        _say(
+            f"{loaded.source}: {len(loaded.entries)} fault(s), every fault of reference_driver/faults.py listed; "
+            f"driver profile {runs.DRIVER} valid: OK"
+        )
         return 0
     report_id = "validate-" + datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
     matrix_dir = (args.report_dir or REPORTS / report_id).resolve()

@@ -29,6 +29,7 @@ RUN_TIMEOUT_S = 1800.0  # one child run, cluster up and down included
 STOP_GRACE_S = 300.0  # after SIGINT, how long the child may take to tear down its cluster
 KILL_GRACE_S = 30.0
 EXIT_INTERRUPTED = 2
+DRIVER = "reference"  # the driver profile every child run qualifies (its faults are reference_driver/faults.py)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -110,7 +111,7 @@ def command(plan: Plan, common: Iterable[str] = (), python: str = sys.executable
     """The ``dra-conformance run`` command line of ``plan``; ``common``: options every run gets (e.g.
     ``--k8s-version 1.35``). A disruptive profile gets ``--allow-disruptive``. Runs are serial (``--workers 0``:
     each selects a few tests, and what a fault breaks was recorded serially); a plan's run_args may override."""
-    cmd = [python, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", "reference", "--workers", "0"]
+    cmd = [python, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", DRIVER, "--workers", "0"]
     cmd += ["--profile", plan.profile, "--timeout-scale", f"{plan.timeout_scale:g}"]
     cmd += ["--report-dir", str(plan.report_dir), "--no-report", *common]
     if plan.profile == "disruptive" and "--allow-disruptive" not in plan.run_args:

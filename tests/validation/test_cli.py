@@ -93,3 +93,24 @@ def test_check_and_dry_run_start_nothing(tmp_path, fake_runs, capsys):
     assert cli.main(["validate-suite", "--faults-file", str(path), "--faults", "skip-cdi-env", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "DRA_REFERENCE_FAULTS=skip-cdi-env " in out and "DRA_REFERENCE_FAULTS= " in out and fake_runs[1] == []
+
+
+def test_check_refuses_a_bad_driver_profile_of_the_child_runs(tmp_path, fake_runs, monkeypatch, capsys):
+    bad = tmp_path / "reference.yaml"
+    bad.write_text(
+        json.dumps(
+            {
+                "name": "reference",
+                "driver": "gpu.example.com",
+                "device_classes": ["gpu.example.com"],
+                "visibility": {"env_regex": "^X="},
+                "deploy": {"mode": "bundled"},
+                "deploy_alternatives": {"helm": {"chart": "c/", "upgrade_from": {"chart": "old/"}}},
+            }
+        )
+    )
+    monkeypatch.setattr(runs, "DRIVER", str(bad))
+    assert cli.main(["validate-suite", "--faults-file", str(_file(tmp_path)), "--check"]) == 4
+    err = capsys.readouterr().err
+    assert f"{bad}: deploy_alternatives.helm.upgrade_from: upgrade_from must be a mapping with a name" in err
+    assert fake_runs[1] == []

@@ -33,7 +33,7 @@ from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
 from conformance.k8s.tracker import Tracker
 from conformance.node.prepared import PreparedClaims
-from conformance.runner import evidence, parallel, timings
+from conformance.runner import evidence, narrowing, parallel, timings
 from conformance.runner.registry import Registry
 from conformance.runner.session import Session, record_exercised
 
@@ -154,6 +154,7 @@ def pytest_configure(config):
         registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
     except errors.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    narrowing.register(config, Path(cfg.report_dir))  # before the harness: it counts after --profile deselects
     config.stash[HARNESS] = harness = Harness(config, cfg, registry)
     config.pluginmanager.register(harness, PLUGIN_NAME)
     parallel.register(config, harness.report_dir)  # xdist workers: the run and device locks

@@ -15,7 +15,7 @@ import logging
 import pathlib
 
 from conformance.k8s import kubelet_latency
-from conformance.reporting import browser, history, html, junit, markdown, results, runinfo, summary
+from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, summary
 
 Verdict = summary.Verdict
 log = logging.getLogger(__name__)
@@ -72,6 +72,8 @@ def generate(
     if html_report:
         hist = history.prepare(run_dir, history_from)
         name = f"DRA qualification: {runinfo.driver_name(run)} on Kubernetes {runinfo.k8s_minor(run)}"
+        if data["narrowed"]:  # the report's title says it too: a narrowed run qualifies nothing
+            name = f"DRA narrowed run (not a qualification): {name.split(': ', 1)[1]}"
         took = html.generate(
             run_dir,
             run_dir / "allure-results",
@@ -84,7 +86,12 @@ def generate(
         log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")
     if link_latest if link_latest is not None else not history.in_matrix(run_dir):
         history.update_latest(run_dir)
-    return Verdict(passed=data["verdict"] == "PASS", reasons=tuple(data["verdictReasons"]), summary_path=path)
+    return Verdict(
+        passed=data["verdict"] in narrowed.PASSING,
+        reasons=tuple(data["verdictReasons"]),
+        summary_path=path,
+        narrowed=data["narrowed"] is not None,
+    )
 
 
 def screenshot(run_dir: str | pathlib.Path, name: str = "report-overview.png") -> pathlib.Path:

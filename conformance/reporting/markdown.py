@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from conformance.reporting import narrowed
+
 ICONS = {
     "pass": "PASS",
     "fail": "FAIL",
@@ -29,9 +31,11 @@ def render(summary: dict, timings: dict | None = None) -> str:
     ``timings.json`` document, one line of wall times and wait share (:func:`timings_line`)."""
     env, drv, counts = summary["environment"], summary["driver"], summary["counts"]
     waived = [c for c in summary.get("capabilities") or [] if WAIVER.search(c.get("evidence") or "")]
-    headline = summary["verdict"] + (f" (with {len(waived)} profile waiver(s), below)" if waived else "")
+    cut = summary.get("narrowed")  # a narrowed run is not a qualification of its profile (reporting/narrowed.py)
+    headline = narrowed.line(summary["verdict"], summary["profile"], cut)
+    headline += f" (with {len(waived)} profile waiver(s), below)" if waived else ""
     out = [
-        f"# DRA driver qualification: {headline}",
+        f"# DRA driver {'narrowed run' if cut else 'qualification'}: {headline}",
         "",
         f"- Run: `{summary['reportId']}` ({summary['startedAt'] or '?'} to {summary['finishedAt'] or '?'})",
         f"- Driver: `{drv['name']}` version {drv['version']} (deployed as {drv.get('deploy', '?')})",
@@ -45,6 +49,12 @@ def render(summary: dict, timings: dict | None = None) -> str:
     ]
     out += [timings_line(timings)] if timings else []
     out += [""]
+    if cut:
+        out += ["## Narrowed run: not a qualification", "", f"- {_cell(summary['qualification']['text'])}"]
+        out += [f"- Narrowed by: `{_cell(' '.join(cut['args']) or 'deselection')}`"]
+        if cut["selected"] is not None:
+            out += [f"- Tests selected: {cut['selected']} of the profile's {cut['collected']} collected"]
+        out += [f"- Qualify profile {summary['profile']} with a run without these arguments.", ""]
     if summary["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
     if waived:  # checks every driver is held to unless its profile opts out (core.capabilities.DEFAULT_ON)

@@ -1,6 +1,7 @@
 """summary.json: the machine-readable qualification summary of one run, and its fail-closed verdict.
 
-The shape is fixed by ``summary.schema.json`` (schemaVersion 1, validated with jsonschema before writing).
+The shape is fixed by ``summary.schema.json`` (schemaVersion 2, validated with jsonschema before writing; 2
+added ``narrowed``, ``qualification`` and the ``NARROWED-PASS`` verdict: conformance/reporting/narrowed.py).
 Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passed"):
 
 1. any failed or broken test -> FAIL;
@@ -11,7 +12,8 @@ Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passe
    ``skip`` with ``clusterLacks`` and does not fail the driver (issue 13: 1.34 default gates);
 3. zero executed tests -> FAIL;
 4. a skipped test without a reason, or a result with an unknown status -> FAIL;
-otherwise PASS.
+otherwise PASS; ``NARROWED-PASS`` (exit code 0, not a qualification of the profile) when the run was narrowed
+(``-k``, ``-m``, paths... recorded in run.json ``narrowing``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ import re
 import jsonschema
 
 from conformance.core import markers
-from conformance.reporting import evidence, labels, results, runinfo
+from conformance.reporting import evidence, labels, narrowed, results, runinfo
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 RULES = (
     "no failed or broken test",
     "every declared capability passes (available, executed, no failure) unless the cluster does not serve it",
@@ -41,16 +43,18 @@ RULES = (
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """The run's verdict: ``passed`` (bool), ``reasons`` (why it failed; empty when passed),
-    ``summary_path`` (the summary.json written)."""
+    ``summary_path`` (the summary.json written), ``narrowed`` (the run selected a subset of its profile's
+    tests: not a qualification of the profile)."""
 
     passed: bool
     reasons: tuple[str, ...]
     summary_path: pathlib.Path | None = None
+    narrowed: bool = False
 
     @property
     def text(self) -> str:
-        """``PASS`` or ``FAIL``."""
-        return "PASS" if self.passed else "FAIL"
+        """``PASS``, ``NARROWED-PASS`` or ``FAIL``."""
+        return "FAIL" if not self.passed else narrowed.NARROWED_PASS if self.narrowed else "PASS"
 
     @property
     def exit_code(self) -> int:
@@ -226,6 +230,8 @@ def build(run_dir: str | pathlib.Path) -> dict:
     capabilities = _capabilities(tests, run)
     reasons = verdict_reasons(counts, capabilities, tests)
     cluster, driver = run.get("cluster") or {}, run.get("driver") or {}
+    narrowing = narrowed.from_run(run)
+    verdict = narrowed.verdict(reasons, narrowing)
     data = {
         "schemaVersion": SCHEMA_VERSION,
         "kind": "run",
@@ -264,9 +270,11 @@ def build(run_dir: str | pathlib.Path) -> dict:
         "capabilities": capabilities,
         "missionAreas": mission_areas(tests),
         "tests": tests,
-        "verdict": "FAIL" if reasons else "PASS",
+        "verdict": verdict,
         "verdictReasons": reasons,
         "verdictRules": list(RULES),
+        "narrowed": narrowing,
+        "qualification": narrowed.qualification(verdict, runinfo.profile(run), narrowing),
     }
     validate(data)
     return data

@@ -2,7 +2,9 @@
 
 ``run`` prints one verdict line and exits 0 (all selected tests passed or were skipped with evidence),
 1 (a test failed or something leaked), 2 (interrupted), 3 (cluster or driver not usable), 4 (bad input),
-5 (nothing selected). ``list`` prints the tests a --profile selects without touching a cluster.
+5 (nothing selected); a passing run narrowed by pytest arguments (``-- -k foo``, ``-m``, paths...) exits 0 but its
+verdict says ``PASS (narrowed: ...) — not a qualification of profile P`` (conformance/reporting/narrowed.py).
+``list`` prints the tests a --profile selects without touching a cluster.
 """
 
 from __future__ import annotations
@@ -215,10 +217,10 @@ def run_command(args: argparse.Namespace) -> int:
     verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
     if code == 0 and counter.counts["passed"] == 0:
         verdict, code = "NO TESTS PASSED (everything skipped)", 1
-    report_note, reasons = "", ()
+    report_note, reasons, cut = "", (), None
     if (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
         try:
-            reasons = summary_reasons(report_dir)
+            reasons, cut = summary_verdict(report_dir)
         except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
             reasons = (f"the qualification summary could not be built: {_first_line(exc)}",)
         try:
@@ -233,6 +235,10 @@ def run_command(args: argparse.Namespace) -> int:
         reasons = (f"the run wrote no results to {report_dir} (allure-results, run.json)",)
     if code == 0 and reasons:  # pytest passed, the qualification rules did not (e.g. a declared capability)
         verdict, code = "FAIL (" + "; ".join(reasons)[:400] + ")", 1
+    elif code == 0 and cut:  # passed, but only a subset of the profile: exit 0, and no profile PASS
+        from conformance.reporting import narrowed  # noqa: PLC0415
+
+        verdict = narrowed.line(narrowed.NARROWED_PASS, args.profile, cut)
     c = counter.counts
     print(
         f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
@@ -254,9 +260,17 @@ def summary_reasons(report_dir: Path) -> tuple[str, ...]:
     where summary.json says FAIL. Raises ``FileNotFoundError`` when the run left no results and
     ``jsonschema.ValidationError`` on a summary that breaks its schema.
     """
+    return summary_verdict(report_dir)[0]
+
+
+def summary_verdict(report_dir: Path) -> tuple[tuple[str, ...], dict | None]:
+    """``(reasons, narrowed)`` of the run in ``report_dir`` from its summary (writes nothing): the reasons of
+    :func:`summary_reasons` and summary.json's ``narrowed`` (None: the run selected the whole profile; else
+    what narrowed it, conformance/reporting/narrowed.py). Raises as :func:`summary_reasons`."""
     from conformance.reporting import summary  # noqa: PLC0415 - the report stack loads only after a run
 
-    return tuple(summary.build(report_dir)["verdictReasons"])
+    data = summary.build(report_dir)
+    return tuple(data["verdictReasons"]), data["narrowed"]
 
 
 def list_command(args: argparse.Namespace) -> int:

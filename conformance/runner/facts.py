@@ -150,12 +150,14 @@ def run_info(
     capabilities: caps_mod.Capabilities,
     finished: float | None = None,
     declared: tuple[str, ...] = (),
+    narrowing: dict | None = None,
 ) -> dict:
     """The run.json document read by the reporting plugin (shape agreed with conformance/reporting).
 
     ``declared``: the ``driver.*`` capabilities the driver profile promises or the driver's slices publish
     (Capability.declared); the verdict fails when one of
-    them fails, is unavailable or is never exercised (conformance/reporting/summary.py).
+    them fails, is unavailable or is never exercised (conformance/reporting/summary.py). ``narrowing``: what
+    narrowed the run (:func:`conformance.runner.narrowing.load`; None: not recorded yet).
     """
 
     def stamp(t: float | None) -> str | None:
@@ -181,6 +183,7 @@ def run_info(
         "feature_gate_stages": gate_stages(facts),
         "capabilities": {n: {**c, "declared": n in declared} for n, c in capabilities.as_dict().items()},
         "declared_capabilities": sorted(declared),
+        "narrowing": narrowing,
         "devices": [{k: d[k] for k in ("node", "pool", "device", "attributes")} for d in facts.get("devices", [])],
     }
 

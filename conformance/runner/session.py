@@ -34,6 +34,7 @@ from conformance.k8s import discovery, kubelet_latency, sweep, waits
 from conformance.k8s.client import K8s
 
 from . import facts as facts_mod
+from . import narrowing
 from .registry import Registry
 
 STATE_FILE = ".dra-session.json"
@@ -108,6 +109,7 @@ class Session:
                 f"{len({d['node'] for d in self.facts['devices']})} node(s)"
             )
             (self.report_dir / EXERCISED_FILE).unlink(missing_ok=True)  # a reused --report-dir's earlier run
+            (self.report_dir / narrowing.FILE).unlink(missing_ok=True)
             self.write_state()
             self.write_run_json()
         except BaseException:
@@ -144,7 +146,7 @@ class Session:
         return self.exercised | (set(json.loads(path.read_text())) if path.exists() else set())
 
     def write_run_json(self, finished: float | None = None) -> None:
-        """Write <report_dir>/run.json (see facts.run_info)."""
+        """Write <report_dir>/run.json (see facts.run_info; ``narrowing``: conformance.runner.narrowing)."""
         if self.capabilities is None:
             return
         exercised = self._exercised()
@@ -169,6 +171,7 @@ class Session:
                 declared=tuple(  # declared by the profile or published in the driver's slices (Capability.declared)
                     n for n, c in sorted(self.capabilities.items.items()) if c.declared and n in exercised
                 ),
+                narrowing=narrowing.load(self.report_dir) or None,
             ),
         )
 

@@ -1,0 +1,83 @@
+"""A narrowed run is not a qualification of its profile: the summary's ``narrowed`` and ``qualification``
+fields, the ``NARROWED-PASS`` verdict and the texts the summary, the matrix and the ``VERDICT:`` line show.
+
+A run is narrowed when run.json's ``narrowing`` (written by conformance/runner/narrowing.py) names pytest
+arguments that select a subset of the profile's tests (``-k``, ``-m``, ``--deselect``, paths or node IDs...),
+when the run stopped early (``-x`` / ``--maxfail``), or when fewer tests were selected than the profile's
+collected ones. A run.json without ``narrowing`` (written before it was recorded) reads as not narrowed.
+A narrowed run that passes every verdict rule is ``NARROWED-PASS`` (exit code 0 for developers' ``-k``
+runs), never ``PASS``; a FAIL stays FAIL.
+"""
+
+from __future__ import annotations
+
+PASS, FAIL, NARROWED_PASS = "PASS", "FAIL", "NARROWED-PASS"
+PASSING = (PASS, NARROWED_PASS)  # verdicts with exit code 0
+
+
+def from_run(run: dict) -> dict | None:
+    """summary.json's ``narrowed`` from run.json (:mod:`conformance.reporting.runinfo`): None when the run was
+    not narrowed, else ``{"args": [pytest args], "collected": int | None (the profile's tests collected),
+    "selected": int | None, "stoppedEarly": bool, "text": "-k foo; 12 of 154 tests"}``."""
+    rec = run.get("narrowing") or {}
+    args = [str(a) for a in (rec.get("select") or [])]
+    stopped = bool(rec.get("stoppedEarly"))
+    collected, selected = rec.get("collected"), rec.get("selected")
+    counted = isinstance(collected, int) and isinstance(selected, int)
+    if not args and not stopped and not (counted and selected < collected):
+        return None
+    args += [str(a) for a in (rec.get("stop") or [])] if stopped else []
+    parts = [" ".join(args) or "tests deselected"]
+    if counted:
+        parts.append(f"{selected} of {collected} tests")
+    if stopped:
+        parts.append("stopped early")
+    return {
+        "args": args,
+        "collected": collected if counted else None,
+        "selected": selected if counted else None,
+        "stoppedEarly": stopped,
+        "text": "; ".join(parts),
+    }
+
+
+def verdict(reasons: list[str], narrowed: list | dict | None) -> str:
+    """``FAIL`` when there are ``reasons``, else ``NARROWED-PASS`` when ``narrowed`` (a summary's field, or a
+    list of them, e.g. a matrix's cells) names any narrowing, else ``PASS``."""
+    if reasons:
+        return FAIL
+    any_narrowed = any(narrowed) if isinstance(narrowed, list) else bool(narrowed)
+    return NARROWED_PASS if any_narrowed else PASS
+
+
+def qualification(verdict_text: str, profile: str, narrowed: dict | None) -> dict:
+    """summary.json's ``qualification``: ``{"profile", "qualified": bool, "text"}``; qualified only for a PASS
+    of a run that was not narrowed."""
+    if narrowed:
+        text = f"not a qualification of profile {profile}: narrowed run ({narrowed['text']})"
+    elif verdict_text == PASS:
+        text = f"qualification of profile {profile}: passed"
+    else:
+        text = f"qualification of profile {profile}: failed"
+    return {"profile": profile, "qualified": verdict_text == PASS and not narrowed, "text": text}
+
+
+def line(verdict_text: str, profile: str, narrowed: dict | None) -> str:
+    """The verdict as one line for a headline or the ``VERDICT:`` line: ``PASS`` / ``FAIL`` unchanged for a run
+    that was not narrowed; ``PASS (narrowed: -k foo; 12 of 154 tests) — not a qualification of profile
+    standard`` (``FAIL (narrowed: ...)``) for a narrowed one."""
+    if not narrowed:
+        return verdict_text
+    shown = PASS if verdict_text == NARROWED_PASS else verdict_text
+    return f"{shown} (narrowed: {narrowed['text']}) — not a qualification of profile {profile}"
+
+
+def matrix_line(matrix: dict) -> str:
+    """A matrix's verdict as one line (matrix.json of conformance/reporting/matrix.py): ``PASS`` / ``FAIL``, or
+    with the narrowed cells named: ``PASS (narrowed cells: Kubernetes 1.34: -k foo; 2 of 10 tests) — not a
+    qualification``."""
+    cut = [f"Kubernetes {c['version']}: {c['narrowed']['text']}" for c in matrix["cells"] if c.get("narrowed")]
+    if not cut:
+        return matrix["verdict"]
+    shown = PASS if matrix["verdict"] == NARROWED_PASS else matrix["verdict"]
+    return f"{shown} (narrowed cells: {'; '.join(cut)}) — not a qualification"

@@ -1,0 +1,119 @@
+"""What narrowed a run: the pytest arguments that select a subset of the profile's tests or stop the run early,
+and how many of the profile's tests were collected and selected; run.json records it as ``narrowing``, and the
+summary shows a narrowed run as not a qualification of its profile (conformance/reporting/narrowed.py).
+
+A small pytest plugin (:func:`register`; no pytest import: plain hook methods) counts the tests: its
+``pytest_collection_modifyitems`` is registered before the harness's, so pluggy (last registered, first called)
+calls it after the harness deselected by ``--profile`` and before ``-k`` / ``-m`` / ``--deselect`` (pytest's
+own plugins, registered first); ``pytest_collection_finish`` gives the selected count. Under xdist the
+workers collect and write the counts to ``<report_dir>/.dra-narrowing.json``; the controller (or the only
+process) adds the arguments at the end of the session. Source: pytest's options ``-k`` (keyword), ``-m``
+(markexpr), ``--deselect``, ``--ignore``, ``--ignore-glob``, ``--lf``, ``--sw``, ``-x`` / ``--maxfail``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import facts as facts_mod
+
+FILE = ".dra-narrowing.json"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SUITES = REPO_ROOT / "suites"
+SELECTING = (  # option dest -> the flag that shows it (the value follows, a list gives one flag per item)
+    ("keyword", "-k"),
+    ("markexpr", "-m"),
+    ("deselect", "--deselect"),
+    ("ignore", "--ignore"),
+    ("ignore_glob", "--ignore-glob"),
+)
+SELECTING_FLAGS = (("lf", "--lf"), ("stepwise", "--sw"), ("stepwise_skip", "--sw-skip"))
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the repository when it lies inside it (reports read the same on every host)."""
+    head, sep, tail = path.partition("::")
+    try:
+        head = str(Path(head).resolve().relative_to(REPO_ROOT))
+    except (ValueError, OSError):
+        pass
+    return head + sep + tail
+
+
+def path_args(args: Iterable[str], suites: Path = SUITES) -> list[str]:
+    """The collection paths and node IDs of ``args`` (pytest's ``config.args``) that narrow the collection of
+    ``suites``: none when ``suites`` itself is among them, else all of them (shown relative to the repo)."""
+    args = [str(a) for a in args]
+    whole = any("::" not in a and Path(a).resolve() == suites.resolve() for a in args)
+    return [] if whole or not args else [_shown(a) for a in args]
+
+
+def arguments(options: Mapping[str, Any], args: Iterable[str], suites: Path = SUITES) -> dict[str, list[str]]:
+    """``{"select": [...], "stop": [...]}``: the pytest arguments in ``options`` (pytest's ``config.option``
+    as a mapping of dest -> value) and ``args`` (``config.args``) that select a subset of the tests (``-k``,
+    ``-m``, ``--deselect``, ``--ignore``, ``--ignore-glob``, ``--lf``, ``--sw``, paths and node IDs) and
+    that stop the run at a failure (``-x`` / ``--maxfail N``), in pytest's own spelling."""
+    select: list[str] = []
+    for dest, flag in SELECTING:
+        value = options.get(dest)
+        for item in value if isinstance(value, list | tuple) else [value] if value else []:
+            select += [flag, str(item)]
+    select += [flag for dest, flag in SELECTING_FLAGS if options.get(dest)]
+    select += path_args(args, suites)
+    maxfail = int(options.get("maxfail") or 0)
+    stop = [] if maxfail <= 0 else ["-x"] if maxfail == 1 else ["--maxfail", str(maxfail)]
+    return {"select": select, "stop": stop}
+
+
+def record(report_dir: Path, **fields: Any) -> dict:
+    """Merge ``fields`` into ``<report_dir>/.dra-narrowing.json`` (written atomically); returns the record."""
+    data = load(report_dir)
+    data.update(fields)
+    facts_mod.write_json(Path(report_dir) / FILE, data)
+    return data
+
+
+def load(report_dir: Path) -> dict:
+    """The narrowing record of ``report_dir`` (``{}`` when none was written). Shape::
+
+    {"select": [args], "stop": [args], "stoppedEarly": bool,
+     "collected": int,   # the profile's tests collected (from suites/, or from the given paths)
+     "selected": int}    # of those, the tests selected to run
+    """
+    path = Path(report_dir) / FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+class Recorder:
+    """The counting plugin of one process (see the module docstring); ``report_dir``: where the record goes."""
+
+    def __init__(self, config, report_dir: Path) -> None:
+        self.config, self.report_dir, self.collected = config, Path(report_dir), None
+
+    def pytest_collection_modifyitems(self, items):
+        """The profile's tests, before ``-k`` / ``-m`` / ``--deselect`` deselect any."""
+        self.collected = len(items)
+
+    def pytest_collection_finish(self, session):
+        """The selected tests (under xdist: every worker writes the same counts; the controller collects none)."""
+        if self.collected is not None:
+            record(self.report_dir, collected=self.collected, selected=len(session.items))
+
+    def pytest_sessionfinish(self, session):
+        """The controller (or the only process): the narrowing arguments and whether the run stopped early,
+        before the harness writes the final run.json."""
+        if hasattr(self.config, "workerinput") or self.config.option.collectonly:
+            return
+        stopped = bool(getattr(session, "shouldfail", False) or getattr(session, "shouldstop", False))
+        record(self.report_dir, **arguments(vars(self.config.option), self.config.args), stoppedEarly=stopped)
+
+
+def register(config, report_dir: Path) -> Recorder:
+    """Register the :class:`Recorder` of this process; call it before the harness plugin is registered (its
+    collection hook must run after the harness's ``--profile`` deselection)."""
+    recorder = Recorder(config, report_dir)
+    config.pluginmanager.register(recorder, "dra_conformance_narrowing")
+    return recorder

@@ -1,0 +1,96 @@
+"""What narrowed a run (conformance/runner/narrowing.py): the pytest arguments that select a subset of the
+profile's tests or stop the run early, the profile's tests collected and selected (counted by the plugin after
+the ``--profile`` deselection and before ``-k``), and run.json's ``narrowing``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from conformance.runner import facts, narrowing
+
+REPO = Path(__file__).resolve().parents[2]
+SUITES = REPO / "suites"
+
+
+@pytest.mark.parametrize(
+    "options, args, select, stop",
+    [
+        ({}, [str(SUITES)], [], []),
+        ({"keyword": "smoke", "maxfail": 1}, [str(SUITES)], ["-k", "smoke"], ["-x"]),
+        ({"markexpr": "not slow", "maxfail": 3}, [str(SUITES)], ["-m", "not slow"], ["--maxfail", "3"]),
+        ({"deselect": ["suites/a.py::t"], "lf": True}, [str(SUITES)], ["--deselect", "suites/a.py::t", "--lf"], []),
+        ({"ignore": ["suites/node"], "stepwise": True}, [str(SUITES)], ["--ignore", "suites/node", "--sw"], []),
+        ({}, [str(SUITES / "node")], ["suites/node"], []),
+        ({}, [f"{SUITES}/smoke/test_smoke.py::test_x"], ["suites/smoke/test_smoke.py::test_x"], []),
+        ({}, [str(SUITES), str(SUITES / "node")], [], []),  # all of suites/ is among the paths
+    ],
+)
+def test_arguments_name_what_selects_and_what_stops(options, args, select, stop):
+    assert narrowing.arguments(options, args) == {"select": select, "stop": stop}
+
+
+def _collect(tmp_path: Path, *extra: str) -> dict:
+    report = tmp_path / "report"
+    cmd = [sys.executable, "-m", "pytest", str(SUITES), "--collect-only", "-q", "-p", "no:cacheprovider"]
+    cmd += ["--driver", "reference", "--profile", "core", "--report-dir", str(report), *extra]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return narrowing.load(report)
+
+
+def test_the_plugin_counts_the_profiles_tests_before_k_deselects(tmp_path):
+    whole = _collect(tmp_path / "whole")
+    smoke = _collect(tmp_path / "smoke", "-k", "smoke")
+    assert whole["collected"] == whole["selected"] == smoke["collected"] > smoke["selected"] > 0, (whole, smoke)
+
+
+class _Config:
+    def __init__(self, worker: bool = False, **options) -> None:
+        self.option = types.SimpleNamespace(
+            **{"collectonly": False, "keyword": "", "markexpr": "", "maxfail": 0, **options}
+        )
+        self.args = [str(SUITES)]
+        if worker:
+            self.workerinput = {}
+
+
+def test_the_controller_adds_the_arguments_and_whether_the_run_stopped_early(tmp_path):
+    recorder = narrowing.Recorder(_Config(keyword="smoke", maxfail=1), tmp_path)
+    recorder.pytest_collection_finish(types.SimpleNamespace(items=[]))  # never collected (an xdist controller)
+    assert narrowing.load(tmp_path) == {}
+    recorder.pytest_collection_modifyitems(items=[1, 2, 3])
+    recorder.pytest_collection_finish(types.SimpleNamespace(items=[1]))
+    recorder.pytest_sessionfinish(types.SimpleNamespace(shouldfail="stopping after 1 failures", shouldstop=False))
+    assert narrowing.load(tmp_path) == {
+        "collected": 3,
+        "selected": 1,
+        "select": ["-k", "smoke"],
+        "stop": ["-x"],
+        "stoppedEarly": True,
+    }
+    worker = tmp_path / "worker"
+    narrowing.Recorder(_Config(worker=True, keyword="x"), worker).pytest_sessionfinish(types.SimpleNamespace())
+    assert narrowing.load(worker) == {}  # a worker only counts
+
+
+def test_run_json_carries_the_narrowing_record():
+    from conformance.core.capabilities import Capabilities
+
+    doc = facts.run_info(
+        run_id="r",
+        started=0,
+        cluster_kind="local",
+        facts={},
+        driver={},
+        profile="core",
+        feature_gates_mode="all",
+        capabilities=Capabilities.from_dict({}),
+        narrowing={"select": ["-k", "x"], "collected": 10, "selected": 2},
+    )
+    assert json.loads(json.dumps(doc))["narrowing"]["selected"] == 2

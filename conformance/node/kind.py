@@ -6,19 +6,21 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import crilog, registration
+from . import crilog, draplugin, registration
 from .base import NodeAccessUnavailable
 from .podresources import PodResourcesClient
 
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
 REGISTRY = "/var/lib/kubelet/plugins_registry"
 PODRESOURCES = "/var/lib/kubelet/pod-resources/kubelet.sock"
+UNIX_PATH_MAX = 107  # sun_path is 108 bytes with its terminating NUL (unix(7))
 
 
 class KindNodeAccess:
-    """Runs commands in kind node containers. The kubelet's PodResources and registration sockets are dialled
-    through the node container's root in ``/proc`` when this host runs the containers (root on the Docker or
-    containerd host); otherwise ``pod_resources``/``plugin_info`` raise NodeAccessUnavailable."""
+    """Runs commands in kind node containers. The kubelet's PodResources and registration sockets and the
+    driver's DRA plugin socket are dialled through the node container's root in ``/proc`` when this host runs
+    the containers (root on the Docker or containerd host); otherwise ``pod_resources``/``plugin_info``/
+    ``dra_plugin`` raise NodeAccessUnavailable."""
 
     mode = "kind"
 
@@ -88,8 +90,19 @@ class KindNodeAccess:
         """The node kubelet's PodResources socket, dialled through the node container's root."""
         return PodResourcesClient(self._root(node) / PODRESOURCES.lstrip("/"))
 
-    def dra_plugin(self, node: str, driver: str):
-        raise NodeAccessUnavailable("kind does not expose the driver's DRA plugin socket to the host")
+    def dra_plugin(self, node: str, driver: str) -> draplugin.DraPluginClient:
+        """A client of ``driver``'s DRAPlugin service on ``node``: the endpoint its registration GetInfo
+        advertises (a path inside the node container), dialled through the node container's root. Raises
+        DraPluginError when no plugin of that driver is registered on the node, NodeAccessUnavailable when the
+        node's root is not reachable or the socket path is too long for a unix socket address."""
+        socket, version = draplugin.endpoint_of(self.plugin_info(node), driver, node)
+        path = str(self._root(node) / socket.lstrip("/"))
+        if len(path.encode()) > UNIX_PATH_MAX:
+            raise NodeAccessUnavailable(
+                f"kind node {node}: the DRA plugin socket of {driver} as seen from this host ({path}) is longer "
+                f"than a unix socket address allows ({UNIX_PATH_MAX} bytes)"
+            )
+        return draplugin.DraPluginClient(path, version, driver=driver, node=node)
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:
         directory = crilog.log_dir(namespace, pod, uid, container)

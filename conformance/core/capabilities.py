@@ -212,6 +212,15 @@ DEFAULT_ON = {  # profile capabilities that hold unless declared false, and what
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
+    if key == "names_devices":  # a visibility field, on unless the profile opts out: then a summary waiver
+        if profile.visibility.names_devices:
+            return Capability(name, True, f"{src} does not declare visibility.names_devices: false")
+        return Capability(
+            name,
+            False,
+            f"{src} declares visibility.names_devices: false (its probe output names no device: the device checks "
+            "prove that a device is visible, not which one)",
+        )
     if key in DEFAULT_ON:  # on unless the profile says otherwise (true of every device handed over with CDI)
         if profile.capabilities.get(key, True):
             return Capability(name, True, f"{src} does not declare {key}: false", declared=key in profile.capabilities)

@@ -17,6 +17,8 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
       image: busybox                      # optional image with the command
       device_attribute: ifName            # optional: the probe names a device by this attribute's value
                                           # (e.g. dranet's interface name), not by its device name
+      names_devices: true                 # default; false: the output names no device (one line per claim
+                                          # request), so device checks prove visibility only: a summary waiver
     opaque_config: {parameters: {...}, shows_as: 'regex in the probe output'}   # optional
     capabilities: {shared_claims: true, admin_access: true, partitions: false, consumable_capacity: false,
                    taints: true, prioritized_list: true, multiple_devices: true, opaque_config: true,
@@ -138,6 +140,7 @@ class Visibility:
     expected_output: str = ""
     image: str = ""
     device_attribute: str = ""  # qualified or unqualified attribute whose value the probe shows ("" = name)
+    names_devices: bool = True  # False: probe lines name no device; device checks prove visibility only
 
     def matches(self, output: str) -> tuple[bool, str]:
         """``(visible, evidence)`` for the probe ``output``."""
@@ -268,13 +271,28 @@ def parse(
             f"must be an integer ≥ 1, got {per_node!r}", source=src, field="devices_per_node", fix="devices_per_node: 2"
         )
     vis = _mapping(raw, "visibility", src)
-    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image", "device_attribute"})
+    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image", "device_attribute", "names_devices"})
     if bad:
         raise ConfigError(
             f"unknown field(s) {bad}",
             source=src,
             field=f"visibility.{bad[0]}",
-            fix="use command, env_regex, expected_output, image, device_attribute",
+            fix="use command, env_regex, expected_output, image, device_attribute, names_devices",
+        )
+    if not isinstance(vis.get("names_devices", True), bool):
+        raise ConfigError(
+            f"must be true or false, got {vis['names_devices']!r}",
+            source=src,
+            field="visibility.names_devices",
+            fix="names_devices: false only when the probe output cannot name a device (it then proves visibility "
+            "only); leave it out otherwise",
+        )
+    if vis.get("names_devices") is False and vis.get("device_attribute"):
+        raise ConfigError(
+            "names_devices: false contradicts device_attribute (the probe names devices by that attribute)",
+            source=src,
+            field="visibility.names_devices",
+            fix="drop one of the two",
         )
     if not vis.get("env_regex") and not vis.get("expected_output"):
         raise ConfigError(
@@ -339,6 +357,7 @@ def parse(
             expected_output=str(vis.get("expected_output") or ""),
             image=str(vis.get("image") or ""),
             device_attribute=str(vis.get("device_attribute") or ""),
+            names_devices=vis.get("names_devices", True),
         ),
         deploy_mode=mode,
         deploy=dict(deploy),

@@ -166,27 +166,31 @@ class Probe:
         """Whether the container shows exactly ``devices`` (names) among ``universe`` (all device names the
         driver publishes on that node), and no probe line naming something else. Probes that name devices
         (``GPU_DEVICE_0=gpu-0``) are compared by name, or, with the profile's ``visibility.device_attribute``,
-        by that attribute's value read from ``inventory`` (default: this Probe's); probes that only name
-        claims/requests (upstream test driver ``claim_<c>_<r>=true``) can only prove visibility, so then a hit
-        suffices and the evidence says so. An empty ``devices`` is a "shows no device" check. Raises
-        ProbeDidNotRun."""
+        by that attribute's value read from ``inventory`` (default: this Probe's). A probe line naming no device
+        of ``universe`` fails the check (``NVIDIA_VISIBLE_DEVICES=all`` would let a driver leak every device),
+        unless the profile declares ``visibility.names_devices: false`` (upstream test driver
+        ``claim_<c>_<r>=true``): then a hit suffices, the evidence says only visibility is proven, and the
+        summary lists the waiver (capability ``driver.names_devices``). An empty ``devices`` is a "shows no
+        device" check. Raises ProbeDidNotRun."""
         devices, universe, how = self._as_shown(pod, devices, universe, inventory or self.inventory)
         expected, names = set(devices), list(universe)
         run, note = self.ended(pod, container, allow_failure=not expected)
         hits = self._hits(run.output)
         per_hit = {h: {d for d in names if _names(h, d)} for h in hits}
         named = set().union(*per_hit.values()) if per_hit else set()
-        if expected and hits and not named:
-            return Shown(
-                True,
-                f"the profile's probe names no device (per-request probe), so only visibility is proven, not "
-                f"which device: expected {sorted(expected)}, visible {hits}",
-            )
+        if not self.profile.visibility.names_devices:
+            waived = "profile declares visibility.names_devices: false: only visibility is proven, not which device: "
+            ok = bool(hits) == bool(expected)
+            evidence = f"{waived}expected {sorted(expected) or 'no device'}, the probe shows {hits or 'nothing'}"
+            return Shown(ok, f"{evidence}; {self._evidence(pod, container, run, note)}")
         other = sorted(h for h, ds in per_hit.items() if not ds)
         ok = named == expected and not other
         evidence = f"expected {sorted(expected) or 'no device'}, the probe shows {sorted(named) or 'no device'}"
         if other:
-            evidence += f" and lines naming no device of this node {other}"
+            evidence += (
+                f" and lines naming no device of this node {other} (a line naming no device proves no device; a "
+                "probe that cannot name devices declares visibility.names_devices: false)"
+            )
         if run.rc:
             evidence += f" (the command exited {run.rc}: read as no device)"
         return Shown(ok, f"{how}{evidence}; {self._evidence(pod, container, run, note)}")

@@ -237,11 +237,14 @@ def test_claimed_devices_fail_on_another_device_and_on_an_unrecorded_template_cl
         _probe(_K8s({"ctr": ""}, pending)).shows_claimed_devices(_POD)
 
 
-def test_per_request_probe_proves_visibility_only_and_says_so():
+def test_per_request_probe_fails_unless_the_profile_opts_out_and_then_says_so():
     spec = _spec(_ctr("ctr", ("c0", None)), claims=[{"name": "c0", "resourceClaimName": "x"}])
     k8s = _K8s({"ctr": _ended("claim_x_gpu=true")}, _pod(spec), {"x": _claim("x", ("gpu", "gpu-0"))})
     shown, evidence = _probe(k8s, regex=r"^claim_\w+=true$").shows_claimed_devices(_POD)
-    assert shown and "names no device (per-request probe)" in evidence and "not which device" in evidence
+    assert not shown and "naming no device of this node ['claim_x_gpu=true']" in evidence
+    opted = SimpleNamespace(visibility=Visibility(env_regex=r"^claim_\w+=true$", names_devices=False))
+    shown, evidence = Probe(k8s, opted, None, _INVENTORY).shows_claimed_devices(_POD)
+    assert shown and "names_devices: false" in evidence and "not which device" in evidence
     assert not _probe(k8s, regex=r"^claim_\w+=true$").shows_no_device(_POD)
 
 

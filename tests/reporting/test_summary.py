@@ -274,3 +274,26 @@ def test_run_exit_code_follows_the_summary_rules(tmp_path):
         tmp_path / "good", "-k", "claim_allocated", run_json=sample_run_json(declared_capabilities=[]), fail=False
     )
     assert summary_reasons(tmp_path / "good") == ()
+
+
+def test_names_devices_opt_out_is_a_waiver_in_summary_json_and_md(tmp_path):
+    """A profile with ``visibility.names_devices: false`` (k8s-test-driver) runs every device check but proves
+    visibility only: summary.json lists capability ``driver.names_devices`` with the profile as evidence, and
+    summary.md counts it in the headline and lists it under the waivers, without failing the run."""
+    from conformance.core.capabilities import evaluate
+    from conformance.drivers import profiles
+
+    cap = evaluate({}, profiles.load("k8s-test-driver")).as_dict()["driver.names_devices"]
+    run = sample_run_json(declared_capabilities=[])
+    run["capabilities"]["driver.names_devices"] = cap
+    run_sample(tmp_path / "run", "-k", "claim_allocated", run_json=run, fail=False)
+    verdict = build.generate(tmp_path / "run", html_report=False)
+    data = json.loads((tmp_path / "run" / "summary.json").read_text())
+    (entry,) = [c for c in data["capabilities"] if c["name"] == "driver.names_devices"]
+    assert entry["available"] is False and not entry["declared"]
+    assert "declares visibility.names_devices: false" in entry["evidence"] and "not which one" in entry["evidence"]
+    assert not any("names_devices" in r for r in verdict.reasons), verdict.reasons
+    text = (tmp_path / "run" / "summary.md").read_text()
+    assert "profile waiver(s), below)" in text.splitlines()[0]
+    waivers = text.split("## Waived by the driver profile", 1)[1].split("##", 1)[0]
+    assert "`driver.names_devices`: profile k8s-test-driver" in waivers and "tests skipped" not in waivers

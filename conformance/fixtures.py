@@ -135,16 +135,28 @@ def together(inventory) -> Together:
 
 @pytest.fixture
 def partition_packing(inventory) -> partitions.Packing:
-    """Partitions of one counter set that fit together and one more that would over-allocate it
-    (:func:`conformance.k8s.partitions.packing`); skips with the counter sets as evidence when none."""
-    return _pick(inventory, "partitions that fill a counter set", lambda: partitions.packing(inventory))
+    """Partitions of one counter set that fit together and, when the set has one, a device that would
+    over-allocate it (:func:`conformance.k8s.partitions.packing`); skips with the counter sets as evidence only
+    when no counter set is shared by two devices."""
+    return _pick(inventory, "a counter set shared by two devices", lambda: partitions.packing(inventory))
 
 
 @pytest.fixture
 def whole_and_partition(inventory) -> tuple:
-    """``(whole, partition)`` devices of one counter set (:func:`conformance.k8s.partitions.whole_and_partition`);
-    skips with the counter sets as evidence when none."""
-    return _pick(inventory, "a whole device and its partition", lambda: partitions.whole_and_partition(inventory))
+    """``(whole, partition)``: two devices of one counter set that fit alone but never together
+    (:func:`conformance.k8s.partitions.whole_and_partition`); skips with the counter sets as evidence when none."""
+    return _pick(
+        inventory,
+        "two devices of a counter set that never fit together",
+        lambda: partitions.whole_and_partition(inventory),
+    )
+
+
+@pytest.fixture
+def partition(inventory):
+    """One partition (:class:`~conformance.k8s.inventory.Device`) of a counter set shared by two or more devices
+    (:func:`conformance.k8s.partitions.partition`); skips with the counter sets as evidence when none."""
+    return _pick(inventory, "a partition of a shared counter set", lambda: partitions.partition(inventory))
 
 
 @pytest.fixture

@@ -203,6 +203,25 @@ def _undeclared(name: str, key: str, src: str, devices: list[Mapping], gates: Ma
     )
 
 
+def _measured_multiple(
+    name: str, src: str, profile: DriverProfile, devices: list[Mapping], gates: Mapping[str, Capability]
+) -> Capability:
+    """``driver.multiple_devices`` of a profile that is silent or says false: the slices are the measured
+    truth (review 5 finding 5): a node publishing two or more devices makes it available and held as declared,
+    so ``multiple_devices: false`` cannot opt out of the multi-device tests (e.g. partial device status)."""
+    per_node = _per_node(devices)
+    if max(per_node.values(), default=0) < 2:
+        return _undeclared(name, "multiple_devices", src, devices, gates)
+    said = "declares multiple_devices: false" if "multiple_devices" in profile.capabilities else "is silent"
+    return Capability(
+        name,
+        True,
+        f"the driver's slices show devices per node {per_node} (two or more on a node) while {src} {said}; "
+        "held to it as measured",
+        declared=True,
+    )
+
+
 DEFAULT_ON = {  # profile capabilities that hold unless declared false, and what false means
     "cdi": "NodePrepareResources names no device and the driver writes no CDI spec for a claim",
     "container_isolation": "a device shows in every container of the pod, e.g. a netdev in the pod's netns",
@@ -239,6 +258,8 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
         why = f"device {profile.binding_failure_device} fails to attach ({src}); binding conditions: {cap.evidence}"
         return dataclasses.replace(cap, name=name, evidence=why, declared=True)
     devices = list(facts.get("devices") or [])
+    if key == "multiple_devices" and not profile.declares(key):
+        return _measured_multiple(name, src, profile, devices, gates)
     if not profile.declares(key):
         return _undeclared(name, key, src, devices, gates)
     gate = gates[DRIVER_GATES[key]] if key in DRIVER_GATES else None

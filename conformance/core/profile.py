@@ -26,7 +26,9 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
                    published_taints: false, device_status: false, binding_conditions: false, cdi: true,
                    container_isolation: true}
                                               # taints: DeviceTaintRules apply to its devices; published_taints:
-                                              # this deployment publishes devices[].taints
+                                              # this deployment publishes devices[].taints;
+                                              # multiple_devices: measured, a node publishing two or more
+                                              # devices holds the driver to it even when false
     node_selector: {key: value}           # nodes where the driver runs (empty: all)
     requires_hardware: false
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}

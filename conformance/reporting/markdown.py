@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
-from conformance.reporting import narrowed
+from conformance.reporting import coverage, narrowed
 
 ICONS = {
     "pass": "PASS",
+    "partial": "PARTIAL",
     "fail": "FAIL",
     "skip": "SKIP",
     "not-tested": "not tested",
@@ -67,6 +68,7 @@ def render(summary: dict, timings: dict | None = None) -> str:
     if waived:  # checks every driver is held to unless its profile opts out (core.capabilities.DEFAULT_ON)
         out += ["## Waived by the driver profile", ""]
         out += [f"- `{c['name']}`: {_cell(c['evidence'])}{_waived_tests(c)}" for c in waived] + [""]
+    out += coverage_gaps(summary)
     out += ["## Mission areas", "", "| Area | Status | Tests |", "|---|---|---|"]
     for area in summary.get("missionAreas") or []:
         counts_text = ", ".join(f"{k} {v}" for k, v in sorted(area["counts"].items())) or "-"
@@ -103,6 +105,26 @@ def render(summary: dict, timings: dict | None = None) -> str:
         out += [f"| {d['node']} | {d['pool']} | {d['device']} |" for d in env["devices"]]
     out += ["", "Verdict rules: " + "; ".join(summary["verdictRules"]) + ".", ""]
     return "\n".join(out)
+
+
+def coverage_gaps(summary: dict) -> list[str]:
+    """The "Coverage gaps" section: each ``partial`` capability (:mod:`conformance.reporting.coverage`), how
+    many of its tests ran and which skipped for want of a fitting device, and whether it fails the verdict;
+    ``[]`` when none."""
+    partial = [c for c in summary.get("capabilities") or [] if c["status"] == "partial"]
+    if not partial:
+        return []
+    out = ["## Coverage gaps", "", "Capabilities that passed only in part: these tests skipped because the driver's "]
+    out[-1] += "published devices offered nothing fitting."
+    out += [""]
+    for cap in partial:
+        cov = cap["coverage"]
+        held = "fails the verdict" if coverage.holds_verdict(cap) else "shown only"
+        out.append(
+            f"- `{cap['name']}` ({held}): {cov['run']} of {len(cap['tests'])} test(s) ran, {cov['skipped']} skipped:"
+        )
+        out += [f"  - {_cell(g)}" for g in cov["gaps"]]
+    return out + [""]
 
 
 def timings_line(doc: dict) -> str:

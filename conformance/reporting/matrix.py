@@ -188,7 +188,7 @@ def table(
                 gate = capability_gate(cap["name"])
                 capabilities.setdefault(cap["name"], {})[version] = {
                     "status": cap["status"],
-                    "reasons": cap["reasons"],
+                    "reasons": (cap.get("coverage") or {}).get("gaps") or cap["reasons"],
                     "evidence": cap.get("evidence", ""),
                     "declared": cap["declared"],
                     "gate": gate,

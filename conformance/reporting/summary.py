@@ -9,7 +9,9 @@ Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passe
    ``declared_capabilities``, or a ``capabilities`` entry with ``"declared": true`` or ``"broken": true``,
    i.e. declared by the driver profile but not delivered); except a capability whose feature the cluster does
    not serve (``"cluster_lacks": true``: its gate is off), whose tests skip with that evidence: it is shown as
-   ``skip`` with ``clusterLacks`` and does not fail the driver (issue 13: 1.34 default gates);
+   ``skip`` with ``clusterLacks`` and does not fail the driver (issue 13: 1.34 default gates); a declared
+   ``driver.*`` capability that is ``partial`` (some tests passed, others skipped because the driver's inventory
+   offered nothing fitting: :mod:`conformance.reporting.coverage`) fails too; other capabilities only show it;
 3. zero executed tests -> FAIL;
 4. a skipped test without a reason, or a result with an unknown status -> FAIL;
 otherwise PASS; ``NARROWED-PASS`` (exit code 0, not a qualification of the profile) when the run was narrowed
@@ -23,18 +25,19 @@ import datetime
 import importlib.metadata
 import json
 import pathlib
-import re
 
 import jsonschema
 
 from conformance.core import markers
-from conformance.reporting import evidence, labels, narrowed, results, runinfo
+from conformance.reporting import coverage, evidence, labels, narrowed, results, runinfo
+from conformance.reporting.coverage import skipped_for_another as _skipped_for_another
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
 SCHEMA_VERSION = "2"
 RULES = (
     "no failed or broken test",
     "every declared capability passes (available, executed, no failure) unless the cluster does not serve it",
+    "no declared driver capability is partial (a test of it skipped for want of a fitting device)",
     "at least one executed test",
     "every skip has a reason; no result with an unknown status",
 )
@@ -102,12 +105,12 @@ def _test_entry(rec: results.TestRecord, run_dir: pathlib.Path) -> dict:
     }
 
 
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0][:300] if (text or "").strip() else ""
+_first_line = coverage.first_line
 
 
 def _status(counts: dict[str, int]) -> str:
-    """pass / fail / skip / not-tested of a group of tests from its ``{status: n}`` counts."""
+    """pass / fail / skip / not-tested of a group of tests from its ``{status: n}`` counts (a capability's
+    ``pass`` may then become ``partial``: :func:`conformance.reporting.coverage.mark`)."""
     if counts.get("failed") or counts.get("broken") or counts.get("unknown"):
         return "fail"
     if counts.get("passed"):
@@ -161,31 +164,19 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
             status = "fail"
         if status == "skip" and not reasons:
             reasons = ["skipped without a reason"]
-        out.append(
-            {
-                "name": name,
-                "status": status,
-                "declared": name in declared,
-                "clusterLacks": lacks,
-                "available": available,
-                "evidence": str(info.get("evidence") or ""),
-                "counts": counts,
-                "reasons": reasons,
-                "tests": [t["id"] for t in mine],
-            }
-        )
+        entry = {
+            "name": name,
+            "status": status,
+            "declared": name in declared,
+            "clusterLacks": lacks,
+            "available": available,
+            "evidence": str(info.get("evidence") or ""),
+            "counts": counts,
+            "reasons": reasons,
+            "tests": [t["id"] for t in mine],
+        }
+        out.append(coverage.mark(entry, mine, known))
     return out
-
-
-_BLAMED = re.compile(r"^(\S+) not available:")  # the skip reason of a missing capability (core.selection)
-
-
-def _skipped_for_another(test: dict | None, name: str) -> bool:
-    """A skipped test whose reason names another of its capabilities as the missing one."""
-    if test is None or test["status"] != "skipped":
-        return False
-    blamed = _BLAMED.match(test.get("reason") or "")
-    return bool(blamed) and blamed.group(1) != name and blamed.group(1) in test["capabilities"]
 
 
 def verdict_reasons(counts: dict, capabilities: list[dict], tests: list[dict]) -> list[str]:
@@ -198,6 +189,9 @@ def verdict_reasons(counts: dict, capabilities: list[dict], tests: list[dict]) -
     for cap in capabilities:
         if cap["status"] == "skip" and all(_skipped_for_another(by_id.get(i), cap["name"]) for i in cap["tests"]):
             continue  # its tests skipped because of another capability (shown there), not this one
+        if cap["status"] == "partial":
+            reasons += [coverage.verdict_reason(cap)] if coverage.holds_verdict(cap) else []
+            continue
         if cap["declared"] and cap["status"] != "pass" and not (cap.get("clusterLacks") and cap["status"] == "skip"):
             reasons.append(
                 f"declared capability {cap['name']} is {cap['status']}: "

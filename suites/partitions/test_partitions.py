@@ -22,26 +22,30 @@ pytestmark = [
 
 @pytest.mark.scenario("PART-01")
 def test_partitions_never_over_allocate_their_counter_set(k8s, tracker, builder, inventory, partition_packing):
-    """Partitions of one counter set that fit together all run; a claim for one more, which would consume
-    past the shared counters, stays unallocated with the scheduler's reason.
+    """Partitions of one counter set that its published counters say fit together all run together; a claim
+    for one more device of the set (a leftover partition, else the whole device), which would consume past the
+    shared counters, stays unallocated with the scheduler's reason. A set whose devices all fit together has no
+    such device: then only the first half applies.
     Source: KEP-4815 sharedCounters / consumesCounters; upstream "must consume and free up counters"."""
     # given: one claim per partition that fits the counter set, each pinned to its device
     pack = partition_packing
     claims = [tracker.create(builder.claim(selectors=inventory.selector_for(d))) for d in pack.fit]
-    # when: their pods run, and a pod asks for one more partition of the same counter set
+    # when: their pods run together
     for claim in claims:
         waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
-    extra = tracker.create(builder.claim(selectors=inventory.selector_for(pack.extra)))
-    pod = tracker.create(builder.pod(uses=extra))
-    # then: the scheduler refuses it and the claim stays unallocated
-    waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)
-    assert not k8s.get("ResourceClaim", extra.name, extra.namespace).allocation, pack
+    # then: a pod asking for one more device of the same counter set is refused and its claim stays unallocated
+    if pack.extra is not None:
+        extra = tracker.create(builder.claim(selectors=inventory.selector_for(pack.extra)))
+        pod = tracker.create(builder.pod(uses=extra))
+        waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)
+        assert not k8s.get("ResourceClaim", extra.name, extra.namespace).allocation, pack
 
 
 @pytest.mark.scenario("PART-01")
 def test_whole_device_and_its_partition_are_never_both_allocated(k8s, tracker, builder, inventory, whole_and_partition):
-    """While a pod holds the device that takes the whole counter set, a claim for a partition of that set
-    stays unallocated; once the pod and its claim are gone, the partition is allocated and its pod runs.
+    """While a pod holds a device that takes the counters a partition of its set needs (the whole device, or a
+    larger partition overlapping it), a claim for that partition stays unallocated; once the pod and its claim
+    are gone, the partition is allocated and its pod runs.
     Source: KEP-4815; upstream "must consume and free up counters" (second pod runs after the first)."""
     # given: a pod running on the whole device
     whole, part = whole_and_partition
@@ -59,16 +63,15 @@ def test_whole_device_and_its_partition_are_never_both_allocated(k8s, tracker, b
 
 
 @pytest.mark.scenario("PART-01")
-def test_container_sees_exactly_its_partition(k8s, tracker, builder, inventory, probe, whole_and_partition):
+def test_container_sees_exactly_its_partition(k8s, tracker, builder, inventory, probe, partition):
     """A pod whose claim holds one partition sees that partition, by name, and no other device (not its
     parent). Source: KEP-4815; driver contract: prepared devices are the allocation results."""
     # given: a claim pinned to one partition
-    _, part = whole_and_partition
-    claim = tracker.create(builder.claim(selectors=inventory.selector_for(part)))
+    claim = tracker.create(builder.claim(selectors=inventory.selector_for(partition)))
     # when: a pod uses it
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: the claim holds that partition and the container shows exactly it
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
-    assert [(r.pool, r.device) for r in allocated.results] == [part.key], allocated.describe()
+    assert [(r.pool, r.device) for r in allocated.results] == [partition.key], allocated.describe()
     shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence

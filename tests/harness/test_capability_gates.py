@@ -121,7 +121,20 @@ def test_unpublished_or_gated_off_undeclared_feature_stays_undeclared(name):
 def test_declared_flag_follows_the_profile_for_other_driver_capabilities():
     caps = capabilities.evaluate(_facts(gates={"DRAAdminAccess": True, "DRAPrioritizedList": True}), DECLARING)
     assert caps.items["driver.admin_access"].declared and caps.items["driver.prioritized_list"].declared
-    assert not caps.items["driver.shared_claims"].declared and not caps.items["driver.multiple_devices"].declared
+    assert not caps.items["driver.shared_claims"].declared
+
+
+@pytest.mark.parametrize("said", [{}, {"multiple_devices": False}])
+def test_multiple_devices_follows_the_slices_whatever_the_profile_says(said):
+    """Review 5 finding 5: a profile silent about multiple_devices or saying false cannot opt out of the
+    multi-device tests when a node publishes two devices; with one device per node it stays unavailable."""
+    quiet = profile.parse({**_RAW, "capabilities": said}, source="p.yaml")
+    cap = capabilities.evaluate(_facts(), quiet).items["driver.multiple_devices"]
+    assert cap.available and cap.declared and "{'a': 2}" in cap.evidence and "held to it as measured" in cap.evidence
+    assert ("declares multiple_devices: false" in cap.evidence) == bool(said)
+    one = {**_facts(), "devices": [{"node": n, "pool": n, "device": "d0"} for n in ("a", "b")]}
+    cap = capabilities.evaluate(one, quiet).items["driver.multiple_devices"]
+    assert not cap.available and not cap.declared and "does not declare multiple_devices" in cap.evidence
 
 
 class _Item:

@@ -44,9 +44,75 @@ def test_packing_with_understated_counters_packs_overlapping_partitions():
 def test_whole_and_partition_and_selectors_pick_exactly_one_device():
     inv = Inventory.from_slices(DRIVER_NAME, _slices(MIG))
     whole, part = partitions.whole_and_partition(inv)
-    assert (whole.name, part.name) == ("gpu-0", "gpu-0-part-3")
+    assert (whole.name, part.name) == ("gpu-0", "gpu-0-part-3") and partitions.partition(inv) == part
     selector = inv.selector_for(part)
     assert selector.startswith(f'device.attributes["{DRIVER_NAME}"].uuid == "GPU-'), selector
+
+
+def _one_gpu(devices: list[tuple[str, list[str]]], offered: list[str]) -> Inventory:
+    """One node's slice with one counter set ``gpu-0-counters`` of ``offered`` counters (value 1 each) and
+    ``devices`` ``[(name, counters consumed)]``, as a driver outside this repo might publish it."""
+    body = [
+        {
+            "name": name,
+            "attributes": {"index": {"int": i}, "uuid": {"string": f"u-{name}"}},
+            "consumesCounters": [{"counterSet": "gpu-0-counters", "counters": {c: {"value": "1"} for c in uses}}],
+        }
+        for i, (name, uses) in enumerate(devices)
+    ]
+    spec = {
+        "driver": DRIVER_NAME,
+        "nodeName": "n1",
+        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+        "sharedCounters": [{"name": "gpu-0-counters", "counters": {c: {"value": "1"} for c in offered}}],
+        "devices": body,
+    }
+    obj = Obj({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"}, "spec": spec})
+    return Inventory.from_slices(DRIVER_NAME, [obj])
+
+
+MEM = [f"mem-{k}" for k in range(4)]
+MIG_ONLY = [("gpu-0-3g-0", MEM[:3])] + [(f"gpu-0-1g-{k}", [MEM[k]]) for k in range(4)]  # no whole-GPU device
+SLOTS = ["slot-3g", *(f"slot-1g-{k}" for k in range(4))]  # defect: 3g and 1g-0 share silicon, no counter
+NEVER_COLLIDE = [("gpu-0", SLOTS), ("gpu-0-3g-0", SLOTS[:1])] + [(f"gpu-0-1g-{k}", [SLOTS[k + 1]]) for k in range(4)]
+
+
+def test_mig_only_inventory_runs_every_partition_test():
+    """Review 5 finding 2: only partitions published (a 3g on slices 0-2, four 1g): the over-allocation
+    test packs 3g + 1g-3 and names 1g-0 as the extra; the 3g is the "whole" the 1g-0 never fits next to; the
+    exactly-its-partition test gets the smallest partition."""
+    inv = _one_gpu(MIG_ONLY, MEM)
+    pack = partitions.packing(inv)
+    assert [d.name for d in pack.fit] == ["gpu-0-3g-0", "gpu-0-1g-3"] and pack.extra.name == "gpu-0-1g-0"
+    assert [d.name for d in partitions.whole_and_partition(inv)] == ["gpu-0-3g-0", "gpu-0-1g-2"]
+    assert partitions.partition(inv).name == "gpu-0-1g-3"
+
+
+def test_partitions_that_never_collide_all_run_and_the_whole_device_is_the_extra():
+    """Review 5 finding 3: each partition draws on its own slot counter, so per the published counters all
+    five fit together (no leftover partition); the packing keeps them all (a driver whose hardware cannot hold
+    3g + 1g-0 fails to run them) and the whole GPU, which fits alone but not next to them, is the extra."""
+    inv = _one_gpu(NEVER_COLLIDE, SLOTS)
+    pack = partitions.packing(inv)
+    assert {d.name for d in pack.fit} == {n for n, _ in NEVER_COLLIDE[1:]} and pack.extra.name == "gpu-0"
+    assert [d.name for d in partitions.whole_and_partition(inv)] == ["gpu-0", "gpu-0-1g-3"]
+
+
+def test_partitions_that_all_fit_without_a_whole_device_leave_no_extra():
+    """No whole device and no overlap: every partition runs together, nothing is left to refuse."""
+    inv = _one_gpu(NEVER_COLLIDE[1:], SLOTS)
+    pack = partitions.packing(inv)
+    assert len(pack.fit) == 5 and pack.extra is None
+    with pytest.raises(LookupError, match="fit alone but not together"):
+        partitions.whole_and_partition(inv)
+    assert partitions.partition(inv).name in {n for n, _ in NEVER_COLLIDE[1:]}
+
+
+def test_a_counter_set_with_one_device_is_not_shared():
+    inv = _one_gpu([("gpu-0", MEM)], MEM)
+    for pick in (partitions.packing, partitions.partition, partitions.whole_and_partition):
+        with pytest.raises(LookupError, match="counter set"):
+            pick(inv)
 
 
 def test_pickers_raise_lookup_error_without_counters():
@@ -55,6 +121,8 @@ def test_pickers_raise_lookup_error_without_counters():
         partitions.packing(inv)
     with pytest.raises(LookupError, match="counter set"):
         partitions.whole_and_partition(inv)
+    with pytest.raises(LookupError, match="counter sets"):
+        partitions.partition(inv)
     with pytest.raises(LookupError, match="allowMultipleAllocations"):
         shares.shared_device(DRIVER_NAME, _slices({"count": 2}), inv)
 

@@ -6,6 +6,8 @@ probe) and the driver profile into one :class:`Capability` per name of
 declares but the slices show the driver does not deliver is ``broken``: tests requiring it fail instead of
 skipping. A feature the driver's ResourceSlices publish (:data:`SLICE_FEATURES`) counts as declared even when the
 profile is silent, and a gate whose state could not be read (``gate_unknown``) never excuses a declared one.
+:data:`DEFAULT_ON` capabilities hold unless the profile declares them false (a waiver shown in summary.md); those
+of :data:`DEFAULT_ON_NEEDS` only where the cluster serves the feature.
 """
 
 from __future__ import annotations
@@ -156,6 +158,7 @@ DRIVER_GATES = {
     "published_taints": "gate.DRADeviceTaints",
     "device_status": "gate.DRAResourceClaimDeviceStatus",
     "binding_conditions": "gate.DRADeviceBindingConditions",
+    "extended_resource_name": "gate.DRAExtendedResource",
 }
 
 
@@ -206,16 +209,44 @@ def _undeclared(name: str, key: str, src: str, devices: list[Mapping], gates: Ma
 DEFAULT_ON = {  # profile capabilities that hold unless declared false, and what false means
     "cdi": "NodePrepareResources names no device and the driver writes no CDI spec for a claim",
     "container_isolation": "a device shows in every container of the pod, e.g. a netdev in the pod's netns",
+    "taints": "the driver's devices are not checked against DeviceTaintRules and tolerations (KEP-5055)",
 }
+# default-on capabilities that hold only where the cluster serves the feature: key -> the capabilities it needs
+DEFAULT_ON_NEEDS = {"taints": ("gate.DRADeviceTaints", "api.devicetaintrules")}
+
+
+def _default_on_served(name: str, key: str, src: str, items: Mapping[str, Capability]) -> Capability:
+    """A :data:`DEFAULT_ON_NEEDS` capability the profile leaves out: available and held as declared when the
+    cluster serves what it needs (a gate whose state could not be read counts as on, as in :func:`_undeclared`),
+    else unavailable and not held, with the cluster's evidence. Review 5 finding 6: DeviceTaintRules are applied
+    by the control plane to any driver's devices, so a driver cannot opt out by leaving the key out."""
+    needs = [items[n] for n in DEFAULT_ON_NEEDS[key]]
+    lacking = [c for c in needs if not c.available and not c.gate_unknown]
+    if lacking:
+        why = "; ".join(f"{c.name}: {c.evidence}" for c in lacking)
+        return Capability(name, False, f"{src} does not declare {key} and the cluster lacks it: {why}")
+    served = "; ".join(f"{c.name}: {c.evidence}" for c in needs)
+    return Capability(
+        name,
+        True,
+        f"{src} does not declare {key}: false and the cluster serves it ({served}); held to it",
+        declared=True,
+    )
 
 
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
-    if key in DEFAULT_ON:  # on unless the profile says otherwise (true of every device handed over with CDI)
-        if profile.capabilities.get(key, True):
-            return Capability(name, True, f"{src} does not declare {key}: false", declared=key in profile.capabilities)
+    if key in DEFAULT_ON and not profile.capabilities.get(key, True):  # an opt-out: a waiver in summary.md
         return Capability(name, False, f"{src} declares {key}: false ({DEFAULT_ON[key]})")
+    if key in DEFAULT_ON_NEEDS and key not in profile.capabilities:
+        return _default_on_served(name, key, src, gates)
+    if key in DEFAULT_ON and key not in DRIVER_GATES:  # on unless the profile says otherwise
+        return Capability(name, True, f"{src} does not declare {key}: false", declared=key in profile.capabilities)
+    if key == "extended_resource_name" and not profile.extended_resource_name:
+        return Capability(
+            name, False, f"{src} names no extended_resource_name (the extended resource its DeviceClass maps, KEP-5004)"
+        )
     if key == "admin_access_signal":
         if not profile.admin_access_signal:
             return Capability(
@@ -230,7 +261,7 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
         why = f"device {profile.binding_failure_device} fails to attach ({src}); binding conditions: {cap.evidence}"
         return dataclasses.replace(cap, name=name, evidence=why, declared=True)
     devices = list(facts.get("devices") or [])
-    if not profile.declares(key):
+    if not profile.declares(key) and key != "extended_resource_name":
         return _undeclared(name, key, src, devices, gates)
     gate = gates[DRIVER_GATES[key]] if key in DRIVER_GATES else None
     if gate is not None and not gate.available:
@@ -263,6 +294,10 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
             missing = missing.format(driver=profile.driver)
             return Capability(name, False, f"{src} declares {key} but {missing}", broken=True, declared=True)
         return Capability(name, True, f"{shown_text}: {shown[:8]}", declared=True)
+    if key == "extended_resource_name":
+        return Capability(
+            name, True, f"{src} names extended_resource_name {profile.extended_resource_name}", declared=True
+        )
     return Capability(name, True, f"{src} declares {key}: true", declared=True)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from conformance.core.capabilities import DEFAULT_ON
+
 ICONS = {
     "pass": "PASS",
     "fail": "FAIL",
@@ -21,7 +23,8 @@ def _cell(text) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:300]
 
 
-WAIVER = re.compile(r"declares (cdi|container_isolation): false")  # opt-outs of checks that are on by default
+# opt-outs of checks that are on by default (core.capabilities.DEFAULT_ON: cdi, container_isolation, taints)
+WAIVER = re.compile(rf"declares ({'|'.join(map(re.escape, DEFAULT_ON))}): false")
 
 
 def render(summary: dict, timings: dict | None = None) -> str:

@@ -3,6 +3,7 @@ on (review 5 finding 6), ``taints: false`` is a waiver summary.md shows, and ``d
 available only when the profile names one (finding 7)."""
 
 from conformance.core import capabilities, profile, selection
+from conformance.drivers import profiles
 from conformance.reporting import markdown
 
 DRIVER = "gpu.example.com"
@@ -25,15 +26,18 @@ def _facts(gate=True, served=True, error=""):
 
 
 def test_taints_left_out_of_the_profile_are_held_where_the_cluster_serves_rules():
-    """Given a profile silent about taints, when the cluster serves DeviceTaintRules with the gate on, then
-    driver.taints is available and held as declared; when either is missing, it is unavailable and not held."""
-    cap = capabilities.evaluate(_facts(), _profile()).items["driver.taints"]
-    assert cap.available and cap.declared and "devicetaintrules served in: v1alpha3" in cap.evidence, cap
-    for facts, words in ((_facts(gate=False), "DRADeviceTaints} = 0"), (_facts(served=False), "served in: none")):
-        cap = capabilities.evaluate(facts, _profile()).items["driver.taints"]
-        assert (
-            not cap.available and not cap.declared and "the cluster lacks it" in cap.evidence and words in cap.evidence
-        )
+    """Given a profile silent about taints, when the DRADeviceTaints gate is on, then driver.taints is available
+    and held as declared and the DeviceTaintRule tests run where DeviceTaintRules are served; with the gate off it
+    is unavailable and not held; an unreadable gate does not excuse it."""
+    caps = capabilities.evaluate(_facts(), _profile())
+    cap = caps.items["driver.taints"]
+    assert cap.available and cap.declared and "DRADeviceTaints} = 1" in cap.evidence, cap
+    assert selection.decide(["full"], ["api.devicetaintrules", "driver.taints"], "full", caps).action == "run"
+    cap = capabilities.evaluate(_facts(gate=False), _profile()).items["driver.taints"]
+    assert not cap.available and not cap.declared and "the cluster lacks it" in cap.evidence, cap
+    unserved = capabilities.evaluate(_facts(served=False), _profile())  # the rule tests skip, blaming the API
+    decision = selection.decide(["full"], ["api.devicetaintrules", "driver.taints"], "full", unserved)
+    assert decision.action == "skip" and decision.reason.startswith("api.devicetaintrules not available")
     unknown = capabilities.evaluate(_facts(gate=None, error="403"), _profile()).items["driver.taints"]
     assert unknown.available and unknown.declared, unknown
 
@@ -65,3 +69,18 @@ def test_extended_resource_name_is_available_only_when_the_profile_names_one():
     assert named.available and named.declared and "example.com/gpu" in named.evidence
     off = capabilities.evaluate(_facts(gate=False), _profile("example.com/gpu")).items["driver.extended_resource_name"]
     assert not off.available and off.cluster_lacks and off.declared
+
+
+def test_shipped_profiles_select_the_taint_tests_as_before():
+    """The dra-example-driver profile (taints left out now) and the reference profile (taints: true) run, skip or
+    excuse the taint tests exactly as the reference profile's declaration did, with the gate on or off."""
+    shipped = {n: profiles.load(n) for n in ("dra-example-driver", "reference")}
+    before = _profile(taints=True)
+    for facts in (_facts(), _facts(gate=False), _facts(served=False)):
+        want = capabilities.evaluate(facts, before)
+        for name, prof in shipped.items():
+            got = capabilities.evaluate(facts, prof)
+            for needs in (["api.devicetaintrules", "driver.taints"], ["driver.taints"]):
+                decision = selection.decide(["full"], needs, "full", got).action
+                assert decision == selection.decide(["full"], needs, "full", want).action, (name, needs, facts)
+            assert got.items["driver.taints"].available == want.items["driver.taints"].available, name

@@ -98,6 +98,9 @@ FAULTS: dict[str, str] = {
     "toleration-seconds-refused": "NodePrepareResources refuses a device whose allocation result tolerates a "
     "NoExecute taint only for a time (tolerationSeconds), as a driver does that treats a pending eviction as a "
     "reason not to hand the device out, so a pod KEP-5055 lets run until tolerationSeconds pass never starts.",
+    "class-without-extended-resource": "The deploy creates the driver's DeviceClass without spec.extendedResourceName "
+    "(the chart's faults value; the bundled deploy reads DRA_REFERENCE_FAULTS), so a pod asking for the driver's "
+    "extended resource (dra-conformance.test/gpu) in resources.limits never gets a device (KEP-5004).",
 }
 
 

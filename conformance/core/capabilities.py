@@ -6,6 +6,8 @@ probe) and the driver profile into one :class:`Capability` per name of
 declares but the slices show the driver does not deliver is ``broken``: tests requiring it fail instead of
 skipping. A feature the driver's ResourceSlices publish (:data:`SLICE_FEATURES`) counts as declared even when the
 profile is silent, and a gate whose state could not be read (``gate_unknown``) never excuses a declared one.
+:data:`DEFAULT_ON` capabilities hold unless the profile declares them false (a waiver shown in summary.md); those
+of :data:`DEFAULT_ON_NEEDS` only where the cluster serves the feature.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from . import release_gaps
 from .markers import CAPABILITIES
 from .profile import DriverProfile
 
@@ -156,6 +159,7 @@ DRIVER_GATES = {
     "published_taints": "gate.DRADeviceTaints",
     "device_status": "gate.DRAResourceClaimDeviceStatus",
     "binding_conditions": "gate.DRADeviceBindingConditions",
+    "extended_resource_name": "gate.DRAExtendedResource",
 }
 
 
@@ -225,7 +229,30 @@ def _measured_multiple(
 DEFAULT_ON = {  # profile capabilities that hold unless declared false, and what false means
     "cdi": "NodePrepareResources names no device and the driver writes no CDI spec for a claim",
     "container_isolation": "a device shows in every container of the pod, e.g. a netdev in the pod's netns",
+    "taints": "the driver's devices are not checked against DeviceTaintRules and tolerations (KEP-5055)",
 }
+# default-on capabilities that hold only where the cluster serves the feature: key -> the capabilities it needs
+# (the DeviceTaintRule tests require api.devicetaintrules themselves; the toleration tests need the gate only)
+DEFAULT_ON_NEEDS = {"taints": ("gate.DRADeviceTaints",)}
+
+
+def _default_on_served(name: str, key: str, src: str, items: Mapping[str, Capability]) -> Capability:
+    """A :data:`DEFAULT_ON_NEEDS` capability the profile leaves out: available and held as declared when the
+    cluster serves what it needs (a gate whose state could not be read counts as on, as in :func:`_undeclared`),
+    else unavailable and not held, with the cluster's evidence. Review 5 finding 6: DeviceTaintRules are applied
+    by the control plane to any driver's devices, so a driver cannot opt out by leaving the key out."""
+    needs = [items[n] for n in DEFAULT_ON_NEEDS[key]]
+    lacking = [c for c in needs if not c.available and not c.gate_unknown]
+    if lacking:
+        why = "; ".join(f"{c.name}: {c.evidence}" for c in lacking)
+        return Capability(name, False, f"{src} does not declare {key} and the cluster lacks it: {why}")
+    served = "; ".join(f"{c.name}: {c.evidence}" for c in needs)
+    return Capability(
+        name,
+        True,
+        f"{src} does not declare {key}: false and the cluster serves it ({served}); held to it",
+        declared=True,
+    )
 
 
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
@@ -240,10 +267,16 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
             f"{src} declares visibility.names_devices: false (its probe output names no device: the device checks "
             "prove that a device is visible, not which one)",
         )
-    if key in DEFAULT_ON:  # on unless the profile says otherwise (true of every device handed over with CDI)
-        if profile.capabilities.get(key, True):
-            return Capability(name, True, f"{src} does not declare {key}: false", declared=key in profile.capabilities)
+    if key in DEFAULT_ON and not profile.capabilities.get(key, True):  # an opt-out: a waiver in summary.md
         return Capability(name, False, f"{src} declares {key}: false ({DEFAULT_ON[key]})")
+    if key in DEFAULT_ON_NEEDS and key not in profile.capabilities:
+        return _default_on_served(name, key, src, gates)
+    if key in DEFAULT_ON and key not in DRIVER_GATES:  # on unless the profile says otherwise
+        return Capability(name, True, f"{src} does not declare {key}: false", declared=key in profile.capabilities)
+    if key == "extended_resource_name" and not profile.extended_resource_name:
+        return Capability(
+            name, False, f"{src} names no extended_resource_name (the extended resource its DeviceClass maps, KEP-5004)"
+        )
     if key == "admin_access_signal":
         if not profile.admin_access_signal:
             return Capability(
@@ -260,7 +293,7 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
     devices = list(facts.get("devices") or [])
     if key == "multiple_devices" and not profile.declares(key):
         return _measured_multiple(name, src, profile, devices, gates)
-    if not profile.declares(key):
+    if not profile.declares(key) and key != "extended_resource_name":
         return _undeclared(name, key, src, devices, gates)
     gate = gates[DRIVER_GATES[key]] if key in DRIVER_GATES else None
     if gate is not None and not gate.available:
@@ -293,67 +326,11 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
             missing = missing.format(driver=profile.driver)
             return Capability(name, False, f"{src} declares {key} but {missing}", broken=True, declared=True)
         return Capability(name, True, f"{shown_text}: {shown[:8]}", declared=True)
+    if key == "extended_resource_name":
+        return Capability(
+            name, True, f"{src} names extended_resource_name {profile.extended_resource_name}", declared=True
+        )
     return Capability(name, True, f"{src} declares {key}: true", declared=True)
-
-
-# Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->
-# {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4
-# fails, v1.35.4 / v1.36.3 / v1.37.2 pass); upstream kubernetes/kubernetes#140438.
-KNOWN_ALLOCATOR_GAPS = {
-    "allocator.distinct_attribute": {
-        "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
-        "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"
-    },
-    "allocator.result_tolerations": {
-        "1.34": "the 1.34 kube-scheduler allocator never copies a request's tolerations into "
-        "status.allocation.devices.results[].tolerations (measured with suites/taints on v1.34.4: the result "
-        "has none; k8s.io/dynamic-resource-allocation v0.34.4 never sets the field, v0.36.2 does)"
-    },
-}
-# the gate each allocator capability needs, and the words of its evidence when that gate is off
-ALLOCATOR_GATES = {
-    "allocator.distinct_attribute": ("gate.DRAConsumableCapacity", "distinctAttribute needs DRAConsumableCapacity"),
-    "allocator.result_tolerations": ("gate.DRADeviceTaints", "tolerations in allocation results need DRADeviceTaints"),
-}
-
-
-def _allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> Capability:
-    gate_name, needs = ALLOCATOR_GATES[name]  # distinctAttribute is part of KEP-5075, tolerations of KEP-5055
-    gate = gates[gate_name]
-    if not gate.available:
-        return Capability(name, False, f"{needs}: {gate.evidence}")
-    version = str(facts.get("k8s_version") or "")
-    minor = ".".join(version.lstrip("v").split(".")[:2])
-    gap = KNOWN_ALLOCATOR_GAPS.get(name, {}).get(minor)
-    if gap:
-        return Capability(name, False, f"Kubernetes {version}: {gap}")
-    return Capability(name, True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known allocator gap")
-
-
-# Control-plane behaviours a gate turns on but a Kubernetes release does not deliver: capability -> (the gate it
-# needs, {minor: evidence}). Measured with suites/extended_resources on the local cluster.
-KNOWN_PLATFORM_GAPS = {
-    "platform.extended_claim_cleanup_on_completion": (
-        "gate.DRAExtendedResource",
-        {
-            "1.34": "the 1.34 kube-controller-manager keeps the claim generated for a pod's extended resources "
-            "allocated and reserved for the pod after the pod Succeeded (measured on v1.34.4: still reserved "
-            "120 s later; it goes only with the pod, through its ownerReference)"
-        },
-    ),
-}
-
-
-def _platform(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> Capability:
-    gate_name, gaps = KNOWN_PLATFORM_GAPS[name]
-    gate = gates[gate_name]
-    if not gate.available:
-        return Capability(name, False, gate.evidence)
-    version = str(facts.get("k8s_version") or "")
-    gap = gaps.get(".".join(version.lstrip("v").split(".")[:2]))
-    if gap:
-        return Capability(name, False, f"Kubernetes {version}: {gap}")
-    return Capability(name, True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known gap")
 
 
 def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
@@ -386,7 +363,7 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
         if name.startswith("driver."):
             items[name] = _driver(name, facts, profile, items)
         elif name.startswith("allocator."):
-            items[name] = _allocator(name, facts, items)
+            items[name] = Capability(name, *release_gaps.allocator(name, facts, items))
         elif name.startswith("platform."):
-            items[name] = _platform(name, facts, items)
+            items[name] = Capability(name, *release_gaps.platform(name, facts, items))
     return Capabilities(items)

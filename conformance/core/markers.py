@@ -129,7 +129,8 @@ CAPABILITIES = {
     "driver.opaque_config": "driver accepts an opaque config and shows it in the container",
     "driver.multiple_devices": "driver publishes at least two devices per node",
     "driver.fault_injection": "driver has fault switches (the reference driver)",
-    "driver.taints": "DeviceTaintRules and tolerations apply to the driver's devices (KEP-5055; profile taints)",
+    "driver.taints": "DeviceTaintRules and tolerations apply to the driver's devices (KEP-5055; on wherever the "
+    "cluster serves DeviceTaintRules with DRADeviceTaints on, unless the profile declares taints: false)",
     "driver.published_taints": "driver publishes device taints in its ResourceSlices (devices[].taints, "
     "KEP-5055) in this deployment (profile published_taints)",
     "gate.DRAResourceClaimDeviceStatus": "feature gate DRAResourceClaimDeviceStatus on (claim status.devices)",
@@ -142,6 +143,8 @@ CAPABILITIES = {
     "container_isolation, default true; false for a netdev, which lives in the pod's network namespace)",
     "driver.binding_failure": "a device whose attach fails in this deployment (profile binding_failure_device): "
     "the driver sets its bindingFailureConditions True (KEP-5007)",
+    "driver.extended_resource_name": "a DeviceClass of the profile's device_classes maps the profile's "
+    "extended_resource_name (spec.extendedResourceName, KEP-5004)",
     "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
     "pod's extended resources once the pod completed (KEP-5004)",
     # disruptive lane: optional abilities of the cluster provider and the driver deployer

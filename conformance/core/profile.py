@@ -25,8 +25,10 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
                    fault_injection: false, extended_resource_name: "",
                    published_taints: false, device_status: false, binding_conditions: false, cdi: true,
                    container_isolation: true}
-                                              # taints: DeviceTaintRules apply to its devices; published_taints:
-                                              # this deployment publishes devices[].taints;
+                                              # taints: DeviceTaintRules apply to its devices (default: on where
+                                              # the cluster serves them; false is a waiver); published_taints:
+                                              # this deployment publishes devices[].taints; extended_resource_name:
+                                              # what a DeviceClass of device_classes maps (KEP-5004);
                                               # multiple_devices: measured, a node publishing two or more
                                               # devices holds the driver to it even when false
     node_selector: {key: value}           # nodes where the driver runs (empty: all)

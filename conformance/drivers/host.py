@@ -1,7 +1,9 @@
 """Host-mode deployers: one kubelet-plugin process per node, started through the local cluster handle.
 
 * ``bundled``: our reference driver (``python -m reference_driver``), DeviceClass from reference_driver/deploy/
-  when a ``deviceclass*.yaml`` is there, otherwise generated from the profile.
+  when a ``deviceclass*.yaml`` is there, otherwise generated from the profile; the run's
+  ``DRA_REFERENCE_FAULTS`` reach the plugins (inherited) and the class (:data:`CLASS_FAULTS`), as the chart's
+  ``faults`` value does in reference_driver/deploy/chart.
 * ``host``: a third-party binary from the toolchain cache (dra-example-driver, the upstream dra-test-driver)
   with the profile's ``deploy.args`` templated by node paths (``{node_name}``, ``{kubeconfig}``,
   ``{cdi_dir}``, ``{plugin_registry_dir}``, ``{plugins_dir}``, ``{kubelet_root_dir}``, ``{state_dir}``,
@@ -16,6 +18,7 @@ test/e2e/dra/test-driver/app/server.go (``kubelet-plugin`` subcommand).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,6 +70,20 @@ def _ability(cluster: ClusterHandle, ability: type, field: str, profile: DriverP
             fix="use --cluster local, or deploy the driver yourself and use --driver-deploy preinstalled",
         )
     return cluster
+
+
+# reference-driver faults of its deploy, not of its plugin: fault -> DeviceClass spec field the bundled deploy
+# then leaves out (reference_driver/faults.py; the chart's templates/deviceclass.yaml does the same)
+CLASS_FAULTS = {"class-without-extended-resource": "extendedResourceName"}
+
+
+def bundled_class(doc: dict, faults: str | None = None) -> dict:
+    """The reference driver's DeviceClass ``doc`` as the bundled deploy creates it: without the spec fields of
+    the :data:`CLASS_FAULTS` listed in ``faults`` (comma-separated; default the run's ``DRA_REFERENCE_FAULTS``)."""
+    raw = os.environ.get("DRA_REFERENCE_FAULTS", "") if faults is None else faults
+    for fault in {f.strip() for f in raw.split(",")} & CLASS_FAULTS.keys():
+        doc.get("spec", {}).pop(CLASS_FAULTS[fault], None)
+    return doc
 
 
 class HostDeployer:
@@ -215,7 +232,7 @@ class HostDeployer:
                     doc.setdefault("metadata", {}).setdefault("labels", {}).update(
                         {"dra-conformance.test/owner": "driver"}
                     )
-                    self.k8s.create(doc)
+                    self.k8s.create(bundled_class(doc))
                     created.append(doc["metadata"]["name"])
         return created + ensure_device_classes(self.k8s, self.profile, self.run_id)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from conformance.core.capabilities import DEFAULT_ON
 from conformance.reporting import coverage, narrowed
 
 ICONS = {
@@ -24,8 +25,9 @@ def _cell(text) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:300]
 
 
-# opt-outs of checks that are on by default (core.capabilities: DEFAULT_ON and visibility.names_devices)
-WAIVER = re.compile(r"declares (cdi|container_isolation|visibility\.names_devices): false")
+# opt-outs of checks that are on by default (core.capabilities.DEFAULT_ON: cdi, container_isolation, taints; and
+# visibility.names_devices)
+WAIVER = re.compile(rf"declares ({'|'.join(map(re.escape, [*DEFAULT_ON, 'visibility.names_devices']))}): false")
 
 
 def _waived_tests(cap: dict) -> str:

@@ -26,6 +26,7 @@ import sys
 import time
 
 from conformance.core import capabilities as caps
+from conformance.core import release_gaps
 from conformance.reporting import build, history, html, junit, narrowed, runinfo
 
 SIDE_FILES = {"environment.properties", "executor.json", "categories.json"}
@@ -131,8 +132,8 @@ def capability_gate(name: str) -> str | None:
     key = "binding_conditions" if key == "binding_failure" else key
     needs = (
         caps.DRIVER_GATES.get(key)
-        or caps.ALLOCATOR_GATES.get(name, (None,))[0]
-        or caps.KNOWN_PLATFORM_GAPS.get(name, (None,))[0]
+        or release_gaps.ALLOCATOR_GATES.get(name, (None,))[0]
+        or release_gaps.KNOWN_PLATFORM_GAPS.get(name, (None,))[0]
     )
     return needs.split(".", 1)[1] if needs else None
 

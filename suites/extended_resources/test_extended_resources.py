@@ -2,7 +2,9 @@
 ``resources.limits`` for the extended resource of a DeviceClass (``spec.extendedResourceName``) gets a ResourceClaim
 the scheduler generates for the pod; the driver prepares it like any claim, and the claim goes away with the pod.
 
-What checks the driver: the container sees exactly the generated claim's devices (fault ``wrong-cdi-device``).
+What checks the driver: the container sees exactly the generated claim's devices (fault ``wrong-cdi-device``);
+the driver's own DeviceClass maps the profile's ``extended_resource_name`` (fault
+``class-without-extended-resource``); the other tests use a DeviceClass they create.
 What checks the platform only (scheduler, kube-controller-manager, garbage collector): the generated claim's
 annotation, owner, request mappings and its deletion with the pod or after the pod completed.
 
@@ -91,3 +93,28 @@ def test_generated_claim_is_deleted_when_its_pod_completes(k8s, tracker, builder
     pod = waits.pod_succeeded(k8s, pod, timeout=timeouts.POD_START)
     # then: its generated claim is gone
     waits.claim_gone(k8s, extended_claim(pod), timeout=timeouts.DEALLOCATION)
+
+
+@pytest.mark.scenario("ER-01")
+@pytest.mark.requires("driver.extended_resource_name")
+def test_the_drivers_own_device_class_serves_the_profiles_extended_resource(
+    k8s, tracker, builder, profile, probe, inventory
+):
+    """Exactly one DeviceClass the driver ships (profile device_classes) maps the profile's extended_resource_name,
+    and a container asking for one of it runs on a device of the driver it sees: workloads written for the
+    device plugin's resource name (e.g. nvidia.com/gpu) get a DRA device. Source: KEP-5004; resource.k8s.io/v1
+    DeviceClassSpec.extendedResourceName ("should be unique among all the device classes")."""
+    # given: the driver's own DeviceClasses, as deployed
+    wanted = profile.extended_resource_name
+    found = {c: k8s.get("DeviceClass", c).get("spec.extendedResourceName") for c in profile.device_classes}
+    assert list(found.values()).count(wanted) == 1, f"want exactly one class mapping {wanted}; found {found}"
+    # when: a pod's container asks for one of that extended resource in its limits
+    pod = tracker.create(builder.pod(extended_resources={wanted: "1"}))
+    pod = waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    # then: its generated claim holds one device of the driver, mapped to the container, which sees that device
+    claim = waits.claim_allocated(k8s, extended_claim(pod), timeout=timeouts.ALLOCATION)
+    problems = extended_claim_problems(pod, claim, "ctr", [wanted])
+    foreign = [f"{r.driver}/{r.pool}/{r.device}" for r in claim.results if r.driver != profile.driver]
+    assert len(claim.results) == 1 and not problems and not foreign, f"{problems} {foreign}\n{claim.describe()}"
+    shown = probe.shows_allocation(pod, claim, inventory)
+    assert shown, shown.evidence

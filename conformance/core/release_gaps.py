@@ -1,0 +1,74 @@
+"""Kubernetes releases that switch a DRA feature on but do not deliver it: allocator and platform (control-plane)
+behaviours measured per minor release, and the gates they need. Used by :mod:`conformance.core.capabilities`
+(``allocator.*`` and ``platform.*`` capabilities) and the matrix report (the gate each capability depends on)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .capabilities import Capability
+
+# Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->
+# {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4
+# fails, v1.35.4 / v1.36.3 / v1.37.2 pass); upstream kubernetes/kubernetes#140438.
+KNOWN_ALLOCATOR_GAPS = {
+    "allocator.distinct_attribute": {
+        "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
+        "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"
+    },
+    "allocator.result_tolerations": {
+        "1.34": "the 1.34 kube-scheduler allocator never copies a request's tolerations into "
+        "status.allocation.devices.results[].tolerations (measured with suites/taints on v1.34.4: the result "
+        "has none; k8s.io/dynamic-resource-allocation v0.34.4 never sets the field, v0.36.2 does)"
+    },
+}
+# the gate each allocator capability needs, and the words of its evidence when that gate is off
+ALLOCATOR_GATES = {
+    "allocator.distinct_attribute": ("gate.DRAConsumableCapacity", "distinctAttribute needs DRAConsumableCapacity"),
+    "allocator.result_tolerations": ("gate.DRADeviceTaints", "tolerations in allocation results need DRADeviceTaints"),
+}
+
+
+def allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> tuple[bool, str]:
+    """``(available, evidence)`` of allocator capability ``name``: its gate (:data:`ALLOCATOR_GATES`) must be on
+    and the Kubernetes minor in ``facts["k8s_version"]`` must have no :data:`KNOWN_ALLOCATOR_GAPS` entry."""
+    gate_name, needs = ALLOCATOR_GATES[name]  # distinctAttribute is part of KEP-5075, tolerations of KEP-5055
+    gate = gates[gate_name]
+    if not gate.available:
+        return (False, f"{needs}: {gate.evidence}")
+    version = str(facts.get("k8s_version") or "")
+    minor = ".".join(version.lstrip("v").split(".")[:2])
+    gap = KNOWN_ALLOCATOR_GAPS.get(name, {}).get(minor)
+    if gap:
+        return (False, f"Kubernetes {version}: {gap}")
+    return (True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known allocator gap")
+
+
+# Control-plane behaviours a gate turns on but a Kubernetes release does not deliver: capability -> (the gate it
+# needs, {minor: evidence}). Measured with suites/extended_resources on the local cluster.
+KNOWN_PLATFORM_GAPS = {
+    "platform.extended_claim_cleanup_on_completion": (
+        "gate.DRAExtendedResource",
+        {
+            "1.34": "the 1.34 kube-controller-manager keeps the claim generated for a pod's extended resources "
+            "allocated and reserved for the pod after the pod Succeeded (measured on v1.34.4: still reserved "
+            "120 s later; it goes only with the pod, through its ownerReference)"
+        },
+    ),
+}
+
+
+def platform(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> tuple[bool, str]:
+    """``(available, evidence)`` of platform capability ``name``: its gate must be on and the Kubernetes minor
+    must have no gap in :data:`KNOWN_PLATFORM_GAPS`."""
+    gate_name, gaps = KNOWN_PLATFORM_GAPS[name]
+    gate = gates[gate_name]
+    if not gate.available:
+        return (False, gate.evidence)
+    version = str(facts.get("k8s_version") or "")
+    gap = gaps.get(".".join(version.lstrip("v").split(".")[:2]))
+    if gap:
+        return (False, f"Kubernetes {version}: {gap}")
+    return (True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known gap")

@@ -98,6 +98,10 @@ FAULTS: dict[str, str] = {
     "toleration-seconds-refused": "NodePrepareResources refuses a device whose allocation result tolerates a "
     "NoExecute taint only for a time (tolerationSeconds), as a driver does that treats a pending eviction as a "
     "reason not to hand the device out, so a pod KEP-5055 lets run until tolerationSeconds pass never starts.",
+    "upgrade-rewrites-cdi-spec": "After an upgrade (a checkpoint of the previous format migrated at start-up) the "
+    "driver rewrites the CDI specs of the claims prepared before it for another device (the next by name, as after "
+    "a changed device enumeration), under the same CDI device names, so the running pod's containers would get a "
+    "device the claim does not hold when they restart (KEP-4381: prepared claims survive a driver upgrade).",
 }
 
 

@@ -46,6 +46,7 @@ from conformance.k8s.claimstatus import (
     extended_claim,
     extended_claim_problems,
 )
+from conformance.k8s.device_taints import eviction_delay
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
 from conformance.k8s.inventory import (
     cel_attribute,
@@ -79,6 +80,7 @@ __all__ = [
     "device_status_problems",
     "extended_claim",
     "extended_claim_problems",
+    "eviction_delay",
     "slice_state",
     "remove_driver_slice",
     "pool_devices",

@@ -97,6 +97,33 @@ def build_spec(
     return {"cdiVersion": CDI_VERSION, "kind": kind, "devices": entries}, ids
 
 
+def retargeted(entry: dict, old: Device, new: Device) -> dict:
+    """Fault ``upgrade-rewrites-cdi-spec``: the spec's device entry (``{"name", "containerEdits"}``) written for
+    ``old``, rewritten to inject ``new`` under the same name (so the CDI ID the kubelet holds for the claim now
+    resolves to ``new``): env keys and values naming ``old`` (its env key, name, uuid) name ``new``, and the
+    device nodes are ``new``'s. Returns a new dict; ``entry`` is not changed."""
+    old_key, new_key = env_key(old.name), env_key(new.name)
+    words = [(old.name, new.name)]
+    if old.attribute("uuid") and new.attribute("uuid"):
+        words.append((str(old.attribute("uuid")), str(new.attribute("uuid"))))
+    env = []
+    for item in (entry.get("containerEdits") or {}).get("env") or []:
+        key, sep, value = item.partition("=")
+        for prefix in ("DRA_GPU_DEVICE_", "DRA_GPU_"):
+            head = prefix + old_key
+            if key == head or key.startswith(head + "_"):
+                key = prefix + new_key + key[len(head) :]
+                break
+        for was, now in words:
+            value = re.sub(rf"(?<![\w-]){re.escape(was)}(?![\w-])", now, value)
+        env.append(key + sep + value)
+    edits = {**(entry.get("containerEdits") or {}), "env": env}
+    edits.pop("deviceNodes", None)
+    if new.device_nodes:
+        edits["deviceNodes"] = [{"path": p} for p in new.device_nodes]
+    return {**entry, "containerEdits": edits}
+
+
 class CdiStore:
     """Per-claim CDI spec files of one driver in one CDI spec directory (e.g. ``/var/run/cdi``)."""
 

@@ -101,6 +101,10 @@ FAULTS: dict[str, str] = {
     "class-without-extended-resource": "The deploy creates the driver's DeviceClass without spec.extendedResourceName "
     "(the chart's faults value; the bundled deploy reads DRA_REFERENCE_FAULTS), so a pod asking for the driver's "
     "extended resource (dra-conformance.test/gpu) in resources.limits never gets a device (KEP-5004).",
+    "upgrade-rewrites-cdi-spec": "After an upgrade (a checkpoint of the previous format migrated at start-up) the "
+    "driver rewrites the CDI specs of the claims prepared before it for another device (the next by name, as after "
+    "a changed device enumeration), under the same CDI device names, so the running pod's containers would get a "
+    "device the claim does not hold when they restart (KEP-4381: prepared claims survive a driver upgrade).",
 }
 
 

@@ -76,9 +76,14 @@ class RecoveryReport:
 def _neighbour(alloc: claims.AllocatedDevice, snap: Snapshot) -> tuple[claims.AllocatedDevice, Device]:
     """Fault ``wrong-cdi-device``: the device after ``alloc.device`` in name order (wrapping; itself when it is
     the node's only device), in place of the allocated one."""
-    names = sorted(d.name for d in snap.devices)
-    other = names[(names.index(alloc.device) + 1) % len(names)]
+    other = _next_name(snap, alloc.device)
     return replace(alloc, device=other), snap.device(other)
+
+
+def _next_name(snap: Snapshot, device: str) -> str:
+    """The name after ``device`` among the node's devices in name order (wrapping; itself when it is the only)."""
+    names = sorted(d.name for d in snap.devices)
+    return names[(names.index(device) + 1) % len(names)]
 
 
 class DeviceState:
@@ -145,11 +150,33 @@ class DeviceState:
             log.warning("fault checkpoint-not-migrated: format 1 checkpoint %s ignored", self.checkpoint.path)
             self._forgot = True
             return {}
+        if found < wanted and self.faults.on("upgrade-rewrites-cdi-spec"):
+            self._retarget_specs(loaded)
         self.checkpoint.save(loaded)
         log.info(
             "checkpoint %s migrated from format %s to %s (%d claims)", self.checkpoint.path, found, wanted, len(loaded)
         )
         return loaded
+
+    def _retarget_specs(self, loaded: dict[str, dict]) -> None:
+        """Fault ``upgrade-rewrites-cdi-spec``: the upgraded driver regenerates the CDI specs of the claims the
+        previous version prepared and gets their devices wrong (the next device by name, as after a changed
+        device enumeration): each spec entry keeps its name, so the kubelet's CDI IDs now inject the other device
+        into the claim's containers when they (re)start. ``loaded`` entries and the spec files are rewritten;
+        the prepared devices reported to the kubelet stay the allocated ones. Caller holds the lock."""
+        snap = self._snapshot()
+        for uid, entry in loaded.items():
+            spec, names = entry.get("cdiSpec"), [d["device"] for d in entry.get("devices") or []]
+            if not spec or len(names) != len(spec.get("devices") or []):
+                continue
+            entries = []
+            for item, name in zip(spec["devices"], names, strict=True):
+                old = snap.device(name)
+                new = snap.device(_next_name(snap, name)) if old else None
+                entries.append(cdi.retargeted(item, old, new) if old and new else item)
+            entry["cdiSpec"] = {**spec, "devices": entries}
+            self.store.write(uid, entry["cdiSpec"])
+            log.warning("fault upgrade-rewrites-cdi-spec: CDI spec of claim %s rewritten for other devices", uid)
 
     def prepared(self) -> dict[str, list[PreparedDevice]]:
         """Snapshot of prepared claims: UID -> devices."""

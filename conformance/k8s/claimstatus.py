@@ -130,7 +130,7 @@ def _true(entry: dict | None, types: Iterable[str]) -> dict[str, str]:
     return {t: conds[t].get("lastTransitionTime", "") for t in types if conds.get(t, {}).get("status") == "True"}
 
 
-def _second(stamp: str) -> datetime.datetime | None:
+def api_second(stamp: str) -> datetime.datetime | None:
     """An RFC 3339 time (``metav1.Time``, ``Z`` or an offset, fractions allowed) cut to whole seconds, the
     resolution the API server stores condition times at; None when empty or not a time."""
     try:
@@ -169,7 +169,7 @@ def binding_problems(claim: Obj, pod: Obj, driver: str) -> list[str]:
         if set(true) != set(wanted) or failed:
             problems.append(f"{where}: binding conditions True {sorted(true)} of {wanted}, failure True {failed}")
             continue
-        times, bound = [_second(t) for t in true.values()], _second(scheduled)
+        times, bound = [api_second(t) for t in true.values()], api_second(scheduled)
         if bound is None or None in times:
             problems.append(f"{where}: cannot order PodScheduled=True at {scheduled!r} and binding conditions {true}")
         elif not bound >= max(times):

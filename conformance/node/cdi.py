@@ -69,3 +69,55 @@ def ids_belong_to(node_access, node: str, claim, ids: set[str]) -> tuple[bool, s
         f"IDs {sorted(ids)}; defined by claim {claim.name}'s own spec: {sorted(own)}; by driver-wide specs: "
         f"{sorted(shared)}; by neither (another claim's or undefined): {sorted(stray)}; spec files: {sorted(specs)}"
     )
+
+
+def _edits_of(raw: dict | None) -> dict[str, frozenset]:
+    """The comparable parts of one CDI ``containerEdits``: env entries, device nodes ``(path, hostPath)``
+    (hostPath defaults to path) and mounts ``(hostPath, containerPath, options)``, each as a set."""
+    raw = raw or {}
+    return {
+        "env": frozenset(raw.get("env") or []),
+        "deviceNodes": frozenset(
+            (n.get("path"), n.get("hostPath") or n.get("path")) for n in raw.get("deviceNodes") or []
+        ),
+        "mounts": frozenset(
+            (m.get("hostPath"), m.get("containerPath"), tuple(sorted(m.get("options") or [])))
+            for m in raw.get("mounts") or []
+        ),
+    }
+
+
+def device_edits(specs: dict[str, str]) -> dict[str, dict[str, frozenset]]:
+    """What each CDI device of the spec files ``specs`` (``{file name: text}``) puts into a container, by its
+    fully-qualified ID ``<kind>=<name>``: ``{"env": {...}, "deviceNodes": {(path, hostPath)}, "mounts":
+    {(hostPath, containerPath, options)}}``, the spec-wide ``containerEdits`` folded into each of its devices (a
+    runtime applies them with any device of the spec). Left out, as a new driver version may change them
+    without changing what a container gets: ``cdiVersion``, file names, annotations, the order of entries,
+    device node type/major/minor/permissions (the node at ``hostPath`` is what is injected) and hooks (their
+    tool paths and arguments change between versions). Source: CDI SPEC.md (``containerEdits``)."""
+    out: dict[str, dict[str, frozenset]] = {}
+    for text in specs.values():
+        spec = parse(text)
+        common = _edits_of(spec.get("containerEdits"))
+        for dev in spec.get("devices") or []:
+            own = _edits_of(dev.get("containerEdits"))
+            out[f"{spec.get('kind')}={dev.get('name')}"] = {k: own[k] | common[k] for k in own}
+    return out
+
+
+def same_edits(before: dict[str, str], after: dict[str, str]) -> tuple[bool, str]:
+    """``(same, evidence)``: whether the spec files ``after`` give a container exactly what ``before`` gave, per
+    CDI device ID (:func:`device_edits`): the same IDs, and for each the same env, device nodes and mounts.
+    The evidence names each device ID whose edits changed and what was removed (-) and added (+), or the IDs
+    compared when nothing changed. Source: KEP-4381 (a claim prepared once keeps its devices until unprepared)."""
+    old, new = device_edits(before), device_edits(after)
+    problems = [f"{i}: gone" for i in sorted(set(old) - set(new))]
+    problems += [f"{i}: new" for i in sorted(set(new) - set(old))]
+    for dev in sorted(set(old) & set(new)):
+        for part in old[dev]:
+            gone, added = old[dev][part] - new[dev][part], new[dev][part] - old[dev][part]
+            if gone or added:
+                problems.append(f"{dev} {part}: -{sorted(gone, key=str)} +{sorted(added, key=str)}")
+    if problems:
+        return False, f"CDI edits changed ({sorted(before)} -> {sorted(after)}): " + "; ".join(problems)
+    return bool(old), f"CDI device IDs {sorted(old) or 'none'} give the same env, device nodes and mounts"

@@ -37,10 +37,11 @@ from .restarts import (
     still_present,
 )
 from .slices import complete_pools, device_count, devices_by_node, pool_republished, slices_published
-from .taints import taint_rule_applied
+from .taints import pod_evicted_by_taint, taint_rule_applied
 
 __all__ = [
     "NodeSlices",
+    "pod_evicted_by_taint",
     "containers",
     "node_republished",
     "node_slices",

@@ -14,7 +14,9 @@ import time
 from conformance.core import errors, timeouts
 
 from ..client import K8s
+from ..device_taints import EVICTION_REASON, eviction_condition
 from ..objects import Obj
+from .core import until
 from .objects import object_gone
 from .pods import pod_gone, pod_unschedulable_with
 
@@ -42,4 +44,34 @@ def taint_rule_applied(k8s: K8s, tracker, builder, target, text: str, *, timeout
         object_gone(k8s, claim, timeout=timeouts.DEALLOCATION)
     raise errors.WaitTimeout(
         f"DeviceTaintRule on {target.pool}/{target.name} applied by the scheduler", timeout, str(last or ""), []
+    )
+
+
+def pod_evicted_by_taint(k8s: K8s, pod: Obj, *, after: float, timeout: float) -> Obj:
+    """Wait until the device taint eviction controller marks ``pod`` for eviction: its DisruptionTarget condition
+    with reason ``DeletionByDeviceTaintManager`` (written before it deletes the pod; :mod:`..device_taints`);
+    return the pod carrying it. ``after``: seconds a rule fixes before the eviction is due (a toleration's
+    tolerationSeconds plus its grace; NOT scaled: a slower cluster does not stretch it), ``timeout``: seconds
+    (scaled) on top. Raises WaitFailed as soon as the pod is gone or being deleted without that condition (someone
+    else deleted it), WaitTimeout when it is never marked."""
+
+    def failed(obj: Obj | None, _events) -> str | None:
+        if eviction_condition(obj) is not None:
+            return None
+        if obj is None:
+            return "the pod was deleted without the device taint eviction controller's DisruptionTarget condition"
+        if obj.get("metadata.deletionTimestamp"):
+            return "the pod is being deleted without the device taint eviction controller's DisruptionTarget condition"
+        return None
+
+    return until(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        done=lambda obj: eviction_condition(obj) is not None,
+        failed=failed,
+        timeout=after + timeouts.scaled(timeout),
+        scale=False,
+        awaited=f"pod {pod.namespace}/{pod.name} evicted by the device taint eviction controller ({EVICTION_REASON})",
     )

@@ -21,7 +21,7 @@ def _chart_class(*extra: str) -> dict:
     return next(o for o in render(*extra) if o["kind"] == "DeviceClass" and o["metadata"]["name"] == DRIVER_NAME)
 
 
-def test_the_fault_is_registered_last():
+def test_the_fault_is_registered():
     assert FAULT in FAULTS and Faults.parse(FAULT).on(FAULT)
 
 

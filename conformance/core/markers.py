@@ -147,6 +147,8 @@ CAPABILITIES = {
     "extended_resource_name (spec.extendedResourceName, KEP-5004)",
     "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
     "pod's extended resources once the pod completed (KEP-5004)",
+    "platform.health_of_named_claims": "the kubelet reports device health (allocatedResourcesStatus) for a pod "
+    "that references a ResourceClaim by name, not only for claims generated from a template (KEP-4680)",
     # disruptive lane: optional abilities of the cluster provider and the driver deployer
     "node_reboot": "the cluster provider reboots a node or emulates it (disruptive)",
     "controller_manager_restart": "the cluster provider restarts kube-controller-manager (disruptive)",

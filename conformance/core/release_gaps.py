@@ -47,7 +47,8 @@ def allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capabilit
 
 
 # Control-plane behaviours a gate turns on but a Kubernetes release does not deliver: capability -> (the gate it
-# needs, {minor: evidence}). Measured with suites/extended_resources on the local cluster.
+# needs, {minor: evidence}). Measured with suites/extended_resources and suites/node/test_device_health.py on
+# the local cluster.
 KNOWN_PLATFORM_GAPS = {
     "platform.extended_claim_cleanup_on_completion": (
         "gate.DRAExtendedResource",
@@ -55,6 +56,16 @@ KNOWN_PLATFORM_GAPS = {
             "1.34": "the 1.34 kube-controller-manager keeps the claim generated for a pod's extended resources "
             "allocated and reserved for the pod after the pod Succeeded (measured on v1.34.4: still reserved "
             "120 s later; it goes only with the pod, through its ownerReference)"
+        },
+    ),
+    "platform.health_of_named_claims": (
+        "gate.ResourceHealthStatus",
+        {
+            "1.35": "the 1.35 kubelet's UpdateAllocatedResourcesStatus looks a container's claim up only in "
+            "pod.status.resourceClaimStatuses, which lists template-generated claims, so a pod using a claim by "
+            "name never gets allocatedResourcesStatus (measured twice on v1.35.4, the same driver reports health "
+            "on v1.34.4 and v1.37.2; k8s.io/kubernetes v1.35.4 pkg/kubelet/cm/dra/manager.go; v1.36.3 adds the "
+            "fallback to pod.spec.resourceClaims)"
         },
     ),
 }

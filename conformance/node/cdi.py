@@ -73,13 +73,20 @@ def ids_belong_to(node_access, node: str, claim, ids: set[str]) -> tuple[bool, s
 
 def _edits_of(raw: dict | None) -> dict[str, frozenset]:
     """The comparable parts of one CDI ``containerEdits``: env entries, device nodes ``(path, hostPath)``
-    (hostPath defaults to path) and mounts ``(hostPath, containerPath, options)``, each as a set."""
+    (hostPath defaults to path), with ``(type, major, minor)`` added when type and major are set (such a node
+    is created from its numbers, not from hostPath: container-device-interface ``container-edits_unix.go``),
+    mounts ``(hostPath, containerPath, options)``, network devices ``(hostInterfaceName, name)`` and additional
+    GIDs, each as a set."""
     raw = raw or {}
     return {
         "env": frozenset(raw.get("env") or []),
         "deviceNodes": frozenset(
-            (n.get("path"), n.get("hostPath") or n.get("path")) for n in raw.get("deviceNodes") or []
+            (n.get("path"), n.get("hostPath") or n.get("path"))
+            + ((n.get("type"), n.get("major"), n.get("minor")) if n.get("type") and n.get("major") is not None else ())
+            for n in raw.get("deviceNodes") or []
         ),
+        "netDevices": frozenset((d.get("hostInterfaceName"), d.get("name")) for d in raw.get("netDevices") or []),
+        "additionalGIDs": frozenset(raw.get("additionalGIDs") or []),
         "mounts": frozenset(
             (m.get("hostPath"), m.get("containerPath"), tuple(sorted(m.get("options") or [])))
             for m in raw.get("mounts") or []
@@ -89,11 +96,13 @@ def _edits_of(raw: dict | None) -> dict[str, frozenset]:
 
 def device_edits(specs: dict[str, str]) -> dict[str, dict[str, frozenset]]:
     """What each CDI device of the spec files ``specs`` (``{file name: text}``) puts into a container, by its
-    fully-qualified ID ``<kind>=<name>``: ``{"env": {...}, "deviceNodes": {(path, hostPath)}, "mounts":
-    {(hostPath, containerPath, options)}}``, the spec-wide ``containerEdits`` folded into each of its devices (a
-    runtime applies them with any device of the spec). Left out, as a new driver version may change them
+    fully-qualified ID ``<kind>=<name>``: ``{"env": {...}, "deviceNodes": {(path, hostPath[, type,
+    major, minor])}, "mounts": {(hostPath, containerPath, options)}, "netDevices": {...}, "additionalGIDs":
+    {...}}``, the spec-wide ``containerEdits`` folded into each of its devices (a runtime applies them with any
+    device of the spec). Left out, as a new driver version may change them
     without changing what a container gets: ``cdiVersion``, file names, annotations, the order of entries,
-    device node type/major/minor/permissions (the node at ``hostPath`` is what is injected) and hooks (their
+    device node permissions, uid and gid, major/minor of a node without type (the node at ``hostPath`` is what
+    is injected) and hooks (their
     tool paths and arguments change between versions). Source: CDI SPEC.md (``containerEdits``)."""
     out: dict[str, dict[str, frozenset]] = {}
     for text in specs.values():

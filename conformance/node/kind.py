@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from . import crilog, draplugin, registration
@@ -14,6 +17,15 @@ CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
 REGISTRY = "/var/lib/kubelet/plugins_registry"
 PODRESOURCES = "/var/lib/kubelet/pod-resources/kubelet.sock"
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes with its terminating NUL (unix(7))
+
+
+def _short_link(path: str) -> str:
+    """A short symlink to ``path`` (connect(2) follows it; only the address is limited to 108 bytes, unix(7)),
+    in a temporary directory removed when this process exits."""
+    directory = tempfile.mkdtemp(prefix="dra-sock-")
+    atexit.register(shutil.rmtree, directory, True)
+    os.symlink(path, link := os.path.join(directory, "s"))
+    return link
 
 
 class KindNodeAccess:
@@ -94,14 +106,11 @@ class KindNodeAccess:
         """A client of ``driver``'s DRAPlugin service on ``node``: the endpoint its registration GetInfo
         advertises (a path inside the node container), dialled through the node container's root. Raises
         DraPluginError when no plugin of that driver is registered on the node, NodeAccessUnavailable when the
-        node's root is not reachable or the socket path is too long for a unix socket address."""
+        node's root is not reachable. A path too long for a unix socket address is dialled through a symlink."""
         socket, version = draplugin.endpoint_of(self.plugin_info(node), driver, node)
         path = str(self._root(node) / socket.lstrip("/"))
-        if len(path.encode()) > UNIX_PATH_MAX:
-            raise NodeAccessUnavailable(
-                f"kind node {node}: the DRA plugin socket of {driver} as seen from this host ({path}) is longer "
-                f"than a unix socket address allows ({UNIX_PATH_MAX} bytes)"
-            )
+        if len(path.encode()) > UNIX_PATH_MAX:  # longer than a unix socket address: dial it through a short link
+            path = _short_link(path)
         return draplugin.DraPluginClient(path, version, driver=driver, node=node)
 
     def container_log(self, node: str, namespace: str, pod: str, uid: str, container: str) -> str:

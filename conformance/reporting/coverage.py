@@ -8,9 +8,11 @@ that found nothing fitting in the driver's published devices (``conformance.fixt
 available: ...; published (first devices): ..."), i.e. part of the capability was never checked. Such a
 capability is ``partial``, with a ``coverage`` entry ``{run, skipped, gaps: ["<node id>: <reason>", ...]}``.
 
-A *declared* driver feature (``driver.*``) that ends ``partial`` fails the verdict (review 5 finding 4: a
-driver must not pass its partition or taint suite because its inventory dodged the test that would catch it);
-``baseline``, ``allocator.*``, ``platform.*``, the other capabilities and :data:`SHAPES` only show the gap.
+A *declared* driver feature of :data:`FEATURES` that ends ``partial`` fails the verdict (review 5 finding 4: a
+driver must not pass its partition or capacity suite because its inventory dodged the test that would catch it);
+the others (``baseline``, ``allocator.*``, ``platform.*``, and driver capabilities whose tests need an inventory
+shape an honest driver may lack: one device per node, no attributes) only show the gap (review 6 finding 1:
+``driver.taints``, on by default, skipped its rule tests on one-device nodes and failed honest GPU drivers).
 """
 
 from __future__ import annotations
@@ -19,12 +21,20 @@ import re
 
 BLAMED = re.compile(r"^(\S+) not available:")  # the skip reason of a missing capability (core.selection)
 CLUSTER_LACKS = ("node access ",)
-# driver.* capabilities that say what shape of inventory a test needs, not a feature the driver implements: a
-# fixture skip of their tests (e.g. matchAttribute with no attribute grouping some devices of a node, measured on
-# dra-example-driver) is an allocator check the inventory cannot show; the feature a test checks holds it.
-SHAPES = frozenset(
-    {"driver.multiple_devices"}
-)  # skip reasons of what the cluster cannot offer (conformance.fixtures.dra_plugin)
+# declared driver features whose own inventory is what their tests pick from (a driver that declares partitions
+# publishes counter sets, one that declares consumable capacity publishes multi-allocatable devices): a fixture
+# skip of their tests is a gap the driver's published devices left open, and fails the verdict
+FEATURES = frozenset(
+    {
+        "driver.partitions",
+        "driver.consumable_capacity",
+        "driver.device_status",
+        "driver.binding_conditions",
+        "driver.binding_failure",
+        "driver.published_taints",
+        "driver.extended_resource_name",
+    }
+)
 
 
 def skipped_for_another(test: dict | None, name: str) -> bool:
@@ -76,10 +86,8 @@ def mark(entry: dict, tests: list[dict], known: dict) -> dict:
 
 
 def holds_verdict(cap: dict) -> bool:
-    """Whether a ``partial`` capability fails the run: a declared driver feature (``driver.*``, not in
-    :data:`SHAPES`)."""
-    name = cap["name"]
-    return cap["status"] == "partial" and cap["declared"] and name.startswith("driver.") and name not in SHAPES
+    """Whether a ``partial`` capability fails the run: a declared driver feature of :data:`FEATURES`."""
+    return cap["status"] == "partial" and cap["declared"] and cap["name"] in FEATURES
 
 
 def verdict_reason(cap: dict) -> str:

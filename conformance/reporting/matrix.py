@@ -27,7 +27,7 @@ import time
 
 from conformance.core import capabilities as caps
 from conformance.core import release_gaps
-from conformance.reporting import build, history, html, junit, narrowed, runinfo
+from conformance.reporting import build, history, html, junit, narrowed, runinfo, summary
 
 SIDE_FILES = {"environment.properties", "executor.json", "categories.json"}
 CELL_TIMEOUT_S = 4 * 3600
@@ -90,9 +90,10 @@ def _kubelet_versions(run: dict) -> str:
 def _cell_summary(cell_dir: pathlib.Path) -> dict | None:
     if not (cell_dir / "allure-results").is_dir():
         return None
-    if not (cell_dir / "summary.json").is_file():
+    path = cell_dir / "summary.json"  # rebuilt when missing or of another schema version (other verdict rules)
+    if not path.is_file() or json.loads(path.read_bytes()).get("schemaVersion") != summary.SCHEMA_VERSION:
         build.generate(cell_dir, html_report=False, link_latest=False)
-    return json.loads((cell_dir / "summary.json").read_text(encoding="utf-8"))
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _merge_results(matrix_dir: pathlib.Path, versions: list[str]) -> pathlib.Path:

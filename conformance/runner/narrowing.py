@@ -31,6 +31,8 @@ SELECTING = (  # option dest -> the flag that shows it (the value follows, a lis
     ("ignore_glob", "--ignore-glob"),
 )
 SELECTING_FLAGS = (("lf", "--lf"), ("stepwise", "--sw"), ("stepwise_skip", "--sw-skip"))
+# ini keys that change what pytest collects (``-o key=value``); another ini file (``-c``) may change any of them
+COLLECTING_INI = ("python_files", "python_classes", "python_functions", "testpaths", "norecursedirs", "addopts")
 
 
 def _shown(path: str) -> str:
@@ -54,7 +56,8 @@ def path_args(args: Iterable[str], suites: Path = SUITES) -> list[str]:
 def arguments(options: Mapping[str, Any], args: Iterable[str], suites: Path = SUITES) -> dict[str, list[str]]:
     """``{"select": [...], "stop": [...]}``: the pytest arguments in ``options`` (pytest's ``config.option``
     as a mapping of dest -> value) and ``args`` (``config.args``) that select a subset of the tests (``-k``,
-    ``-m``, ``--deselect``, ``--ignore``, ``--ignore-glob``, ``--lf``, ``--sw``, paths and node IDs) and
+    ``-m``, ``--deselect``, ``--ignore``, ``--ignore-glob``, ``--lf``, ``--sw``, ``-o`` of a
+    :data:`COLLECTING_INI` key, ``-c`` another ini file, paths and node IDs) and
     that stop the run at a failure (``-x`` / ``--maxfail N``), in pytest's own spelling."""
     select: list[str] = []
     for dest, flag in SELECTING:
@@ -62,6 +65,10 @@ def arguments(options: Mapping[str, Any], args: Iterable[str], suites: Path = SU
         for item in value if isinstance(value, list | tuple) else [value] if value else []:
             select += [flag, str(item)]
     select += [flag for dest, flag in SELECTING_FLAGS if options.get(dest)]
+    for item in options.get("override_ini") or []:
+        if str(item).split("=", 1)[0].strip() in COLLECTING_INI:
+            select += ["-o", str(item)]
+    select += ["-c", str(options["inifilename"])] if options.get("inifilename") else []
     select += path_args(args, suites)
     maxfail = int(options.get("maxfail") or 0)
     stop = [] if maxfail <= 0 else ["-x"] if maxfail == 1 else ["--maxfail", str(maxfail)]

@@ -15,7 +15,7 @@ pytestmark = [
     pytest.mark.node,
     pytest.mark.full,
     pytest.mark.kep(4680),
-    pytest.mark.requires("gate.ResourceHealthStatus"),
+    pytest.mark.requires("gate.ResourceHealthStatus", "platform.health_of_named_claims"),
 ]
 
 

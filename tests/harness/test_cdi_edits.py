@@ -70,3 +70,14 @@ def test_the_reference_driver_fault_rewrite_is_caught():
     assert cdi.same_edits(_files(spec), _files(spec))[0]
     same, evidence = cdi.same_edits(_files(spec), _files(rewritten))
     assert not same and "DRA_GPU_DEVICE_GPU_1=gpu-1" in evidence and "gone" not in evidence, evidence
+
+
+def test_a_changed_minor_of_a_typed_device_node_and_net_devices_are_changes():
+    """Review 6 finding 4: a node with type and major is created from its numbers, so another minor is another
+    device under the same path; netDevices and additionalGIDs are what a container gets too."""
+    typed = {"path": "/dev/gpu", "type": "c", "major": 195}
+    before = _spec(nodes=[{**typed, "minor": 0}])
+    same, evidence = cdi.same_edits(_files(before), _files(_spec(nodes=[{**typed, "minor": 1}])))
+    assert not same and "195" in evidence, evidence
+    edits = cdi.device_edits(_files(_spec()))
+    assert set(next(iter(edits.values()))) == {"env", "deviceNodes", "mounts", "netDevices", "additionalGIDs"}

@@ -29,6 +29,14 @@ SUITES = REPO / "suites"
         ({}, [str(SUITES / "node")], ["suites/node"], []),
         ({}, [f"{SUITES}/smoke/test_smoke.py::test_x"], ["suites/smoke/test_smoke.py::test_x"], []),
         ({}, [str(SUITES), str(SUITES / "node")], [], []),  # all of suites/ is among the paths
+        # review 6 finding 2: ini overrides that change what is collected, or another ini file
+        (
+            {"override_ini": ["python_functions=test_smoke*", "console_output_style=classic"]},
+            [str(SUITES)],
+            ["-o", "python_functions=test_smoke*"],
+            [],
+        ),
+        ({"inifilename": "other.ini"}, [str(SUITES)], ["-c", "other.ini"], []),
     ],
 )
 def test_arguments_name_what_selects_and_what_stops(options, args, select, stop):

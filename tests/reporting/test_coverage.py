@@ -99,3 +99,23 @@ def test_a_failure_or_an_all_skipped_capability_is_not_partial():
     assert caps["driver.partitions"]["status"] == "skip" and reasons[0].startswith(
         "declared capability driver.partitions is skip"
     )
+
+
+def test_default_on_taints_on_one_device_nodes_is_shown_not_held():
+    """Review 6 finding 1: a one-GPU-per-node driver (taints on by default where the gate is on) skips the
+    DeviceTaintRule tests, whose fixture needs two devices on a node; driver.taints and driver.cdi end partial,
+    shown only: the inventory shape, not a driver defect."""
+    skip = "two untainted devices on one node not available: one device per node; published (first devices): {}"
+    tests = [
+        _test("tolerations", "passed", ["driver.taints"]),
+        _test("rule", "skipped", ["api.devicetaintrules", "driver.taints", "driver.cdi"], skip),
+        _test("cdi", "passed", ["driver.cdi"]),
+    ]
+    known = {
+        "driver.taints": {"available": True, "declared": True, "evidence": "held to it: gate on"},
+        "driver.cdi": {"available": True, "declared": True, "evidence": "default on"},
+        "api.devicetaintrules": {"available": True, "declared": False, "evidence": "served"},
+    }
+    caps, reasons = _verdict(tests, known)
+    assert caps["driver.taints"]["status"] == "partial" and caps["driver.cdi"]["status"] == "partial"
+    assert reasons == [] and not any(coverage.holds_verdict(c) for c in caps.values())

@@ -147,6 +147,8 @@ CAPABILITIES = {
     "extended_resource_name (spec.extendedResourceName, KEP-5004)",
     "platform.extended_claim_cleanup_on_completion": "kube-controller-manager deletes the claim generated for a "
     "pod's extended resources once the pod completed (KEP-5004)",
+    "driver.health": "the driver streams its devices' health to the kubelet (DRAResourceHealth NodeWatchResources, "
+    "an optional service of a DRA plugin, KEP-4680; profile health)",
     "platform.health_of_named_claims": "the kubelet reports device health (allocatedResourcesStatus) for a pod "
     "that references a ResourceClaim by name, not only for claims generated from a template (KEP-4680)",
     # disruptive lane: optional abilities of the cluster provider and the driver deployer

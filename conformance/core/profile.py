@@ -24,7 +24,7 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
                    taints: true, prioritized_list: true, multiple_devices: true, opaque_config: true,
                    fault_injection: false, extended_resource_name: "",
                    published_taints: false, device_status: false, binding_conditions: false, cdi: true,
-                   container_isolation: true}
+                   container_isolation: true, health: false}
                                               # taints: DeviceTaintRules apply to its devices (default: on where
                                               # the cluster serves them; false is a waiver); published_taints:
                                               # this deployment publishes devices[].taints; extended_resource_name:
@@ -67,6 +67,7 @@ BOOL_CAPABILITIES = (
     "binding_conditions",
     "cdi",
     "container_isolation",
+    "health",
 )
 DEPLOY_KEYS = {
     "bundled": {"devices", "device_classes_dir", "args"},

@@ -1,6 +1,7 @@
 """Device health in pod status (KEP-4680, alpha gate ResourceHealthStatus): the driver streams the health of
 its devices to the kubelet (DRAResourceHealth NodeWatchResources) and the kubelet shows it in the status of
-every container using them.
+every container using them. The service is optional for a DRA plugin: a profile declares it (``health: true``);
+dra-example-driver v0.4.0 does not serve it.
 
 Sources: KEP-4680 "Add Resource Health Status to the Pod Status"; core/v1
 ContainerStatus.allocatedResourcesStatus; kubelet pkg/kubelet/cm/dra (healthinfo.go, manager.go
@@ -15,7 +16,7 @@ pytestmark = [
     pytest.mark.node,
     pytest.mark.full,
     pytest.mark.kep(4680),
-    pytest.mark.requires("gate.ResourceHealthStatus", "platform.health_of_named_claims"),
+    pytest.mark.requires("gate.ResourceHealthStatus", "driver.health", "platform.health_of_named_claims"),
 ]
 
 

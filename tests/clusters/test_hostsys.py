@@ -106,3 +106,24 @@ def test_delete_bridge_removes_the_bridge_and_its_veths():
     finally:
         for name in (veth, br):
             subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def test_delete_chains_removes_ipv6_chains_and_their_jumps_too():
+    """The kubelet of a local node makes KUBE-* chains for IPv6 as well (KUBE-FIREWALL jumped to from INPUT and
+    OUTPUT, KUBE-KUBELET-CANARY): 7 ip6tables lines were left per local cluster before delete_chains covered
+    ip6tables. A prefix of this test's own keeps running clusters' chains out of it."""
+    prefix = f"DRATEST{os.getpid() % 100000}-"
+    chain = prefix + "FW"
+    for tool in ("iptables", "ip6tables"):
+        subprocess.run([tool, "-t", "filter", "-N", chain], check=True)
+        subprocess.run([tool, "-t", "filter", "-A", "INPUT", "-m", "comment", "--comment", "dra test", "-j", chain])
+    try:
+        hostsys.delete_chains(prefix)
+        for tool in ("iptables", "ip6tables"):
+            left = subprocess.run([f"{tool}-save"], capture_output=True, text=True).stdout
+            assert prefix not in left, (tool, [ln for ln in left.splitlines() if prefix in ln])
+    finally:
+        for tool in ("iptables", "ip6tables"):
+            subprocess.run([tool, "-t", "filter", "-D", "INPUT", "-m", "comment", "--comment", "dra test", "-j", chain],
+                           capture_output=True)  # fmt: skip
+            subprocess.run([tool, "-t", "filter", "-X", chain], capture_output=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -213,23 +214,25 @@ def kube_proxy_cleanup(kube_proxy: str) -> str:
 
 
 def delete_chains(prefix: str = "KUBE-") -> None:
-    """Remove every iptables rule jumping to, and every chain named, ``prefix``* in filter/nat/mangle
-    (the kubelet's KUBE-KUBELET-CANARY / KUBE-IPTABLES-HINT chains survive ``kube-proxy --cleanup``)."""
-    for table in ("filter", "nat", "mangle"):
-        rules = _run(["iptables", "-t", table, "-S"]).stdout.splitlines()
-        for rule in rules:
-            if rule.startswith("-A ") and not rule.split()[1].startswith(prefix) and f"-j {prefix}" in rule:
-                subprocess.run(
-                    ["sh", "-c", f"iptables -t {table} " + rule.replace("-A ", "-D ", 1)],
-                    capture_output=True,
-                    text=True,
-                    timeout=30,
-                )
-        chains = [r.split()[1] for r in rules if r.startswith("-N ") and r.split()[1].startswith(prefix)]
-        for chain in chains:
-            _run(["iptables", "-t", table, "-F", chain])
-        for chain in chains:
-            _run(["iptables", "-t", table, "-X", chain])
+    """Remove every iptables and ip6tables rule jumping to, and every chain named, ``prefix``* in
+    filter/nat/mangle (the kubelet's KUBE-KUBELET-CANARY / KUBE-IPTABLES-HINT / KUBE-FIREWALL chains survive
+    ``kube-proxy --cleanup``, for IPv6 too). A family whose tool is not installed is left alone."""
+    for tool in (t for t in ("iptables", "ip6tables") if shutil.which(t)):
+        for table in ("filter", "nat", "mangle"):
+            rules = _run([tool, "-t", table, "-S"]).stdout.splitlines()
+            for rule in rules:
+                if rule.startswith("-A ") and not rule.split()[1].startswith(prefix) and f"-j {prefix}" in rule:
+                    subprocess.run(  # through sh: -S quotes comments the way a shell reads them
+                        ["sh", "-c", f"{tool} -t {table} " + rule.replace("-A ", "-D ", 1)],
+                        capture_output=True,
+                        text=True,
+                        timeout=30,
+                    )
+            chains = [r.split()[1] for r in rules if r.startswith("-N ") and r.split()[1].startswith(prefix)]
+            for chain in chains:
+                _run([tool, "-t", table, "-F", chain])
+            for chain in chains:
+                _run([tool, "-t", table, "-X", chain])
 
 
 def api_service_chain(cluster: str) -> str:

@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from conformance.bench.config import VARIANTS, BenchConfig, parse_points
 from conformance.core.errors import ConfigError
-
-from .config import VARIANTS, BenchConfig, parse_points
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +68,7 @@ def bench_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 4
-    from .run import bench  # noqa: PLC0415 - the cluster code loads only for a real run
+    from conformance.bench.run import bench  # noqa: PLC0415 - the cluster code loads only for a real run
 
     try:
         return bench(cfg, REPO_ROOT / "reports" / "bench", progress=lambda s: print(s, flush=True))

@@ -14,11 +14,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from conformance.bench import workload
 from conformance.clusters.local.kwok import fake_node
 from conformance.core import errors
 from conformance.k8s.client import K8s
-
-from . import workload
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_SELECTOR = "dra-conformance.test/node=kwok"

@@ -12,11 +12,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from conformance.bench import stats, workload
+from conformance.bench.config import CLASSIC
 from conformance.core import errors
 from conformance.k8s.client import K8s
-
-from . import stats, workload
-from .config import CLASSIC
 
 WRITERS = 8
 Progress = Callable[[str], None]

@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .config import CLASSIC
+from conformance.bench.config import CLASSIC
 
 SCHEMA = "dra-conformance/bench/v1"
 UPSTREAM = {

@@ -15,17 +15,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.bench import fleet as fleetlib
+from conformance.bench import report, workload
+from conformance.bench.config import CLASSIC, BenchConfig
+from conformance.bench.measure import delete_namespace, run_workload
 from conformance.clusters.local import LocalCluster, LocalClusterConfig
 from conformance.clusters.local.provider import free_slot
 from conformance.clusters.local.state import SlotTaken
 from conformance.core import errors
 from conformance.k8s.client import K8s
 from conformance.reporting.html import ReportError
-
-from . import fleet as fleetlib
-from . import report, workload
-from .config import CLASSIC, BenchConfig
-from .measure import delete_namespace, run_workload
 
 REFERENCE_DRIVER = "gpu.dra-conformance.test"  # reference_driver.DRIVER_NAME (the packages never import each other)
 Progress = Callable[[str], None]

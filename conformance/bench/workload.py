@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .config import CLASSIC
+from conformance.bench.config import CLASSIC
 
 BENCH_LABEL = "dra-conformance.test/bench"
 CLASS_NAME = "bench-gpu.dra-conformance.test"

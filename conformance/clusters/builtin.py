@@ -11,21 +11,21 @@ from conformance.core.handles import ClusterProvider, ClusterProviderFactory, Pr
 
 def local(ctx: ProviderContext) -> ClusterProvider:
     """``local``: a fresh cluster of host processes (conformance/clusters/local)."""
-    from .local.provider import LocalProvider  # noqa: PLC0415 - heavy, only when chosen
+    from conformance.clusters.local.provider import LocalProvider  # noqa: PLC0415 - heavy, only when chosen
 
     return LocalProvider(ctx)
 
 
 def existing(ctx: ProviderContext) -> ClusterProvider:
     """``existing``: the cluster of ``--kubeconfig``/``--context``."""
-    from .existing import ExistingProvider  # noqa: PLC0415
+    from conformance.clusters.existing import ExistingProvider  # noqa: PLC0415
 
     return ExistingProvider(ctx)
 
 
 def kind(ctx: ProviderContext) -> ClusterProvider:
     """``kind``: checks Docker; creating kind clusters is not implemented yet (a clear ClusterUnavailable)."""
-    from .kind import KindProvider  # noqa: PLC0415
+    from conformance.clusters.kind import KindProvider  # noqa: PLC0415
 
     return KindProvider(ctx)
 

@@ -17,7 +17,7 @@ def _print(line: str) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from .local import LocalCluster, LocalClusterConfig  # noqa: PLC0415 - CLI loads the provider on use
+    from conformance.clusters.local import LocalCluster, LocalClusterConfig  # noqa: PLC0415 - CLI loads the provider on use
 
     try:
         cfg = LocalClusterConfig(
@@ -47,7 +47,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from .local import LocalCluster  # noqa: PLC0415 - CLI loads the provider on use
+    from conformance.clusters.local import LocalCluster  # noqa: PLC0415 - CLI loads the provider on use
 
     try:
         cluster = LocalCluster.load(args.name)
@@ -64,7 +64,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from .local.state import ClusterState, existing_clusters  # noqa: PLC0415 - CLI loads the provider on use
+    from conformance.clusters.local.state import ClusterState, existing_clusters  # noqa: PLC0415 - CLI loads the provider on use
 
     try:
         state = ClusterState.load(args.name)
@@ -95,7 +95,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    from .local.state import ClusterState  # noqa: PLC0415 - CLI loads the provider on use
+    from conformance.clusters.local.state import ClusterState  # noqa: PLC0415 - CLI loads the provider on use
 
     try:
         state = ClusterState.load(args.name)

@@ -102,7 +102,7 @@ def _import(args: argparse.Namespace) -> int:
         if args.socket:
             targets = [(s, Path(args.ctr), Path(s)) for s in args.socket]
         else:
-            from .local.images import node_targets  # noqa: PLC0415 - the local provider only when asked for
+            from conformance.clusters.local.images import node_targets  # noqa: PLC0415 - the local provider only when asked for
 
             _, ctr, nodes = node_targets(args.cluster)
             targets = [(node, ctr, socket) for node, socket in nodes]

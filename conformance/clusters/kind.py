@@ -30,14 +30,13 @@ from typing import Any
 
 import yaml
 
+from conformance.clusters import kindhost
+from conformance.clusters.local import gates as gatelib
+from conformance.clusters.local.cluster import known_gates_cached
 from conformance.core import errors
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance.node.kind import KindNodeAccess
 from conformance.toolchain import cache
-
-from . import kindhost
-from .local import gates as gatelib
-from .local.cluster import known_gates_cached
 
 OFFICIAL_IMAGE = "kindest/node:{tag}"
 

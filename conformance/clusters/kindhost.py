@@ -20,10 +20,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from conformance.clusters.local.processes import HostProcess, alive
 from conformance.core import errors
 from conformance.toolchain import cache
-
-from .local.processes import HostProcess, alive
 
 NAMESPACE = "dra-kind"
 LIB = Path("/var/lib/dra-conformance/kind")  # containerd content (keeps the loaded node image), nerdctl data

@@ -16,9 +16,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from . import release_gaps
-from .markers import CAPABILITIES
-from .profile import DriverProfile
+from conformance.core import release_gaps
+from conformance.core.markers import CAPABILITIES
+from conformance.core.profile import DriverProfile
 
 DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall", "driver_upgrade")  # facts.disruptions
 

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ConfigError
-from .markers import PROFILE_ORDER
+from conformance.core.errors import ConfigError
+from conformance.core.markers import PROFILE_ORDER
 
 FEATURE_GATE_MODES = ("defaults", "all")
 NODE_ACCESS_MODES = ("auto", "none", "privileged-pod")

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .config import RunConfig
-from .profile import DriverProfile
+from conformance.core.config import RunConfig
+from conformance.core.profile import DriverProfile
 
 
 # -- nodes and clusters ------------------------------------------------------------------------------------

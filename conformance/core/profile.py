@@ -48,8 +48,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ConfigError
-from .profile_deploy import check_deploy
+from conformance.core.errors import ConfigError
+from conformance.core.profile_deploy import check_deploy
 
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 BOOL_CAPABILITIES = (

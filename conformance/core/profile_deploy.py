@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .errors import ConfigError
+from conformance.core.errors import ConfigError
 
 
 def _check_deploy_keys(deploy: Mapping, mode: str, src: str, modes: Mapping[str, frozenset[str] | set[str]]) -> None:

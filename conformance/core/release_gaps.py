@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .capabilities import Capability
+    from conformance.core.capabilities import Capability
 
 # Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->
 # {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4

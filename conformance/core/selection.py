@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from .capabilities import Capabilities
-from .errors import ConfigError
-from .markers import CAPABILITIES, PROFILE_ORDER, profile_includes
+from conformance.core.capabilities import Capabilities
+from conformance.core.errors import ConfigError
+from conformance.core.markers import CAPABILITIES, PROFILE_ORDER, profile_includes
 
 DEFAULT_TEST_PROFILE = "standard"
 

@@ -9,11 +9,11 @@ directory), ``preinstalled`` (install nothing; require the DeviceClasses and sli
 
 from __future__ import annotations
 
-from .base import DriverDeployerFactory
-from .helm import HelmDeployer
-from .host import HostDeployer
-from .manifests import ManifestsDeployer
-from .preinstalled import PreinstalledDeployer
+from conformance.drivers.base import DriverDeployerFactory
+from conformance.drivers.helm import HelmDeployer
+from conformance.drivers.host import HostDeployer
+from conformance.drivers.manifests import ManifestsDeployer
+from conformance.drivers.preinstalled import PreinstalledDeployer
 
 
 def pytest_dra_driver_deployers() -> dict[str, DriverDeployerFactory]:

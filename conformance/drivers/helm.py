@@ -31,13 +31,12 @@ import yaml
 from conformance.core import errors, timeouts
 from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
+from conformance.drivers import chartvalues, helm_upgrade, nodeimages, readiness
+from conformance.drivers.base import DeployContext, DeployedDriver
+from conformance.drivers.readiness import await_slices, check_device_classes, delete_slices, registered_sockets
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache, gomodules
-
-from . import chartvalues, helm_upgrade, nodeimages, readiness
-from .base import DeployContext, DeployedDriver
-from .readiness import await_slices, check_device_classes, delete_slices, registered_sockets
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,11 +23,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from conformance.core import errors
+from conformance.drivers.base import DeployedDriver
+from conformance.drivers.readiness import await_daemonsets, registered_sockets
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-
-from .base import DeployedDriver
-from .readiness import await_daemonsets, registered_sockets
 
 UPGRADE_KEYS = frozenset({"name", "chart", "version", "images", "set", "values"})
 REPLACED = ("chart", "version", "images", "set")

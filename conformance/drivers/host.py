@@ -29,17 +29,16 @@ import yaml
 from conformance.core import errors, timeouts
 from conformance.core.handles import ClusterHandle, MakesTestNetdevs, RunsHostProcesses, RunsNriPlugins
 from conformance.core.profile import DriverProfile
-from conformance.k8s.client import K8s
-from conformance.toolchain import cache
-
-from .base import DeployContext, HostProcessDriver
-from .readiness import (
+from conformance.drivers.base import DeployContext, HostProcessDriver
+from conformance.drivers.readiness import (
     await_slices,
     check_device_classes,
     delete_device_classes,
     delete_slices,
     ensure_device_classes,
 )
+from conformance.k8s.client import K8s
+from conformance.toolchain import cache
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -27,14 +27,11 @@ from typing import Any
 from conformance.core import errors
 from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
-from conformance.k8s.client import K8s
-from conformance.toolchain import cache
-
-from . import bundle as bundles
-from . import chartvalues, nodeimages, readiness
-from .base import DeployContext, DeployedDriver
-from .helm import resolve_chart
-from .readiness import (
+from conformance.drivers import bundle as bundles
+from conformance.drivers import chartvalues, nodeimages, readiness
+from conformance.drivers.base import DeployContext, DeployedDriver
+from conformance.drivers.helm import resolve_chart
+from conformance.drivers.readiness import (
     await_daemonsets,
     await_registered,
     await_slices,
@@ -42,6 +39,8 @@ from .readiness import (
     delete_slices,
     registered_sockets,
 )
+from conformance.k8s.client import K8s
+from conformance.toolchain import cache
 
 
 class ManifestsDeployer:

@@ -8,10 +8,9 @@ from typing import Any
 
 from conformance.core import timeouts
 from conformance.core.profile import DriverProfile
+from conformance.drivers.base import DeployContext, DeployedDriver
+from conformance.drivers.readiness import await_slices, check_device_classes
 from conformance.k8s.client import K8s
-
-from .base import DeployContext, DeployedDriver
-from .readiness import await_slices, check_device_classes
 
 
 class PreinstalledDeployer:

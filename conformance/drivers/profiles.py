@@ -9,8 +9,7 @@ import yaml
 
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
-
-from . import helm_upgrade
+from conformance.drivers import helm_upgrade
 
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "drivers"
 

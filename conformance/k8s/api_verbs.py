@@ -17,11 +17,10 @@ from collections.abc import Callable, Iterable
 
 from conformance.core import timeouts
 from conformance.core.errors import ApiError
-
-from .builders.edits import with_field, with_label
-from .client import K8s
-from .objects import Obj
-from .resources import for_object, resource
+from conformance.k8s.builders.edits import with_field, with_label
+from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
+from conformance.k8s.resources import for_object, resource
 
 FIELD_MANAGER = "dra-conformance"
 

@@ -19,11 +19,10 @@ from kubernetes import config as kconfig
 from kubernetes.client import ApiClient
 
 from conformance.core import errors
-
-from . import wire
-from .objects import Obj, as_dict
-from .resources import Resource, for_object, resource
-from .retries import retry_conflict, retry_transient
+from conformance.k8s import wire
+from conformance.k8s.objects import Obj, as_dict
+from conformance.k8s.resources import Resource, for_object, resource
+from conformance.k8s.retries import retry_conflict, retry_transient
 
 
 class K8s:
@@ -52,7 +51,7 @@ class K8s:
     def prefer_versions(self, served: dict[str, list[str]]) -> None:
         """Use, for each resource.k8s.io kind the cluster does not serve in v1, its newest served version
         (e.g. DeviceTaintRule in v1alpha3 on 1.34). ``served``: ``{version: [plural...]}`` from discovery."""
-        from .resources import DRA_VERSIONS, TABLE  # noqa: PLC0415
+        from conformance.k8s.resources import DRA_VERSIONS, TABLE  # noqa: PLC0415
 
         for kind, (group, _, plural, _) in TABLE.items():
             if group != "resource.k8s.io" or plural in served.get("v1", []):

@@ -10,13 +10,12 @@ from __future__ import annotations
 import re
 
 from conformance.core import errors
-
-from . import inventory
-from .client import K8s
-from .inventory import driver_slices  # noqa: F401 - part of discovery's facts
-from .objects import Obj
-from .prometheus import samples
-from .resources import RESOURCE_GROUP
+from conformance.k8s import inventory
+from conformance.k8s.client import K8s
+from conformance.k8s.inventory import driver_slices  # noqa: F401 - part of discovery's facts
+from conformance.k8s.objects import Obj
+from conformance.k8s.prometheus import samples
+from conformance.k8s.resources import RESOURCE_GROUP
 
 
 def served_versions(k8s: K8s) -> dict[str, list[str]]:

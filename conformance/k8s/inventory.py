@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator
 
-from . import counters
-from .objects import Obj
+from conformance.k8s import counters
+from conformance.k8s.objects import Obj
 
 
 def current_slices(slices: list[Obj]) -> dict[str, list[Obj]]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import PurePosixPath
 
-from .client import K8s
-from .prometheus import samples
+from conformance.k8s.client import K8s
+from conformance.k8s.prometheus import samples
 
 ACCEPTED = "actual_state_of_world"  # plugin_manager_total_plugins state of registered plugins
 DRA_V1_SERVICE = "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"  # gRPC service of the GA kubelet API

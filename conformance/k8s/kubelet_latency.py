@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from .kubelet import metrics
-from .prometheus import samples
+from conformance.k8s.kubelet import metrics
+from conformance.k8s.prometheus import samples
 
 FILE = "kubelet-dra-latency.json"
 METRIC = "dra_grpc_operations_duration_seconds"

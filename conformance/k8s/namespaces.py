@@ -6,10 +6,9 @@ from __future__ import annotations
 import hashlib
 
 from conformance.core import names, timeouts
-
-from . import waits
-from .objects import Obj
-from .tracker import Tracker
+from conformance.k8s import waits
+from conformance.k8s.objects import Obj
+from conformance.k8s.tracker import Tracker
 
 
 def namespace_name(run_id: str, test_id: str) -> str:

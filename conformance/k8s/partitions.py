@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import counters
-from .inventory import Device, Inventory
+from conformance.k8s import counters
+from conformance.k8s.inventory import Device, Inventory
 
 
 def _sets(device: Device) -> set[tuple[str, str]]:

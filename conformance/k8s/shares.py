@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
-from .counters import quantity
-from .inventory import Inventory, complete_pools, device_body, device_fields, slice_devices
+from conformance.k8s.counters import quantity
+from conformance.k8s.inventory import Inventory, complete_pools, device_body, device_fields, slice_devices
 
 
 @dataclasses.dataclass(frozen=True)

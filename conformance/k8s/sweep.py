@@ -8,9 +8,8 @@ only ever touches objects carrying ``dra-conformance.test/run=<run id>``.
 from __future__ import annotations
 
 from conformance.core import errors, names, timeouts
-
-from .client import K8s
-from .tracker import Tracker
+from conformance.k8s.client import K8s
+from conformance.k8s.tracker import Tracker
 
 OWNER_LABEL = f"{names.LABEL_PREFIX}/owner"  # "driver": removed by the driver deployer, not the sweep
 SWEEP_KINDS = (
@@ -51,7 +50,7 @@ def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[st
         survivors = []
         for ns in [o for o in found if o.kind == "Namespace"]:
             try:
-                from .waits import object_gone  # noqa: PLC0415
+                from conformance.k8s.waits import object_gone  # noqa: PLC0415
 
                 object_gone(k8s, ns, timeout=timeouts.NAMESPACE_DELETE)
             except errors.WaitError:

@@ -22,8 +22,7 @@ from pathlib import Path
 import grpc
 
 from conformance.core import errors
-
-from . import unixsock
+from conformance.node import unixsock
 
 PLUGIN_TYPE = "DRAPlugin"
 SERVICE_VERSIONS = ("v1", "v1beta1")  # preference order, as the kubelet (>= 1.34) picks
@@ -39,7 +38,7 @@ class DraPluginError(errors.ConformanceError):
 
 def _messages():
     try:
-        from . import draplugin_v1_pb2 as pb  # noqa: PLC0415
+        from conformance.node import draplugin_v1_pb2 as pb  # noqa: PLC0415
     except ImportError as exc:
         raise errors.ConfigError(
             "DRA plugin stubs are not generated",

@@ -20,11 +20,10 @@ from kubernetes.stream import stream
 from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-
-from . import crilog, draplugin, registration
-from .base import NodeAccessUnavailable
-from .exec_grpc import ExecChannel
-from .podresources import PodResourcesClient
+from conformance.node import crilog, draplugin, registration
+from conformance.node.base import NodeAccessUnavailable
+from conformance.node.exec_grpc import ExecChannel
+from conformance.node.podresources import PodResourcesClient
 
 KUBELET_ROOT = "/var/lib/kubelet"
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")

@@ -9,9 +9,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from . import crilog, draplugin, registration
-from .base import NodeAccessUnavailable
-from .podresources import PodResourcesClient
+from conformance.node import crilog, draplugin, registration
+from conformance.node.base import NodeAccessUnavailable
+from conformance.node.podresources import PodResourcesClient
 
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
 REGISTRY = "/var/lib/kubelet/plugins_registry"

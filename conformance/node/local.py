@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.core.handles import ClusterHandle, RestartsKubelet
-
-from . import crilog, draplugin, registration
-from .base import NodeAccessUnavailable
-from .podresources import PodResourcesClient
+from conformance.node import crilog, draplugin, registration
+from conformance.node.base import NodeAccessUnavailable
+from conformance.node.podresources import PodResourcesClient
 
 STANDARD_KUBELET_DIR = "/var/lib/kubelet/"
 

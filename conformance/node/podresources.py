@@ -14,9 +14,8 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 
 from conformance.core import errors
-
-from . import unixsock
-from .unixsock import Dial
+from conformance.node import unixsock
+from conformance.node.unixsock import Dial
 
 MAX_MESSAGE = 16 * 1024 * 1024  # bytes: clients raise the 4 MiB default for List (kubelet podresources client)
 
@@ -41,8 +40,8 @@ class PodResourcesError(errors.ConformanceError, grpc.RpcError):
 
 def _stubs():
     try:
-        from . import podresources_v1_pb2 as pb  # noqa: PLC0415
-        from . import podresources_v1_pb2_grpc as pb_grpc  # noqa: PLC0415
+        from conformance.node import podresources_v1_pb2 as pb  # noqa: PLC0415
+        from conformance.node import podresources_v1_pb2_grpc as pb_grpc  # noqa: PLC0415
     except ImportError as exc:
         raise errors.ConfigError(
             "PodResources stubs are not generated",

@@ -16,9 +16,8 @@ from collections.abc import Sequence
 import grpc
 
 from conformance.k8s.tracker import Tracked
-
-from . import cdi
-from .base import NodeAccess, NodeAccessUnavailable
+from conformance.node import cdi
+from conformance.node.base import NodeAccess, NodeAccessUnavailable
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,9 +18,8 @@ from google.protobuf.json_format import MessageToDict
 from conformance.core import errors
 from conformance.core.errors import ApiError
 from conformance.k8s import kubelet
-
-from . import unixsock
-from .base import NodeAccessUnavailable
+from conformance.node import unixsock
+from conformance.node.base import NodeAccessUnavailable
 
 GET_INFO = "/pluginregistration.Registration/GetInfo"  # wire method name (upstream proto package)
 TIMEOUT_S = 10.0
@@ -28,7 +27,7 @@ TIMEOUT_S = 10.0
 
 def _messages():
     try:
-        from . import pluginregistration_v1_pb2 as pb  # noqa: PLC0415
+        from conformance.node import pluginregistration_v1_pb2 as pb  # noqa: PLC0415
     except ImportError as exc:
         raise errors.ConfigError(
             "plugin registration stubs are not generated",

@@ -29,11 +29,10 @@ from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext
 from conformance.k8s import discovery, waits
 from conformance.k8s.client import K8s
+from conformance.runner.registry import Registry
 from conformance.toolchain import versions
 from conformance.toolchain.images import catalog, refs
 from conformance.toolchain.images.oci import ImageError
-
-from .registry import Registry
 
 QUALIFICATION_IMAGES = ("busybox", "reference-driver")  # `dra-conformance images list` names
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import facts as facts_mod
+from conformance.runner import facts as facts_mod
 
 FILE = ".dra-narrowing.json"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -32,10 +32,9 @@ from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
 from conformance.k8s import discovery, kubelet_latency, sweep, waits
 from conformance.k8s.client import K8s
-
-from . import facts as facts_mod
-from . import narrowing
-from .registry import Registry
+from conformance.runner import facts as facts_mod
+from conformance.runner import narrowing
+from conformance.runner.registry import Registry
 
 STATE_FILE = ".dra-session.json"
 EXERCISED_FILE = ".dra-exercised.json"  # capabilities the selected tests require, written where tests are collected

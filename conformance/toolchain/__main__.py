@@ -11,9 +11,9 @@ import argparse
 import sys
 import time
 
-from . import cache, gobuild, k8s, system
-from .steps import SetupError, Step, run_steps
-from .versions import VersionError, describe, load
+from conformance.toolchain import cache, gobuild, k8s, system
+from conformance.toolchain.steps import SetupError, Step, run_steps
+from conformance.toolchain.versions import VersionError, describe, load
 
 
 def _log_path():
@@ -63,7 +63,7 @@ def setup_steps(k8s_version: str | None, skip: set[str]) -> list[Step]:
 
 def _images_step() -> str:
     """Build every image of the catalog into the cache (cold about 70 s, warm about 2 s)."""
-    from .images import catalog, store  # noqa: PLC0415 - the reference image needs the venv's pip and grpc_tools
+    from conformance.toolchain.images import catalog, store  # noqa: PLC0415 - the reference image needs the venv's pip and grpc_tools
 
     sizes = [f"{s.name} {s.build().stat().st_size / 2**20:.0f} MiB" for s in catalog.select([])]
     return f"cached in {store.images_dir()}: " + ", ".join(sizes)
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "versions":
             print("\n".join(describe(load())))
         elif args.cmd == "protos":
-            from . import protos  # noqa: PLC0415 - grpc_tools only for this command
+            from conformance.toolchain import protos  # noqa: PLC0415 - grpc_tools only for this command
 
             print(f"{protos.generate_all()} proto files")
         elif args.cmd == "paths":

@@ -105,7 +105,7 @@ def tool_binary(name: str, binary: str | None = None) -> Path:
 
     Raises CacheMiss naming `make setup` when it is absent.
     """
-    from . import versions  # noqa: PLC0415 - versions imports cache
+    from conformance.toolchain import versions  # noqa: PLC0415 - versions imports cache
 
     tool = versions.load().go_tools.get(name)
     if tool is None:

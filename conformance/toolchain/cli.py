@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .versions import describe, load
+from conformance.toolchain.versions import describe, load
 
 
 def register(sub) -> None:

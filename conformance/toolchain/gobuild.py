@@ -14,9 +14,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import cache
-from .steps import SetupError
-from .versions import GoTool
+from conformance.toolchain import cache
+from conformance.toolchain.steps import SetupError
+from conformance.toolchain.versions import GoTool
 
 _NETWORK_HINTS = (
     "dial tcp",

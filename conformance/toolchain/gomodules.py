@@ -8,8 +8,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from . import versions
-from .cache import CacheMiss
+from conformance.toolchain import versions
+from conformance.toolchain.cache import CacheMiss
 
 
 def modcache() -> Path:

@@ -15,10 +15,10 @@ import shutil
 import time
 from pathlib import Path
 
-from . import cache
-from .gobuild import build_packages, run_go, write_wrapper
-from .steps import SetupError
-from .versions import staging_version
+from conformance.toolchain import cache
+from conformance.toolchain.gobuild import build_packages, run_go, write_wrapper
+from conformance.toolchain.steps import SetupError
+from conformance.toolchain.versions import staging_version
 
 # binary name -> main package in the k8s.io/kubernetes module
 K8S_PROGRAMS = {

@@ -22,9 +22,9 @@ import shutil
 import stat
 from pathlib import Path
 
-from . import cache, gobuild, k8s
-from .steps import SetupError
-from .versions import load
+from conformance.toolchain import cache, gobuild, k8s
+from conformance.toolchain.steps import SetupError
+from conformance.toolchain.versions import load
 
 NERDCTL_MODULE = "github.com/containerd/nerdctl/v2"
 KUBEADM_PACKAGE = "k8s.io/kubernetes/cmd/kubeadm"

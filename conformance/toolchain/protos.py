@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .versions import REPO_ROOT
+from conformance.toolchain.versions import REPO_ROOT
 
 ROOTS = ("reference_driver", "conformance")
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .steps import SetupError
-from .versions import REPO_ROOT
+from conformance.toolchain.steps import SetupError
+from conformance.toolchain.versions import REPO_ROOT
 
 ALLURE_DIR = REPO_ROOT / "tools" / "allure"
 
@@ -87,7 +87,7 @@ def _allure_version(binary: Path) -> str:
 
 def generate_protos() -> str:
     """Generate Python gRPC stubs for every .proto under reference_driver/ and conformance/ (grpcio-tools)."""
-    from . import protos  # noqa: PLC0415 - needs grpcio-tools, which exists only inside the venv
+    from conformance.toolchain import protos  # noqa: PLC0415 - needs grpcio-tools, which exists only inside the venv
 
     count = protos.generate_all()
     return f"generated stubs for {count} .proto files"

@@ -21,8 +21,7 @@ from pathlib import Path
 
 from conformance.core.errors import ConfigError
 from conformance.drivers import profiles
-
-from . import faultfile, report, runs, verdict
+from conformance.validation import faultfile, report, runs, verdict
 
 REPORTS = faultfile.REPO_ROOT / "reports" / "validate-suite"
 EXIT_BAD_INPUT = 4

@@ -24,8 +24,7 @@ import uuid
 import jsonschema
 
 from conformance.reporting import build, history, html, runinfo, summary
-
-from . import verdict
+from conformance.validation import verdict
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
 REPORTS_ROOT = pathlib.Path(__file__).resolve().parents[2] / "reports"

@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from conformance.reporting import results
-
-from .faultfile import REPO_ROOT, SETUP_RESULT, FaultEntry
-from .verdict import RunResult
+from conformance.validation.faultfile import REPO_ROOT, SETUP_RESULT, FaultEntry
+from conformance.validation.verdict import RunResult
 
 FAULTS_ENV = "DRA_REFERENCE_FAULTS"
 RUN_TIMEOUT_S = 1800.0  # one child run, cluster up and down included

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from .faultfile import SETUP_RESULT, FaultEntry, expected_matches
+from conformance.validation.faultfile import SETUP_RESULT, FaultEntry, expected_matches
 
 CAUGHT, MISSED, NOT_RUN, UNEXPECTED, PASSED = "caught", "missed", "not-run", "unexpected-fail", "passed"
 FAILED_STATUSES = ("failed", "broken")

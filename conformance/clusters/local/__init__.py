@@ -5,9 +5,9 @@ scheduler, kube-proxy, one containerd 2 + kubelet per node, optional kwok fake n
     handle = LocalCluster(LocalClusterConfig(name="dra", nodes=2, feature_gates="all")).up()
 """
 
-from .cluster import LocalCluster
-from .config import LocalClusterConfig
-from .handle import LocalClusterHandle, LocalNode
-from .processes import HostProcess
+from conformance.clusters.local.cluster import LocalCluster
+from conformance.clusters.local.config import LocalClusterConfig
+from conformance.clusters.local.handle import LocalClusterHandle, LocalNode
+from conformance.clusters.local.processes import HostProcess
 
 __all__ = ["LocalCluster", "LocalClusterConfig", "LocalClusterHandle", "LocalNode", "HostProcess"]

@@ -15,19 +15,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.clusters.local import api as apilib
+from conformance.clusters.local import control_plane as cp
+from conformance.clusters.local import gates as gatelib
+from conformance.clusters.local import hostsys, images, netdevs, node_config, node_mounts, preflight
+from conformance.clusters.local.config import Layout, LocalClusterConfig, layout_for
+from conformance.clusters.local.handle import LocalClusterHandle
+from conformance.clusters.local.pki import Pki, write_kubeconfig
+from conformance.clusters.local.processes import HostProcess
+from conformance.clusters.local.state import ClusterState, SlotTaken, host_lock, slots_in_use
+from conformance.clusters.local.teardown import other_kube_proxy, teardown
 from conformance.core.errors import ClusterUnavailable, ConfigError, WaitError
 from conformance.toolchain import cache, versions
-
-from . import api as apilib
-from . import control_plane as cp
-from . import gates as gatelib
-from . import hostsys, images, netdevs, node_config, node_mounts, preflight
-from .config import Layout, LocalClusterConfig, layout_for
-from .handle import LocalClusterHandle
-from .pki import Pki, write_kubeconfig
-from .processes import HostProcess
-from .state import ClusterState, SlotTaken, host_lock, slots_in_use
-from .teardown import other_kube_proxy, teardown
 
 Progress = Callable[[str], None]
 
@@ -345,7 +344,7 @@ class LocalCluster:
         return proc.returncode == 0, (proc.stdout + proc.stderr).strip()[-300:]
 
     def _start_kwok(self, state: ClusterState, api: apilib.Api, kwok: str, admin: Path, procs) -> None:
-        from .kwok import create_fake_nodes  # noqa: PLC0415 - kwok only when fake nodes are asked for
+        from conformance.clusters.local.kwok import create_fake_nodes  # noqa: PLC0415 - kwok only when fake nodes are asked for
 
         proc = self._spawn(state, "kwok", "", cp.kwok(kwok, self.layout, admin, state.node_ip))
         state.kwok_nodes = create_fake_nodes(api, self.config.name, self.config.kwok_nodes)

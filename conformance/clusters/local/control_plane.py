@@ -11,9 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from . import gates as gatelib
-from .config import Layout
-from .pki import Pki
+from conformance.clusters.local import gates as gatelib
+from conformance.clusters.local.config import Layout
+from conformance.clusters.local.pki import Pki
 
 
 def host_ip() -> str:

@@ -33,12 +33,12 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from . import api as apilib
-from . import hostsys, node_mounts
-from .config import Layout
-from .node_config import node_paths
-from .processes import HostProcess, kill_pids, processes_matching
-from .state import ClusterState
+from conformance.clusters.local import api as apilib
+from conformance.clusters.local import hostsys, node_mounts
+from conformance.clusters.local.config import Layout
+from conformance.clusters.local.node_config import node_paths
+from conformance.clusters.local.processes import HostProcess, kill_pids, processes_matching
+from conformance.clusters.local.state import ClusterState
 
 COMPONENTS = ("kubelet", "containerd")
 CONTAINERD_TIMEOUT = 30.0  # seconds until a restarted containerd accepts connections

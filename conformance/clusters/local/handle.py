@@ -9,17 +9,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.clusters.local import api as apilib
+from conformance.clusters.local import disrupt, netdevs
+from conformance.clusters.local import gates as gatelib
+from conformance.clusters.local.config import Layout
+from conformance.clusters.local.node_config import node_paths
+from conformance.clusters.local.processes import HostProcess
+from conformance.clusters.local.state import ClusterState
 from conformance.core.errors import ClusterUnavailable
 from conformance.toolchain.images.ctr import import_image
 from conformance.toolchain.images.oci import ImageError
-
-from . import api as apilib
-from . import disrupt, netdevs
-from . import gates as gatelib
-from .config import Layout
-from .node_config import node_paths
-from .processes import HostProcess
-from .state import ClusterState
 
 
 @dataclasses.dataclass(frozen=True)

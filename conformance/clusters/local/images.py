@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conformance.clusters.local.config import LocalClusterConfig, layout_for
+from conformance.clusters.local.node_config import node_paths
+from conformance.clusters.local.state import ClusterState, existing_clusters
 from conformance.toolchain.images.base import busybox_archive, pause_archive
 from conformance.toolchain.images.catalog import DEFAULT_IMAGES
 from conformance.toolchain.images.ctr import image_names, import_image
 from conformance.toolchain.images.oci import ImageError
-
-from .config import LocalClusterConfig, layout_for
-from .node_config import node_paths
-from .state import ClusterState, existing_clusters
 
 __all__ = ["DEFAULT_IMAGES", "ImageError", "busybox_archive", "import_image", "pause_archive"]
 

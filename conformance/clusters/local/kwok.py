@@ -8,9 +8,8 @@ e.g. a DRA driver, off them). Fake nodes run no kubelet plugin: tests publish th
 
 from __future__ import annotations
 
+from conformance.clusters.local.api import Api
 from conformance.core.errors import ClusterUnavailable
-
-from .api import Api
 
 FAKE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 FAKE_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}

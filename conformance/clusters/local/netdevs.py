@@ -27,10 +27,10 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from . import hostsys
-from .config import RUN_ROOT
-from .node_config import NodePaths
-from .state import ClusterState, existing_clusters
+from conformance.clusters.local import hostsys
+from conformance.clusters.local.config import RUN_ROOT
+from conformance.clusters.local.node_config import NodePaths
+from conformance.clusters.local.state import ClusterState, existing_clusters
 
 KINDS = ("ifb", "veth")
 MAX_PER_NODE = 99

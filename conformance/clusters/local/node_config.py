@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import Layout
+from conformance.clusters.local.config import Layout
 
 
 @dataclasses.dataclass(frozen=True)

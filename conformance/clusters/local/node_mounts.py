@@ -28,10 +28,10 @@ import shlex
 import time
 from pathlib import Path
 
-from . import hostsys
-from .config import RUN_ROOT
-from .node_config import NodePaths
-from .state import ClusterState, existing_clusters
+from conformance.clusters.local import hostsys
+from conformance.clusters.local.config import RUN_ROOT
+from conformance.clusters.local.node_config import NodePaths
+from conformance.clusters.local.state import ClusterState, existing_clusters
 
 HOLDER = "node-mounts"
 CREATED = RUN_ROOT / "created-mount-points.json"  # host-wide: standard dirs some cluster created

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.clusters.local.cluster import LocalCluster
+from conformance.clusters.local.config import LocalClusterConfig
+from conformance.clusters.local.handle import LocalClusterHandle
+from conformance.clusters.local.state import SlotTaken, existing_clusters, slots_in_use
 from conformance.core import errors
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance.node.local import LocalNodeAccess
-
-from .cluster import LocalCluster
-from .config import LocalClusterConfig
-from .handle import LocalClusterHandle
-from .state import SlotTaken, existing_clusters, slots_in_use
 
 POD_DEPLOY_MODES = frozenset({"helm", "manifests"})  # drivers run as DaemonSet pods: nodes get daemonset_paths
 FIRST_SLOT = 2  # first slot for conformance runs (0: the e2e cluster, 1: its lifecycle tests)

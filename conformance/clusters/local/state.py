@@ -13,10 +13,9 @@ import os
 import threading
 from pathlib import Path
 
+from conformance.clusters.local.config import RUN_ROOT, STATE_ROOT
+from conformance.clusters.local.processes import HostProcess
 from conformance.core.errors import ClusterUnavailable
-
-from .config import RUN_ROOT, STATE_ROOT
-from .processes import HostProcess
 
 SCHEMA = 1
 

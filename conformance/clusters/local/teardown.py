@@ -14,13 +14,12 @@ import shutil
 import time
 from pathlib import Path
 
+from conformance.clusters.local import hostsys, netdevs, node_mounts
+from conformance.clusters.local.config import Layout
+from conformance.clusters.local.node_config import node_paths
+from conformance.clusters.local.processes import kill_pids, processes_matching
+from conformance.clusters.local.state import ClusterState, existing_clusters, host_lock
 from conformance.core.errors import ClusterUnavailable
-
-from . import hostsys, netdevs, node_mounts
-from .config import Layout
-from .node_config import node_paths
-from .processes import kill_pids, processes_matching
-from .state import ClusterState, existing_clusters, host_lock
 
 _CONTROL_ORDER = ("kwok", "kube-proxy", "kube-scheduler", "kube-controller-manager")
 _LAST = ("kube-apiserver", "etcd")

@@ -4,8 +4,8 @@ driver, DeviceClass, API version). Part functions (``request``, ``first_availabl
 :mod:`.parts`.
 """
 
-from .builder import Builder
-from .parts import (
+from conformance.k8s.builders.builder import Builder
+from conformance.k8s.builders.parts import (
     Version,
     container,
     device,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ..objects import Obj
-from ..resources import resource
-from .parts import NEVER_MATCHES
+from conformance.k8s.builders.parts import NEVER_MATCHES
+from conformance.k8s.objects import Obj
+from conformance.k8s.resources import resource
 
 TAINT_KEY = "dra-conformance.test/api-crud"
 EMPTY_ALLOCATION = {"allocation": {}}  # a valid claim status: the upstream CRUD conformance test writes it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from ..resources import RESOURCE_GROUP
+from conformance.k8s.resources import RESOURCE_GROUP
 
 SUPPORTED = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 

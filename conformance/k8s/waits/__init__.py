@@ -5,7 +5,7 @@ on its failure predicate and raises :class:`~conformance.core.errors.WaitTimeout
 what was awaited, the last observed state and recent events.
 """
 
-from .claims import (
+from conformance.k8s.waits.claims import (
     claim_allocated,
     claim_binding_failure_released,
     claim_deallocated,
@@ -13,10 +13,10 @@ from .claims import (
     claim_gone,
     pod_claims,
 )
-from .core import poll, recent_events, stays_equal, until
-from .health import device_health_reported
-from .objects import default_service_account, object_gone, object_matches
-from .pods import (
+from conformance.k8s.waits.core import poll, recent_events, stays_equal, until
+from conformance.k8s.waits.health import device_health_reported
+from conformance.k8s.waits.objects import default_service_account, object_gone, object_matches
+from conformance.k8s.waits.pods import (
     event,
     events_for,
     pod_gone,
@@ -26,7 +26,7 @@ from .pods import (
     pod_succeeded,
     pod_unschedulable_with,
 )
-from .restarts import (
+from conformance.k8s.waits.restarts import (
     NodeSlices,
     containers,
     node_republished,
@@ -36,8 +36,14 @@ from .restarts import (
     restarted_containers,
     still_present,
 )
-from .slices import complete_pools, device_count, devices_by_node, pool_republished, slices_published
-from .taints import pod_evicted_by_taint, taint_rule_applied
+from conformance.k8s.waits.slices import (
+    complete_pools,
+    device_count,
+    devices_by_node,
+    pool_republished,
+    slices_published,
+)
+from conformance.k8s.waits.taints import pod_evicted_by_taint, taint_rule_applied
 
 __all__ = [
     "NodeSlices",

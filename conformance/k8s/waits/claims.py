@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..claimstatus import entry_key
-from ..client import K8s
-from ..objects import Obj
-from .core import until
-from .objects import object_gone
+from conformance.k8s.claimstatus import entry_key
+from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
+from conformance.k8s.waits.core import until
+from conformance.k8s.waits.objects import object_gone
 
 
 def _deleted(obj: Obj | None, _events) -> str | None:

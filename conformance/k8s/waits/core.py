@@ -15,10 +15,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from conformance.core import errors, timeouts
-
-from ..client import K8s
-from ..objects import Obj
-from .clock import timed
+from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
+from conformance.k8s.waits.clock import timed
 
 Done = Callable[[Obj | None], bool]
 Failed = Callable[[Obj | None, list[Obj]], str | None]

@@ -8,9 +8,9 @@ kubelet pkg/kubelet/cm/dra/manager.go UpdateAllocatedResourcesStatus; upstream t
 
 from __future__ import annotations
 
-from ..client import K8s
-from ..objects import Obj
-from .core import until
+from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
+from conformance.k8s.waits.core import until
 
 UNKNOWN = "Unknown"
 

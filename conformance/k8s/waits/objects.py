@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..client import K8s
-from ..objects import Obj
-from .core import until
+from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
+from conformance.k8s.waits.core import until
 
 
 def object_gone(k8s: K8s, obj: Obj, *, timeout: float) -> None:

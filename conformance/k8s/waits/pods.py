@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 from conformance.core import errors, timeouts
-
-from ..client import K8s
-from ..objects import Obj
-from .core import event_line, has_event, poll, recent_events, stays, until
-from .objects import object_gone
+from conformance.k8s.client import K8s
+from conformance.k8s.objects import Obj
+from conformance.k8s.waits.core import event_line, has_event, poll, recent_events, stays, until
+from conformance.k8s.waits.objects import object_gone
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
 EVENT_POLL_S = 0.5  # seconds between event lists

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from conformance.core import errors, timeouts
-
-from ..client import K8s
-from ..inventory import complete_pools, driver_slices, pool_devices
-from ..objects import Obj
-from .core import poll
+from conformance.k8s.client import K8s
+from conformance.k8s.inventory import complete_pools, driver_slices, pool_devices
+from conformance.k8s.objects import Obj
+from conformance.k8s.waits.core import poll
 
 SLICES_POLL_S = 0.5  # seconds between slice lists
 

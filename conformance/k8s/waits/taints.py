@@ -12,13 +12,12 @@ from __future__ import annotations
 import time
 
 from conformance.core import errors, timeouts
-
-from ..client import K8s
-from ..device_taints import EVICTION_REASON, eviction_condition
-from ..objects import Obj
-from .core import until
-from .objects import object_gone
-from .pods import pod_gone, pod_unschedulable_with
+from conformance.k8s.client import K8s
+from conformance.k8s.device_taints import EVICTION_REASON, eviction_condition
+from conformance.k8s.objects import Obj
+from conformance.k8s.waits.core import until
+from conformance.k8s.waits.objects import object_gone
+from conformance.k8s.waits.pods import pod_gone, pod_unschedulable_with
 
 
 def taint_rule_applied(k8s: K8s, tracker, builder, target, text: str, *, timeout: float) -> Obj:

@@ -13,8 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import store
-from .oci import Entry, ImageError, write_oci_archive
+from conformance.toolchain.images import store
+from conformance.toolchain.images.oci import Entry, ImageError, write_oci_archive
 
 PAUSE_SOURCE = Path(__file__).with_name("pause") / "main.go"
 BUSYBOX_CANDIDATES = ("/bin/busybox", "/usr/bin/busybox")

@@ -27,8 +27,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from . import base, example_driver, reference_image, store, suite_image
-from .oci import ImageError, sha256_file, verify_archive
+from conformance.toolchain.images import base, example_driver, reference_image, store, suite_image
+from conformance.toolchain.images.oci import ImageError, sha256_file, verify_archive
 
 DEFAULT_IMAGES = {"pause": "dra-conformance.local/pause:1", "busybox": "dra-conformance.local/busybox:1"}
 INDEX = "images.json"

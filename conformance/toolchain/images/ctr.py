@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .oci import ImageError
+from conformance.toolchain.images.oci import ImageError
 
 NAMESPACE = "k8s.io"
 

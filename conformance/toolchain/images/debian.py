@@ -16,8 +16,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import store
-from .oci import ImageError
+from conformance.toolchain.images import store
+from conformance.toolchain.images.oci import ImageError
 
 # Packaging and admin tools pulled in by Depends that only maintainer scripts use (dpkg, debconf, perl,
 # tar, install-info) and the mime/mailcap helpers of desktop mail readers.

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import cache, gomodules, versions
-from ..cache import CacheMiss
-from . import refs, store
-from .base import account_files, base_dirs
-from .oci import ImageConfig, ImageError, entries_layer, sha256_file, write_image
+from conformance.toolchain import cache, gomodules, versions
+from conformance.toolchain.cache import CacheMiss
+from conformance.toolchain.images import refs, store
+from conformance.toolchain.images.base import account_files, base_dirs
+from conformance.toolchain.images.oci import ImageConfig, ImageError, entries_layer, sha256_file, write_image
 
 TOOL = "dra-example-driver"
 PREVIOUS = "dra-example-driver-previous"  # the release before TOOL (the upgrade lane's N-1), same layout

@@ -21,10 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import versions
-from . import debian, refs, store
-from .base import account_files
-from .oci import ImageConfig, ImageError, tree_layer
+from conformance.toolchain import versions
+from conformance.toolchain.images import debian, refs, store
+from conformance.toolchain.images.base import account_files
+from conformance.toolchain.images.oci import ImageConfig, ImageError, tree_layer
 
 NAME = "reference-driver"
 SOURCE = versions.REPO_ROOT / "reference_driver"
@@ -143,7 +143,7 @@ def deps_layer() -> Path:
 
 def app_layer(out: Path) -> Path:
     """Layer 3: ``/app/reference_driver`` (gRPC stubs generated first), written to ``out``."""
-    from .. import protos  # noqa: PLC0415 - grpc_tools lives in the venv
+    from conformance.toolchain import protos  # noqa: PLC0415 - grpc_tools lives in the venv
 
     protos.generate_all()
     return tree_layer(out, SOURCE, prefix="app/reference_driver", exclude=("__pycache__", "*.pyc"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .oci import ImageError
+from conformance.toolchain.images.oci import ImageError
 
 
 def normalize(ref: str) -> str:

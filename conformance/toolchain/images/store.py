@@ -22,8 +22,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import cache
-from .oci import ImageConfig, ImageError, sha256_file, verify_archive, write_image
+from conformance.toolchain import cache
+from conformance.toolchain.images.oci import ImageConfig, ImageError, sha256_file, verify_archive, write_image
 
 
 def images_dir() -> Path:

@@ -27,9 +27,9 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from .. import cache, versions
-from . import reference_image, store
-from .oci import ImageConfig, ImageError, sha256_file, tree_layer
+from conformance.toolchain import cache, versions
+from conformance.toolchain.images import reference_image, store
+from conformance.toolchain.images.oci import ImageConfig, ImageError, sha256_file, tree_layer
 
 NAME = "suite"
 REF = "dra-conformance.local/suite:dev"
@@ -144,7 +144,7 @@ def tools_layer() -> Path:
 def app_layer(out: Path) -> Path:
     """Layer 4: ``/app`` (the project, gRPC stubs generated first), its dist-info and the console script,
     written to ``out``."""
-    from .. import protos  # noqa: PLC0415 - grpc_tools lives in the venv
+    from conformance.toolchain import protos  # noqa: PLC0415 - grpc_tools lives in the venv
 
     protos.generate_all()
     pyproject = tomllib.loads((versions.REPO_ROOT / "pyproject.toml").read_text())

@@ -25,13 +25,20 @@ import subprocess
 import time
 from pathlib import Path
 
-from .. import cache, kindtools, system
-from ..images import base as image_base
-from ..images import store
-from ..images.oci import DEFAULT_PATH, ImageConfig, entries_layer, tree_layer, write_image, write_oci_archive
-from ..steps import SetupError
-from ..versions import load
-from . import cni, rootfs
+from conformance.toolchain import cache, kindtools, system
+from conformance.toolchain.images import base as image_base
+from conformance.toolchain.images import store
+from conformance.toolchain.images.oci import (
+    DEFAULT_PATH,
+    ImageConfig,
+    entries_layer,
+    tree_layer,
+    write_image,
+    write_oci_archive,
+)
+from conformance.toolchain.kindnode import cni, rootfs
+from conformance.toolchain.steps import SetupError
+from conformance.toolchain.versions import load
 
 NODE_REF = "dra-conformance.local/kind-node"
 PRELOAD_UNIT = """[Unit]

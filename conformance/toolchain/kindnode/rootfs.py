@@ -25,7 +25,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..steps import SetupError
+from conformance.toolchain.steps import SetupError
 
 KIND_FILES = Path("images/base/files")
 CNI_PLUGINS = ("host-local", "loopback", "ptp", "portmap", "bridge")

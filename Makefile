@@ -35,25 +35,25 @@ help: ## list every target
 	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(default 4; 0 = serial)"
 
 setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI, offline images, the kind node image (KIND= to skip it)
-	@$(PY) -m conformance.toolchain setup $(K8S_FLAG)
+	@$(PY) -m conformance_lab.toolchain setup $(K8S_FLAG)
 	$(if $(KIND),@$(MAKE) --no-print-directory kind-node-image)
 
 kind-node-image: ## build (or find cached) the offline kind node image for K8S_VERSION (nerdctl, kubeadm, coredns, crictl, Debian rootfs)
-	$(PY) -m conformance.cli kind build-node-image $(K8S_FLAG)
+	$(VENV)/bin/dra-conformance kind build-node-image $(K8S_FLAG)
 
 venv: ## create .venv with the package (editable) and pinned dependencies
 	@bash scripts/bootstrap-venv.sh
 
 test: lint ## lint, then run all of the project's own tests (unit + end-to-end on real local-cluster processes)
-	@$(PY) -m conformance.toolchain protos >/dev/null
+	@$(PY) -m conformance.protos >/dev/null
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 unit: ## run only the unit tests (no cluster)
-	@$(PY) -m conformance.toolchain protos >/dev/null
+	@$(PY) -m conformance.protos >/dev/null
 	$(PY) -m pytest tests -m "not e2e" $(PYTEST_ARGS)
 
 e2e: ## run only our end-to-end tests (real local cluster)
-	@$(PY) -m conformance.toolchain protos >/dev/null
+	@$(PY) -m conformance.protos >/dev/null
 	$(PY) -m pytest tests -m e2e $(PYTEST_ARGS)
 
 conformance: ## main job: local cluster (CLUSTER=kind: a kind cluster) + reference driver (DRIVER=...), PROFILE suites, report in reports/
@@ -62,11 +62,11 @@ conformance: ## main job: local cluster (CLUSTER=kind: a kind cluster) + referen
 	  $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table
-	$(PY) -m conformance.reporting.matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
+	$(VENV)/bin/dra-conformance matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
 	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(WORKERS_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 validate-suite: ## fault-detection matrix: every reference-driver fault (FAULTS=a,b) fails its fixtures/faults.yaml tests, the healthy driver none
-	$(PY) -m conformance.cli validate-suite $(if $(FAULTS),--faults $(FAULTS)) --feature-gates $(FEATURE_GATES) \
+	$(VENV)/bin/dra-conformance validate-suite $(if $(FAULTS),--faults $(FAULTS)) --feature-gates $(FEATURE_GATES) \
 	  $(K8S_FLAG) $(DEPLOY_FLAG) $(VALIDATE_ARGS)
 
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
@@ -79,11 +79,11 @@ images: ## build the offline OCI images a run needs (IMAGES="names", default all
 	$(VENV)/bin/dra-conformance images build $(IMAGES)
 	$(if $(IMAGES_TO),$(VENV)/bin/dra-conformance images export --to $(IMAGES_TO) $(IMAGES))
 
-versions: ## print every pinned version (versions.toml)
-	@$(PY) -m conformance.toolchain versions
+versions: ## print every pinned version (lab/conformance_lab/versions.toml)
+	@$(PY) -m conformance_lab.toolchain versions
 
 paths: ## print where the cached binaries live
-	@$(PY) -m conformance.toolchain paths $(K8S_FLAG)
+	@$(PY) -m conformance_lab.toolchain paths $(K8S_FLAG)
 
 cluster-up: ## start the local cluster (NODES, K8S_VERSION, FEATURE_GATES)
 	$(VENV)/bin/dra-conformance cluster up --nodes $(NODES) --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(CLUSTER_ARGS)

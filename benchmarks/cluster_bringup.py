@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.clusters.local import LocalCluster, LocalClusterConfig  # noqa: E402
-from conformance.clusters.local.teardown import other_kube_proxy  # noqa: E402
+from conformance_lab.local import LocalCluster, LocalClusterConfig  # noqa: E402
+from conformance_lab.local.teardown import other_kube_proxy  # noqa: E402
 
 
 def main() -> int:

@@ -9,12 +9,31 @@ come from the ``dra_conformance`` pytest plugin by name. An import-linter contra
 module. See conformance/k8s/README.md for the cheat sheet.
 """
 
-from conformance.checks.base import Violation
-from conformance.checks.base import describe as describe_violations
-from conformance.checks.slices import check_slices, node_owner_uids
 from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
-from conformance.k8s import api_verbs, kubelet, waits
+from conformance.dra.checks.base import Violation
+from conformance.dra.checks.base import describe as describe_violations
+from conformance.dra.checks.slices import check_slices, node_owner_uids
+from conformance.dra.claimstatus import (
+    IMPLICIT_PREFIX,
+    binding_problems,
+    device_status_problems,
+    extended_claim,
+    extended_claim_problems,
+)
+from conformance.dra.device_taints import eviction_delay
+from conformance.dra.inventory import (
+    cel_attribute,
+    cel_capacity,
+    cel_literal,
+    current_slices,
+    device_fields,
+    driver_slices,
+    pool_devices,
+    remove_driver_slice,
+    slice_state,
+)
+from conformance.k8s import api_verbs, waits
 from conformance.k8s.builders import (
     Version,
     container,
@@ -39,28 +58,9 @@ from conformance.k8s.builders.edits import (
     with_selectors,
 )
 from conformance.k8s.builders.parts import NEVER_MATCHES
-from conformance.k8s.claimstatus import (
-    IMPLICIT_PREFIX,
-    binding_problems,
-    device_status_problems,
-    extended_claim,
-    extended_claim_problems,
-)
-from conformance.k8s.device_taints import eviction_delay
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
-from conformance.k8s.inventory import (
-    cel_attribute,
-    cel_capacity,
-    cel_literal,
-    current_slices,
-    device_fields,
-    driver_slices,
-    pool_devices,
-    remove_driver_slice,
-    slice_state,
-)
 from conformance.k8s.objects import Obj
-from conformance.node import cdi
+from conformance.node import cdi, kubelet
 from conformance.node.draplugin import replaced_uid
 from conformance.node.podresources import (
     PodResourcesError,

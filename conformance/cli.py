@@ -1,44 +1,46 @@
 """The `dra-conformance` command line.
 
-Subcommands live in their own modules, each exposing ``register(subparsers)`` that adds a parser whose
-``func(args) -> int`` runs it. :data:`SUBCOMMANDS` lists them in ``--help`` order; a new subcommand module is
-imported here and added to it.
+Subcommands come from modules registered under the entry point group ``dra_conformance.commands`` (value: a
+module exposing ``register(subparsers)`` that adds parsers whose ``func(args) -> int`` runs them). The plugin
+registers ``run``/``list`` and ``report``; the lab (``dra-conformance-lab``) adds ``setup``, ``versions``,
+``cluster``, ``images``, ``install`` and ``kind``; the tools (``dra-conformance-tools``) add ``bench``,
+``validate-suite`` and ``matrix``. A vendor adds its own the same way. Pattern: importlib.metadata entry
+points (PyPA entry points specification).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 
-from conformance.bench import cli as bench_cli
-from conformance.clusters import cli as cluster_cli
-from conformance.clusters import images_cli, kind_cli
-from conformance.reporting import cli as report_cli
-from conformance.runner import cli as run_cli
-from conformance.runner import install_cli
-from conformance.toolchain import cli as toolchain_cli
-from conformance.validation import cli as validation_cli
+GROUP = "dra_conformance.commands"
+FIRST = ("run", "report")  # the plugin's own, first in --help
 
-SUBCOMMANDS = (
-    toolchain_cli,  # versions
-    cluster_cli,  # cluster up|down|status|logs
-    images_cli,  # images list|build|export|import
-    run_cli,  # run, list
-    report_cli,  # report
-    validation_cli,  # validate-suite
-    bench_cli,  # bench
-    install_cli,  # install (a local cluster with a driver from its chart, kept for existing-cluster runs)
-    kind_cli,  # kind build-node-image
-)
+
+def command_modules() -> list:
+    """The registered command modules: the plugin's first, then the others by entry point name. A module that
+    fails to import is reported on stderr and left out (the rest of the CLI keeps working)."""
+    eps = sorted(
+        importlib.metadata.entry_points(group=GROUP),
+        key=lambda e: (FIRST.index(e.name) if e.name in FIRST else len(FIRST), e.name),
+    )
+    modules = []
+    for ep in eps:
+        try:
+            modules.append(ep.load())
+        except Exception as exc:  # noqa: BLE001 - a broken extension must not take the CLI down
+            print(f"warning: command module {ep.name} ({ep.value}) failed to load: {exc}", file=sys.stderr)
+    return modules
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every subcommand registered."""
+    """The full argument parser with every registered subcommand."""
     parser = argparse.ArgumentParser(
         prog="dra-conformance", description="Conformance and qualification suite for Kubernetes DRA drivers."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in SUBCOMMANDS:
+    for module in command_modules():
         module.register(sub)
     return parser
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import pytest
 
 from conformance.core import errors, timeouts
-from conformance.k8s import device_taints, partitions, shares, waits
-from conformance.k8s.inventory import Inventory, Together, complete_pools, driver_slices
+from conformance.dra import device_taints, partitions, shares
+from conformance.dra.inventory import Inventory, Together, complete_pools, driver_slices
+from conformance.k8s import waits
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.probe import Probe
 
@@ -42,7 +43,7 @@ def device_visible(probe):
 
 @pytest.fixture
 def inventory(k8s, driver) -> Inventory:
-    """The driver's published devices right now (:class:`~conformance.k8s.inventory.Inventory`)."""
+    """The driver's published devices right now (:class:`~conformance.dra.inventory.Inventory`)."""
     return Inventory.read(k8s, driver.name)
 
 
@@ -136,7 +137,7 @@ def together(inventory) -> Together:
 @pytest.fixture
 def partition_packing(inventory) -> partitions.Packing:
     """Partitions of one counter set that fit together and, when the set has one, a device that would
-    over-allocate it (:func:`conformance.k8s.partitions.packing`); skips with the counter sets as evidence only
+    over-allocate it (:func:`conformance.dra.partitions.packing`); skips with the counter sets as evidence only
     when no counter set is shared by two devices."""
     return _pick(inventory, "a counter set shared by two devices", lambda: partitions.packing(inventory))
 
@@ -144,7 +145,7 @@ def partition_packing(inventory) -> partitions.Packing:
 @pytest.fixture
 def whole_and_partition(inventory) -> tuple:
     """``(whole, partition)``: two devices of one counter set that fit alone but never together
-    (:func:`conformance.k8s.partitions.whole_and_partition`); skips with the counter sets as evidence when none."""
+    (:func:`conformance.dra.partitions.whole_and_partition`); skips with the counter sets as evidence when none."""
     return _pick(
         inventory,
         "two devices of a counter set that never fit together",
@@ -154,14 +155,14 @@ def whole_and_partition(inventory) -> tuple:
 
 @pytest.fixture
 def partition(inventory):
-    """One partition (:class:`~conformance.k8s.inventory.Device`) of a counter set shared by two or more devices
-    (:func:`conformance.k8s.partitions.partition`); skips with the counter sets as evidence when none."""
+    """One partition (:class:`~conformance.dra.inventory.Device`) of a counter set shared by two or more devices
+    (:func:`conformance.dra.partitions.partition`); skips with the counter sets as evidence when none."""
     return _pick(inventory, "a partition of a shared counter set", lambda: partitions.partition(inventory))
 
 
 @pytest.fixture
 def shared_device(k8s, driver, inventory) -> shares.SharedDevice:
-    """A multi-allocatable device with a capacity two requests can share (:func:`conformance.k8s.shares.
+    """A multi-allocatable device with a capacity two requests can share (:func:`conformance.dra.shares.
     shared_device`); skips with the devices seen as evidence when none."""
     slices = driver_slices(k8s, driver.name)
     return _pick(inventory, "a shareable capacity", lambda: shares.shared_device(driver.name, slices, inventory))
@@ -213,7 +214,7 @@ def dra_plugin(request, k8s, driver, tracker):
 @pytest.fixture
 def taint_target(inventory, unique_attribute) -> device_taints.TaintTarget:
     """A device without published taints on a node that has another one, for DeviceTaintRule tests
-    (:func:`conformance.k8s.device_taints.untainted`); skips with the tainted devices as evidence when none."""
+    (:func:`conformance.dra.device_taints.untainted`); skips with the tainted devices as evidence when none."""
     return _pick(inventory, "untainted device", lambda: device_taints.untainted(inventory, unique_attribute))
 
 

@@ -1,4 +1,4 @@
-"""After-module invariant checks (issue 11): the driver-agnostic rules of :mod:`conformance.checks` run over what
+"""After-module invariant checks (issue 11): the driver-agnostic rules of :mod:`conformance.dra.checks` run over what
 every suite module produced, and their verdict appears as one result per module, ``<module>::invariants``.
 
 When (pytest glue, registered by :mod:`conformance.plugin` through ``pytest_plugins``):
@@ -8,8 +8,8 @@ When (pytest glue, registered by :mod:`conformance.plugin` through ``pytest_plug
   knows (claims made from templates included) and, when one of them is allocated, one LIST of DeviceClasses:
   a *snapshot* of claims allocated at the same moment;
 * end of the module on this process (the next item is in another file, or none): one LIST of the driver's
-  ResourceSlices; :func:`conformance.checks.slices.check_slices` and, per snapshot,
-  :func:`conformance.checks.allocations.check_allocations`; the outcome is written to
+  ResourceSlices; :func:`conformance.dra.checks.slices.check_slices` and, per snapshot,
+  :func:`conformance.dra.checks.allocations.check_allocations`; the outcome is written to
   ``<report_dir>/invariants/<module>--<process>-<n>.json`` (xdist workers share the report dir);
 * end of the run loop, in the xdist controller or the only process (``pytest_runtestloop`` wrapper): the
   outcome files merged per module (across workers). A module with a violation FAILS as
@@ -36,10 +36,10 @@ import time
 import pytest
 from _pytest.reports import TestReport
 
-from conformance.checks import base
-from conformance.checks.allocations import check_allocations
-from conformance.checks.slices import check_slices
-from conformance.k8s.inventory import driver_slices
+from conformance.dra.checks import base
+from conformance.dra.checks.allocations import check_allocations
+from conformance.dra.checks.slices import check_slices
+from conformance.dra.inventory import driver_slices
 from conformance.k8s.objects import Obj
 from conformance.plugin import HARNESS, SUITES, TRACKER
 from conformance.reporting import synthetic

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import hookspecs
+from conformance import hookspecs, shipped, toolbox
 from conformance.clusters import builtin as builtin_clusters
 from conformance.core import errors, markers, names, selection
 from conformance.core.config import from_options
@@ -37,8 +37,7 @@ from conformance.runner import evidence, narrowing, parallel, timings
 from conformance.runner.registry import Registry
 from conformance.runner.session import Session, record_exercised
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SUITES = REPO_ROOT / "suites"
+SUITES = shipped.suites_dir()
 PLUGIN_NAME = "dra_conformance_harness"
 DECISION = pytest.StashKey[selection.Decision]()
 TRACKER = pytest.StashKey[Tracker]()
@@ -139,10 +138,8 @@ def pytest_configure(config):
     config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
     values.update(allow_disruptive=bool(values["allow_disruptive"]), keep_cluster=bool(values["keep_cluster"]))
     try:
-        from conformance.toolchain import versions  # noqa: PLC0415 - reads versions.toml
-
-        known = tuple(versions.load().k8s_releases)
-    except Exception:  # noqa: BLE001 - version list is a nicety for the error message
+        known = toolbox.k8s_versions()
+    except toolbox.ToolMissing:  # the version list is a nicety for the error message
         known = ()
     try:
         cfg = from_options(values, known_versions=known)

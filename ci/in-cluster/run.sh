@@ -34,7 +34,7 @@ if [ -z "${KUBECONFIG:-}" ]; then
   # probe and helper pods of an existing cluster default to busybox:1.36: the offline busybox under that name
   "${PYTHON:-.venv/bin/python}" - "$name" <<'PY'
 import subprocess, sys
-from conformance.clusters.local.images import node_targets
+from conformance_lab.local.images import node_targets
 _, ctr, nodes = node_targets(sys.argv[1])
 for node, socket in nodes:
     subprocess.run([str(ctr), "-a", str(socket), "-n", "k8s.io", "images", "tag", "--force",

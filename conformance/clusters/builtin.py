@@ -1,19 +1,13 @@
-"""The cluster providers shipped with dra-conformance, registered the way a vendor registers its own: this
-module is a pytest plugin (the harness registers it) implementing ``pytest_dra_cluster_providers``
-(conformance/hookspecs.py). It does not import pytest: pluggy finds the hook by its name. The factories import
-their provider on first use (the local cluster pulls in PKI and process code).
+"""The cluster provider shipped with the plugin, registered the way a vendor registers its own: this module is
+a pytest plugin (the harness registers it) implementing ``pytest_dra_cluster_providers``
+(conformance/hookspecs.py). It does not import pytest: pluggy finds the hook by its name. The lab's ``local``
+and ``kind`` providers come in through the ``dra_conformance.cluster_providers`` entry points
+(conformance_lab/providers.py), as a vendor's would.
 """
 
 from __future__ import annotations
 
 from conformance.core.handles import ClusterProvider, ClusterProviderFactory, ProviderContext
-
-
-def local(ctx: ProviderContext) -> ClusterProvider:
-    """``local``: a fresh cluster of host processes (conformance/clusters/local)."""
-    from conformance.clusters.local.provider import LocalProvider  # noqa: PLC0415 - heavy, only when chosen
-
-    return LocalProvider(ctx)
 
 
 def existing(ctx: ProviderContext) -> ClusterProvider:
@@ -23,13 +17,6 @@ def existing(ctx: ProviderContext) -> ClusterProvider:
     return ExistingProvider(ctx)
 
 
-def kind(ctx: ProviderContext) -> ClusterProvider:
-    """``kind``: checks Docker; creating kind clusters is not implemented yet (a clear ClusterUnavailable)."""
-    from conformance.clusters.kind import KindProvider  # noqa: PLC0415
-
-    return KindProvider(ctx)
-
-
 def pytest_dra_cluster_providers() -> dict[str, ClusterProviderFactory]:
     """``{provider name: factory(ProviderContext) -> ClusterProvider}`` of the shipped providers."""
-    return {"local": local, "existing": existing, "kind": kind}
+    return {"existing": existing}

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance import images as refs
 from conformance.core import errors
 from conformance.core.config import gate_list
 from conformance.core.handles import NodeAccess, ProviderContext
@@ -24,8 +25,6 @@ from conformance.k8s import discovery
 from conformance.k8s.client import K8s
 from conformance.k8s.objects import Obj
 from conformance.node.helper_pod import HelperPodNodeAccess
-from conformance.toolchain.images import reference_image, refs
-from conformance.toolchain.images.catalog import DEFAULT_IMAGES as OFFLINE_IMAGES
 
 DEFAULT_IMAGES = {"busybox": "busybox:1.36"}
 
@@ -47,9 +46,9 @@ def images_on_every_node(nodes: list[Obj]) -> set[str]:
 def choose_images(nodes: list[Obj]) -> dict[str, str]:
     """``{"busybox": ref, "grpc": ref or ""}``: the offline images where every node has them (module docstring)."""
     present = images_on_every_node(nodes)
-    offline, relay = refs.normalize(OFFLINE_IMAGES["busybox"]), reference_image.ref()  # relay: Python + grpcio
+    offline, relay = refs.normalize(refs.OFFLINE["busybox"]), refs.reference_driver_ref()  # relay: Python + grpcio
     return {
-        "busybox": OFFLINE_IMAGES["busybox"] if offline in present else DEFAULT_IMAGES["busybox"],
+        "busybox": refs.OFFLINE["busybox"] if offline in present else DEFAULT_IMAGES["busybox"],
         "grpc": relay if relay in present else "",
     }
 

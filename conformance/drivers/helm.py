@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from conformance import shipped, toolbox
 from conformance.core import errors, timeouts
 from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
@@ -36,12 +37,9 @@ from conformance.drivers.base import DeployContext, DeployedDriver
 from conformance.drivers.readiness import await_slices, check_device_classes, delete_slices, registered_sockets
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from conformance.toolchain import cache, gomodules
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def resolve_chart(chart: Any, source: str = "deploy.chart") -> str:
+def resolve_chart(chart: Any, source: str = "deploy.chart", profile_source: str | None = None) -> str:
     """What ``helm install`` takes for the profile's ``chart`` value (see module docstring). Raises
     ConfigError naming ``source`` for a mapping without ``go_module``/``path`` or a module not in the cache."""
     if isinstance(chart, Mapping):
@@ -52,14 +50,12 @@ def resolve_chart(chart: Any, source: str = "deploy.chart") -> str:
                 fix="chart: {go_module: dra-example-driver, path: deployments/helm/dra-example-driver}",
             )
         try:
-            return str(gomodules.module_path(str(chart["go_module"]), str(chart["path"])))
-        except (KeyError, cache.CacheMiss) as exc:
+            return str(toolbox.go_module_dir(str(chart["go_module"]), str(chart["path"])))
+        except (KeyError, toolbox.ToolMissing) as exc:
             raise errors.ConfigError(str(exc), field=source, fix="run `make setup` or fix go_module") from None
     text = str(chart)
-    local = REPO_ROOT / text
-    if not Path(text).is_absolute() and not Path(text).exists() and local.exists():
-        return str(local)
-    return text
+    local = shipped.resolve_path(text, profile_source)
+    return str(local) if local is not None and not text.startswith("oci://") else text
 
 
 class HelmDeployer:
@@ -95,8 +91,8 @@ class HelmDeployer:
 
     def _helm(self, *args: str, timeout: float = 600) -> str:
         try:
-            binary = cache.tool_binary("helm")
-        except cache.CacheMiss as exc:
+            binary = toolbox.program("helm")
+        except toolbox.ToolMissing as exc:
             raise errors.ConfigError(str(exc), source="--driver-deploy helm", fix="run `make setup`") from None
         cmd = [str(binary), "--kubeconfig", str(self.cluster.kubeconfig), *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -132,7 +128,7 @@ class HelmDeployer:
         """``helm upgrade --install`` of the deploy spec ``d`` (chart, values, set, version, images, timeout_s)
         over the release, then the DeviceClasses and a slice on every node; returns the chart helm took. Raises
         DriverNotReady or ConfigError (removes nothing: :meth:`deploy` and the upgrade lane decide)."""
-        chart = resolve_chart(d["chart"])
+        chart = resolve_chart(d["chart"], profile_source=self.profile.source)
         values = chartvalues.chart_values(d, os.environ, self.image_repo)  # values, env_values, --image-repo
         self.load_images(d)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from conformance import images, shipped, toolbox
 from conformance.core import errors, timeouts
 from conformance.core.handles import ClusterHandle, MakesTestNetdevs, RunsHostProcesses, RunsNriPlugins
 from conformance.core.profile import DriverProfile
@@ -38,9 +39,6 @@ from conformance.drivers.readiness import (
     ensure_device_classes,
 )
 from conformance.k8s.client import K8s
-from conformance.toolchain import cache
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _require_host_processes(cluster: ClusterHandle, profile: DriverProfile) -> RunsHostProcesses:
@@ -150,17 +148,20 @@ class HostDeployer:
                 self.profile.driver,
             ]
             if deploy.get("devices"):
-                argv += ["--config", str(REPO_ROOT / deploy["devices"])]
+                argv += [
+                    "--config",
+                    str(shipped.resolve_path(deploy["devices"], self.profile.source) or deploy["devices"]),
+                ]
             argv += [str(a) for a in deploy.get("args") or []]  # e.g. --device-status, --binding-conditions
-            return argv, {"PYTHONPATH": str(REPO_ROOT)}
+            return argv, {"PYTHONPATH": str(shipped.SOURCE_ROOT)}
         binary = deploy["binary"]
         try:
             path = (
-                cache.tool_binary(binary["tool"], binary.get("name"))
+                toolbox.program(binary.get("name") or binary["tool"], tool=binary["tool"])
                 if "tool" in binary
-                else cache.k8s_binary(binary["k8s"], self.cluster.k8s_version)
+                else toolbox.program(binary["k8s"], k8s_version=self.cluster.k8s_version)
             )
-        except cache.CacheMiss as exc:
+        except toolbox.ToolMissing as exc:
             raise errors.ConfigError(
                 str(exc), source=self.profile.source, field="deploy.binary", fix="run `make setup`"
             ) from None
@@ -218,7 +219,7 @@ class HostDeployer:
         return f"the kubelet plugin exited on {', '.join(gone)}" if gone else None
 
     def _device_classes(self) -> list[str]:
-        deploy_dir = REPO_ROOT / "reference_driver" / "deploy"
+        deploy_dir = images.reference_driver_chart().parent
         files = sorted(deploy_dir.glob("deviceclass*.yaml")) if self.profile.deploy_mode == "bundled" else []
         created = []
         for path in files:
@@ -249,10 +250,7 @@ class HostDeployer:
                 return ""
         binary = self.profile.deploy.get("binary") or {}
         if binary.get("tool"):
-            from conformance.toolchain import versions  # noqa: PLC0415
-
-            tool = versions.load().go_tools.get(binary["tool"])
-            return f"{tool.module}@{tool.version}" if tool else ""
+            return toolbox.version_of(binary["tool"])
         return f"k8s.io/kubernetes@{self.cluster.k8s_version}" if binary.get("k8s") else ""
 
     def _handle(self, version: str | None = None) -> HostProcessDriver:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance import toolbox
 from conformance.core import errors
 from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
@@ -40,7 +41,6 @@ from conformance.drivers.readiness import (
     registered_sockets,
 )
 from conformance.k8s.client import K8s
-from conformance.toolchain import cache
 
 
 class ManifestsDeployer:
@@ -76,8 +76,8 @@ class ManifestsDeployer:
 
     def _kubectl(self, *args: str, timeout: float = 300) -> str:
         try:
-            binary = cache.k8s_binary("kubectl", self.cluster.k8s_version)
-        except cache.CacheMiss as exc:
+            binary = toolbox.program("kubectl", k8s_version=self.cluster.k8s_version)
+        except toolbox.ToolMissing as exc:
             raise errors.ConfigError(str(exc), source="--driver-deploy manifests", fix="run `make setup`") from None
         cmd = [str(binary), "--kubeconfig", str(self.cluster.kubeconfig), *args]
         if self.namespace:
@@ -95,15 +95,19 @@ class ManifestsDeployer:
         d = self.profile.deploy
         if d.get("chart"):
             try:
-                helm = cache.tool_binary("helm")
-            except cache.CacheMiss as exc:
+                helm = toolbox.program("helm")
+            except toolbox.ToolMissing as exc:
                 raise errors.ConfigError(str(exc), source="--driver-deploy manifests", fix="run `make setup`") from None
             values = chartvalues.chart_values(d, os.environ, self.image_repo)
             release = str(d.get("release") or self.profile.name)
             ns = self.namespace or self.profile.name
             self.namespace = ns
             found = bundles.render(
-                helm, resolve_chart(d["chart"]), release, ns, bundles.values_file(values, self.state_dir)
+                helm,
+                resolve_chart(d["chart"], profile_source=self.profile.source),
+                release,
+                ns,
+                bundles.values_file(values, self.state_dir),
             )
         else:
             base = Path(self.profile.source).parent if self.profile.source else Path.cwd()

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import yaml
 
+from conformance import shipped
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
 from conformance.drivers import helm_upgrade
 
-PROFILE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "drivers"
+PROFILE_DIR = shipped.profiles_dir()
 
 
 def available() -> list[str]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from conformance.core import errors
-from conformance.k8s import inventory
+from conformance.dra import inventory
+from conformance.dra.inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from conformance.k8s.client import K8s
-from conformance.k8s.inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from conformance.k8s.objects import Obj
 from conformance.k8s.prometheus import samples
 from conformance.k8s.resources import RESOURCE_GROUP
@@ -112,7 +112,7 @@ def node_facts(node: Obj) -> dict:
 
 def devices_of(slices: list[Obj]) -> list[dict]:
     """``[{node, pool, device, attributes, capacity, ...}]`` flattened from slices (see
-    :func:`conformance.k8s.inventory.facts`; v1beta1 ``basic`` unwrapped)."""
+    :func:`conformance.dra.inventory.facts`; v1beta1 ``basic`` unwrapped)."""
     return inventory.facts(slices)
 
 

@@ -9,7 +9,7 @@ gets one entry in the answer's ``claims`` map, a per-claim failure is that entry
 reports "NodePrepareResources skipped N ResourceClaims" when entries are missing). The socket is the
 ``endpoint`` the driver's registration GetInfo advertises, the service version one of its
 ``supported_versions`` (v1 preferred, like kubelets >= 1.34). Messages are compiled from our own .proto
-(``python -m conformance.toolchain protos``), like the registration client.
+(``python -m conformance.protos``), like the registration client.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _messages():
         raise errors.ConfigError(
             "DRA plugin stubs are not generated",
             source="conformance/node",
-            fix="run `python -m conformance.toolchain protos` (make test does)",
+            fix="run `python -m conformance.protos` (make test does)",
         ) from exc
     return pb
 

@@ -46,7 +46,7 @@ def _stubs():
         raise errors.ConfigError(
             "PodResources stubs are not generated",
             source="conformance/node",
-            fix="run `python -m conformance.toolchain protos` (make test does)",
+            fix="run `python -m conformance.protos` (make test does)",
         ) from exc
     return pb, pb_grpc
 

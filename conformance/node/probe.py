@@ -76,7 +76,7 @@ def _names(hit: str, device: str) -> bool:
 class Probe:
     """Reads a container's probe output and matches the profile. ``node_access``: None when the cluster offers
     none (then a pods/log failure is raised as the ApiError it is); ``inventory``: the driver's published
-    devices (:class:`~conformance.k8s.inventory.Inventory`), needed by :meth:`shows_claimed_devices`."""
+    devices (:class:`~conformance.dra.inventory.Inventory`), needed by :meth:`shows_claimed_devices`."""
 
     def __init__(self, k8s: K8s, profile: DriverProfile, node_access=None, inventory=None) -> None:
         self.k8s, self.profile, self.node_access, self.inventory = k8s, profile, node_access, inventory
@@ -197,7 +197,7 @@ class Probe:
 
     def shows_allocation(self, pod: Obj, claim: Obj, inventory, container: str | None = None) -> Shown:
         """:meth:`shows_devices` for the devices of ``claim``'s allocation results among those ``inventory``
-        (:class:`~conformance.k8s.inventory.Inventory`) publishes on the pod's node. Raises ValueError for a pod
+        (:class:`~conformance.dra.inventory.Inventory`) publishes on the pod's node. Raises ValueError for a pod
         not bound to a node (pass the pod a wait returned): without the node there are no device names to
         compare and any output would pass. Raises ProbeDidNotRun."""
         node = pod.get("spec.nodeName")

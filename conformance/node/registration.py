@@ -1,6 +1,6 @@
 """Ask kubelet plugin registration sockets who they are: the pluginregistration v1 ``Registration.GetInfo``
 call the kubelet itself makes, over the real unix socket, with messages compiled from our own .proto
-(``python -m conformance.toolchain protos``), like the PodResources client.
+(``python -m conformance.protos``), like the PodResources client.
 
 Sources: k8s.io/kubelet/pkg/apis/pluginregistration/v1 (service ``pluginregistration.Registration``, method
 ``GetInfo(InfoRequest) returns (PluginInfo)``); dra-protocols.md §1 (a DRA plugin answers type
@@ -17,8 +17,7 @@ from google.protobuf.json_format import MessageToDict
 
 from conformance.core import errors
 from conformance.core.errors import ApiError
-from conformance.k8s import kubelet
-from conformance.node import unixsock
+from conformance.node import kubelet, unixsock
 from conformance.node.base import NodeAccessUnavailable
 
 GET_INFO = "/pluginregistration.Registration/GetInfo"  # wire method name (upstream proto package)
@@ -32,7 +31,7 @@ def _messages():
         raise errors.ConfigError(
             "plugin registration stubs are not generated",
             source="conformance/node",
-            fix="run `python -m conformance.toolchain protos` (make test does)",
+            fix="run `python -m conformance.protos` (make test does)",
         ) from exc
     return pb
 
@@ -85,7 +84,7 @@ def kubelet_uses(k8s, node_access, node: str, driver: str) -> tuple[bool, str]:
     """``(registered, evidence)``: whether ``driver`` is registered with ``node``'s kubelet now: a registration
     socket in the node's plugin registry answers GetInfo with the driver's name and the kubelet's plugin
     manager holds that socket as registered (``plugin_manager_total_plugins`` state
-    ``actual_state_of_world``, :mod:`conformance.k8s.kubelet`). Errors reading either count as not
+    ``actual_state_of_world``, :mod:`conformance.node.kubelet`). Errors reading either count as not
     registered (the evidence names them)."""
     try:
         answers = [a for a in node_access.plugin_info(node) if a.get("name") == driver]

@@ -14,7 +14,7 @@ import json
 import logging
 import pathlib
 
-from conformance.k8s import kubelet_latency
+from conformance.node import kubelet_latency
 from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, summary
 
 Verdict = summary.Verdict

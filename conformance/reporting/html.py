@@ -16,11 +16,9 @@ import shutil
 import subprocess
 import time
 
-from conformance.reporting import classify, runinfo
+from conformance.reporting import allure_cli, classify, runinfo
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-DEFAULT_CLI = REPO_ROOT / "tools" / "allure" / "node_modules" / ".bin" / "allure"
-ENV_VAR = "DRA_CONFORMANCE_ALLURE"
+ENV_VAR = allure_cli.ENV_VAR
 GENERATE_TIMEOUT_S = 300
 
 
@@ -28,16 +26,17 @@ class ReportError(RuntimeError):
     """The Allure CLI is missing or failed; the message says which and how to fix it."""
 
 
-def allure_cli() -> pathlib.Path:
-    """The Allure 3 CLI: ``$DRA_CONFORMANCE_ALLURE`` or tools/allure/node_modules/.bin/allure.
+def allure_cli_path() -> pathlib.Path:
+    """The Allure 3 CLI (conformance.reporting.allure_cli.find: env, cache, PATH, else installed on demand).
 
-    Raises :class:`ReportError` when neither exists.
+    Raises :class:`ReportError` when it cannot be found or installed, or node is missing.
     """
-    path = pathlib.Path(os.environ.get(ENV_VAR) or DEFAULT_CLI)
-    if not path.exists():
-        raise ReportError(f"Allure CLI not found at {path}: run `make setup` (npm ci in tools/allure) or set {ENV_VAR}")
+    try:
+        path = allure_cli.find()
+    except allure_cli.AllureMissing as exc:
+        raise ReportError(str(exc)) from None
     if shutil.which("node") is None:
-        raise ReportError("node not found on PATH: the Allure 3 CLI needs Node.js; run `make setup`")
+        raise ReportError("node not found on PATH: the Allure 3 CLI needs Node.js (>= 20)")
     return path
 
 
@@ -125,7 +124,7 @@ def generate(
 
     Raises :class:`ReportError` with the CLI's output when it fails or runs over ``GENERATE_TIMEOUT_S``.
     """
-    cli = allure_cli()
+    cli = allure_cli_path()
     start = time.monotonic()
     outputs = [("allure-report", "allurerc.mjs", False)]
     if single_file:

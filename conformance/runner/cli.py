@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from conformance import shipped
 from conformance.core import names
 from conformance.core.errors import ConfigError
 from conformance.k8s import incluster
 from conformance.reporting import cli as report_cli
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SUITES = REPO_ROOT / "suites"
+SUITES = shipped.suites_dir()
 EXIT_TEXT = {
     0: "PASS",
     1: "FAIL",
@@ -195,14 +195,15 @@ def run_command(args: argparse.Namespace) -> int:
         atexit.register(shutil.rmtree, tmp, True)
         args.kubeconfig = str(incluster.write_kubeconfig(tmp / "kubeconfig"))
         print(f"in-cluster: service account kubeconfig {args.kubeconfig}")
-    try:  # stubs are gitignored: make sure a fresh checkout has them (no-op when up to date)
-        from conformance.toolchain import protos  # noqa: PLC0415
+    if shipped.in_checkout():  # stubs are gitignored: make sure a fresh checkout has them (a wheel ships them)
+        try:
+            from conformance import protos  # noqa: PLC0415
 
-        protos.generate_all()
-    except Exception as exc:  # noqa: BLE001 - the run reports the missing stubs where they are needed
-        print(f"warning: could not generate gRPC stubs ({exc}); run `make setup`", file=sys.stderr)
+            protos.generate_all()
+        except Exception as exc:  # noqa: BLE001 - the run reports the missing stubs where they are needed
+            print(f"warning: could not generate gRPC stubs ({exc}); run `make setup`", file=sys.stderr)
     run_id = names.new_run_id()
-    report_dir = Path(args.report_dir or REPO_ROOT / "reports" / run_id).resolve()
+    report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
     counter = _Counter()
     started = time.monotonic()
     # SIGTERM (a pod deleted, a CI job cancelled) stops the run the way Ctrl-C does: tear-down, exit 2

@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance import shipped
 from conformance.runner import facts as facts_mod
 
 FILE = ".dra-narrowing.json"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SUITES = REPO_ROOT / "suites"
+REPO_ROOT = shipped.test_root()
+SUITES = shipped.suites_dir()
 SELECTING = (  # option dest -> the flag that shows it (the value follows, a list gives one flag per item)
     ("keyword", "-k"),
     ("markexpr", "-m"),

@@ -30,8 +30,9 @@ from conformance.core.handles import (
 from conformance.core.profile import DriverProfile
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
-from conformance.k8s import discovery, kubelet_latency, sweep, waits
+from conformance.k8s import discovery, sweep, waits
 from conformance.k8s.client import K8s
+from conformance.node import kubelet_latency
 from conformance.runner import facts as facts_mod
 from conformance.runner import narrowing
 from conformance.runner.registry import Registry

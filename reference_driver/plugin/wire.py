@@ -4,7 +4,7 @@ The kubelet fixes the proto package names (``pluginregistration``, ``k8s.io.kube
 Importing generated ``*_pb2`` modules registers those symbols in protobuf's process-wide default pool, and
 a second set of stubs for the same packages (e.g. a test client elsewhere in the same process) would then
 fail with "duplicate symbol". So we read the serialized FileDescriptorProto out of the generated module's
-source (``python -m conformance.toolchain protos`` produces it) and build classes in a pool of our own.
+source (``python -m conformance.protos`` produces it) and build classes in a pool of our own.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _serialized_descriptor(stem: str) -> bytes:
         tree = ast.parse(path.read_text())
     except FileNotFoundError:
         raise StubsMissingError(
-            f"{path} is missing: generate the stubs with `python -m conformance.toolchain "
+            f"{path} is missing: generate the stubs with `python -m conformance_lab.toolchain "
             f"protos` (or grpc_tools.protoc on {stem}.proto)"
         ) from None
     for node in ast.walk(tree):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conformance.bench import report, stats
+from conformance_tools.bench import report, stats
 
 
 def _result(variant: str, nodes: int, tput: float, p50: float) -> dict:
@@ -38,7 +38,7 @@ def _data() -> dict:
 
 def test_json_shape_and_ratios():
     data = _data()
-    assert data["schema"] == "dra-conformance/bench/v1" and data["wall_s"] == 12.0
+    assert data["schema"] == "dra-tools/conformance_tools/bench/v1" and data["wall_s"] == 12.0
     assert data["machine"]["cpus"] >= 1
     assert data["dra_over_classic"] == [
         {"nodes": 10, "throughput": 0.5, "bound_p50": 2.0, "bound_p99": 2.0},

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conformance_tools.bench import stats, workload
+from conformance_tools.bench.config import BenchConfig, parse_points
 
-from conformance.bench import stats, workload
-from conformance.bench.config import BenchConfig, parse_points
 from conformance.core.errors import ConfigError
 
 
@@ -69,7 +69,7 @@ def test_pods_are_capped_at_what_the_fleet_holds():
 
 
 def test_client_qps_flags_for_scheduler_and_controller_manager():
-    from conformance.bench.run import _qps_args
+    from conformance_tools.bench.run import _qps_args
 
     assert _qps_args(500)["kube-scheduler"] == ("--kube-api-qps=500", "--kube-api-burst=500")
     assert _qps_args(0) == {"kube-scheduler": (), "kube-controller-manager": ()}

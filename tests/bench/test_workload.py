@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.bench import workload
+from conformance_tools.bench import workload
 
 DRIVER = "gpu.dra-conformance.test"
 

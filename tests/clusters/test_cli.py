@@ -3,9 +3,8 @@
 import argparse
 
 import pytest
-
-from conformance.clusters import cli
-from conformance.clusters.local.config import STATE_ROOT
+from conformance_lab import cluster_cli as cli
+from conformance_lab.local.config import STATE_ROOT
 
 
 def _parser():

@@ -1,10 +1,10 @@
 """LocalClusterConfig validation and the derived port/subnet layout (bad input names the field and fix)."""
 
 import pytest
+from conformance_lab.local import LocalCluster, LocalClusterConfig
+from conformance_lab.local.cluster import resolve_version
+from conformance_lab.local.config import layout_for
 
-from conformance.clusters.local import LocalCluster, LocalClusterConfig
-from conformance.clusters.local.cluster import resolve_version
-from conformance.clusters.local.config import layout_for
 from conformance.core.errors import ConfigError
 
 

@@ -10,12 +10,12 @@ import sys
 import time
 
 import pytest
+from conformance_lab.local import config as configlib
+from conformance_lab.local import disrupt
+from conformance_lab.local import state as statelib
+from conformance_lab.local.node_config import node_paths
+from conformance_lab.local.processes import HostProcess
 
-from conformance.clusters.local import config as configlib
-from conformance.clusters.local import disrupt
-from conformance.clusters.local import state as statelib
-from conformance.clusters.local.node_config import node_paths
-from conformance.clusters.local.processes import HostProcess
 from conformance.core.errors import WaitFailed
 from conformance.drivers.base import DeployedDriver, HostProcessDriver
 from conformance.runner import facts
@@ -130,7 +130,7 @@ def test_controller_manager_restart_runs_changes_while_stopped_and_restarts_afte
 
 
 def test_disruption_facts_name_the_provider_that_cannot(cluster):
-    from conformance.clusters.local.handle import LocalClusterHandle
+    from conformance_lab.local.handle import LocalClusterHandle
 
     state, lay, _np, _calls = cluster
     handle = LocalClusterHandle.__new__(LocalClusterHandle)
@@ -166,7 +166,7 @@ def test_reboot_of_a_node_in_its_own_mount_namespace_drops_and_recreates_the_nam
     """daemonset_paths: the power-off leaves no process in the node's namespace (an unrecorded one is killed),
     the boot binds the re-created CDI dir in a new namespace that containerd and the kubelet enter; nothing of
     either namespace shows on the host. Needs root (unshare, mount)."""
-    from conformance.clusters.local import hostsys, node_mounts  # noqa: PLC0415
+    from conformance_lab.local import hostsys, node_mounts  # noqa: PLC0415
 
     state, lay, np, _calls = cluster
     target = tmp_path / "std-cdi"

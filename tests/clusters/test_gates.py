@@ -1,6 +1,6 @@
 """Feature-gate modes: parsing the binary's --help list, choosing every DRA gate, runtime-config."""
 
-from conformance.clusters.local import gates
+from conformance_lab.local import gates
 
 HELP = """
       --feature-gates colonSeparatedMultimapStringString

@@ -5,9 +5,8 @@ import os
 import subprocess
 
 import pytest
-
-from conformance.clusters.local import hostsys
-from conformance.clusters.local.processes import HostProcess
+from conformance_lab.local import hostsys
+from conformance_lab.local.processes import HostProcess
 
 pytestmark = pytest.mark.e2e
 

@@ -4,9 +4,9 @@ archives an air-gapped machine can check; import refuses what does not match the
 import json
 
 import pytest
+from conformance_lab.toolchain.images import catalog, oci, store
 
 from conformance.cli import main
-from conformance.toolchain.images import catalog, oci, store
 
 
 @pytest.fixture

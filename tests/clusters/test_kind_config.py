@@ -7,10 +7,10 @@ import json
 
 import pytest
 import yaml
-
-from conformance.clusters import kind, kindhost
-from conformance.toolchain import versions
-from conformance.toolchain.kindnode import cni, rootfs
+from conformance_lab.kind import host as kindhost
+from conformance_lab.kind import provider as kind
+from conformance_lab.toolchain import versions
+from conformance_lab.toolchain.kindnode import cni, rootfs
 
 
 def test_kind_config_sets_gates_runtime_config_cdi_and_workers():

@@ -10,10 +10,9 @@ import subprocess
 import tomllib
 
 import pytest
-
-from conformance.clusters.local import netdevs
-from conformance.clusters.local.config import LocalClusterConfig, layout_for
-from conformance.clusters.local.node_config import containerd_config, node_paths
+from conformance_lab.local import netdevs
+from conformance_lab.local.config import LocalClusterConfig, layout_for
+from conformance_lab.local.node_config import containerd_config, node_paths
 
 
 def _np(i: int = 1, name: str = "t"):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.clusters.local import node_mounts
-from conformance.clusters.local.config import LocalClusterConfig, layout_for
-from conformance.clusters.local.node_config import node_paths
+from conformance_lab.local import node_mounts
+from conformance_lab.local.config import LocalClusterConfig, layout_for
+from conformance_lab.local.node_config import node_paths
 
 
 def _np(i: int = 1):

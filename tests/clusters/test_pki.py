@@ -3,10 +3,9 @@
 import ipaddress
 
 import yaml
+from conformance_lab.local.pki import Pki, write_kubeconfig
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-from conformance.clusters.local.pki import Pki, write_kubeconfig
 
 
 def _load(path):

@@ -3,8 +3,7 @@
 import socket
 
 import pytest
-
-from conformance.clusters.local import preflight
+from conformance_lab.local import preflight
 
 
 def test_port_in_use_is_reported_with_the_component():

@@ -1,9 +1,8 @@
 """HostProcess lifecycle and the on-disk state round trip (what `cluster down` from another process uses)."""
 
 import pytest
-
-from conformance.clusters.local import state as statelib
-from conformance.clusters.local.processes import HostProcess
+from conformance_lab.local import state as statelib
+from conformance_lab.local.processes import HostProcess
 
 
 def test_spawn_stop_restart(tmp_path):
@@ -52,7 +51,7 @@ def test_state_round_trip(tmp_path, monkeypatch):
 
 
 def test_other_kube_proxy_sees_running_and_starting_clusters(tmp_path, monkeypatch):
-    from conformance.clusters.local import teardown
+    from conformance_lab.local import teardown
 
     monkeypatch.setattr(statelib, "STATE_ROOT", tmp_path)
     assert not teardown.other_kube_proxy("me")
@@ -76,7 +75,7 @@ def test_other_kube_proxy_sees_running_and_starting_clusters(tmp_path, monkeypat
 def test_a_slot_recorded_by_another_cluster_is_taken_and_the_provider_moves_on(tmp_path, monkeypatch):
     """Two runs that chose the same free slot at once: the one that records second gets SlotTaken (under the
     host lock, before starting anything) and the provider's next choice skips the recorded slot."""
-    from conformance.clusters.local import provider
+    from conformance_lab.local import provider
 
     monkeypatch.setattr(statelib, "STATE_ROOT", tmp_path)
     statelib.ClusterState(name="first", slot=provider.FIRST_SLOT, nodes=1, log_dir=str(tmp_path)).save()

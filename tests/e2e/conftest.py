@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conformance_lab.local import LocalCluster, LocalClusterConfig
+from conformance_lab.local.cluster import resolve_version
+from conformance_lab.local.config import RUN_ROOT
+from conformance_lab.local.processes import alive
 
-from conformance.clusters.local import LocalCluster, LocalClusterConfig
-from conformance.clusters.local.cluster import resolve_version
-from conformance.clusters.local.config import RUN_ROOT
-from conformance.clusters.local.processes import alive
 from conformance.core.errors import ConformanceError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,10 +8,9 @@ import json
 import os
 
 import pytest
-
-from conformance.bench.config import VARIANTS, BenchConfig
-from conformance.bench.run import bench
-from conformance.clusters.local.config import STATE_ROOT
+from conformance_lab.local.config import STATE_ROOT
+from conformance_tools.bench.config import VARIANTS, BenchConfig
+from conformance_tools.bench.run import bench
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster_lifecycle, pytest.mark.timeout(300)]
 

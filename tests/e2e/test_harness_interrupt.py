@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conformance_lab.local import LocalCluster
+from conformance_lab.local.config import Layout
+from conformance_lab.local.processes import processes_matching
+from conformance_lab.local.provider import cluster_name as local_cluster_name
+from conformance_lab.local.teardown import leftovers
 
-from conformance.clusters.local import LocalCluster
-from conformance.clusters.local.config import Layout
-from conformance.clusters.local.processes import processes_matching
-from conformance.clusters.local.provider import cluster_name as local_cluster_name
-from conformance.clusters.local.teardown import leftovers
 from conformance.runner.session import STATE_FILE
 
 from .preinstalled import WatchedRun

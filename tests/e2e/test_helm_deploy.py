@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conformance.clusters.local import hostsys
+from conformance_lab.local import hostsys
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

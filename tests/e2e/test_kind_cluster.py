@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conformance.clusters import kindhost
+from conformance_lab.kind import host as kindhost
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -13,15 +13,15 @@ import sys
 import time
 
 import pytest
+from conformance_lab.local import LocalCluster, LocalClusterConfig, gates, hostsys
+from conformance_lab.local import api as apilib
+from conformance_lab.local.config import layout_for
+from conformance_lab.local.teardown import leftovers, other_kube_proxy
+from conformance_lab.toolchain import cache
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from conformance.clusters.local import LocalCluster, LocalClusterConfig, gates, hostsys
-from conformance.clusters.local import api as apilib
-from conformance.clusters.local.config import layout_for
-from conformance.clusters.local.teardown import leftovers, other_kube_proxy
 from conformance.core.errors import ClusterUnavailable
-from conformance.toolchain import cache
 
 from . import kube
 from .conftest import K8S_VERSION, REPO

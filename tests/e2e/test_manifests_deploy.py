@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from conformance.toolchain import cache
+from conformance_lab.toolchain import cache
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

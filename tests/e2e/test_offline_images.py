@@ -9,11 +9,12 @@ import subprocess
 
 import pytest
 import yaml
+from conformance_lab.local.images import import_into_nodes
+from conformance_lab.toolchain import cache
+from conformance_lab.toolchain.images import catalog, example_driver, reference_image
 from kubernetes import client
 
-from conformance.clusters.local.images import import_into_nodes
-from conformance.toolchain import cache
-from conformance.toolchain.images import catalog, example_driver, reference_image, refs
+from conformance import images as refs
 
 from . import kube
 

@@ -7,9 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conformance_lab.toolchain import cache
 from kubernetes import client, config
-
-from conformance.toolchain import cache
 
 from . import kube
 

@@ -1,11 +1,11 @@
-"""Unit tests of conformance.checks.allocations: a healthy snapshot (claims allocated at once, the driver's
+"""Unit tests of conformance.dra.checks.allocations: a healthy snapshot (claims allocated at once, the driver's
 slices, its DeviceClass) has no violation; each hand-built bad snapshot breaks exactly the rule it targets."""
 
 import copy
 
 import pytest
 
-from conformance.checks.allocations import check_allocations
+from conformance.dra.checks.allocations import check_allocations
 from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"

@@ -1,12 +1,12 @@
-"""Unit tests of conformance.checks.slices: a well-formed pool passes every rule, and each rule fails on a
+"""Unit tests of conformance.dra.checks.slices: a well-formed pool passes every rule, and each rule fails on a
 hand-built slice that breaks it (and only that rule)."""
 
 import copy
 
 import pytest
 
-from conformance.checks.base import describe
-from conformance.checks.slices import check_slices, node_owner_uids
+from conformance.dra.checks.base import describe
+from conformance.dra.checks.slices import check_slices, node_owner_uids
 from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"
@@ -187,7 +187,7 @@ class _SliceLister:
 
 def test_pool_republished_waits_for_the_pool_without_the_deleted_slice(monkeypatch):
     from conformance.core import errors
-    from conformance.k8s.inventory import pool_devices
+    from conformance.dra.inventory import pool_devices
     from conformance.k8s.waits import slices as slice_waits
 
     monkeypatch.setattr(slice_waits, "SLICES_POLL_S", 0.01)

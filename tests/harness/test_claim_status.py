@@ -1,10 +1,10 @@
 """Unit tests: capabilities of the claim-status area (device status, binding conditions, the extended-resource
-cleanup gap) and the judgements of conformance/k8s/claimstatus.py on hand-made claims and pods."""
+cleanup gap) and the judgements of conformance/dra/claimstatus.py on hand-made claims and pods."""
 
 import pytest
 
 from conformance.core import capabilities, profile
-from conformance.k8s import claimstatus
+from conformance.dra import claimstatus
 from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"

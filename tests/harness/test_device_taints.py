@@ -1,11 +1,11 @@
 """Unit tests: device taints in capability discovery (driver.published_taints: delivered, broken, gated) and the
-device picks of the taints suite (conformance.k8s.device_taints)."""
+device picks of the taints suite (conformance.dra.device_taints)."""
 
 import pytest
 
 from conformance.core import capabilities, profile, selection
-from conformance.k8s import device_taints
-from conformance.k8s.inventory import Inventory, facts
+from conformance.dra import device_taints
+from conformance.dra.inventory import Inventory, facts
 from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"

@@ -14,9 +14,9 @@ import pytest
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
 from conformance.core.profile import Visibility
+from conformance.dra.inventory import Device
 from conformance.drivers import profiles
 from conformance.drivers.host import HostDeployer, cel_string_list
-from conformance.k8s.inventory import Device
 from conformance.k8s.objects import Obj
 from conformance.node.probe import Probe
 
@@ -102,7 +102,7 @@ class _Cluster:
 def test_host_deployer_makes_interfaces_then_starts_an_nri_plugin_with_the_nodes_filter(tmp_path, monkeypatch):
     prof = profiles.load("dranet")
     cluster = _Cluster(tmp_path)
-    monkeypatch.setattr("conformance.toolchain.cache.tool_binary", lambda tool, name=None: Path(f"/cache/{name}"))
+    monkeypatch.setattr("conformance.toolbox.program", lambda name, tool=None, k8s_version=None: Path(f"/cache/{name}"))
     deployer = HostDeployer(cluster, prof, None, "r", state_root=tmp_path / "state")
     monkeypatch.setattr(deployer, "_device_classes", lambda: [])
     monkeypatch.setattr("conformance.drivers.host.check_device_classes", lambda k8s, p: None)

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import grpc
 import pytest
+from conformance_lab.local.node_access import LocalNodeAccess
 
 from conformance.node import draplugin
 from conformance.node.draplugin import ClaimRef, DraPluginClient, DraPluginError
-from conformance.node.local import LocalNodeAccess
 from reference_driver import DRIVER_NAME
 from reference_driver.cdi import CdiStore
 from reference_driver.checkpoint import Checkpoint

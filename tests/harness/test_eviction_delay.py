@@ -1,11 +1,11 @@
 """Unit tests: when the device taint eviction controller evicted a pod, against the rule's timeAdded +
-tolerationSeconds (conformance.k8s.device_taints.eviction_delay), and the wait for its DisruptionTarget condition
+tolerationSeconds (conformance.dra.device_taints.eviction_delay), and the wait for its DisruptionTarget condition
 (waits.pod_evicted_by_taint)."""
 
 import pytest
 
 from conformance.core import timeouts
-from conformance.k8s import device_taints
+from conformance.dra import device_taints
 from conformance.k8s.objects import Obj
 from conformance.k8s.waits import taints
 

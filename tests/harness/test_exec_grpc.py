@@ -103,8 +103,9 @@ def _node(*images: str):
 
 
 def test_existing_cluster_uses_offline_images_only_when_every_node_has_them():
+    from conformance_lab.toolchain.images import reference_image  # noqa: PLC0415
+
     from conformance.clusters.existing import choose_images  # noqa: PLC0415
-    from conformance.toolchain.images import reference_image  # noqa: PLC0415
 
     relay = reference_image.ref()
     both = _node("dra-conformance.local/busybox:1", relay)

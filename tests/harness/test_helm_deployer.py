@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conformance import shipped
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
 from conformance.drivers import helm
@@ -34,7 +35,7 @@ def test_deploy_alternative_is_validated_like_deploy():
 
 def test_chart_paths_resolve_against_the_repository_and_refs_pass_through(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert helm.resolve_chart("fixtures/drivers") == str(helm.REPO_ROOT / "fixtures/drivers")
+    assert helm.resolve_chart("fixtures/drivers") == str(shipped.SOURCE_ROOT / "fixtures/drivers")
     assert helm.resolve_chart("oci://example.invalid/charts/x") == "oci://example.invalid/charts/x"
     assert helm.resolve_chart("repo/name") == "repo/name"
 
@@ -42,5 +43,5 @@ def test_chart_paths_resolve_against_the_repository_and_refs_pass_through(tmp_pa
 def test_chart_mapping_needs_go_module_and_path():
     with pytest.raises(ConfigError, match="go_module and path"):
         helm.resolve_chart({"go_module": "dra-example-driver"})
-    with pytest.raises(ConfigError, match="no Go tool"):
+    with pytest.raises(ConfigError, match="no-such-tool"):
         helm.resolve_chart({"go_module": "no-such-tool", "path": "x"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import types
 
 import pytest
+from conformance_lab.toolchain import gobuild, versions
 
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError, DriverNotReady
@@ -14,7 +15,6 @@ from conformance.core.handles import UpgradesDriver
 from conformance.drivers import helm_upgrade
 from conformance.drivers.profiles import load as load_profile
 from conformance.runner import facts
-from conformance.toolchain import gobuild, versions
 
 DEPLOY = {
     "chart": "c/",
@@ -129,8 +129,8 @@ def test_rollout_names_the_nodes_whose_plugin_never_registers_again(monkeypatch)
 
 def test_previous_example_driver_image_is_named_by_its_own_chart():
     """The v0.3.0 image goes under the name its chart runs: same repository as v0.4.0, tag = its appVersion."""
-    from conformance.toolchain.images import example_driver
-    from conformance.toolchain.images.oci import ImageError
+    from conformance_lab.toolchain.images import example_driver
+    from conformance_lab.toolchain.images.oci import ImageError
 
     try:
         old, new = example_driver.ref(example_driver.PREVIOUS), example_driver.ref()

@@ -1,10 +1,10 @@
 """Unit tests of `dra-conformance install` pieces that need no cluster."""
 
 import pytest
+from conformance_lab import install_cli
 
 from conformance.core import errors
 from conformance.k8s.objects import Obj
-from conformance.runner import install_cli
 
 
 def _node(name, *images):

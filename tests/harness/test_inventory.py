@@ -1,10 +1,9 @@
-"""Unit tests of conformance.k8s.inventory: the one slice -> device flattening (v1 and v1beta1 shapes,
+"""Unit tests of conformance.dra.inventory: the one slice -> device flattening (v1 and v1beta1 shapes,
 complete pools only), the attribute/capacity pickers suites take as fixtures, and the CEL helpers."""
 
 import pytest
 
-from conformance.k8s import discovery
-from conformance.k8s.inventory import (
+from conformance.dra.inventory import (
     Inventory,
     cel_attribute,
     cel_capacity,
@@ -13,6 +12,7 @@ from conformance.k8s.inventory import (
     device_fields,
     facts,
 )
+from conformance.k8s import discovery
 from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"

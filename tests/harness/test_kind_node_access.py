@@ -4,9 +4,9 @@ import os
 from pathlib import Path
 
 import pytest
+from conformance_lab.kind.node_access import KindNodeAccess
 
 from conformance.node import draplugin
-from conformance.node.kind import KindNodeAccess
 
 INFO = [
     {

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.core.config import from_options
-from conformance.k8s import kubelet_latency, sweep
+from conformance.k8s import sweep
+from conformance.node import kubelet_latency
 from conformance.runner.session import Session
 from tests.harness.test_registry import shipped
 

@@ -1,11 +1,11 @@
-"""Unit tests of conformance.k8s.kubelet (kubelet metrics about DRA plugins), conformance.k8s.prometheus and
+"""Unit tests of conformance.node.kubelet (kubelet metrics about DRA plugins), conformance.k8s.prometheus and
 the plugin_registration capability probe (conformance.node.registration.access), on hand-written text."""
 
 import pytest
+from conformance_lab.kind import node_access as kind
 
-from conformance.k8s import kubelet
 from conformance.k8s.prometheus import samples
-from conformance.node import kind, registration
+from conformance.node import kubelet, registration
 from conformance.node.base import NodeAccessUnavailable
 
 DRIVER = "gpu.example.com"

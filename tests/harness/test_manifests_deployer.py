@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from conformance_lab.toolchain import cache
 
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
@@ -13,7 +14,6 @@ from conformance.drivers import bundle, chartvalues, helm, profiles, readiness
 from conformance.drivers.base import DeployContext
 from conformance.drivers.manifests import ManifestsDeployer
 from conformance.k8s.objects import Obj
-from conformance.toolchain import cache
 
 BASE = {
     "name": "x",
@@ -127,7 +127,7 @@ def test_manifests_deployer_refuses_a_profile_without_manifests(tmp_path):
 
 
 def test_a_reentered_command_uses_the_new_namespace_holder():
-    from conformance.clusters.local import node_mounts
+    from conformance_lab.local import node_mounts
 
     argv = node_mounts.enter(111, ["kubelet", "--v=2"])
     assert node_mounts.reenter(argv, 222) == ["nsenter", "--mount=/proc/222/ns/mnt", "--", "kubelet", "--v=2"]

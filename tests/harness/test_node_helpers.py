@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import grpc
 import pytest
+from conformance_lab.local.node_access import LocalNodeAccess
 
 from conformance.core import errors
 from conformance.k8s.objects import Obj
 from conformance.node import cdi, registration
-from conformance.node.local import LocalNodeAccess
 from conformance.node.podresources import (
     PodResourcesClient,
     PodResourcesError,

@@ -9,6 +9,7 @@ import json
 import multiprocessing
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -50,7 +51,7 @@ def _args(workers, *extra):
 
 
 def _pytest_args(workers, *extra):
-    return runner_cli.build_pytest_args(_args(workers, *extra), "r1", runner_cli.REPO_ROOT / "r")
+    return runner_cli.build_pytest_args(_args(workers, *extra), "r1", Path("reports") / "r")
 
 
 def test_workers_become_xdist_arguments_with_loadgroup_and_zero_stays_serial():
@@ -74,7 +75,7 @@ def test_disruptive_profile_runs_serially():
     them (a parallel disruptive run left them running after tear-down)."""
     args = _args(4, "-k", "restart")
     args.profile = "disruptive"
-    out = runner_cli.build_pytest_args(args, "r1", runner_cli.REPO_ROOT / "r")
+    out = runner_cli.build_pytest_args(args, "r1", Path("reports") / "r")
     assert "-n" not in out and "--dist" not in out
 
 

@@ -1,11 +1,11 @@
-"""Unit tests of the partition and shared-capacity pickers (conformance/k8s/partitions.py, shares.py) over
+"""Unit tests of the partition and shared-capacity pickers (conformance/dra/partitions.py, shares.py) over
 the slices the reference driver renders for its MIG-like and multi-allocatable inventories, and of
 Inventory.selector_for."""
 
 import pytest
 
-from conformance.k8s import partitions, shares
-from conformance.k8s.inventory import Inventory
+from conformance.dra import partitions, shares
+from conformance.dra.inventory import Inventory
 from conformance.k8s.objects import Obj
 from reference_driver import DRIVER_NAME, slices
 from reference_driver.inventory import SimulatedInventory

@@ -13,8 +13,8 @@ from conformance.core import profile as schema
 from conformance.core.capabilities import evaluate
 from conformance.core.errors import ConfigError
 from conformance.core.profile import Visibility
+from conformance.dra.inventory import Device
 from conformance.drivers import profiles
-from conformance.k8s.inventory import Device
 from conformance.k8s.objects import Obj
 from conformance.node.probe import Probe
 

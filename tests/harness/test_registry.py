@@ -39,8 +39,14 @@ def shipped() -> Registry:
 
 def test_shipped_providers_and_deploy_modes_register_through_the_hooks():
     registry = shipped()
-    assert registry.names("cluster provider") == ("existing", "kind", "local")
+    assert registry.names("cluster provider") == ("existing",)
     assert registry.names("driver deployer") == ("bundled", "helm", "host", "manifests", "preinstalled")
+
+
+def test_the_lab_registers_local_and_kind_through_the_vendor_entry_points():
+    registry = shipped()
+    registry.add_entry_points()  # the installed lab's dra_conformance.cluster_providers
+    assert {"existing", "kind", "local"} <= set(registry.names("cluster provider"))
 
 
 @pytest.mark.parametrize("kind, option", [("cluster provider", "--cluster"), ("driver deployer", "--driver-deploy")])
@@ -49,7 +55,7 @@ def test_unknown_name_names_the_input_the_known_names_and_the_fix(kind, option):
         shipped().check(kind, "minikube")
     text = str(info.value)
     assert info.value.source == option and "'minikube'" in text
-    assert ("local" in text) if kind == "cluster provider" else ("preinstalled" in text)
+    assert ("existing" in text) if kind == "cluster provider" else ("preinstalled" in text)
     assert "-p MODULE" in info.value.fix and "dra_conformance." in info.value.fix
 
 

@@ -96,14 +96,12 @@ def test_run_selects_only_the_suite_paths_it_is_given():
     def args(*extra):
         return argparse.Namespace(pytest_args=["--", *extra], allow_disruptive=False, keep_cluster=False)
 
-    everything = runner_cli.build_pytest_args(args("-k", "smoke"), "r1", runner_cli.REPO_ROOT / "reports" / "r1")
+    everything = runner_cli.build_pytest_args(args("-k", "smoke"), "r1", Path("reports") / "reports" / "r1")
     assert everything[0] == str(runner_cli.SUITES)
-    one_area = runner_cli.build_pytest_args(args(str(runner_cli.SUITES / "node")), "r1", runner_cli.REPO_ROOT / "r")
+    one_area = runner_cli.build_pytest_args(args(str(runner_cli.SUITES / "node")), "r1", Path("reports") / "r")
     assert str(runner_cli.SUITES) not in one_area and one_area[-1] == str(runner_cli.SUITES / "node")
     long_k = " or ".join(f"test_{i}_{'x' * 40}" for i in range(10))  # longer than NAME_MAX (255)
-    assert runner_cli.build_pytest_args(args("-k", long_k), "r1", runner_cli.REPO_ROOT / "r")[0] == str(
-        runner_cli.SUITES
-    )
+    assert runner_cli.build_pytest_args(args("-k", long_k), "r1", Path("reports") / "r")[0] == str(runner_cli.SUITES)
 
 
 def test_host_deployers_report_the_driver_version_they_run(tmp_path):
@@ -118,7 +116,7 @@ def test_host_deployers_report_the_driver_version_they_run(tmp_path):
         for n in ("reference", "dra-example-driver", "k8s-test-driver")
     }
     assert got["reference"].startswith("reference_driver ")
-    from conformance.toolchain import versions
+    from conformance_lab.toolchain import versions
 
     assert (
         got["dra-example-driver"]

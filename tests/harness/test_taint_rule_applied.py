@@ -4,7 +4,7 @@ every canary gets scheduled (a rule the scheduler ignores)."""
 import pytest
 
 from conformance.core import errors
-from conformance.k8s.device_taints import TaintTarget
+from conformance.dra.device_taints import TaintTarget
 from conformance.k8s.objects import Obj
 from conformance.k8s.waits import taints
 

@@ -7,8 +7,9 @@ import socket
 import types
 from pathlib import Path
 
+from conformance_lab.local.node_access import host_path
+
 from conformance.node import unixsock
-from conformance.node.local import host_path
 
 
 def test_short_paths_are_dialed_as_they_are():

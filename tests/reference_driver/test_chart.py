@@ -17,7 +17,7 @@ DEPLOY = CHART.parent
 
 
 def helm() -> Path:
-    from conformance.toolchain import cache  # test-side only: the driver never imports conformance
+    from conformance_lab.toolchain import cache  # test-side only: the driver never imports conformance
 
     try:
         return cache.tool_binary("helm")

@@ -6,6 +6,7 @@ import json
 import sys
 
 import pytest
+from conformance_tools import matrix as matrix_runner
 
 from conformance.reporting import browser, junit, matrix, results
 
@@ -14,7 +15,7 @@ RUNNER = f"{sys.executable} -m tests.reporting.fake_runner"
 
 def test_matrix_merges_versions_into_one_report(tmp_path, monkeypatch):
     monkeypatch.chdir(__import__("tests.reporting.conftest", fromlist=["REPO"]).REPO)
-    code = matrix.main(
+    code = matrix_runner.main(
         [
             "--versions",
             "1.34",
@@ -55,13 +56,13 @@ def test_matrix_merges_versions_into_one_report(tmp_path, monkeypatch):
 
 def test_matrix_rejects_bad_versions(capsys):
     with pytest.raises(SystemExit) as exc:
-        matrix.main(["--versions", "v1.35", "--", "--profile", "core"])
+        matrix_runner.main(["--versions", "v1.35", "--", "--profile", "core"])
     assert exc.value.code == 2 and "expected Kubernetes minors" in capsys.readouterr().err
 
 
 def test_matrix_dry_run_prints_one_command_per_version(tmp_path, capsys):
     assert (
-        matrix.main(
+        matrix_runner.main(
             [
                 "--versions",
                 "1.34",

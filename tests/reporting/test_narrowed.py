@@ -148,7 +148,7 @@ def test_a_matrix_with_a_narrowed_cell_is_not_a_qualification():
 def test_validate_suite_child_runs_narrow_on_purpose_and_still_summarise(tmp_path):
     """validate-suite's child runs select node IDs (narrowed by design): their summaries build as NARROWED-PASS
     and the matrix judges the children by exit code and results, which narrowing leaves as they were."""
-    from conformance.validation import report, runs
+    from conformance_tools.validation import report, runs
 
     plan = runs.Plan("healthy", "", ("suites/smoke/test_smoke.py",), "core", 1.0, (), ("-k", "x"), tmp_path / "h")
     assert runs.command(plan)[-3:] == ["suites/smoke/test_smoke.py", "-k", "x"]

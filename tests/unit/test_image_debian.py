@@ -1,7 +1,7 @@
 """The Debian closure resolver reads apt-cache output as Debian Policy §7 defines dependencies: the first of
 alternatives, a provider for a virtual package, Pre-Depends like Depends."""
 
-from conformance.toolchain.images import debian
+from conformance_lab.toolchain.images import debian
 
 DEPENDS = """\
 libpython3.11-stdlib

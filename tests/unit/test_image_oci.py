@@ -8,8 +8,7 @@ import os
 import tarfile
 
 import pytest
-
-from conformance.toolchain.images import oci
+from conformance_lab.toolchain.images import oci
 
 
 def _files(path):

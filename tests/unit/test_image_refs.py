@@ -2,8 +2,9 @@
 Source: distribution/reference ParseNormalizedNamed; Helm chart convention (image.tag defaults to appVersion)."""
 
 import pytest
+from conformance_lab.toolchain.images import oci, reference_image
 
-from conformance.toolchain.images import oci, reference_image, refs
+from conformance import images as refs
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,7 @@
 build leaves nothing behind."""
 
 import pytest
-
-from conformance.toolchain.images import oci, store
+from conformance_lab.toolchain.images import oci, store
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The suite image's inputs (conformance/toolchain/images/suite_image.py) and its place in the catalog."""
+"""The suite image's inputs (lab/conformance_lab/toolchain/images/suite_image.py) and its place in the catalog."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ import shutil
 import tomllib
 
 import pytest
+from conformance_lab.toolchain import versions
+from conformance_lab.toolchain.images import catalog, debian, suite_image
 
-from conformance.toolchain import versions
-from conformance.toolchain.images import catalog, debian, suite_image
 
-
-def test_wheels_are_pyprojects_dependencies_at_their_pins_without_the_bench_plots():
+def test_wheels_are_the_plugins_dependencies_at_their_pins():
     deps = tomllib.loads((versions.REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     reqs = dict(r.split("==") for r in suite_image.requirements())
-    assert "matplotlib" not in reqs and len(reqs) == len(deps) - 1
+    assert "matplotlib" not in reqs and len(reqs) == len(deps)
     pins = versions.load().python
     assert reqs["pytest"] == pins["pytest"] and reqs["kubernetes"] == pins["kubernetes"]
 

@@ -1,10 +1,9 @@
 """The binary cache never trusts a partial entry; setup errors name the step and the fix."""
 
 import pytest
-
-from conformance.toolchain import cache, gobuild
-from conformance.toolchain.steps import SetupError, Step, run_steps
-from conformance.toolchain.versions import GoTool
+from conformance_lab.toolchain import cache, gobuild
+from conformance_lab.toolchain.steps import SetupError, Step, run_steps
+from conformance_lab.toolchain.versions import GoTool
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,8 @@ import json
 import tarfile
 
 import pytest
-
-from conformance.toolchain.images import base as images
-from conformance.toolchain.images import oci
+from conformance_lab.toolchain.images import base as images
+from conformance_lab.toolchain.images import oci
 
 
 def _blobs(path):
@@ -64,7 +63,7 @@ def test_pause_program_builds_static_and_answers_version(tmp_path, monkeypatch):
 
 
 def test_setup_builds_the_images_last_unless_skipped(monkeypatch, tmp_path):
-    from conformance.toolchain import __main__ as setup
+    from conformance_lab.toolchain import __main__ as setup
 
     monkeypatch.setenv("DRA_CONFORMANCE_CACHE", str(tmp_path))
     names = [s.name for s in setup.setup_steps(None, {"debian", "npm"})]

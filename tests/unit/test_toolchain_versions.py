@@ -1,9 +1,8 @@
 """versions.toml parsing and Kubernetes tag resolution."""
 
 import pytest
-
-from conformance.toolchain import versions
-from conformance.toolchain.k8s import staging_modules, upstream_directives, version_ldflags
+from conformance_lab.toolchain import versions
+from conformance_lab.toolchain.k8s import staging_modules, upstream_directives, version_ldflags
 
 
 def test_pinned_default_is_a_1_34_patch():

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conformance_tools.validation import runs
+from conformance_tools.validation.verdict import RunResult
 
 from conformance import cli
-from conformance.validation import runs
-from conformance.validation.verdict import RunResult
 
 SMOKE = "suites/smoke/test_smoke.py"
 SEES = f"{SMOKE}::test_pod_with_claim_runs_and_sees_its_device"
@@ -18,7 +18,7 @@ PUBLISHES = f"{SMOKE}::test_driver_publishes_devices_on_every_node"
 
 
 def _file(tmp_path: Path, faults=("prepare-error", "skip-cdi-env"), **over) -> Path:
-    from conformance.validation import faultfile
+    from conformance_tools.validation import faultfile
 
     known = faultfile.known_faults()
     entries = {n: {"class": n, "select": [SMOKE], "expect": [SEES]} for n in known}

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from conformance.validation import faultfile
-from conformance.validation.faultfile import FaultFileError, expected_matches
+from conformance_tools.validation import faultfile
+from conformance_tools.validation.faultfile import FaultFileError, expected_matches
 
 SMOKE = "suites/smoke/test_smoke.py"
 RUNS = f"{SMOKE}::test_pod_with_claim_runs_and_sees_its_device"

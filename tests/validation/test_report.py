@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.validation import report, runs, verdict
-from conformance.validation.faultfile import FaultEntry
-from conformance.validation.verdict import RunResult
+from conformance_tools.validation import report, runs, verdict
+from conformance_tools.validation.faultfile import FaultEntry
+from conformance_tools.validation.verdict import RunResult
 
 A, B = "suites/s.py::test_a", "suites/s.py::test_b"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.validation import runs, verdict
-from conformance.validation.faultfile import FaultEntry
-from conformance.validation.verdict import RunResult
+from conformance_tools.validation import runs, verdict
+from conformance_tools.validation.faultfile import FaultEntry
+from conformance_tools.validation.verdict import RunResult
 
 A, B, C = "suites/s.py::test_a", "suites/s.py::test_b", "suites/t.py::test_c"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from conformance.k8s.claimstatus import entry_key
+from conformance.dra.claimstatus import entry_key
 from conformance.k8s.client import K8s
 from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import until
@@ -45,7 +45,7 @@ def claim_allocated(k8s: K8s, claim: Obj, *, timeout: float, reserved_for: Itera
 def claim_device_status(k8s: K8s, claim: Obj, driver: str, *, timeout: float) -> Obj:
     """Wait until ``claim`` is allocated and every allocation result of ``driver`` has a ``status.devices``
     entry of ``driver`` (matched by driver, pool, device, shareID); return the claim, for the caller to judge
-    the entries (e.g. :func:`~conformance.k8s.claimstatus.device_status_problems`). A driver writes them after
+    the entries (e.g. :func:`~conformance.dra.claimstatus.device_status_problems`). A driver writes them after
     NodePrepareResources, possibly after the pod already runs. Source: KEP-4817 (ResourceClaim
     status.devices). Raises WaitTimeout naming the claim's last status, WaitFailed when it is deleted."""
 

@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from conformance.core import errors, timeouts
+from conformance.dra.inventory import driver_slices, pool_devices
 from conformance.k8s.client import K8s
-from conformance.k8s.inventory import driver_slices, pool_devices
 from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import event_line, poll, recent_events, stays
 from conformance.k8s.waits.pods import pod_running
@@ -32,7 +32,7 @@ def containers(pod: Obj) -> dict[str, tuple[str, int]]:
 @dataclasses.dataclass(frozen=True)
 class NodeSlices:
     """The driver's complete pools on one node: ``uids`` of their slices, ``devices`` as
-    :func:`~conformance.k8s.inventory.pool_devices` reads them (name -> attributes and capacities)."""
+    :func:`~conformance.dra.inventory.pool_devices` reads them (name -> attributes and capacities)."""
 
     node: str
     uids: frozenset

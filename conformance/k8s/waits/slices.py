@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from conformance.core import errors, timeouts
+from conformance.dra.inventory import complete_pools, driver_slices, pool_devices
 from conformance.k8s.client import K8s
-from conformance.k8s.inventory import complete_pools, driver_slices, pool_devices
 from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import poll
 
@@ -80,7 +80,7 @@ def pool_republished(
     k8s: K8s, driver: str, pool: str, *, devices: dict, removed: Iterable[str], timeout: float
 ) -> list[Obj]:
     """Wait until ``driver``'s pool ``pool`` is complete again with exactly ``devices`` (as
-    :func:`~conformance.k8s.inventory.pool_devices` reads them: names, attributes, capacities) and none of its
+    :func:`~conformance.dra.inventory.pool_devices` reads them: names, attributes, capacities) and none of its
     current slices is one of the ``removed`` slice UIDs (so the answer is a republish, not the listing from before
     the delete); return the pool's current slices. Polls every 0.5 s. Raises WaitTimeout with the pool's last
     observed slices. Source: upstream "ResourceSlice must be removed on kubelet startup" (the driver republishes),

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from conformance.core import errors, timeouts
+from conformance.dra.device_taints import EVICTION_REASON, eviction_condition
 from conformance.k8s.client import K8s
-from conformance.k8s.device_taints import EVICTION_REASON, eviction_condition
 from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import until
 from conformance.k8s.waits.objects import object_gone
@@ -21,7 +21,7 @@ from conformance.k8s.waits.pods import pod_gone, pod_unschedulable_with
 
 
 def taint_rule_applied(k8s: K8s, tracker, builder, target, text: str, *, timeout: float) -> Obj:
-    """Wait until a canary pod pinned to ``target.node`` (a :class:`~conformance.k8s.device_taints.TaintTarget`),
+    """Wait until a canary pod pinned to ``target.node`` (a :class:`~conformance.dra.device_taints.TaintTarget`),
     with a claim whose selector only ``target`` satisfies, is reported unschedulable with ``text`` (the
     scheduler's DRA reason, e.g. ``"cannot allocate all claims"``); return that still-pending canary pod (the
     tracker deletes it). A canary scheduled before the scheduler saw the rule is deleted with its claim (waited

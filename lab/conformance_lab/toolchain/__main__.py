@@ -1,0 +1,62 @@
+"""`python -m conformance_lab.toolchain {setup,versions,paths}`: the toolchain bootstrap behind `make setup`.
+
+setup     build/install everything the local cluster and reports need (idempotent; cached per version)
+versions  print every pinned version (from versions.toml)
+paths     print where cached binaries live for a Kubernetes version
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from conformance_lab.toolchain import cache
+from conformance_lab.toolchain.setup import setup_steps
+from conformance_lab.toolchain.steps import SetupError, run_steps
+from conformance_lab.toolchain.versions import VersionError, describe, load
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance_lab.toolchain",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("setup", help="build and install the toolchain (idempotent)")
+    s.add_argument("--k8s-version", default=None, help="Kubernetes minor to build, e.g. 1.35 (default: pinned)")
+    s.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=["debian", "npm", "images"],
+        help="skip a host-level step (for machines managed otherwise)",
+    )
+    sub.add_parser("versions", help="print pinned versions")
+    sub.add_parser("protos", help="(re)generate gRPC stubs from the project's .proto files")
+    p = sub.add_parser("paths", help="print cache paths")
+    p.add_argument("--k8s-version", default=None)
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "versions":
+            print("\n".join(describe(load())))
+        elif args.cmd == "protos":
+            from conformance import protos  # noqa: PLC0415 - grpc_tools only for this command
+
+            print(f"{protos.generate_all()} proto files")
+        elif args.cmd == "paths":
+            v = load()
+            print(f"cache      {cache.root()}")
+            print(f"kubernetes {cache.k8s_entry(v.k8s_tag(args.k8s_version)) / 'bin'}")
+            for t in v.go_tools.values():
+                print(f"{t.name:<10} {cache.tool_entry(t.name, t.version) / 'bin'}")
+        else:
+            run_steps(setup_steps(args.k8s_version, set(args.skip)))
+    except (SetupError, VersionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

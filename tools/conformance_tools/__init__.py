@@ -1,0 +1,1 @@
+"""dra-conformance tools: bench, validate-suite, the version-matrix runner."""

@@ -1,0 +1,185 @@
+"""The matrix decision: per (fault, test) caught / missed / not-run / unexpected-fail, per fault its status, and
+the matrix verdict. Pure: inputs are :class:`RunResult` values, outputs plain dicts (summary.json parts).
+
+Rules (issue 11 "Fault matrix"; design.md §11): the matrix FAILS when a fault is caught by no test, when a
+test the faults file expects to fail passes (or does not run) with the fault on, when a fault's run ended
+without results (setup error, timeout), when the healthy driver has any failure, or when an expected test
+did not pass on the healthy driver (a catch is proven only against a passing healthy run). A test that fails
+under a fault without being listed is reported as ``unexpected-fail`` (list it in the file) but does not
+fail the matrix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from conformance_tools.validation.faultfile import SETUP_RESULT, FaultEntry, expected_matches
+
+CAUGHT, MISSED, NOT_RUN, UNEXPECTED, PASSED = "caught", "missed", "not-run", "unexpected-fail", "passed"
+FAILED_STATUSES = ("failed", "broken")
+EXIT_TEXT = {0: "pass", 1: "fail", 2: "interrupted", 3: "cluster or driver not usable", 4: "bad input", 5: "no tests"}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """One child run. ``label``: fault name or ``healthy``; ``exit_code``: of `dra-conformance run` (None when
+    it never ended); ``tests``: node ID -> Allure status (passed|failed|broken|skipped|unknown); ``messages``:
+    node ID -> first line of the failure or skip reason; ``duration_s``: wall time in seconds; ``note``:
+    ``timed out`` / ``interrupted`` or ''; ``report_dir``, ``command``: where and how it ran."""
+
+    label: str
+    exit_code: int | None
+    tests: Mapping[str, str]
+    duration_s: float
+    messages: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    note: str = ""
+    report_dir: str = ""
+    command: str = ""
+
+    def failed(self) -> list[str]:
+        """Node IDs that failed or broke, sorted."""
+        return sorted(n for n, s in self.tests.items() if s in FAILED_STATUSES)
+
+    def ended_text(self) -> str:
+        """``exit 1 (fail)`` or the note."""
+        if self.note:
+            return self.note
+        return f"exit {self.exit_code} ({EXIT_TEXT.get(self.exit_code, 'error')})"
+
+
+def cells(entry: FaultEntry, run: RunResult) -> dict[str, str]:
+    """Node ID (or an expect pattern nothing matched) -> cell state for one fault's run. Tests that passed
+    without being expected are :data:`PASSED`; skipped unexpected tests are left out."""
+    out: dict[str, str] = {}
+    for nodeid, status in sorted(run.tests.items()):
+        expected = any(expected_matches(p, nodeid) for p in entry.expect)
+        failed = status in FAILED_STATUSES
+        if expected:
+            out[nodeid] = CAUGHT if failed else MISSED if status == "passed" else NOT_RUN
+        elif failed:
+            out[nodeid] = UNEXPECTED
+        elif status == "passed":
+            out[nodeid] = PASSED
+    for pattern in entry.expect:
+        if not any(expected_matches(pattern, n) for n in run.tests):
+            out[pattern] = NOT_RUN
+    return out
+
+
+def fault_row(entry: FaultEntry, run: RunResult, description: str = "") -> dict:
+    """The summary row of one fault: status (caught | partial | missed | error), the tests per cell state,
+    its duration and how its run ended."""
+    by_cell = cells(entry, run)
+    pick = lambda state: sorted(n for n, c in by_cell.items() if c == state)  # noqa: E731
+    caught, missed, not_run, unexpected = pick(CAUGHT), pick(MISSED), pick(NOT_RUN), pick(UNEXPECTED)
+    if not run.tests:
+        status = "error"
+    elif caught and not missed and not not_run:
+        status = "caught"
+    elif caught:
+        status = "partial"
+    else:
+        status = "missed"
+    return {
+        "name": entry.name,
+        "class": entry.failure_class,
+        "description": description,
+        "status": status,
+        "caughtBy": caught,
+        "missed": missed,
+        "notRun": not_run,
+        "unexpectedFail": unexpected,
+        "durationS": round(run.duration_s, 1),
+        "exitCode": run.exit_code,
+        "ended": run.ended_text(),
+        "reportDir": run.report_dir,
+        "command": run.command,
+        "cells": by_cell,
+        "messages": {n: run.messages.get(n, "") for n in caught + unexpected + missed},
+    }
+
+
+def healthy_row(run: RunResult) -> dict:
+    """The summary row of one healthy run: counts, failures with their first message line."""
+    counts: dict[str, int] = {}
+    for status in run.tests.values():
+        counts[status] = counts.get(status, 0) + 1
+    return {
+        "label": run.label,
+        "exitCode": run.exit_code,
+        "ended": run.ended_text(),
+        "durationS": round(run.duration_s, 1),
+        "counts": counts,
+        "failures": {n: run.messages.get(n, "") for n in run.failed()},
+        "reportDir": run.report_dir,
+        "command": run.command,
+    }
+
+
+def _fault_reasons(row: dict) -> list[str]:
+    name, out = row["name"], []
+    if row["status"] == "error":
+        out.append(f"fault {name}: its run produced no test results ({row['ended']}); see {row['reportDir']}")
+    elif not row["caughtBy"]:
+        expected = ", ".join(row["missed"] + row["notRun"])
+        out.append(f"fault {name}: caught by no test ({row['ended']}); expected to fail: {expected}")
+    for nodeid in row["missed"] if row["caughtBy"] else []:
+        out.append(f"fault {name}: expected test passed with the fault on: {nodeid}")
+    for nodeid in row["notRun"] if row["status"] != "error" else []:
+        out.append(f"fault {name}: expected test did not run (skipped or not selected): {nodeid}")
+    return out
+
+
+def _healthy_reasons(runs: Iterable[RunResult], entries: Iterable[FaultEntry]) -> list[str]:
+    out, statuses = [], {}
+    for run in runs:
+        statuses.update(run.tests)
+        for nodeid in run.failed():
+            out.append(f"healthy driver: {nodeid} {run.tests[nodeid]}: {run.messages.get(nodeid, '')}".rstrip(": "))
+        if run.exit_code != 0 and not run.failed():
+            out.append(f"healthy driver: run {run.label} ended {run.ended_text()} (see {run.report_dir})")
+        if not run.tests:
+            out.append(f"healthy driver: run {run.label} produced no test results")
+    unproven = set()
+    for entry in entries:
+        for pattern in (p for p in entry.expect if p != SETUP_RESULT):
+            matched = [n for n in statuses if expected_matches(pattern, n)]
+            if statuses and (not matched or any(statuses[n] == "skipped" for n in matched)):
+                unproven.add(pattern)
+    out += [f"healthy driver: expected test did not run, so its catch is unproven: {p}" for p in sorted(unproven)]
+    return out
+
+
+def decide(
+    entries: list[FaultEntry],
+    fault_runs: Mapping[str, RunResult],
+    healthy_runs: list[RunResult],
+    descriptions: Mapping[str, str] | None = None,
+) -> dict:
+    """The matrix: ``faults`` rows (file order), ``healthy`` rows, ``tests`` (matrix columns: every test
+    expected or failing somewhere), ``detection`` (caught faults / faults, rate), ``verdict`` and
+    ``verdictReasons``. Faults without a run in ``fault_runs`` (an interrupted matrix) are left out."""
+    rows = [
+        fault_row(e, fault_runs[e.name], (descriptions or {}).get(e.name, "")) for e in entries if e.name in fault_runs
+    ]
+    healthy = [healthy_row(r) for r in healthy_runs]
+    reasons = [r for row in rows for r in _fault_reasons(row)]
+    reasons += _healthy_reasons(healthy_runs, [e for e in entries if e.name in fault_runs])
+    if not healthy_runs and rows:
+        reasons.append("no healthy run: nothing proves the expected tests pass on a healthy driver")
+    columns = sorted({n for row in rows for n, c in row["cells"].items() if c != PASSED})
+    caught = [row["name"] for row in rows if row["caughtBy"]]
+    return {
+        "faults": rows,
+        "healthy": healthy,
+        "tests": columns,
+        "detection": {
+            "faults": len(rows),
+            "caught": len(caught),
+            "rate": round(len(caught) / len(rows), 3) if rows else 0.0,
+            "notCaught": [row["name"] for row in rows if not row["caughtBy"]],
+        },
+        "verdict": "FAIL" if reasons or not rows else "PASS",
+        "verdictReasons": reasons or ([] if rows else ["no fault was run"]),
+    }

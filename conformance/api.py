@@ -11,6 +11,7 @@ module. See conformance/k8s/README.md for the cheat sheet.
 
 from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
+from conformance.core.objects import Obj
 from conformance.dra.checks.base import Violation
 from conformance.dra.checks.base import describe as describe_violations
 from conformance.dra.checks.slices import check_slices, node_owner_uids
@@ -59,7 +60,6 @@ from conformance.k8s.builders.edits import (
 )
 from conformance.k8s.builders.parts import NEVER_MATCHES
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
-from conformance.k8s.objects import Obj
 from conformance.node import cdi, kubelet
 from conformance.node.draplugin import replaced_uid
 from conformance.node.podresources import (

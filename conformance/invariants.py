@@ -36,11 +36,11 @@ import time
 import pytest
 from _pytest.reports import TestReport
 
+from conformance.core.objects import Obj
 from conformance.dra.checks import base
 from conformance.dra.checks.allocations import check_allocations
 from conformance.dra.checks.slices import check_slices
 from conformance.dra.inventory import driver_slices
-from conformance.k8s.objects import Obj
 from conformance.plugin import HARNESS, SUITES, TRACKER
 from conformance.reporting import synthetic
 from conformance.reporting.evidence import test_id

@@ -21,9 +21,9 @@ from conformance import images as refs
 from conformance.core import errors
 from conformance.core.config import gate_list
 from conformance.core.handles import NodeAccess, ProviderContext
+from conformance.core.objects import Obj
 from conformance.k8s import discovery
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.node.helper_pod import HelperPodNodeAccess
 
 DEFAULT_IMAGES = {"busybox": "busybox:1.36"}

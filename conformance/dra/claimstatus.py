@@ -18,7 +18,7 @@ import datetime
 import ipaddress
 from collections.abc import Iterable
 
-from conformance.k8s.objects import Obj
+from conformance.core.objects import Obj
 
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"

@@ -24,7 +24,7 @@ _quantity = quantity
 
 def shared(pool: str, slices: Iterable) -> dict[tuple[str, str], dict[str, str]]:
     """``{(pool, counter set): {counter: quantity string}}`` of the ``sharedCounters`` in ``slices`` (one
-    pool's slices, :class:`~conformance.k8s.objects.Obj`)."""
+    pool's slices, :class:`~conformance.core.objects.Obj`)."""
     out = {}
     for s in slices:
         for cs in s.get("spec.sharedCounters") or []:

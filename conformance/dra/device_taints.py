@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
+from conformance.core.objects import Obj
 from conformance.dra.claimstatus import api_second
 from conformance.dra.inventory import Device, Inventory, cel_attribute, cel_literal
-from conformance.k8s.objects import Obj
 
 # kube-controller-manager device taint eviction controller: the DisruptionTarget condition it writes on a pod
 # before deleting it (pkg/controller/devicetainteviction, addConditionAndDeletePod; 1.34 to 1.37)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator
 
+from conformance.core.objects import Obj
 from conformance.dra import counters
-from conformance.k8s.objects import Obj
 
 
 def current_slices(slices: list[Obj]) -> dict[str, list[Obj]]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from conformance.core import errors, names, timeouts
+from conformance.core.objects import Obj
 from conformance.core.profile import DriverProfile
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.node import kubelet
 
 DRIVER_OWNER_LABEL = f"{names.LABEL_PREFIX}/owner"

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable
 
 from conformance.core import timeouts
 from conformance.core.errors import ApiError
+from conformance.core.objects import Obj
 from conformance.k8s.builders.edits import with_field, with_label
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.resources import for_object, resource
 
 FIELD_MANAGER = "dra-conformance"

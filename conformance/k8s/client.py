@@ -19,8 +19,8 @@ from kubernetes import config as kconfig
 from kubernetes.client import ApiClient
 
 from conformance.core import errors
+from conformance.core.objects import Obj, as_dict
 from conformance.k8s import wire
-from conformance.k8s.objects import Obj, as_dict
 from conformance.k8s.resources import Resource, for_object, resource
 from conformance.k8s.retries import retry_conflict, retry_transient
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 
 from conformance.core import errors
+from conformance.core.objects import Obj
 from conformance.dra import inventory
 from conformance.dra.inventory import driver_slices  # noqa: F401 - part of discovery's facts
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.prometheus import samples
 from conformance.k8s.resources import RESOURCE_GROUP
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 
 from conformance.core import names, timeouts
+from conformance.core.objects import Obj
 from conformance.k8s import waits
-from conformance.k8s.objects import Obj
 from conformance.k8s.tracker import Tracker
 
 

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 
 from conformance.core import errors, timeouts
+from conformance.core.objects import Obj, as_dict
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj, as_dict
 
 # phase rank per kind: lower is deleted first
 PHASES = {

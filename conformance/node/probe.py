@@ -22,10 +22,10 @@ from typing import NamedTuple
 
 from conformance.core import probe_marker, timeouts
 from conformance.core.errors import ApiError, ProbeDidNotRun
+from conformance.core.objects import Obj
 from conformance.core.probe_marker import ProbeRun
 from conformance.core.profile import DriverProfile
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits import poll
 
 EVIDENCE_TAIL = 2000  # characters of output shown in assertion messages

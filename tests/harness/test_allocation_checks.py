@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
+from conformance.core.objects import Obj
 from conformance.dra.checks.allocations import check_allocations
-from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"
 OPAQUE_CLASS = {"driver": DRIVER, "parameters": {"from": "class"}}

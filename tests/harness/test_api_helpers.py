@@ -9,9 +9,9 @@ import pytest
 
 from conformance import api
 from conformance.core import errors
+from conformance.core.objects import Obj
 from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 
 
 def _builder():

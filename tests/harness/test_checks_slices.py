@@ -5,9 +5,9 @@ import copy
 
 import pytest
 
+from conformance.core.objects import Obj
 from conformance.dra.checks.base import describe
 from conformance.dra.checks.slices import check_slices, node_owner_uids
-from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"
 ATTRS = {"model": "string", "index": "int", "driverVersion": "version", f"{DRIVER}/healthy": "bool"}

@@ -1,7 +1,7 @@
 """Unit test: waits.claim_device_status is done only once every allocation result of the driver has its
 status.devices entry of that driver (KEP-4817)."""
 
-from conformance.k8s.objects import Obj
+from conformance.core.objects import Obj
 from conformance.k8s.waits import claims
 
 DRIVER = "gpu.example.com"

@@ -4,8 +4,8 @@ cleanup gap) and the judgements of conformance/dra/claimstatus.py on hand-made c
 import pytest
 
 from conformance.core import capabilities, profile
+from conformance.core.objects import Obj
 from conformance.dra import claimstatus
-from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"
 _RAW = {

@@ -4,9 +4,9 @@ device picks of the taints suite (conformance.dra.device_taints)."""
 import pytest
 
 from conformance.core import capabilities, profile, selection
+from conformance.core.objects import Obj
 from conformance.dra import device_taints
 from conformance.dra.inventory import Inventory, facts
-from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"
 TAINT = {"key": "example.com/maintenance", "value": "x", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"}

@@ -13,11 +13,11 @@ import pytest
 
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
+from conformance.core.objects import Obj
 from conformance.core.profile import Visibility
 from conformance.dra.inventory import Device
 from conformance.drivers import profiles
 from conformance.drivers.host import HostDeployer, cel_string_list
-from conformance.k8s.objects import Obj
 from conformance.node.probe import Probe
 
 HOST = {"mode": "host", "binary": {"tool": "dranet", "name": "dranet"}}

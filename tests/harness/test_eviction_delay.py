@@ -5,8 +5,8 @@ tolerationSeconds (conformance.dra.device_taints.eviction_delay), and the wait f
 import pytest
 
 from conformance.core import timeouts
+from conformance.core.objects import Obj
 from conformance.dra import device_taints
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits import taints
 
 RULE = Obj(

@@ -97,7 +97,7 @@ def test_helper_pod_has_a_relay_container_only_with_an_image():
 
 
 def _node(*images: str):
-    from conformance.k8s.objects import Obj  # noqa: PLC0415
+    from conformance.core.objects import Obj  # noqa: PLC0415
 
     return Obj({"kind": "Node", "status": {"images": [{"names": [f"{i}@sha256:00", i]} for i in images]}})
 

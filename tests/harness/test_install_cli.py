@@ -4,7 +4,7 @@ import pytest
 from conformance_lab import install_cli
 
 from conformance.core import errors
-from conformance.k8s.objects import Obj
+from conformance.core.objects import Obj
 
 
 def _node(name, *images):

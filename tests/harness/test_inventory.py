@@ -3,6 +3,7 @@ complete pools only), the attribute/capacity pickers suites take as fixtures, an
 
 import pytest
 
+from conformance.core.objects import Obj
 from conformance.dra.inventory import (
     Inventory,
     cel_attribute,
@@ -13,7 +14,6 @@ from conformance.dra.inventory import (
     facts,
 )
 from conformance.k8s import discovery
-from conformance.k8s.objects import Obj
 
 DRIVER = "gpu.example.com"
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conformance.core import errors
+from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 
 PATH = "/apis/resource.k8s.io/v1/deviceclasses/cls"
 

@@ -4,8 +4,8 @@ pool completeness, names, timeouts."""
 import pytest
 
 from conformance.core import errors, names, timeouts
+from conformance.core.objects import Obj
 from conformance.k8s import discovery
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.slices import complete_pools
 
 

@@ -10,10 +10,10 @@ from conformance_lab.toolchain import cache
 
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
+from conformance.core.objects import Obj
 from conformance.drivers import bundle, chartvalues, helm, profiles, readiness
 from conformance.drivers.base import DeployContext
 from conformance.drivers.manifests import ManifestsDeployer
-from conformance.k8s.objects import Obj
 
 BASE = {
     "name": "x",

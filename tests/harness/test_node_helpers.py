@@ -13,7 +13,7 @@ import pytest
 from conformance_lab.local.node_access import LocalNodeAccess
 
 from conformance.core import errors
-from conformance.k8s.objects import Obj
+from conformance.core.objects import Obj
 from conformance.node import cdi, registration
 from conformance.node.podresources import (
     PodResourcesClient,

@@ -4,9 +4,9 @@ Inventory.selector_for."""
 
 import pytest
 
+from conformance.core.objects import Obj
 from conformance.dra import partitions, shares
 from conformance.dra.inventory import Inventory
-from conformance.k8s.objects import Obj
 from reference_driver import DRIVER_NAME, slices
 from reference_driver.inventory import SimulatedInventory
 from reference_driver.inventory.simulated import parse_spec

@@ -11,8 +11,8 @@ import pytest
 
 from conformance.core import errors, probe_marker, timeouts
 from conformance.core.errors import ProbeDidNotRun
+from conformance.core.objects import Obj
 from conformance.core.profile import Visibility
-from conformance.k8s.objects import Obj
 from conformance.node.probe import Probe, container_claims
 
 END = probe_marker.END

@@ -12,10 +12,10 @@ import pytest
 from conformance.core import profile as schema
 from conformance.core.capabilities import evaluate
 from conformance.core.errors import ConfigError
+from conformance.core.objects import Obj
 from conformance.core.profile import Visibility
 from conformance.dra.inventory import Device
 from conformance.drivers import profiles
-from conformance.k8s.objects import Obj
 from conformance.node.probe import Probe
 
 POD = Obj({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}})

@@ -4,8 +4,8 @@ every canary gets scheduled (a rule the scheduler ignores)."""
 import pytest
 
 from conformance.core import errors
+from conformance.core.objects import Obj
 from conformance.dra.device_taints import TaintTarget
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits import taints
 
 TARGET = TaintTarget("n1", "n1", "gpu-0", "device.attributes['x'].index == 0", ("gpu-1",), ())

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from conformance.core import errors
-from conformance.k8s.objects import Obj
+from conformance.core.objects import Obj
 from conformance.k8s.tracker import Tracker
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from conformance.core.objects import Obj
 from conformance.dra.checks.base import Violation
 from conformance.dra.checks.claims import (
     allocated_node,
@@ -41,7 +42,6 @@ from conformance.dra.checks.claims import (
     subrequests_of,
 )
 from conformance.dra.inventory import Inventory, complete_pools, device_body, slice_devices
-from conformance.k8s.objects import Obj
 
 SRC_RESULT = "resource.k8s.io/v1 DeviceRequestAllocationResult"
 SRC_ALLOCATOR = "k/k staging dynamic-resource-allocation structured allocator (KEP-4381)"

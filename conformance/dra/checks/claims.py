@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from conformance.k8s.objects import Obj
+from conformance.core.objects import Obj
 
 DRIVER_SELECTOR = re.compile(r"""\s*device\.driver\s*==\s*["']([^"']+)["']\s*""")
 NODE_FIELD = "metadata.name"

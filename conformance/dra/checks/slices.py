@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from conformance.core.objects import Obj
 from conformance.dra.checks.base import Violation
 from conformance.dra.inventory import current_slices, device_body, device_fields, qualify, typed_attributes
-from conformance.k8s.objects import Obj
 
 MAX_DEVICES = 128  # ResourceSliceMaxDevices
 MAX_DEVICES_WITH_TAINTS_OR_COUNTERS = 64  # 1.35+ ResourceSliceSpec.devices

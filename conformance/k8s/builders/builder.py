@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from conformance.core import names, probe_marker
+from conformance.core.objects import Obj
 from conformance.k8s.builders import parts
 from conformance.k8s.builders.versions import render
-from conformance.k8s.objects import Obj
 
 POD_CLAIM_PREFIX = "c"
 _SHORT = {"ResourceClaim": "claim", "ResourceClaimTemplate": "template", "Pod": "pod"}

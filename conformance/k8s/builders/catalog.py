@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from conformance.core.objects import Obj
 from conformance.k8s.builders.parts import NEVER_MATCHES
-from conformance.k8s.objects import Obj
 from conformance.k8s.resources import resource
 
 TAINT_KEY = "dra-conformance.test/api-crud"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.core.objects import Obj
 from conformance.k8s.builders.parts import cel_selectors, device
-from conformance.k8s.objects import Obj
 
 PATCH_TYPES = ("json", "merge", "strategic", "apply")
 ADDED_DEVICE = "dev-0"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from conformance.core.objects import Obj
 from conformance.k8s.builders.parts import device, request
-from conformance.k8s.objects import Obj
 
 MAX_DEVICES_PER_SLICE = 128
 MAX_ATTRIBUTES_AND_CAPACITIES = 32

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from conformance.core.objects import Obj
 from conformance.dra.claimstatus import entry_key
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import until
 from conformance.k8s.waits.objects import object_gone
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from conformance.core import errors, timeouts
+from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.clock import timed
 
 Done = Callable[[Obj | None], bool]

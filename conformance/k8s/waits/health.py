@@ -8,8 +8,8 @@ kubelet pkg/kubelet/cm/dra/manager.go UpdateAllocatedResourcesStatus; upstream t
 
 from __future__ import annotations
 
+from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import until
 
 UNKNOWN = "Unknown"

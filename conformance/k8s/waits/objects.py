@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import until
 
 

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from conformance.core import errors, timeouts
+from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import event_line, has_event, poll, recent_events, stays, until
 from conformance.k8s.waits.objects import object_gone
 

@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Iterable
 
 from conformance.core import errors, timeouts
+from conformance.core.objects import Obj
 from conformance.dra.inventory import driver_slices, pool_devices
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import event_line, poll, recent_events, stays
 from conformance.k8s.waits.pods import pod_running
 from conformance.k8s.waits.slices import SLICES_POLL_S, complete_pools

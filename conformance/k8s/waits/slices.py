@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from conformance.core import errors, timeouts
+from conformance.core.objects import Obj
 from conformance.dra.inventory import complete_pools, driver_slices, pool_devices
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import poll
 
 SLICES_POLL_S = 0.5  # seconds between slice lists

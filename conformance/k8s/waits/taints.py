@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 
 from conformance.core import errors, timeouts
+from conformance.core.objects import Obj
 from conformance.dra.device_taints import EVICTION_REASON, eviction_condition
 from conformance.k8s.client import K8s
-from conformance.k8s.objects import Obj
 from conformance.k8s.waits.core import until
 from conformance.k8s.waits.objects import object_gone
 from conformance.k8s.waits.pods import pod_gone, pod_unschedulable_with

@@ -135,7 +135,9 @@ def pytest_configure(config):
     values["run_id"] = (worker or {}).get("dra_run_id") or values["run_id"] or names.new_run_id()
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
-    config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
+    listing = bool(config.option.collectonly)  # `list`, --collect-only: no cluster, nothing written
+    if not listing:
+        config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
     values.update(allow_disruptive=bool(values["allow_disruptive"]), keep_cluster=bool(values["keep_cluster"]))
     try:
         known = toolbox.k8s_versions()
@@ -147,15 +149,18 @@ def pytest_configure(config):
 
         registry = build_registry(config)
         profile = profiles.load(cfg.driver, registry.deploy_modes())
-        registry.check("cluster provider", cfg.cluster)
+        if not listing:  # a listing needs no cluster: the plugin alone lists a profile's tests
+            registry.check("cluster provider", cfg.cluster)
         registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
     except errors.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    narrowing.register(config, Path(cfg.report_dir))  # before the harness: it counts after --profile deselects
+    if not listing:
+        narrowing.register(config, Path(cfg.report_dir))  # before the harness: it counts after --profile deselects
     config.stash[HARNESS] = harness = Harness(config, cfg, registry)
     config.pluginmanager.register(harness, PLUGIN_NAME)
-    parallel.register(config, harness.report_dir)  # xdist workers: the run and device locks
-    timings.register(config, harness.report_dir, lambda: config.stash.get(parallel.LOCKS, None))
+    if not listing:
+        parallel.register(config, harness.report_dir)  # xdist workers: the run and device locks
+        timings.register(config, harness.report_dir, lambda: config.stash.get(parallel.LOCKS, None))
 
 
 class Harness:

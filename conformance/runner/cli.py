@@ -26,6 +26,8 @@ from conformance.k8s import incluster
 from conformance.reporting import cli as report_cli
 
 SUITES = shipped.suites_dir()
+# this CLI imported the package before pytest.main, so pytest cannot assert-rewrite it: a harmless warning
+REWRITE_NOTE = "ignore::pytest.PytestAssertRewriteWarning"
 EXIT_TEXT = {
     0: "PASS",
     1: "FAIL",
@@ -145,13 +147,24 @@ def _is_path(arg: str) -> bool:
         return False
 
 
+def suite_arg(arg: str) -> str:
+    """``suites/<area>[/file.py[::test]]`` as the shipped suites' path when it names no file here (an installed
+    plugin run from any directory); any other argument unchanged."""
+    head, sep, tail = arg.partition("::")
+    if not head.startswith("suites/") or _is_path(arg):
+        return arg
+    shipped_path = SUITES / head.removeprefix("suites/")
+    return str(shipped_path) + sep + tail if shipped_path.exists() else arg
+
+
 def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -> list[str]:
     """The pytest command line for ``run``: all of suites/, or only the suite paths given in the extra
     pytest arguments (e.g. ``suites/node`` or ``suites/api_v1/test_limits.py::test_x``)."""
-    extra = [a for a in (args.pytest_args or []) if a != "--"]
+    extra = [suite_arg(a) for a in (args.pytest_args or []) if a != "--"]
     paths = [a for a in extra if not a.startswith("-") and _is_path(a)]
     out = [] if paths else [str(SUITES)]
-    out += ["--run-id", run_id, "--report-dir", str(report_dir), "-p", "no:cacheprovider"]
+    out += ["--rootdir", str(shipped.test_root()), "--run-id", run_id, "--report-dir", str(report_dir)]
+    out += ["-p", "no:cacheprovider", "-W", REWRITE_NOTE]
     for dest in PASS_THROUGH:
         value = getattr(args, dest, None)
         if value not in (None, ""):
@@ -282,7 +295,11 @@ def list_command(args: argparse.Namespace) -> int:
         pytest.main(
             [
                 str(SUITES),
+                "--rootdir",
+                str(shipped.test_root()),
                 "--collect-only",
+                "-W",
+                REWRITE_NOTE,
                 "-q",
                 "-p",
                 "no:cacheprovider",

@@ -136,8 +136,6 @@ def pytest_configure(config):
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
     listing = bool(config.option.collectonly)  # `list`, --collect-only: no cluster, nothing written
-    if not listing:
-        config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
     values.update(allow_disruptive=bool(values["allow_disruptive"]), keep_cluster=bool(values["keep_cluster"]))
     try:
         known = toolbox.k8s_versions()
@@ -153,8 +151,9 @@ def pytest_configure(config):
             registry.check("cluster provider", cfg.cluster)
         registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
     except errors.ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(str(exc)) from None  # before any report directory exists: bad input leaves none
     if not listing:
+        config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
         narrowing.register(config, Path(cfg.report_dir))  # before the harness: it counts after --profile deselects
     config.stash[HARNESS] = harness = Harness(config, cfg, registry)
     config.pluginmanager.register(harness, PLUGIN_NAME)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import re
 import shutil
 import signal
@@ -227,7 +228,13 @@ def run_command(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     from conformance.runner import timings  # noqa: PLC0415 - imports pytest
 
-    timings.add_run_wall(report_dir, time.monotonic() - started)
+    if report_dir.is_dir() and not any(p.is_file() for p in report_dir.rglob("*")):
+        shutil.rmtree(report_dir)  # refused before it started (bad input): leave no empty report directory
+        if not args.report_dir:  # the default ./reports too, when nothing else is in it
+            with contextlib.suppress(OSError):
+                report_dir.parent.rmdir()
+    if report_dir.is_dir():
+        timings.add_run_wall(report_dir, time.monotonic() - started)
     verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
     if code == 0 and counter.counts["passed"] == 0:
         verdict, code = "NO TESTS PASSED (everything skipped)", 1
@@ -257,7 +264,7 @@ def run_command(args: argparse.Namespace) -> int:
     print(
         f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
         f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {time.monotonic() - started:.0f}s "
-        f"(run {run_id}, {report_dir}{report_note})"
+        f"(run {run_id}, {report_dir if report_dir.is_dir() else 'no report'}{report_note})"
     )
     return code
 

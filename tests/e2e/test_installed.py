@@ -51,7 +51,9 @@ def test_the_plugin_alone_lists_and_with_the_lab_qualifies_from_an_empty_directo
     )
     assert "test_pod_with_claim_runs_and_sees_its_device" in collected
     assert sorted(os.listdir(here)) == [], "listing wrote into the working directory"
-    assert "local" in _sh([cli, "run", "--cluster", "local", "--driver", "reference"], here).stderr
+    no_lab = _sh([cli, "run", "--cluster", "local", "--driver", "reference"], here)
+    assert no_lab.returncode == 4 and "unknown cluster provider 'local'" in no_lab.stdout + no_lab.stderr, no_lab
+    assert sorted(os.listdir(here)) == [], "a refused run left a report directory"
 
     # given the lab too, when set up and run, then PASS with the report in ./reports
     _ok(_sh([*pip, *pins, str(built["dra_conformance_lab"])], tmp_path))

@@ -9,7 +9,7 @@ Layers, bottom first (each cached on its own):
    (protobuf at the venv's version, which generated our stubs);
 3. tools: kubectl of the default Kubernetes release, helm and kind from our cache, laid out as the cache
    (``/opt/dra-conformance/cache``, found through ``DRA_CONFORMANCE_CACHE``) with links in
-   ``/usr/local/bin``; the Allure CLI's ``node_modules`` (tools/allure, ``[npm] allure``) in ``/opt/allure``;
+   ``/usr/local/bin``; the Allure CLI's ``node_modules`` (conformance.reporting.allure_cli) in ``/opt/allure``;
 4. app: ``/app`` = conformance/, suites/, fixtures/, reference_driver/ (stubs generated), pyproject and
    versions.toml, a ``dra_conformance`` dist-info so pytest finds our plugins through their entry points,
    and ``/usr/local/bin/dra-conformance``.
@@ -34,7 +34,7 @@ from conformance_lab.toolchain.images.oci import ImageConfig, ImageError, sha256
 NAME = "suite"
 REF = "dra-conformance.local/suite:dev"
 APP = ("conformance", "suites", "fixtures", "reference_driver")
-APP_FILES = ("pyproject.toml", "versions.toml", "README.md")
+APP_FILES = ("pyproject.toml", "README.md")
 CACHE_IN_IMAGE = "/opt/dra-conformance/cache"
 ALLURE_IN_IMAGE = "/opt/allure/node_modules"
 ENTRYPOINT = ("dra-conformance", "run")

@@ -133,9 +133,10 @@ def pytest_configure(config):
     worker = getattr(config, "workerinput", None)
     values = {dest: config.getoption(dest, default=None) for _, dest, _, _ in OPTIONS}
     values["run_id"] = (worker or {}).get("dra_run_id") or values["run_id"] or names.new_run_id()
+    # `list`, --collect-only: no cluster, and nothing written unless a report directory was given
+    listing, given_dir = bool(config.option.collectonly), bool(values["report_dir"])
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
-    listing = bool(config.option.collectonly)  # `list`, --collect-only: no cluster, nothing written
     values.update(allow_disruptive=bool(values["allow_disruptive"]), keep_cluster=bool(values["keep_cluster"]))
     try:
         known = toolbox.k8s_versions()
@@ -154,6 +155,7 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None  # before any report directory exists: bad input leaves none
     if not listing:
         config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
+    if given_dir or not listing:
         narrowing.register(config, Path(cfg.report_dir))  # before the harness: it counts after --profile deselects
     config.stash[HARNESS] = harness = Harness(config, cfg, registry)
     config.pluginmanager.register(harness, PLUGIN_NAME)

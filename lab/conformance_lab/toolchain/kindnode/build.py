@@ -25,20 +25,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from conformance_lab.toolchain import cache, kindtools, system
-from conformance_lab.toolchain.images import base as image_base
-from conformance_lab.toolchain.images import store
-from conformance_lab.toolchain.images.oci import (
-    DEFAULT_PATH,
-    ImageConfig,
-    entries_layer,
-    tree_layer,
-    write_image,
-    write_oci_archive,
-)
-from conformance_lab.toolchain.kindnode import cni, rootfs
-from conformance_lab.toolchain.steps import SetupError
-from conformance_lab.toolchain.versions import load
+from .. import cache, kindtools, system
+from ..images import base as image_base
+from ..images import store
+from ..images.oci import DEFAULT_PATH, ImageConfig, entries_layer, tree_layer, write_image, write_oci_archive
+from ..steps import SetupError
+from ..versions import load
+from . import cni, rootfs
 
 NODE_REF = "dra-conformance.local/kind-node"
 PRELOAD_UNIT = """[Unit]

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conformance_lab.toolchain.steps import SetupError
+from ..steps import SetupError
 
 KIND_FILES = Path("images/base/files")
 CNI_PLUGINS = ("host-local", "loopback", "ptp", "portmap", "bridge")

@@ -27,7 +27,7 @@ DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint clean matrix report bench-cluster validate-suite images bench kind-node-image
+        cluster-status cluster-logs lint wheels clean matrix report bench-cluster validate-suite images bench kind-node-image
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -103,6 +103,11 @@ bench: ## DRA scheduling benchmark: kwok fake nodes (BENCH_NODES x BENCH_DEVICES
 
 bench-cluster: ## print local-cluster bring-up and tear-down times (3 runs)
 	$(PY) benchmarks/cluster_bringup.py --repeat 3
+
+wheels: ## build the three distributions (plugin, lab, tools) into dist/
+	rm -rf dist && $(PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w dist . ./lab ./tools
+	rm -rf lab/build tools/build
+	@ls -l dist
 
 lint: ## layer contract (import-linter), lint rules and formatting (ruff; config in pyproject.toml)
 	$(VENV)/bin/lint-imports

@@ -27,7 +27,7 @@ import pytest
 from conformance import hookspecs
 from conformance.clusters import builtin as builtin_clusters
 from conformance.core import errors, markers, names, selection
-from conformance.core.config import from_options
+from conformance.core.config import deploy_mode, from_options
 from conformance.drivers import builtin as builtin_drivers
 from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
@@ -63,6 +63,7 @@ OPTIONS = (  # flag, dest, help, extra
     ("--feature-gates", "feature_gates", "defaults | all (local/kind clusters; default all)", {}),
     ("--driver", "driver", "driver profile name (fixtures/drivers/NAME.yaml) or path to a profile", {}),
     ("--driver-deploy", "driver_deploy", "bundled | host | helm | manifests | preinstalled (default: profile's)", {}),
+    ("--allow-install", "allow_install", "--driver-deploy may install on existing clusters", {"action": "store_true"}),
     ("--profile", "profile", "core | standard | full | disruptive (default standard)", {}),
     ("--allow-disruptive", "allow_disruptive", "allow the disruptive profile", {"action": "store_true"}),
     ("--image-repo", "image_repo", "image repository override for driver images", {}),
@@ -137,7 +138,7 @@ def pytest_configure(config):
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
     config.hook.pytest_dra_report_dir(config=config)  # reporting turns on (allure/junit read paths later)
-    values.update(allow_disruptive=bool(values["allow_disruptive"]), keep_cluster=bool(values["keep_cluster"]))
+    values.update({k: bool(values[k]) for k in ("allow_disruptive", "keep_cluster", "allow_install")})
     try:
         from conformance.toolchain import versions  # noqa: PLC0415 - reads versions.toml
 
@@ -150,8 +151,8 @@ def pytest_configure(config):
 
         registry = build_registry(config)
         profile = profiles.load(cfg.driver, registry.deploy_modes())
-        registry.check("cluster provider", cfg.cluster)
-        registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
+        owned = registry.creates_cluster(cfg.cluster)  # ConfigError for an unknown --cluster, as check() raises
+        registry.check("driver deployer", deploy_mode(cfg, profile.deploy_mode, owned=owned))
     except errors.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     narrowing.register(config, Path(cfg.report_dir))  # before the harness: it counts after --profile deselects

@@ -12,6 +12,8 @@ Ready means: every DaemonSet of the bundle runs a Ready pod on each of its nodes
 exist, the kubelet of every real node holds a new plugin registration (KEP-4381) and every real node publishes
 a slice with a device. Tear-down deletes the bundle's objects (namespace, RBAC, DeviceClasses, DaemonSet, ...)
 waiting for them, then the driver's leftover slices, and raises LeakError naming any object still there.
+A bundle of which any object already exists on the cluster is refused before anything is applied
+(ConfigError): tear-down deletes only objects this run created.
 The applied bundle is kept as ``<state dir>/manifests.yaml`` (evidence).
 """
 
@@ -27,6 +29,7 @@ from typing import Any
 from conformance.core import errors
 from conformance.core.handles import ClusterHandle
 from conformance.core.profile import DriverProfile
+from conformance.k8s import kubeconfig
 from conformance.k8s.client import K8s
 from conformance.toolchain import cache
 
@@ -55,8 +58,10 @@ class ManifestsDeployer:
         state_dir: Path,
         *,
         image_repo: str | None = None,
+        kube: kubeconfig.Kubeconfig | None = None,
     ) -> None:
         self.cluster, self.profile, self.k8s, self.state_dir = cluster, profile, k8s, state_dir
+        self.kube = kube or kubeconfig.resolve(cluster.kubeconfig)  # kubectl gets --kubeconfig/--context
         self.image_repo = image_repo
         d = profile.deploy
         self.namespace = str(d.get("namespace") or "")
@@ -73,17 +78,24 @@ class ManifestsDeployer:
                 source="--driver-deploy",
                 fix="add deploy.dir or deploy.chart (or deploy_alternatives.manifests), or use another mode",
             )
-        return cls(ctx.cluster, ctx.profile, ctx.k8s, ctx.state_root / "manifests", image_repo=ctx.image_repo)
+        return cls(
+            ctx.cluster,
+            ctx.profile,
+            ctx.k8s,
+            ctx.state_root / "manifests",
+            image_repo=ctx.image_repo,
+            kube=ctx.kubeconfig,
+        )
 
     def _kubectl(self, *args: str, timeout: float = 300) -> str:
         try:
             binary = cache.k8s_binary("kubectl", self.cluster.k8s_version)
         except cache.CacheMiss as exc:
             raise errors.ConfigError(str(exc), source="--driver-deploy manifests", fix="run `make setup`") from None
-        cmd = [str(binary), "--kubeconfig", str(self.cluster.kubeconfig), *args]
+        cmd = [str(binary), *self.kube.cli_args("kubectl"), *args]
         if self.namespace:
             cmd += ["--namespace", self.namespace]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.kube.env())
         if proc.returncode != 0:
             raise errors.DriverNotReady(
                 self.profile.driver, f"kubectl {args[0]} -f {self.bundle_file}", proc.stderr.strip()[-2000:]
@@ -122,6 +134,7 @@ class ManifestsDeployer:
         before = registered_sockets(self.k8s, nodes)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.bundle_file.write_text(found.text())
+        self.refuse_existing()  # before `applied`: a refusal deletes nothing
         try:
             self.applied = found
             self._kubectl("apply", "-f", str(self.bundle_file))
@@ -138,6 +151,20 @@ class ManifestsDeployer:
                 self.teardown()
             raise
         return self.attach({"version": f"{len(found.documents)} object(s) from {found.source}"})
+
+    def refuse_existing(self) -> None:
+        """Raise ConfigError (exit 4) naming the objects of the bundle that already exist on the cluster
+        (``kubectl get -f``): tear-down deletes the bundle's objects, and must never delete one this run did
+        not create (issue 22). Applies and deletes nothing; DriverNotReady when kubectl cannot read them."""
+        there = self._kubectl("get", "--ignore-not-found", "-o", "name", "-f", str(self.bundle_file)).split()
+        if there:
+            raise errors.ConfigError(
+                f"{len(there)} object(s) of the bundle already exist, e.g. {', '.join(there[:5])}: this run did "
+                "not create them, so it neither applies over nor deletes them",
+                source="--driver-deploy manifests",
+                fix="drop --driver-deploy (and --allow-install) to qualify the installed driver (preinstalled), "
+                "or remove the old installation first",
+            )
 
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
         """The handle (also in xdist workers): logs come from the pods of the bundle's namespaces."""

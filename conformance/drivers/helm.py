@@ -82,7 +82,7 @@ class HelmDeployer:
         kube: kubeconfig.Kubeconfig | None = None,
     ) -> None:
         self.cluster, self.profile, self.k8s = cluster, profile, k8s
-        self.kube = kube or kubeconfig.resolve(cluster.kubeconfig)  # helm gets --kubeconfig/--kube-context
+        self._kube = kube
         self.image_repo, self.ready_timeout = image_repo, ready_timeout
         d = profile.deploy
         self.release = d.get("release") or profile.name
@@ -100,6 +100,12 @@ class HelmDeployer:
                 fix="add deploy.chart (or deploy_alternatives.helm.chart) to the profile or use another mode",
             )
         return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo, kube=ctx.kubeconfig)
+
+    @property
+    def kube(self) -> kubeconfig.Kubeconfig:
+        """What helm reaches the cluster with: the run's resolved kubeconfig and context, else the cluster
+        handle's file (conformance.k8s.kubeconfig)."""
+        return self._kube or kubeconfig.resolve(self.cluster.kubeconfig)
 
     def _helm(self, *args: str, timeout: float = 600) -> str:
         try:

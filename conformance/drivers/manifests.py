@@ -61,7 +61,7 @@ class ManifestsDeployer:
         kube: kubeconfig.Kubeconfig | None = None,
     ) -> None:
         self.cluster, self.profile, self.k8s, self.state_dir = cluster, profile, k8s, state_dir
-        self.kube = kube or kubeconfig.resolve(cluster.kubeconfig)  # kubectl gets --kubeconfig/--context
+        self._kube = kube
         self.image_repo = image_repo
         d = profile.deploy
         self.namespace = str(d.get("namespace") or "")
@@ -86,6 +86,12 @@ class ManifestsDeployer:
             image_repo=ctx.image_repo,
             kube=ctx.kubeconfig,
         )
+
+    @property
+    def kube(self) -> kubeconfig.Kubeconfig:
+        """What kubectl reaches the cluster with: the run's resolved kubeconfig and context, else the cluster
+        handle's file (conformance.k8s.kubeconfig)."""
+        return self._kube or kubeconfig.resolve(self.cluster.kubeconfig)
 
     def _kubectl(self, *args: str, timeout: float = 300) -> str:
         try:
@@ -129,12 +135,12 @@ class ManifestsDeployer:
         """Load images, apply the bundle, then require ready DaemonSets, DeviceClasses, a registration and
         slices on every node. Raises ConfigError or DriverNotReady (after deleting what it applied)."""
         found = self.bundle()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.bundle_file.write_text(found.text())
+        self.refuse_existing()  # before anything is imported or applied: a refusal deletes nothing
         nodeimages.load(self.cluster, self.profile.deploy.get("images") or [])
         nodes = [n.name for n in self.cluster.nodes]
         before = registered_sockets(self.k8s, nodes)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.bundle_file.write_text(found.text())
-        self.refuse_existing()  # before `applied`: a refusal deletes nothing
         try:
             self.applied = found
             self._kubectl("apply", "-f", str(self.bundle_file))

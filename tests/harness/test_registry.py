@@ -154,7 +154,7 @@ class FakeProvider:
 
 def test_session_takes_provider_and_deployer_from_the_registry(tmp_path, monkeypatch):
     registry = shipped()
-    registry.add_cluster_provider("fake", FakeProvider, "test")
+    registry.add_cluster_provider("fake", handles.creates_cluster(FakeProvider), "test")  # the run owns it
     registry.add_hook_result("driver deployer", vendor_deployer.pytest_dra_driver_deployers(), "vendor-plugin")
     fake_k8s = SimpleNamespace(unguarded=lambda: "unguarded-client", prefer_versions=lambda versions: None)
     monkeypatch.setattr(session_mod.K8s, "from_kubeconfig", classmethod(lambda cls, *a, **kw: fake_k8s))

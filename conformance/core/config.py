@@ -98,7 +98,7 @@ class RunConfig:
 
     cluster: a registered cluster provider (local|kind|existing shipped); kubeconfig/context: for ``existing`` (and
     kind); k8s_version: ``1.NN`` or None (default of versions.toml); feature_gates: defaults|all; driver: profile
-    name or path; driver_deploy: a registered deployer overriding the profile's deploy mode (None = the profile's);
+    name or path; driver_deploy: a registered deployer overriding the profile's deploy mode (None: :func:`deploy_mode`);
     profile: core|standard|full|disruptive; allow_disruptive: required for ``disruptive``; image_repo: registry
     prefix for driver images; report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every
     wait; nodes: node count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the

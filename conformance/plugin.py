@@ -27,7 +27,7 @@ import pytest
 from conformance import hookspecs, shipped, toolbox
 from conformance.clusters import builtin as builtin_clusters
 from conformance.core import errors, markers, names, selection
-from conformance.core.config import from_options
+from conformance.core.config import deploy_mode, from_options
 from conformance.drivers import builtin as builtin_drivers
 from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
@@ -43,15 +43,10 @@ DECISION = pytest.StashKey[selection.Decision]()
 TRACKER = pytest.StashKey[Tracker]()
 NAMESPACE = pytest.StashKey[str]()
 HARNESS = pytest.StashKey["Harness"]()  # the run's Harness, on config.stash (no lookup by plugin name)
-SERIAL_CAPS = {
-    "kubelet_restart",
-    "plugin_restart",
-    "node_reboot",
-    "controller_manager_restart",
-    "driver_reinstall",
-    "api.devicetaintrules",
-    "driver.fault_injection",
-}
+SERIAL_CAPS = set(  # capabilities whose tests change cluster state: one xdist group, run in turn
+    "kubelet_restart plugin_restart node_reboot controller_manager_restart driver_reinstall api.devicetaintrules "
+    "driver.fault_injection".split()
+)
 EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 4, 3
 
 OPTIONS = (  # flag, dest, help, extra
@@ -62,6 +57,7 @@ OPTIONS = (  # flag, dest, help, extra
     ("--feature-gates", "feature_gates", "defaults | all (local/kind clusters; default all)", {}),
     ("--driver", "driver", "driver profile name (fixtures/drivers/NAME.yaml) or path to a profile", {}),
     ("--driver-deploy", "driver_deploy", "bundled | host | helm | manifests | preinstalled (default: profile's)", {}),
+    ("--allow-install", "allow_install", "--driver-deploy may install on existing clusters", {"action": "store_true"}),
     ("--profile", "profile", "core | standard | full | disruptive (default standard)", {}),
     ("--allow-disruptive", "allow_disruptive", "allow the disruptive profile", {"action": "store_true"}),
     ("--image-repo", "image_repo", "image repository override for driver images", {}),
@@ -137,7 +133,7 @@ def pytest_configure(config):
     listing, given_dir = bool(config.option.collectonly), bool(values["report_dir"])
     report_dir = (worker or {}).get("dra_report_dir") or values["report_dir"] or f"reports/{values['run_id']}"
     config.option.report_dir = values["report_dir"] = str(Path(report_dir).resolve())
-    values.update(allow_disruptive=bool(values["allow_disruptive"]), keep_cluster=bool(values["keep_cluster"]))
+    values.update({k: bool(values[k]) for k in ("allow_disruptive", "keep_cluster", "allow_install")})
     try:
         known = toolbox.k8s_versions()
     except toolbox.ToolMissing:  # the version list is a nicety for the error message
@@ -148,9 +144,11 @@ def pytest_configure(config):
 
         registry = build_registry(config)
         profile = profiles.load(cfg.driver, registry.deploy_modes())
-        if not listing:  # a listing needs no cluster: the plugin alone lists a profile's tests
-            registry.check("cluster provider", cfg.cluster)
-        registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
+        if listing:  # a listing needs no cluster: the plugin alone lists a profile's tests
+            registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
+        else:
+            owned = registry.creates_cluster(cfg.cluster)  # ConfigError for an unknown --cluster
+            registry.check("driver deployer", deploy_mode(cfg, profile.deploy_mode, owned=owned))
     except errors.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None  # before any report directory exists: bad input leaves none
     if not listing:

@@ -22,7 +22,7 @@ from conformance.core import errors
 from conformance.core.config import gate_list
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance.core.objects import Obj
-from conformance.k8s import discovery
+from conformance.k8s import discovery, kubeconfig
 from conformance.k8s.client import K8s
 from conformance.node.helper_pod import HelperPodNodeAccess
 
@@ -83,16 +83,20 @@ class ExistingProvider:
         self.ctx = ctx
         self.handle: ExistingCluster | None = None
 
-    def _kubeconfig(self) -> Path:
-        return Path(self.ctx.cfg.kubeconfig) if self.ctx.cfg.kubeconfig else Path.home() / ".kube" / "config"
+    def _kubeconfig(self) -> kubeconfig.Kubeconfig:
+        """``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``, with ``--context``: the one resolution
+        the session, helm, kubectl and the helper pods share (conformance.k8s.kubeconfig)."""
+        return kubeconfig.resolve(self.ctx.cfg.kubeconfig, self.ctx.cfg.context)
 
     def up(self) -> ExistingCluster:
-        """Read version and nodes. Raises ClusterUnavailable naming the kubeconfig or the server."""
-        k8s = K8s.from_kubeconfig(self.ctx.cfg.kubeconfig, self.ctx.cfg.context)
+        """Read version and nodes. Raises ClusterUnavailable naming the kubeconfig or the server. The handle's
+        ``kubeconfig`` is the resolved path (an ``os.pathsep`` list when ``$KUBECONFIG`` lists several files)."""
+        kube = self._kubeconfig()
+        k8s = K8s.from_kubeconfig(kube)
         version = discovery.server_version(k8s)
         nodes = discovery.nodes(k8s)
         self.handle = ExistingCluster(
-            self._kubeconfig(),
+            Path(kube.path),
             version,
             [ExistingNode(n.name) for n in nodes],
             feature_gates=gate_list("--cluster-feature-gates", self.ctx.cfg.cluster_feature_gates),

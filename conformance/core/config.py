@@ -98,14 +98,15 @@ class RunConfig:
 
     cluster: a registered cluster provider (local|kind|existing shipped); kubeconfig/context: for ``existing`` (and
     kind); k8s_version: ``1.NN`` or None (default of versions.toml); feature_gates: defaults|all; driver: profile
-    name or path; driver_deploy: a registered deployer overriding the profile's deploy mode (None = the profile's);
+    name or path; driver_deploy: a registered deployer overriding the profile's deploy mode (None: :func:`deploy_mode`);
     profile: core|standard|full|disruptive; allow_disruptive: required for ``disruptive``; image_repo: registry
     prefix for driver images; report_dir: where run.json and reports go; timeout_scale: multiplier (> 0) for every
     wait; nodes: node count of a local/kind cluster; node_access: auto|none|privileged-pod (the latter is the
     explicit opt-in for existing clusters); run_id: labels every object; keep_cluster: leave a local cluster
     running; cluster_feature_gates: ``Name=true,...`` the admin of an existing cluster states (used for a gate
     the cluster's metrics do not report; only with ``--cluster existing``); kind_name: the kind cluster's name
-    (an existing one is reused and left running).
+    (an existing one is reused and left running); allow_install: let ``--driver-deploy`` install a driver on
+    a cluster the run does not own (:func:`deploy_mode`).
     """
 
     cluster: str = "local"
@@ -126,6 +127,7 @@ class RunConfig:
     keep_cluster: bool = False
     cluster_feature_gates: str = ""
     kind_name: str | None = None
+    allow_install: bool = False
 
     def __post_init__(self) -> None:
         registry_name("--cluster", self.cluster)
@@ -160,6 +162,29 @@ class RunConfig:
     def as_dict(self) -> dict:
         """Plain dict (for run.json and the xdist state file)."""
         return dataclasses.asdict(self)
+
+
+def deploy_mode(cfg: RunConfig, profile_mode: str, *, owned: bool) -> str:
+    """The effective deploy mode of a run (issue 22: never touch a customer's driver by accident).
+
+    ``profile_mode``: the profile's ``deploy.mode``; ``owned``: whether the run creates its cluster
+    (``Registry.creates_cluster``). On an owned cluster: ``--driver-deploy`` or else the profile's mode. On a
+    cluster the run does not own: ``preinstalled`` without ``--driver-deploy`` (whatever the profile says);
+    ``--driver-deploy preinstalled``; any other ``--driver-deploy`` only with ``--allow-install``, else a
+    ConfigError (exit 4) naming ``--allow-install`` as the fix.
+    """
+    explicit = cfg.driver_deploy
+    if explicit is None:
+        return profile_mode if owned else "preinstalled"
+    if owned or cfg.allow_install or explicit == "preinstalled":
+        return explicit
+    raise ConfigError(
+        f"{explicit!r} would install a driver on the cluster of --cluster {cfg.cluster}, which this run did not "
+        "create (tear-down would remove what it installed)",
+        source="--driver-deploy",
+        fix="drop --driver-deploy to qualify the driver already installed there (preinstalled), or add "
+        "--allow-install to install anyway (refused when the release or objects already exist)",
+    )
 
 
 def from_options(options: Mapping[str, Any], *, known_versions: tuple[str, ...] = ()) -> RunConfig:

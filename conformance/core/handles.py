@@ -5,7 +5,8 @@
 * :class:`NodeAccess`: what the harness can do on a node beyond the API (CDI specs, plugin registry,
   PodResources, container log files);
 * :class:`DriverHandle`: a deployed driver (name, DeviceClasses, profile, deployer, logs);
-* :class:`ClusterProvider`: brings a cluster up and down, opens node access, re-opens its handle in a worker.
+* :class:`ClusterProvider`: brings a cluster up and down, opens node access, re-opens its handle in a worker;
+  :func:`creates_cluster` marks the factories whose cluster the run owns (:class:`CreatesCluster`).
 
 Optional abilities are narrow ``runtime_checkable`` Protocols a handle may also implement, checked with
 ``isinstance`` (never ``hasattr``): :class:`RunsHostProcesses` (start the kubelet plugin as a host process),
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from conformance.core.config import RunConfig
 from conformance.core.profile import DriverProfile
@@ -337,3 +338,22 @@ class ClusterProvider(Protocol):
 
 
 ClusterProviderFactory = Callable[[ProviderContext], ClusterProvider]
+
+
+@runtime_checkable
+class CreatesCluster(Protocol):
+    """A provider factory marked by :func:`creates_cluster`: its ``up()`` creates the cluster, so the run owns it
+    and may install a driver there. A factory without the mark (``existing``, a third party's) reaches a cluster
+    someone else runs: the run installs nothing unless ``--allow-install`` (core.config.deploy_mode)."""
+
+    creates_cluster: bool
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def creates_cluster(factory: F) -> F:
+    """Mark a cluster provider factory as creating the cluster it returns (``factory.creates_cluster = True``);
+    returns ``factory`` (a decorator). Read by ``conformance.runner.registry.Registry.creates_cluster``."""
+    factory.creates_cluster = True  # type: ignore[attr-defined]
+    return factory

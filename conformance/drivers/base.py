@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from conformance.core.handles import ClusterHandle, HostProcess
 from conformance.core.profile import DriverProfile
 from conformance.k8s.client import K8s
+from conformance.k8s.kubeconfig import Kubeconfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +26,8 @@ class DeployContext:
     mode: the registry name it was chosen by (``--driver-deploy`` or the profile's ``deploy.mode``);
     cluster: the cluster handle; profile: the validated driver profile; k8s: a client without the write guard
     (drivers create cluster-scoped objects the run does not label); run_id; state_root: a directory of its own
-    under the report dir; image_repo: ``--image-repo`` or None.
+    under the report dir; image_repo: ``--image-repo`` or None; kubeconfig: the run's resolved kubeconfig and
+    context (conformance.k8s.kubeconfig) for helm/kubectl (None: the cluster handle's file, current context).
     """
 
     mode: str
@@ -35,6 +37,7 @@ class DeployContext:
     run_id: str
     state_root: Path
     image_repo: str | None = None
+    kubeconfig: Kubeconfig | None = None
 
 
 @runtime_checkable

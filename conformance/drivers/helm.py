@@ -15,11 +15,16 @@ every node (helm's own wait lets ``maxUnavailable`` pods lag), every kubelet who
 the plugin registrations it held before again (or a first one), the profile's DeviceClasses exist and every
 real node publishes a slice with a device (KEP-4381). Teardown leaves nothing: the release (DeviceClasses,
 RBAC, DaemonSet), the namespace when this deployer created it, and the driver's slices.
+A release that already exists (``helm list --all``) is refused before anything is installed (ConfigError):
+tear-down uninstalls only a release this run created. helm reaches the cluster through the run's resolved
+kubeconfig (conformance.k8s.kubeconfig: ``--kubeconfig``/``$KUBECONFIG``, ``--kube-context``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -35,7 +40,7 @@ from conformance.core.profile import DriverProfile
 from conformance.drivers import chartvalues, helm_upgrade, nodeimages, readiness
 from conformance.drivers.base import DeployContext, DeployedDriver
 from conformance.drivers.readiness import await_slices, check_device_classes, delete_slices, registered_sockets
-from conformance.k8s import waits
+from conformance.k8s import kubeconfig, waits
 from conformance.k8s.client import K8s
 
 
@@ -69,8 +74,10 @@ class HelmDeployer:
         *,
         image_repo: str | None = None,
         ready_timeout: float = timeouts.SLICES_PUBLISHED * 5,
+        kube: kubeconfig.Kubeconfig | None = None,
     ) -> None:
         self.cluster, self.profile, self.k8s = cluster, profile, k8s
+        self._kube = kube
         self.image_repo, self.ready_timeout = image_repo, ready_timeout
         d = profile.deploy
         self.release = d.get("release") or profile.name
@@ -87,15 +94,21 @@ class HelmDeployer:
                 source="--driver-deploy",
                 fix="add deploy.chart (or deploy_alternatives.helm.chart) to the profile or use another mode",
             )
-        return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo)
+        return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo, kube=ctx.kubeconfig)
+
+    @property
+    def kube(self) -> kubeconfig.Kubeconfig:
+        """What helm reaches the cluster with: the run's resolved kubeconfig and context, else the cluster
+        handle's file (conformance.k8s.kubeconfig)."""
+        return self._kube or kubeconfig.resolve(self.cluster.kubeconfig)
 
     def _helm(self, *args: str, timeout: float = 600) -> str:
         try:
             binary = toolbox.program("helm")
         except toolbox.ToolMissing as exc:
             raise errors.ConfigError(str(exc), source="--driver-deploy helm", fix="run `make setup`") from None
-        cmd = [str(binary), "--kubeconfig", str(self.cluster.kubeconfig), *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        cmd = [str(binary), *self.kube.cli_args("helm"), *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.kube.env())
         if proc.returncode != 0:
             raise errors.DriverNotReady(
                 self.profile.driver,
@@ -115,6 +128,7 @@ class HelmDeployer:
         DriverNotReady (after removing what it installed) or ConfigError."""
         d = self.profile.deploy
         helm_upgrade.previous_spec(d)  # a bad upgrade_from is refused before anything is installed
+        self.refuse_existing_release()  # before `installed`: a refusal uninstalls nothing
         try:
             self.created_namespace = not self.k8s.exists("Namespace", self.namespace)
             self.installed = True
@@ -123,6 +137,21 @@ class HelmDeployer:
             self.teardown()
             raise
         return self.attach({"version": str(d.get("version") or self._chart_version(chart))})
+
+    def refuse_existing_release(self) -> None:
+        """Raise ConfigError (exit 4) naming the release, the namespace and the fix when ``helm list`` finds the
+        release already there (any state): ``helm upgrade --install`` would take it over and tear-down would
+        uninstall a release this run did not create (issue 22). Installs and removes nothing."""
+        found = self._helm("list", "--all", "--namespace", self.namespace, "--filter", f"^{re.escape(self.release)}$",
+                           "--output", "json", timeout=120)  # fmt: skip
+        if any(r.get("name") == self.release for r in json.loads(found or "[]")):
+            raise errors.ConfigError(
+                f"helm release {self.release!r} already exists in namespace {self.namespace!r}: this run did not "
+                "create it, so it neither upgrades nor uninstalls it",
+                source="--driver-deploy helm",
+                fix="drop --driver-deploy (and --allow-install) to qualify the installed driver (preinstalled), or "
+                "give the profile another deploy.release or deploy.namespace",
+            )
 
     def install(self, d: Mapping[str, Any]) -> str:
         """``helm upgrade --install`` of the deploy spec ``d`` (chart, values, set, version, images, timeout_s)

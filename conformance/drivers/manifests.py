@@ -12,6 +12,8 @@ Ready means: every DaemonSet of the bundle runs a Ready pod on each of its nodes
 exist, the kubelet of every real node holds a new plugin registration (KEP-4381) and every real node publishes
 a slice with a device. Tear-down deletes the bundle's objects (namespace, RBAC, DeviceClasses, DaemonSet, ...)
 waiting for them, then the driver's leftover slices, and raises LeakError naming any object still there.
+A bundle of which any object already exists on the cluster is refused before anything is applied
+(ConfigError): tear-down deletes only objects this run created.
 The applied bundle is kept as ``<state dir>/manifests.yaml`` (evidence).
 """
 
@@ -40,6 +42,7 @@ from conformance.drivers.readiness import (
     delete_slices,
     registered_sockets,
 )
+from conformance.k8s import kubeconfig
 from conformance.k8s.client import K8s
 
 
@@ -54,8 +57,10 @@ class ManifestsDeployer:
         state_dir: Path,
         *,
         image_repo: str | None = None,
+        kube: kubeconfig.Kubeconfig | None = None,
     ) -> None:
         self.cluster, self.profile, self.k8s, self.state_dir = cluster, profile, k8s, state_dir
+        self._kube = kube
         self.image_repo = image_repo
         d = profile.deploy
         self.namespace = str(d.get("namespace") or "")
@@ -72,17 +77,30 @@ class ManifestsDeployer:
                 source="--driver-deploy",
                 fix="add deploy.dir or deploy.chart (or deploy_alternatives.manifests), or use another mode",
             )
-        return cls(ctx.cluster, ctx.profile, ctx.k8s, ctx.state_root / "manifests", image_repo=ctx.image_repo)
+        return cls(
+            ctx.cluster,
+            ctx.profile,
+            ctx.k8s,
+            ctx.state_root / "manifests",
+            image_repo=ctx.image_repo,
+            kube=ctx.kubeconfig,
+        )
+
+    @property
+    def kube(self) -> kubeconfig.Kubeconfig:
+        """What kubectl reaches the cluster with: the run's resolved kubeconfig and context, else the cluster
+        handle's file (conformance.k8s.kubeconfig)."""
+        return self._kube or kubeconfig.resolve(self.cluster.kubeconfig)
 
     def _kubectl(self, *args: str, timeout: float = 300) -> str:
         try:
             binary = toolbox.program("kubectl", k8s_version=self.cluster.k8s_version)
         except toolbox.ToolMissing as exc:
             raise errors.ConfigError(str(exc), source="--driver-deploy manifests", fix="run `make setup`") from None
-        cmd = [str(binary), "--kubeconfig", str(self.cluster.kubeconfig), *args]
+        cmd = [str(binary), *self.kube.cli_args("kubectl"), *args]
         if self.namespace:
             cmd += ["--namespace", self.namespace]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.kube.env())
         if proc.returncode != 0:
             raise errors.DriverNotReady(
                 self.profile.driver, f"kubectl {args[0]} -f {self.bundle_file}", proc.stderr.strip()[-2000:]
@@ -120,11 +138,12 @@ class ManifestsDeployer:
         """Load images, apply the bundle, then require ready DaemonSets, DeviceClasses, a registration and
         slices on every node. Raises ConfigError or DriverNotReady (after deleting what it applied)."""
         found = self.bundle()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.bundle_file.write_text(found.text())
+        self.refuse_existing()  # before anything is imported or applied: a refusal deletes nothing
         nodeimages.load(self.cluster, self.profile.deploy.get("images") or [])
         nodes = [n.name for n in self.cluster.nodes]
         before = registered_sockets(self.k8s, nodes)
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.bundle_file.write_text(found.text())
         try:
             self.applied = found
             self._kubectl("apply", "-f", str(self.bundle_file))
@@ -141,6 +160,20 @@ class ManifestsDeployer:
                 self.teardown()
             raise
         return self.attach({"version": f"{len(found.documents)} object(s) from {found.source}"})
+
+    def refuse_existing(self) -> None:
+        """Raise ConfigError (exit 4) naming the objects of the bundle that already exist on the cluster
+        (``kubectl get -f``): tear-down deletes the bundle's objects, and must never delete one this run did
+        not create (issue 22). Applies and deletes nothing; DriverNotReady when kubectl cannot read them."""
+        there = self._kubectl("get", "--ignore-not-found", "-o", "name", "-f", str(self.bundle_file)).split()
+        if there:
+            raise errors.ConfigError(
+                f"{len(there)} object(s) of the bundle already exist, e.g. {', '.join(there[:5])}: this run did "
+                "not create them, so it neither applies over nor deletes them",
+                source="--driver-deploy manifests",
+                fix="drop --driver-deploy (and --allow-install) to qualify the installed driver (preinstalled), "
+                "or remove the old installation first",
+            )
 
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
         """The handle (also in xdist workers): logs come from the pods of the bundle's namespaces."""

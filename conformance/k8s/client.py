@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from kubernetes import config as kconfig
@@ -20,7 +19,7 @@ from kubernetes.client import ApiClient
 
 from conformance.core import errors
 from conformance.core.objects import Obj, as_dict
-from conformance.k8s import wire
+from conformance.k8s import kubeconfig, wire
 from conformance.k8s.resources import Resource, for_object, resource
 from conformance.k8s.retries import retry_conflict, retry_transient
 
@@ -65,18 +64,16 @@ class K8s:
         return resource(kind, version or self.versions.get(kind))
 
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None = None, context: str | None = None, **kwargs: Any) -> K8s:
-        """Client for ``path`` (``KUBECONFIG``/``~/.kube/config`` when None) and ``context``.
-
-        Raises ClusterUnavailable naming the file when it cannot be loaded.
-        """
+    def from_kubeconfig(cls, path: kubeconfig.Source = None, context: str | None = None, **kwargs: Any) -> K8s:
+        """Client for ``path`` and ``context`` resolved by :func:`.kubeconfig.resolve` (None: ``$KUBECONFIG``,
+        then ``~/.kube/config``), or for a resolved :class:`.kubeconfig.Kubeconfig` (``context`` overrides its own).
+        Raises ClusterUnavailable naming the file(s), their source and the context when they cannot be loaded."""
+        kube = kubeconfig.of(path, context)
         try:
-            api = kconfig.new_client_from_config(
-                config_file=str(path) if path else None, context=context, persist_config=False
-            )
+            api = kconfig.new_client_from_config(**kube.client_kwargs(), persist_config=False)
         except Exception as exc:  # the loader raises ConfigException, OSError, TypeError...
             raise errors.ClusterUnavailable(
-                f"cannot load kubeconfig {path or '(default)'} context {context or '(current)'}: {exc}; "
+                f"cannot load kubeconfig {kube.describe()}: {exc}; "
                 "pass --kubeconfig PATH [--context NAME] of a reachable cluster"
             ) from exc
         return cls(api, **kwargs)

@@ -95,7 +95,20 @@ def register(subparsers) -> None:
     run.add_argument("--context")
     run.add_argument("--k8s-version", dest="k8s_version")
     run.add_argument("--feature-gates", dest="feature_gates", default="all", help="defaults | all")
-    run.add_argument("--driver-deploy", dest="driver_deploy")
+    run.add_argument(
+        "--driver-deploy",
+        dest="driver_deploy",
+        help="bundled | host | helm | manifests | preinstalled (default: the profile's on a cluster the run "
+        "creates; preinstalled on --cluster existing)",
+    )
+    run.add_argument(
+        "--allow-install",
+        dest="allow_install",
+        action="store_true",
+        help="let --driver-deploy helm|manifests|... install the driver on a cluster the run did not create "
+        "(--cluster existing); refused when the release or objects already exist, and tear-down removes only "
+        "what the run installed",
+    )
     run.add_argument("--allow-disruptive", action="store_true")
     run.add_argument("--image-repo", dest="image_repo")
     run.add_argument("--report-dir", dest="report_dir")
@@ -174,6 +187,8 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
         out.append("--allow-disruptive")
     if args.keep_cluster:
         out.append("--keep-cluster")
+    if getattr(args, "allow_install", False):
+        out.append("--allow-install")
     if any(a == "-n" or a.startswith("--numprocesses") or re.fullmatch(r"-n(\d+|auto|logical)", a) for a in extra):
         out += ["--dist", "loadgroup"]  # the caller chose the workers in the pytest arguments
     elif (

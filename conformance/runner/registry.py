@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from conformance.core.errors import ConfigError
-from conformance.core.handles import ClusterProviderFactory
+from conformance.core.handles import ClusterProviderFactory, CreatesCluster
 from conformance.core.profile import DEPLOY_KEYS
 from conformance.drivers.base import DeclaresProfileKeys, DriverDeployerFactory
 
@@ -131,6 +131,14 @@ class Registry:
     def cluster_provider(self, name: str) -> ClusterProviderFactory:
         """The factory of ``--cluster name``. Raises ConfigError for an unknown name."""
         return self._lookup("cluster provider", name).load()
+
+    def creates_cluster(self, name: str) -> bool:
+        """Whether ``--cluster name`` creates its cluster (the run owns it): its factory is marked by
+        :func:`conformance.core.handles.creates_cluster`. An unmarked factory (``existing``, most third-party
+        ones) counts as reaching a cluster someone else runs: the safe default. Loads the factory; raises
+        ConfigError for an unknown name."""
+        factory = self.cluster_provider(name)
+        return isinstance(factory, CreatesCluster) and factory.creates_cluster is True
 
     def driver_deployer(self, name: str) -> DriverDeployerFactory:
         """The factory of deploy mode ``name``. Raises ConfigError for an unknown name."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from conformance.core import errors, timeouts
 from conformance.core.capabilities import Capabilities
-from conformance.core.config import RunConfig
+from conformance.core.config import RunConfig, deploy_mode
 from conformance.core.handles import (
     ClusterHandle,
     ClusterProvider,
@@ -30,7 +30,7 @@ from conformance.core.handles import (
 from conformance.core.profile import DriverProfile
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
-from conformance.k8s import discovery, sweep, waits
+from conformance.k8s import discovery, kubeconfig, sweep, waits
 from conformance.k8s.client import K8s
 from conformance.node import kubelet_latency
 from conformance.runner import facts as facts_mod
@@ -43,21 +43,25 @@ EXERCISED_FILE = ".dra-exercised.json"  # capabilities the selected tests requir
 
 class Session:
     """One run's cluster, driver and capabilities. ``registry`` supplies the cluster provider and the driver
-    deployer by name (``cfg.cluster``; ``cfg.driver_deploy`` or the profile's ``deploy.mode``);
-    ``progress`` receives one-line status messages."""
+    deployer by name (``cfg.cluster``; the mode of :func:`conformance.core.config.deploy_mode`: on a cluster
+    the run does not create, ``preinstalled`` unless ``--allow-install``); every client reaches the cluster
+    through one :func:`conformance.k8s.kubeconfig.resolve` (``kube``); ``progress`` receives one-line status
+    messages. Raises ConfigError for a deploy mode the cluster does not allow."""
 
     def __init__(
         self, cfg: RunConfig, report_dir: Path, registry: Registry, progress: Callable[[str], None] = lambda s: None
     ) -> None:
         self.cfg, self.report_dir, self.registry, self.progress = cfg, Path(report_dir), registry, progress
         self.profile: DriverProfile = profiles.load(cfg.driver, registry.deploy_modes())
-        self.deploy_mode = cfg.driver_deploy or self.profile.deploy_mode
+        owned = registry.creates_cluster(cfg.cluster)
+        self.deploy_mode = deploy_mode(cfg, self.profile.deploy_mode, owned=owned)
         self.profile = self.profile.for_mode(self.deploy_mode)  # its deploy_alternatives entry, if any
         self.cluster: ClusterHandle | None = None
         self.cluster_provider: ClusterProvider | None = None
         self.deployer: DriverDeployer | None = None
         self.driver: DriverHandle | None = None
         self.k8s: K8s | None = None
+        self.kube: kubeconfig.Kubeconfig | None = None
         self.node_access: NodeAccess | None = None
         self.capabilities: Capabilities | None = None
         self.facts: dict = {}
@@ -82,6 +86,7 @@ class Session:
                 run_id=self.cfg.run_id,
                 state_root=self.report_dir / "driver-state",
                 image_repo=self.cfg.image_repo,
+                kubeconfig=self.kube,
             )
         )
 
@@ -93,7 +98,8 @@ class Session:
             self.registry.check("driver deployer", self.deploy_mode)
             self.cluster_provider = self._provider()
             self.cluster = cluster = self.cluster_provider.up()
-            self.k8s = k8s = K8s.from_kubeconfig(cluster.kubeconfig, self.cfg.context, guard_run_id=self.cfg.run_id)
+            self.kube = kubeconfig.resolve(cluster.kubeconfig, self.cfg.context)
+            self.k8s = k8s = K8s.from_kubeconfig(self.kube, guard_run_id=self.cfg.run_id)
             version = discovery.server_version(k8s)
             self.progress(f"cluster {self.cfg.cluster} reachable, Kubernetes {version}")
             self.node_access = self.cluster_provider.node_access(self.cfg.node_access)
@@ -189,7 +195,8 @@ class Session:
         cfg = RunConfig(**state["config"])
         self = cls(dataclasses.replace(cfg, driver=state["profile_source"]), report_dir, registry)
         self.cfg, self.deploy_mode = cfg, state["driver"]["deploy"]
-        self.k8s = K8s.from_kubeconfig(state["kubeconfig"], cfg.context, guard_run_id=cfg.run_id)
+        self.kube = kubeconfig.resolve(state["kubeconfig"], cfg.context)
+        self.k8s = K8s.from_kubeconfig(self.kube, guard_run_id=cfg.run_id)
         self.capabilities = Capabilities.from_dict(state["capabilities"])
         self.facts, self.started = state["facts"], state["started"]
         self.k8s.prefer_versions(self.facts.get("served_versions", {}))

@@ -5,8 +5,11 @@ registration (GetInfo through the helper pods' gRPC relay), a CDI spec, PodResou
 pod with a device. Each selected test passes, as on ``--cluster local --driver-deploy helm``; afterwards the helper
 pods are gone and the driver's DaemonSet, DeviceClass and slices are untouched; a Ctrl-C while a test runs (the
 held test of interrupt_suite/held.py) ends the run with exit 2 and removes the helper pods too; the disruptive
-profile is refused without ``--allow-disruptive`` before anything is created. About 4 minutes on an idle
-2-core machine; 6.5 minutes measured at a 1-min load of about 30."""
+profile is refused without ``--allow-disruptive`` before anything is created. Never touching a customer's driver
+(issue 22 §1): a run with no ``--driver-deploy`` checks the installed driver (preinstalled) and leaves its Helm
+release (the release Secrets, the DaemonSet: uid, resourceVersion, generation) as it was; ``--allow-install
+--driver-deploy helm`` exits 4 naming the release that exists, and changes nothing either. About 4 minutes on an
+idle 2-core machine; 6.5 minutes measured at a 1-min load of about 30."""
 
 from __future__ import annotations
 
@@ -22,13 +25,13 @@ import pytest
 from conformance.core import names
 from conformance.k8s import sweep
 from conformance.k8s.client import K8s
-
-from .preinstalled import WatchedRun
+from tests.e2e.preinstalled import WatchedRun
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 HELD = Path(__file__).parent / "interrupt_suite" / "held.py"  # its test waits until released
 DRIVER = "gpu.dra-conformance.test"  # fixtures/drivers/reference.yaml
+RELEASE = NAMESPACE = "dra-reference-driver"  # its deploy_alternatives.helm: release and namespace
 SELECTED = {  # test -> the outcome of `--cluster local --driver-deploy helm` (all pass there)
     "test_driver_registers_with_every_kubelet": "passed",
     "test_registration_socket_advertises_the_v1_service": "passed",
@@ -69,10 +72,27 @@ def installed():
 def _driver_objects(k8s: K8s) -> dict:
     """The driver's installed objects by identity and spec version (uid, metadata.generation): an object nobody
     deleted or modified keeps both (status updates do not count)."""
-    ds = [o for o in k8s.list("DaemonSet", None) if o.namespace == "reference"]
+    ds = [o for o in k8s.list("DaemonSet", None) if o.namespace == NAMESPACE]
     slices = [s for s in k8s.list("ResourceSlice") if s.get("spec.driver") == DRIVER]
     classes = [k8s.get("DeviceClass", DRIVER)]
     return {(o.kind, o.name): (o.uid, o.get("metadata.generation")) for o in ds + slices + classes}
+
+
+def _release(k8s: K8s) -> dict:
+    """The driver's Helm release as it stands: its release Secrets (``owner=helm,name=<release>``) and the
+    DaemonSets of its namespace, each by uid, resourceVersion and generation (a write of any kind, status
+    included, changes the resourceVersion). An empty probe is an error, never an equal "before" and "after"."""
+    query = {"labelSelector": f"owner=helm,name={RELEASE}"}
+    secrets = k8s.get_json(f"/api/v1/namespaces/{NAMESPACE}/secrets", query)["items"]
+    found = {("Secret", s["metadata"]["name"]): _identity(s["metadata"]) for s in secrets}
+    found |= {("DaemonSet", d.name): _identity(d.get("metadata")) for d in k8s.list("DaemonSet", NAMESPACE)}
+    kinds = sorted({kind for kind, _ in found})
+    assert kinds == ["DaemonSet", "Secret"], f"the probe did not find release {RELEASE} in {NAMESPACE}: {found}"
+    return found
+
+
+def _identity(meta: dict) -> tuple:
+    return meta["uid"], meta["resourceVersion"], meta.get("generation")
 
 
 def _outcomes(junit: Path) -> dict[str, str]:
@@ -138,3 +158,63 @@ def test_disruptive_profile_is_refused_without_opt_in(installed, tmp_path):
     proc = _cli(*argv, "--driver-deploy", "preinstalled", "--profile", "disruptive", "--report-dir", str(tmp_path))
     assert proc.returncode == 4 and "--allow-disruptive" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     assert {ns.name for ns in k8s.list("Namespace")} == namespaces
+
+
+def test_a_run_without_driver_deploy_checks_the_installed_release_and_leaves_it_untouched(installed, tmp_path):
+    # given: the cluster with the driver's Helm release, and the release now
+    kubeconfig, k8s = installed
+    before = _release(k8s)
+    # when: a run names no --driver-deploy (the reference profile's own mode would deploy it: bundled)
+    argv = [
+        "run",
+        "--cluster",
+        "existing",
+        "--kubeconfig",
+        kubeconfig,
+        "--driver",
+        "reference",
+        "--profile",
+        "standard",
+    ]
+    argv += [
+        "--workers",
+        "0",
+        "--no-report",
+        "--report-dir",
+        str(tmp_path),
+        "--",
+        "-k",
+        "test_pod_with_claim_runs_and_sees",
+    ]
+    proc = _cli(*argv)
+    out = proc.stdout + proc.stderr
+    # then: it qualified the installed driver (preinstalled), and the release is exactly as it was
+    assert proc.returncode == 0 and "VERDICT: PASS" in out and "1 passed" in out, out[-6000:]
+    assert f"deploying driver {DRIVER} (preinstalled)" in out, out[-6000:]
+    assert _release(k8s) == before
+
+
+def test_allow_install_refuses_a_release_that_exists_and_changes_nothing(installed, tmp_path):
+    # given: the cluster with the driver's Helm release, and the release now
+    kubeconfig, k8s = installed
+    before = _release(k8s)
+    # when: a run asks to install the same release, with the opt-in
+    argv = ["run", "--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference", "--profile", "core"]
+    argv += [
+        "--driver-deploy",
+        "helm",
+        "--allow-install",
+        "--workers",
+        "0",
+        "--no-report",
+        "--report-dir",
+        str(tmp_path),
+    ]
+    proc = _cli(*argv)
+    out = proc.stdout + proc.stderr
+    # then: bad input (exit 4) naming the release and the namespace, nothing installed or uninstalled
+    assert proc.returncode == 4 and "VERDICT: ERROR (bad input)" in out, out[-6000:]
+    assert f"helm release {RELEASE!r} already exists in namespace {NAMESPACE!r}" in out, out[-6000:]
+    assert _release(k8s) == before
+    left = [ns.name for ns in k8s.list("Namespace") if names.RUN_LABEL in (ns.get("metadata.labels") or {})]
+    assert left == [], left

@@ -16,8 +16,7 @@ import jsonschema
 import pytest
 
 from conformance.reporting import summary
-
-from .preinstalled import reference_driver, start_run
+from tests.e2e.preinstalled import reference_driver, start_run
 
 pytestmark = pytest.mark.e2e
 FAILING = "test_request_scoped_config_reaches_only_that_request"

@@ -20,8 +20,7 @@ from conformance_lab.local.provider import cluster_name as local_cluster_name
 from conformance_lab.local.teardown import leftovers
 
 from conformance.runner.session import STATE_FILE
-
-from .preinstalled import WatchedRun
+from tests.e2e.preinstalled import WatchedRun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 HELD = Path(__file__).parent / "interrupt_suite" / "held.py"

@@ -20,9 +20,8 @@ import yaml
 from conformance.core import errors, names
 from conformance.k8s import sweep
 from conformance.runner.session import STATE_FILE
-
-from .interrupt_suite.held import RELEASE
-from .preinstalled import WatchedRun, reference_driver, run_command, start_run
+from tests.e2e.interrupt_suite.held import RELEASE
+from tests.e2e.preinstalled import WatchedRun, reference_driver, run_command, start_run
 
 pytestmark = pytest.mark.e2e
 HELD = Path(__file__).parent / "interrupt_suite" / "held.py"  # its test waits until released

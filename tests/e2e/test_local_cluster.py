@@ -22,9 +22,8 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from conformance.core.errors import ClusterUnavailable
-
-from . import kube
-from .conftest import K8S_VERSION, REPO
+from tests.e2e import kube
+from tests.e2e.conftest import K8S_VERSION, REPO
 
 pytestmark = pytest.mark.e2e
 PROXY_CHAINS = ("KUBE-SERVICES", "KUBE-SVC-", "KUBE-SEP-", "KUBE-POSTROUTING", "KUBE-PROXY-", "KUBE-NODEPORTS")

@@ -15,8 +15,7 @@ from conformance_lab.toolchain.images import catalog, example_driver, reference_
 from kubernetes import client
 
 from conformance import images as refs
-
-from . import kube
+from tests.e2e import kube
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ import pytest
 from conformance_lab.toolchain import cache
 from kubernetes import client, config
 
-from . import kube
+from tests.e2e import kube
 
 pytestmark = pytest.mark.e2e
 

@@ -25,8 +25,7 @@ from reference_driver import CONFIG_API_VERSION, slices
 from reference_driver.cdi import CdiStore
 from reference_driver.inventory import SimulatedInventory
 from reference_driver.inventory.simulated import parse_spec
-
-from . import kube
+from tests.e2e import kube
 
 pytestmark = pytest.mark.e2e
 

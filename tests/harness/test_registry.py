@@ -30,22 +30,24 @@ from tests.plugins import vendor_deployer
 REPO = Path(__file__).resolve().parents[2]
 
 
-def shipped() -> Registry:
+def shipped(lab: bool = True) -> Registry:
+    """The plugin's hooks, plus (``lab``) the installed lab's entry points (local, kind) as a run loads them."""
     registry = Registry()
     registry.add_hook_result("cluster provider", builtin_clusters.pytest_dra_cluster_providers(), "builtin-clusters")
     registry.add_hook_result("driver deployer", builtin_drivers.pytest_dra_driver_deployers(), "builtin-drivers")
+    if lab:
+        registry.add_entry_points()
     return registry
 
 
 def test_shipped_providers_and_deploy_modes_register_through_the_hooks():
-    registry = shipped()
+    registry = shipped(lab=False)
     assert registry.names("cluster provider") == ("existing",)
     assert registry.names("driver deployer") == ("bundled", "helm", "host", "manifests", "preinstalled")
 
 
 def test_the_lab_registers_local_and_kind_through_the_vendor_entry_points():
-    registry = shipped()
-    registry.add_entry_points()  # the installed lab's dra_conformance.cluster_providers
+    registry = shipped()  # with the installed lab's dra_conformance.cluster_providers
     assert {"existing", "kind", "local"} <= set(registry.names("cluster provider"))
 
 
@@ -160,7 +162,7 @@ class FakeProvider:
 
 def test_session_takes_provider_and_deployer_from_the_registry(tmp_path, monkeypatch):
     registry = shipped()
-    registry.add_cluster_provider("fake", FakeProvider, "test")
+    registry.add_cluster_provider("fake", handles.creates_cluster(FakeProvider), "test")  # the run owns it
     registry.add_hook_result("driver deployer", vendor_deployer.pytest_dra_driver_deployers(), "vendor-plugin")
     fake_k8s = SimpleNamespace(unguarded=lambda: "unguarded-client", prefer_versions=lambda versions: None)
     monkeypatch.setattr(session_mod.K8s, "from_kubeconfig", classmethod(lambda cls, *a, **kw: fake_k8s))

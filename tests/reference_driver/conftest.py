@@ -10,8 +10,7 @@ from reference_driver.checkpoint import Checkpoint
 from reference_driver.faults import Faults
 from reference_driver.inventory import SimulatedInventory, SimulatedSpec
 from reference_driver.state import DeviceState
-
-from .helpers import NODE, FakeClaimSource
+from tests.reference_driver.helpers import NODE, FakeClaimSource
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ import pytest
 from reference_driver.checkpoint import Checkpoint, CheckpointCorrupt
 from reference_driver.claims import ClaimRef
 from reference_driver.faults import Faults
-
-from .helpers import claim, result
+from tests.reference_driver.helpers import claim, result
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 

@@ -6,8 +6,7 @@ import pytest
 
 from reference_driver import DRIVER_NAME
 from reference_driver.claims import ClaimError, ClaimRef, allocated_devices, applies
-
-from .helpers import NODE, claim, config, gpu_config, result
+from tests.reference_driver.helpers import NODE, claim, config, gpu_config, result
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 

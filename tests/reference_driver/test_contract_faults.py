@@ -9,8 +9,7 @@ import pytest
 from reference_driver.claims import ClaimError, ClaimRef
 from reference_driver.faults import Faults
 from reference_driver.state import UnprepareError
-
-from .helpers import claim
+from tests.reference_driver.helpers import claim
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 

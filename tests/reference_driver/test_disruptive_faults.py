@@ -10,8 +10,7 @@ import pytest
 from reference_driver.claims import ClaimRef
 from reference_driver.faults import Faults
 from reference_driver.plugin.server import PluginServer, SocketPaths
-
-from .helpers import DRIVER_NAME, claim, rmtree, short_tmpdir
+from tests.reference_driver.helpers import DRIVER_NAME, claim, rmtree, short_tmpdir
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 

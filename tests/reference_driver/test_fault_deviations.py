@@ -18,8 +18,7 @@ from reference_driver.faults import FAULTS, Faults
 from reference_driver.plugin import wire
 from reference_driver.plugin.dra import SLOW_PREPARE_S
 from reference_driver.plugin.server import PluginServer, SocketPaths
-
-from .helpers import claim, config, gpu_config, result, rmtree, short_tmpdir
+from tests.reference_driver.helpers import claim, config, gpu_config, result, rmtree, short_tmpdir
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 NEW = ("ignore-class-config", "admin-access-refused-in-use", "slow-prepare", "kubelet-device-mismatch")

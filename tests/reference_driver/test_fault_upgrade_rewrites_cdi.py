@@ -12,8 +12,7 @@ from reference_driver.checkpoint import Checkpoint
 from reference_driver.claims import ClaimRef
 from reference_driver.faults import Faults
 from reference_driver.inventory.base import Device
-
-from .helpers import claim, result
+from tests.reference_driver.helpers import claim, result
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 FAULT = Faults.parse("upgrade-rewrites-cdi-spec")

@@ -7,8 +7,7 @@ import json
 
 from reference_driver.claims import ClaimRef
 from reference_driver.faults import FAULTS, Faults
-
-from .helpers import claim, result
+from tests.reference_driver.helpers import claim, result
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 

@@ -13,8 +13,7 @@ from reference_driver import DRIVER_NAME
 from reference_driver.faults import Faults
 from reference_driver.plugin import wire
 from reference_driver.plugin.server import PluginServer, SocketPathError, SocketPaths, socket_exists
-
-from .helpers import claim, result, rmtree, short_tmpdir
+from tests.reference_driver.helpers import claim, result, rmtree, short_tmpdir
 
 VERSIONS = {"v1": wire.dra_v1, "v1beta1": wire.dra_v1beta1}
 

@@ -15,8 +15,7 @@ import pytest
 from reference_driver import DRIVER_NAME
 from reference_driver.config import ConfigError, from_args
 from reference_driver.plugin import wire
-
-from .helpers import rmtree, short_tmpdir
+from tests.reference_driver.helpers import rmtree, short_tmpdir
 
 KUBECONFIG = """apiVersion: v1
 kind: Config

@@ -6,8 +6,7 @@ import pytest
 
 from reference_driver import opaque
 from reference_driver.faults import FAULTS, Faults, UnknownFaultError
-
-from .helpers import gpu_config
+from tests.reference_driver.helpers import gpu_config
 
 
 def test_gpu_config_valid_parses_sharing_and_env():

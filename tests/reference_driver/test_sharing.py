@@ -16,8 +16,7 @@ from reference_driver.faults import FAULTS, Faults
 from reference_driver.inventory import InventoryError, SimulatedInventory
 from reference_driver.inventory.simulated import parse_spec
 from reference_driver.state import DeviceState
-
-from .helpers import NODE, claim, result
+from tests.reference_driver.helpers import NODE, claim, result
 
 PARTITIONS = {"count": 1, "partitions": 4, "partitionProfiles": [1, 3]}
 SHARED = {"count": 1, "allowMultipleAllocations": True, "capacityRequestPolicy": {"default": "1Gi", "min": "1Gi"}}

@@ -10,8 +10,7 @@ from reference_driver.checkpoint import CheckpointVersionError
 from reference_driver.claims import ClaimError, ClaimRef
 from reference_driver.faults import Faults
 from reference_driver.state import UnprepareError
-
-from .helpers import claim, config, gpu_config, result
+from tests.reference_driver.helpers import claim, config, gpu_config, result
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
 

@@ -17,9 +17,8 @@ from reference_driver.inventory import InventoryError
 from reference_driver.inventory.renamed import RenamingSnapshot
 from reference_driver.inventory.taints import TaintedInventory, parse
 from reference_driver.state import DeviceState
-
-from .helpers import claim, result
-from .test_publisher import FakeSliceApi
+from tests.reference_driver.helpers import claim, result
+from tests.reference_driver.test_publisher import FakeSliceApi
 
 NODE = "node-a"
 REF = ClaimRef("ns", "claim-1", "uid-1")

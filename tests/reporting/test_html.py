@@ -6,8 +6,7 @@ import json
 import re
 
 from conformance.reporting import browser, build, history
-
-from .conftest import run_sample
+from tests.reporting.conftest import run_sample
 
 SHARED = "test_pods_sharing_a_claim_see_the_same_device"
 

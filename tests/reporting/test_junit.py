@@ -42,7 +42,7 @@ def test_junit_is_built_from_allure_results_when_pytest_wrote_none(failing_run, 
 def test_xdist_run_has_unique_cases_and_one_result_per_test(tmp_path):
     """Under pytest-xdist the controller writes JUnit and each worker writes Allure results; the report
     still has one entry per test."""
-    from .conftest import run_sample
+    from tests.reporting.conftest import run_sample
 
     proc = run_sample(tmp_path, "-n", "2")
     assert proc.returncode == 1, proc.stdout + proc.stderr

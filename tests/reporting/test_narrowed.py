@@ -11,8 +11,7 @@ import jsonschema
 import pytest
 
 from conformance.reporting import build, matrix, narrowed, summary
-
-from .conftest import run_sample, sample_run_json
+from tests.reporting.conftest import run_sample, sample_run_json
 
 CUT = {"select": ["-k", "claim_allocated"], "stop": [], "stoppedEarly": False, "collected": 40, "selected": 1}
 

@@ -6,8 +6,7 @@ import json
 import pathlib
 
 from conformance.reporting import results
-
-from .conftest import run_sample, sample_run_json
+from tests.reporting.conftest import run_sample, sample_run_json
 
 SHARED = "test_pods_sharing_a_claim_see_the_same_device"
 
@@ -143,7 +142,7 @@ def test_teardown_failure_is_classified_and_gets_evidence(tmp_path):
         "def test_claim_is_cleaned_up(tracker):\n"
         "    pass\n"
     )
-    from .conftest import REPO
+    from tests.reporting.conftest import REPO
 
     run_sample(tmp_path / "run", target=suite, pythonpath=REPO)
     rec = _records(tmp_path / "run")["test_claim_is_cleaned_up"]

@@ -9,8 +9,7 @@ import jsonschema
 import pytest
 
 from conformance.reporting import build, summary
-
-from .conftest import run_sample, sample_run_json
+from tests.reporting.conftest import run_sample, sample_run_json
 
 
 def test_failing_run_summary_follows_schema_and_fails(failing_run):

@@ -1,0 +1,92 @@
+"""One kubeconfig resolution for every client of a run: our Kubernetes client, helm, kubectl, helper pods.
+
+Order (kubectl's, "Organizing Cluster Access Using kubeconfig Files"): ``--kubeconfig`` -> ``$KUBECONFIG`` (a
+list separated by ``os.pathsep``, ``:`` on Linux; the files are merged, the first file that sets a value wins)
+-> ``~/.kube/config``; ``--context`` picks the context (None: the merged ``current-context``). The Kubernetes
+Python client merges a list given as ``config_file`` itself (``kubernetes.config.kube_config.KubeConfigMerger``);
+helm and kubectl take one ``--kubeconfig`` file, so a list reaches them as ``$KUBECONFIG`` in their environment,
+and the context as ``--kube-context`` (helm) or ``--context`` (kubectl). Without this, a run could talk to two
+clusters: node discovery honoured ``$KUBECONFIG`` while the session, helm and kubectl read ``~/.kube/config``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+DEFAULT = Path(".kube") / "config"  # under the home directory
+Source = "str | os.PathLike | Kubeconfig | None"  # what :func:`of` and ``K8s.from_kubeconfig`` take
+CONTEXT_FLAG = {"helm": "--kube-context", "kubectl": "--context"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Kubeconfig:
+    """A resolved kubeconfig: ``paths`` (one file, or the files of a ``$KUBECONFIG`` list in merge order),
+    ``context`` (None: the current-context), ``source`` (``--kubeconfig``, ``$KUBECONFIG`` or
+    ``~/.kube/config``: where the paths came from, for messages)."""
+
+    paths: tuple[Path, ...]
+    context: str | None = None
+    source: str = "--kubeconfig"
+
+    @property
+    def path(self) -> str:
+        """The paths joined with ``os.pathsep``: what ``$KUBECONFIG`` and the Kubernetes client's
+        ``config_file`` take (a single file for one path)."""
+        return os.pathsep.join(str(p) for p in self.paths)
+
+    def client_kwargs(self) -> dict[str, str | None]:
+        """Keyword arguments of ``kubernetes.config.new_client_from_config``: ``config_file`` and ``context``."""
+        return {"config_file": self.path, "context": self.context}
+
+    def cli_args(self, tool: str) -> list[str]:
+        """Arguments of ``tool`` (``helm`` or ``kubectl``) before its subcommand: ``--kubeconfig FILE`` for one
+        file (a list goes through :meth:`env`), then the context flag (helm ``--kube-context``, kubectl
+        ``--context``) when a context is set. Raises KeyError for another tool."""
+        flag = CONTEXT_FLAG[tool]
+        out = ["--kubeconfig", str(self.paths[0])] if len(self.paths) == 1 else []
+        return out + ([flag, self.context] if self.context else [])
+
+    def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment for a helm/kubectl child: ``base`` (default ``os.environ``) with ``KUBECONFIG`` set to
+        :attr:`path`, so a list is merged by the tool exactly as by our client."""
+        return {**(os.environ if base is None else base), "KUBECONFIG": self.path}
+
+    def describe(self) -> str:
+        """``<path> (from <source>), context <name or current>`` for messages."""
+        return f"{self.path} (from {self.source}), context {self.context or '(current)'}"
+
+
+def resolve(
+    flag: str | os.PathLike | None = None,
+    context: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Kubeconfig:
+    """The kubeconfig of a run: ``flag`` (``--kubeconfig`` or a cluster handle's kubeconfig; an
+    ``os.pathsep`` list is accepted as ``$KUBECONFIG`` takes it), else ``env["KUBECONFIG"]`` (default
+    ``os.environ``; empty entries skipped, as kubectl does), else ``home/.kube/config`` (default the user's
+    home), with ``context`` (``--context``; None or "" = current-context). Pure: does not read the files
+    (a missing file is reported by the client that loads it, naming :meth:`Kubeconfig.describe`)."""
+    env = os.environ if env is None else env
+    ctx = context or None
+    if flag:
+        return Kubeconfig(_split(str(flag)), ctx, "--kubeconfig")
+    listed = _split(env.get("KUBECONFIG") or "")
+    if listed:
+        return Kubeconfig(listed, ctx, "$KUBECONFIG")
+    return Kubeconfig(((home or Path.home()) / DEFAULT,), ctx, "~/.kube/config")
+
+
+def of(source: Source, context: str | None = None) -> Kubeconfig:
+    """``source`` as a :class:`Kubeconfig`: a resolved one is kept (``context``, when given, replaces its
+    context); a path, a list or None goes through :func:`resolve` with ``context``."""
+    if isinstance(source, Kubeconfig):
+        return dataclasses.replace(source, context=context or source.context)
+    return resolve(source, context)
+
+
+def _split(text: str) -> tuple[Path, ...]:
+    return tuple(Path(p).expanduser() for p in text.split(os.pathsep) if p.strip())

@@ -1,0 +1,140 @@
+"""One kubeconfig resolution for every client (issue 22 §1): ``--kubeconfig`` -> ``$KUBECONFIG`` (a merged list)
+-> ``~/.kube/config``, with ``--context``; our client, the existing provider, helm and kubectl all use it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from conformance import toolbox
+from conformance.clusters.existing import ExistingProvider
+from conformance.core import profile as schema
+from conformance.core.config import RunConfig
+from conformance.core.errors import ClusterUnavailable
+from conformance.core.handles import ProviderContext
+from conformance.drivers import helm, manifests
+from conformance.k8s import kubeconfig
+from conformance.k8s.client import K8s
+
+PROFILE = {
+    "name": "x",
+    "driver": "x.example.com",
+    "device_classes": ["x.example.com"],
+    "visibility": {"env_regex": "^X="},
+}
+
+
+def test_the_flag_wins_over_the_environment_and_the_home_file(tmp_path):
+    kube = kubeconfig.resolve("/k/flag", "ctx", env={"KUBECONFIG": "/k/env"}, home=tmp_path)
+    assert (kube.paths, kube.context, kube.source) == ((Path("/k/flag"),), "ctx", "--kubeconfig")
+
+
+def test_the_environment_is_a_list_merged_in_order_without_empty_entries(tmp_path):
+    kube = kubeconfig.resolve(None, env={"KUBECONFIG": f"/k/a{os.pathsep}{os.pathsep}/k/b"}, home=tmp_path)
+    assert (kube.paths, kube.source, kube.context) == ((Path("/k/a"), Path("/k/b")), "$KUBECONFIG", None)
+    assert kube.path == f"/k/a{os.pathsep}/k/b"
+
+
+def test_without_flag_or_environment_the_home_file_is_used(tmp_path):
+    for env in ({}, {"KUBECONFIG": ""}):
+        kube = kubeconfig.resolve(None, "", env=env, home=tmp_path)
+        assert (kube.paths, kube.source, kube.context) == ((tmp_path / ".kube" / "config",), "~/.kube/config", None)
+
+
+def test_helm_and_kubectl_get_the_file_and_their_own_context_flag():
+    one = kubeconfig.resolve("/k/one", "prod")
+    assert one.cli_args("helm") == ["--kubeconfig", "/k/one", "--kube-context", "prod"]
+    assert one.cli_args("kubectl") == ["--kubeconfig", "/k/one", "--context", "prod"]
+    assert kubeconfig.resolve("/k/one").cli_args("helm") == ["--kubeconfig", "/k/one"]
+    listed = kubeconfig.resolve(None, "prod", env={"KUBECONFIG": "/k/a:/k/b"})
+    assert listed.cli_args("kubectl") == ["--context", "prod"]  # one --kubeconfig cannot carry a list: env does
+    assert listed.env({"PATH": "/bin"}) == {"PATH": "/bin", "KUBECONFIG": "/k/a:/k/b"}
+    with pytest.raises(KeyError):
+        one.cli_args("oc")
+
+
+def test_a_given_context_replaces_the_resolved_ones_and_none_keeps_it():
+    kube = kubeconfig.resolve("/k/one", "a")
+    assert kubeconfig.of(kube).context == "a" and kubeconfig.of(kube, "b").context == "b"
+    assert kubeconfig.of("/k/x", "c") == kubeconfig.Kubeconfig((Path("/k/x"),), "c", "--kubeconfig")
+
+
+def _kubeconfig_files(tmp_path: Path) -> tuple[Path, Path]:
+    """Two files as an admin splits them: clusters and users in one, contexts and the current one in the other."""
+    first = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "a", "cluster": {"server": "https://a.invalid:6443"}},
+            {"name": "b", "cluster": {"server": "https://b.invalid:7443"}},
+        ],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }
+    second = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "contexts": [
+            {"name": "ctx-a", "context": {"cluster": "a", "user": "u"}},
+            {"name": "ctx-b", "context": {"cluster": "b", "user": "u"}},
+        ],
+        "current-context": "ctx-a",
+    }
+    paths = (tmp_path / "clusters.yaml", tmp_path / "contexts.yaml")
+    for path, doc in zip(paths, (first, second), strict=True):
+        path.write_text(yaml.safe_dump(doc))
+    return paths
+
+
+def test_our_client_merges_a_kubeconfig_list_and_takes_the_context(tmp_path, monkeypatch):
+    a, b = _kubeconfig_files(tmp_path)
+    monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
+    assert K8s.from_kubeconfig().host == "https://a.invalid:6443"  # the merged current-context
+    assert K8s.from_kubeconfig(None, "ctx-b").host == "https://b.invalid:7443"
+    with pytest.raises(ClusterUnavailable, match=r"from \$KUBECONFIG\), context nope"):
+        K8s.from_kubeconfig(None, "nope")
+
+
+def test_the_existing_cluster_resolves_kubeconfig_and_context_like_every_client(tmp_path, monkeypatch):
+    a, b = _kubeconfig_files(tmp_path)
+    monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
+    provider = ExistingProvider(ProviderContext(RunConfig(cluster="existing", context="ctx-b"), tmp_path))
+    kube = provider._kubeconfig()
+    assert (kube.paths, kube.context, kube.source) == ((a, b), "ctx-b", "$KUBECONFIG")  # not ~/.kube/config
+    flagged = ExistingProvider(ProviderContext(RunConfig(cluster="existing", kubeconfig=str(a)), tmp_path))
+    assert flagged._kubeconfig().paths == (a,)
+
+
+def _captured(monkeypatch) -> list:
+    seen = []
+
+    def run(cmd, **kwargs):
+        seen.append((cmd, kwargs.get("env") or {}))
+        return subprocess.CompletedProcess(cmd, 0, "[]", "")
+
+    monkeypatch.setattr(toolbox, "program", lambda name, **kw: Path(f"/bin/{name}"))
+    monkeypatch.setattr(subprocess, "run", run)
+    return seen
+
+
+def test_helm_and_kubectl_of_the_deployers_use_the_runs_kubeconfig_and_context(tmp_path, monkeypatch):
+    seen = _captured(monkeypatch)
+    kube = kubeconfig.resolve(None, "prod", env={"KUBECONFIG": "/k/a:/k/b"})
+    cluster = SimpleNamespace(kubeconfig=Path("/k/handle"), k8s_version="v1.34.4", nodes=[])
+    h = helm.HelmDeployer(
+        cluster, schema.parse({**PROFILE, "deploy": {"mode": "helm", "chart": "c/"}}), None, kube=kube
+    )
+    h._helm("list")
+    m_profile = schema.parse({**PROFILE, "deploy": {"mode": "manifests", "dir": "d"}})
+    manifests.ManifestsDeployer(cluster, m_profile, None, tmp_path, kube=kube)._kubectl("get", "-f", "x")
+    (helm_cmd, helm_env), (kubectl_cmd, kubectl_env) = seen
+    assert helm_cmd == ["/bin/helm", "--kube-context", "prod", "list"] and helm_env["KUBECONFIG"] == "/k/a:/k/b"
+    assert kubectl_cmd == ["/bin/kubectl", "--context", "prod", "get", "-f", "x"]
+    assert kubectl_env["KUBECONFIG"] == "/k/a:/k/b"
+    seen.clear()  # without a resolved kubeconfig (a direct caller): the handle's file, its current context
+    helm.HelmDeployer(cluster, h.profile, None)._helm("list")
+    assert seen[0][0] == ["/bin/helm", "--kubeconfig", "/k/handle", "list"] and seen[0][1]["KUBECONFIG"] == "/k/handle"

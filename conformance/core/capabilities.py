@@ -258,6 +258,32 @@ def _default_on_served(name: str, key: str, src: str, items: Mapping[str, Capabi
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
     key = name.split(".", 1)[1]
     src = f"profile {profile.name} ({profile.source or 'built-in'})"
+    cap = _from_profile(name, key, src, facts, profile, gates)
+    if cap is not None:
+        return cap
+    devices = list(facts.get("devices") or [])
+    if key == "multiple_devices" and not profile.declares(key):
+        return _measured_multiple(name, src, profile, devices, gates)
+    if not profile.declares(key) and key != "extended_resource_name":
+        return _undeclared(name, key, src, devices, gates)
+    gate = gates[DRIVER_GATES[key]] if key in DRIVER_GATES else None
+    if gate is not None and not gate.available:
+        if gate.gate_unknown:  # not excused: the verdict fails it as declared but not available
+            return Capability(name, False, f"{src} declares {key} but {gate.evidence}", declared=True)
+        return Capability(
+            name,
+            False,
+            f"{src} declares {key} but the cluster lacks it: {gate.evidence}",
+            cluster_lacks=True,
+            declared=True,
+        )
+    return _declared(name, key, src, profile, devices)
+
+
+def _from_profile(
+    name: str, key: str, src: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]
+) -> Capability | None:
+    """The capability when the profile alone settles it (visibility, default-on, named fields); else None."""
     if key == "names_devices":  # a visibility field, on unless the profile opts out: then a summary waiver
         if profile.visibility.names_devices:
             return Capability(name, True, f"{src} does not declare visibility.names_devices: false")
@@ -277,6 +303,16 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
         return Capability(
             name, False, f"{src} names no extended_resource_name (the extended resource its DeviceClass maps, KEP-5004)"
         )
+    if key in ("admin_access_signal", "binding_failure"):
+        return _named_device_or_signal(name, key, src, facts, profile, gates)
+    return None
+
+
+def _named_device_or_signal(
+    name: str, key: str, src: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]
+) -> Capability:
+    """``admin_access_signal`` / ``binding_failure``: off without the profile field, else as the capability
+    they build on (``admin_access`` / ``binding_conditions``)."""
     if key == "admin_access_signal":
         if not profile.admin_access_signal:
             return Capability(
@@ -284,28 +320,15 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
             )
         cap = _driver("driver.admin_access", facts, profile, gates)
         return dataclasses.replace(cap, name=name, declared=profile.declares(key))
-    if key == "binding_failure":
-        if not profile.binding_failure_device:
-            return Capability(name, False, f"{src} names no binding_failure_device (no device fails to attach)")
-        cap = _driver("driver.binding_conditions", facts, profile, gates)
-        why = f"device {profile.binding_failure_device} fails to attach ({src}); binding conditions: {cap.evidence}"
-        return dataclasses.replace(cap, name=name, evidence=why, declared=True)
-    devices = list(facts.get("devices") or [])
-    if key == "multiple_devices" and not profile.declares(key):
-        return _measured_multiple(name, src, profile, devices, gates)
-    if not profile.declares(key) and key != "extended_resource_name":
-        return _undeclared(name, key, src, devices, gates)
-    gate = gates[DRIVER_GATES[key]] if key in DRIVER_GATES else None
-    if gate is not None and not gate.available:
-        if gate.gate_unknown:  # not excused: the verdict fails it as declared but not available
-            return Capability(name, False, f"{src} declares {key} but {gate.evidence}", declared=True)
-        return Capability(
-            name,
-            False,
-            f"{src} declares {key} but the cluster lacks it: {gate.evidence}",
-            cluster_lacks=True,
-            declared=True,
-        )
+    if not profile.binding_failure_device:
+        return Capability(name, False, f"{src} names no binding_failure_device (no device fails to attach)")
+    cap = _driver("driver.binding_conditions", facts, profile, gates)
+    why = f"device {profile.binding_failure_device} fails to attach ({src}); binding conditions: {cap.evidence}"
+    return dataclasses.replace(cap, name=name, evidence=why, declared=True)
+
+
+def _declared(name: str, key: str, src: str, profile: DriverProfile, devices: list) -> Capability:
+    """A capability the profile declares and the cluster serves: checked against the slices where they show it."""
     if key == "multiple_devices":
         per_node = _per_node(devices)
         best = max(per_node.values(), default=0)

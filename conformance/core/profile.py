@@ -50,6 +50,7 @@ from typing import Any
 
 from conformance.core.errors import ConfigError
 from conformance.core.profile_deploy import check_deploy
+from conformance.core.profile_sections import check_visibility, devices_per_node, identity
 
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version", "ints", "bools", "strings", "versions")
 BOOL_CAPABILITIES = (
@@ -106,7 +107,6 @@ TOP_KEYS = {
     "deploy_alternatives",
     "binding_failure_device",
 }
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def _regex(raw: Mapping[str, Any], key: str, src: str) -> str:
@@ -204,20 +204,6 @@ class DriverProfile:
         return attribute if "/" in attribute else f"{self.driver}/{attribute}"
 
 
-def _req(raw: Mapping, key: str, typ: type | tuple, src: str, fix: str) -> Any:
-    if key not in raw:
-        raise ConfigError("is required", source=src, field=key, fix=fix)
-    value = raw[key]
-    if not isinstance(value, typ) or isinstance(value, bool) and typ is int:
-        raise ConfigError(
-            f"must be {getattr(typ, '__name__', typ)}, got {type(value).__name__} {value!r}",
-            source=src,
-            field=key,
-            fix=fix,
-        )
-    return value
-
-
 def _mapping(raw: Mapping, key: str, src: str) -> Mapping:
     value = raw.get(key) or {}
     if not isinstance(value, Mapping):
@@ -233,8 +219,49 @@ def parse(
     """Validate a profile dict; return a :class:`DriverProfile`. Raises ConfigError (file, field, fix).
 
     ``extra_modes``: deploy modes of registered third-party deployers -> the ``deploy`` keys each takes
-    (conformance.runner.registry.Registry.deploy_modes), accepted besides the shipped :data:`DEPLOY_KEYS`."""
+    (conformance.runner.registry.Registry.deploy_modes), accepted besides the shipped :data:`DEPLOY_KEYS`.
+    Sections are checked in file order (top-level keys, identity, attributes, devices_per_node, visibility,
+    capabilities, deploy, deploy_alternatives, opaque_config, node_selector, admin_access_signal,
+    binding_failure_device); the first problem raises."""
     src = source
+    _check_top_level(raw, src)
+    name, driver, classes = identity(raw, src)
+    attributes = _attributes(raw, src)
+    per_node = devices_per_node(raw, src)
+    vis = _visibility(raw, src)
+    ext, flags = _capabilities(raw, src)
+    modes = {**(extra_modes or {}), **DEPLOY_KEYS}
+    deploy = _mapping(raw, "deploy", src)
+    mode = check_deploy(deploy, deploy.get("mode", "preinstalled"), src, modes)
+    alternatives = _deploy_alternatives(raw, src, modes)
+    opaque = _mapping(raw, "opaque_config", src)
+    node_selector = _mapping(raw, "node_selector", src)
+    return DriverProfile(
+        name=name,
+        driver=driver,
+        device_classes=tuple(classes),
+        visibility=vis,
+        deploy_mode=mode,
+        deploy=dict(deploy),
+        deploy_alternatives=alternatives,
+        attributes=dict(attributes),
+        devices_per_node=per_node,
+        capabilities=flags,
+        extended_resource_name=ext,
+        opaque_parameters=dict(opaque.get("parameters") or {}),
+        opaque_shows_as=str(opaque.get("shows_as") or ""),
+        node_selector={str(k): str(v) for k, v in node_selector.items()},
+        requires_hardware=bool(raw.get("requires_hardware", False)),
+        description=str(raw.get("description") or ""),
+        version=str(raw.get("version") or ""),
+        admin_access_signal=_regex(raw, "admin_access_signal", src),
+        binding_failure_device=_device_name(raw, "binding_failure_device", src),
+        source=source,
+    )
+
+
+def _check_top_level(raw: Any, src: str) -> None:
+    """ConfigError unless ``raw`` is a mapping holding only :data:`TOP_KEYS`."""
     if not isinstance(raw, Mapping):
         raise ConfigError(
             "a driver profile must be a YAML mapping", source=src, fix="see fixtures/drivers/reference.yaml"
@@ -244,23 +271,10 @@ def parse(
         raise ConfigError(
             f"unknown field(s) {unknown}", source=src, field=unknown[0], fix=f"use only {', '.join(sorted(TOP_KEYS))}"
         )
-    name = _req(raw, "name", str, src, "name: my-driver")
-    driver = _req(raw, "driver", str, src, "driver: gpu.example.com (the ResourceSlice spec.driver)")
-    if not _DNS_SUBDOMAIN.match(driver) or len(driver) > 63:
-        raise ConfigError(
-            f"{driver!r} is not a DNS subdomain of at most 63 characters",
-            source=src,
-            field="driver",
-            fix="e.g. gpu.example.com",
-        )
-    classes = _req(raw, "device_classes", list, src, "device_classes: [gpu.example.com]")
-    if not classes or not all(isinstance(c, str) and _DNS_SUBDOMAIN.match(c) for c in classes):
-        raise ConfigError(
-            f"must be a non-empty list of DeviceClass names, got {classes!r}",
-            source=src,
-            field="device_classes",
-            fix="device_classes: [gpu.example.com]",
-        )
+
+
+def _attributes(raw: Mapping, src: str) -> Mapping:
+    """The ``attributes`` mapping; each type one of :data:`ATTRIBUTE_TYPES`."""
     attributes = _mapping(raw, "attributes", src)
     for attr, typ in attributes.items():
         if typ not in ATTRIBUTE_TYPES:
@@ -270,53 +284,25 @@ def parse(
                 field=f"attributes.{attr}",
                 fix=f"use one of {', '.join(ATTRIBUTE_TYPES)}",
             )
-    per_node = raw.get("devices_per_node", 1)
-    if not isinstance(per_node, int) or isinstance(per_node, bool) or per_node < 1:
-        raise ConfigError(
-            f"must be an integer ≥ 1, got {per_node!r}", source=src, field="devices_per_node", fix="devices_per_node: 2"
-        )
+    return attributes
+
+
+def _visibility(raw: Mapping, src: str) -> Visibility:
+    """The ``visibility`` section as a :class:`Visibility` (checked by ``profile_sections.check_visibility``)."""
     vis = _mapping(raw, "visibility", src)
-    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image", "device_attribute", "names_devices"})
-    if bad:
-        raise ConfigError(
-            f"unknown field(s) {bad}",
-            source=src,
-            field=f"visibility.{bad[0]}",
-            fix="use command, env_regex, expected_output, image, device_attribute, names_devices",
-        )
-    if not isinstance(vis.get("names_devices", True), bool):
-        raise ConfigError(
-            f"must be true or false, got {vis['names_devices']!r}",
-            source=src,
-            field="visibility.names_devices",
-            fix="names_devices: false only when the probe output cannot name a device (it then proves visibility "
-            "only); leave it out otherwise",
-        )
-    if vis.get("names_devices") is False and vis.get("device_attribute"):
-        raise ConfigError(
-            "names_devices: false contradicts device_attribute (the probe names devices by that attribute)",
-            source=src,
-            field="visibility.names_devices",
-            fix="drop one of the two",
-        )
-    if not vis.get("env_regex") and not vis.get("expected_output"):
-        raise ConfigError(
-            "needs env_regex or expected_output",
-            source=src,
-            field="visibility",
-            fix="e.g. visibility: {env_regex: '^GPU_DEVICE_[0-9]+='}",
-        )
-    for key in ("env_regex", "expected_output"):
-        if vis.get(key):
-            try:
-                re.compile(vis[key])
-            except re.error as exc:
-                raise ConfigError(
-                    f"invalid regex: {exc}",
-                    source=src,
-                    field=f"visibility.{key}",
-                    fix="write a Python regular expression",
-                ) from None
+    check_visibility(vis, src)
+    return Visibility(
+        command=str(vis.get("command") or "env"),
+        env_regex=str(vis.get("env_regex") or ""),
+        expected_output=str(vis.get("expected_output") or ""),
+        image=str(vis.get("image") or ""),
+        device_attribute=str(vis.get("device_attribute") or ""),
+        names_devices=vis.get("names_devices", True),
+    )
+
+
+def _capabilities(raw: Mapping, src: str) -> tuple[str, dict[str, bool]]:
+    """``(extended_resource_name, flags)`` from ``capabilities``: flags only from :data:`BOOL_CAPABILITIES`."""
     caps = _mapping(raw, "capabilities", src)
     ext = caps.get("extended_resource_name", "") or ""
     flags = {}
@@ -339,9 +325,11 @@ def parse(
                 f"must be true or false, got {value!r}", source=src, field=f"capabilities.{key}", fix=f"{key}: true"
             )
         flags[key] = value
-    modes = {**(extra_modes or {}), **DEPLOY_KEYS}
-    deploy = _mapping(raw, "deploy", src)
-    mode = check_deploy(deploy, deploy.get("mode", "preinstalled"), src, modes)
+    return ext, flags
+
+
+def _deploy_alternatives(raw: Mapping, src: str, modes: Mapping) -> dict[str, dict[str, Any]]:
+    """``deploy_alternatives``: mode -> its deploy mapping (with ``mode`` set), each checked like ``deploy``."""
     alternatives = {}
     for alt_mode, alt in _mapping(raw, "deploy_alternatives", src).items():
         if not isinstance(alt, Mapping):
@@ -350,34 +338,4 @@ def parse(
             )
         check_deploy({**alt, "mode": alt_mode}, alt_mode, src, modes)
         alternatives[str(alt_mode)] = {**alt, "mode": alt_mode}
-    opaque = _mapping(raw, "opaque_config", src)
-    node_selector = _mapping(raw, "node_selector", src)
-    return DriverProfile(
-        name=name,
-        driver=driver,
-        device_classes=tuple(classes),
-        visibility=Visibility(
-            command=str(vis.get("command") or "env"),
-            env_regex=str(vis.get("env_regex") or ""),
-            expected_output=str(vis.get("expected_output") or ""),
-            image=str(vis.get("image") or ""),
-            device_attribute=str(vis.get("device_attribute") or ""),
-            names_devices=vis.get("names_devices", True),
-        ),
-        deploy_mode=mode,
-        deploy=dict(deploy),
-        deploy_alternatives=alternatives,
-        attributes=dict(attributes),
-        devices_per_node=per_node,
-        capabilities=flags,
-        extended_resource_name=ext,
-        opaque_parameters=dict(opaque.get("parameters") or {}),
-        opaque_shows_as=str(opaque.get("shows_as") or ""),
-        node_selector={str(k): str(v) for k, v in node_selector.items()},
-        requires_hardware=bool(raw.get("requires_hardware", False)),
-        description=str(raw.get("description") or ""),
-        version=str(raw.get("version") or ""),
-        admin_access_signal=_regex(raw, "admin_access_signal", src),
-        binding_failure_device=_device_name(raw, "binding_failure_device", src),
-        source=source,
-    )
+    return alternatives

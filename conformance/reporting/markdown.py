@@ -39,12 +39,34 @@ def _waived_tests(cap: dict) -> str:
 def render(summary: dict, timings: dict | None = None) -> str:
     """Markdown text of a run summary (the dict of :func:`conformance.reporting.summary.build`); with the run's
     ``timings.json`` document, one line of wall times and wait share (:func:`timings_line`)."""
-    env, drv, counts = summary["environment"], summary["driver"], summary["counts"]
+    env = summary["environment"]
     waived = [c for c in summary.get("capabilities") or [] if WAIVER.search(c.get("evidence") or "")]
     cut = summary.get("narrowed")  # a narrowed run is not a qualification of its profile (reporting/narrowed.py)
+    out = _head(summary, cut, waived)
+    out += [timings_line(timings)] if timings else []
+    out += [""]
+    if cut:
+        out += _narrowed_section(summary, cut)
+    if summary["verdictReasons"]:
+        out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
+    if waived:  # checks every driver is held to unless its profile opts out (core.capabilities.DEFAULT_ON)
+        out += ["## Waived by the driver profile", ""]
+        out += [f"- `{c['name']}`: {_cell(c['evidence'])}{_waived_tests(c)}" for c in waived] + [""]
+    out += coverage_gaps(summary)
+    out += _areas_table(summary) + _capabilities_table(summary) + _tests_table(summary)
+    if env["devices"]:
+        out += ["", "## Devices", "", "| Node | Pool | Device |", "|---|---|---|"]
+        out += [f"| {d['node']} | {d['pool']} | {d['device']} |" for d in env["devices"]]
+    out += ["", "Verdict rules: " + "; ".join(summary["verdictRules"]) + ".", ""]
+    return "\n".join(out)
+
+
+def _head(summary: dict, cut: dict | None, waived: list[dict]) -> list[str]:
+    """The title (verdict, waiver count) and the run, driver, cluster, profile and test-count lines."""
+    env, drv, counts = summary["environment"], summary["driver"], summary["counts"]
     headline = narrowed.line(summary["verdict"], summary["profile"], cut)
     headline += f" (with {len(waived)} profile waiver(s), below)" if waived else ""
-    out = [
+    return [
         f"# DRA driver {'narrowed run' if cut else 'qualification'}: {headline}",
         "",
         f"- Run: `{summary['reportId']}` ({summary['startedAt'] or '?'} to {summary['finishedAt'] or '?'})",
@@ -57,25 +79,29 @@ def render(summary: dict, timings: dict | None = None) -> str:
         f"- Tests: {counts['total']} ({counts['executed']} executed: {counts['passed']} passed, "
         f"{counts['failed']} failed, {counts['broken']} broken; {counts['skipped']} skipped)",
     ]
-    out += [timings_line(timings)] if timings else []
-    out += [""]
-    if cut:
-        out += ["## Narrowed run: not a qualification", "", f"- {_cell(summary['qualification']['text'])}"]
-        out += [f"- Narrowed by: `{_cell(' '.join(cut['args']) or 'deselection')}`"]
-        if cut["selected"] is not None:
-            out += [f"- Tests selected: {cut['selected']} of the profile's {cut['collected']} collected"]
-        out += [f"- Qualify profile {summary['profile']} with a run without these arguments.", ""]
-    if summary["verdictReasons"]:
-        out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
-    if waived:  # checks every driver is held to unless its profile opts out (core.capabilities.DEFAULT_ON)
-        out += ["## Waived by the driver profile", ""]
-        out += [f"- `{c['name']}`: {_cell(c['evidence'])}{_waived_tests(c)}" for c in waived] + [""]
-    out += coverage_gaps(summary)
-    out += ["## Mission areas", "", "| Area | Status | Tests |", "|---|---|---|"]
+
+
+def _narrowed_section(summary: dict, cut: dict) -> list[str]:
+    """Why a narrowed run is not a qualification: the arguments that narrowed it and how many tests it kept."""
+    out = ["## Narrowed run: not a qualification", "", f"- {_cell(summary['qualification']['text'])}"]
+    out += [f"- Narrowed by: `{_cell(' '.join(cut['args']) or 'deselection')}`"]
+    if cut["selected"] is not None:
+        out += [f"- Tests selected: {cut['selected']} of the profile's {cut['collected']} collected"]
+    return out + [f"- Qualify profile {summary['profile']} with a run without these arguments.", ""]
+
+
+def _areas_table(summary: dict) -> list[str]:
+    """The mission-area table: status and test counts per area."""
+    out = ["## Mission areas", "", "| Area | Status | Tests |", "|---|---|---|"]
     for area in summary.get("missionAreas") or []:
         counts_text = ", ".join(f"{k} {v}" for k, v in sorted(area["counts"].items())) or "-"
         out.append(f"| {area['name']} | {ICONS[area['status']]} | {counts_text} |")
-    out += [
+    return out
+
+
+def _capabilities_table(summary: dict) -> list[str]:
+    """The capability table: status, declared, available, test counts and reasons per capability."""
+    out = [
         "",
         "## Capabilities",
         "",
@@ -89,7 +115,12 @@ def render(summary: dict, timings: dict | None = None) -> str:
             f"| {cap['name']} | {ICONS[cap['status']]} | {'yes' if cap['declared'] else 'no'} | {avail} "
             f"| {counts_text} | {_cell('; '.join(cap['reasons']))} |"
         )
-    out += [
+    return out
+
+
+def _tests_table(summary: dict) -> list[str]:
+    """The test table: status, failure class, capabilities, first line of the reason, evidence count."""
+    out = [
         "",
         "## Tests",
         "",
@@ -102,11 +133,7 @@ def render(summary: dict, timings: dict | None = None) -> str:
             f"| {', '.join(t['capabilities'])} | {_cell((t['reason'] or '').splitlines()[0] if t['reason'] else '')} "
             f"| {len(t['evidence'])} file(s) |"
         )
-    if env["devices"]:
-        out += ["", "## Devices", "", "| Node | Pool | Device |", "|---|---|---|"]
-        out += [f"| {d['node']} | {d['pool']} | {d['device']} |" for d in env["devices"]]
-    out += ["", "Verdict rules: " + "; ".join(summary["verdictRules"]) + ".", ""]
-    return "\n".join(out)
+    return out
 
 
 def coverage_gaps(summary: dict) -> list[str]:

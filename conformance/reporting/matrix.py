@@ -143,40 +143,9 @@ def table(
         else:
             verdict = data["verdict"]
             reasons += [f"Kubernetes {version}: {r}" for r in data["verdictReasons"]]
-            for cap in data["capabilities"]:
-                gate = capability_gate(cap["name"])
-                capabilities.setdefault(cap["name"], {})[version] = {
-                    "status": cap["status"],
-                    "reasons": (cap.get("coverage") or {}).get("gaps") or cap["reasons"],
-                    "evidence": cap.get("evidence", ""),
-                    "declared": cap["declared"],
-                    "gate": gate,
-                    "gateStage": gates.get(gate, {}).get(version, {}).get("stage") if gate else None,
-                }
-        rows.append(
-            {
-                "version": version,
-                "verdict": verdict,
-                "exitCode": cell.get("exitCode"),
-                "durationS": cell.get("durationS"),
-                "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
-                "driver": data["driver"] if data else None,
-                "counts": data["counts"] if data else None,
-                "command": cell.get("command"),
-                "featureGatesMode": data.get("featureGatesMode") if data else None,
-                "narrowed": data.get("narrowed") if data else None,  # a narrowed cell qualifies nothing
-            }
-        )
-    for by_version in capabilities.values():
-        for version in versions:
-            by_version.setdefault(
-                version,
-                {
-                    "status": "not-run" if summaries.get(version) is None else "not-tested",
-                    "reasons": [],
-                    "declared": False,
-                },
-            )
+            _add_capabilities(capabilities, version, data, gates)
+        rows.append(_row(version, verdict, cell, data))
+    _fill_untested(capabilities, versions, summaries)
     return {
         "schemaVersion": "1",
         "kind": "matrix",
@@ -188,6 +157,51 @@ def table(
         "verdict": narrowed.verdict(reasons, [row["narrowed"] for row in rows]),
         "verdictReasons": reasons,
     }
+
+
+def _add_capabilities(capabilities: dict[str, dict[str, dict]], version: str, data: dict, gates: dict) -> None:
+    """Record each capability of ``version``'s summary under ``capabilities[name][version]``, with its gate and
+    that gate's stage on this version."""
+    for cap in data["capabilities"]:
+        gate = capability_gate(cap["name"])
+        capabilities.setdefault(cap["name"], {})[version] = {
+            "status": cap["status"],
+            "reasons": (cap.get("coverage") or {}).get("gaps") or cap["reasons"],
+            "evidence": cap.get("evidence", ""),
+            "declared": cap["declared"],
+            "gate": gate,
+            "gateStage": gates.get(gate, {}).get(version, {}).get("stage") if gate else None,
+        }
+
+
+def _row(version: str, verdict: str, cell: dict, data: dict | None) -> dict:
+    """One ``cells`` row: the version's verdict, its cell's exit code, duration and command, and summary facts."""
+    return {
+        "version": version,
+        "verdict": verdict,
+        "exitCode": cell.get("exitCode"),
+        "durationS": cell.get("durationS"),
+        "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
+        "driver": data["driver"] if data else None,
+        "counts": data["counts"] if data else None,
+        "command": cell.get("command"),
+        "featureGatesMode": data.get("featureGatesMode") if data else None,
+        "narrowed": data.get("narrowed") if data else None,  # a narrowed cell qualifies nothing
+    }
+
+
+def _fill_untested(capabilities: dict[str, dict[str, dict]], versions: list[str], summaries: dict) -> None:
+    """A capability absent on a version: ``not-run`` where the cell has no results, else ``not-tested``."""
+    for by_version in capabilities.values():
+        for version in versions:
+            by_version.setdefault(
+                version,
+                {
+                    "status": "not-run" if summaries.get(version) is None else "not-tested",
+                    "reasons": [],
+                    "declared": False,
+                },
+            )
 
 
 def _cell(entry: dict) -> str:

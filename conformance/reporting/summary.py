@@ -213,17 +213,9 @@ def build(run_dir: str | pathlib.Path) -> dict:
     run = runinfo.load(root)
     records = results.load(root / "allure-results")
     tests = [_test_entry(r, root) for r in records]
-    counts = {k: 0 for k in ("passed", "failed", "broken", "skipped", "unknown")}
-    for t in tests:
-        counts[t["status"] if t["status"] in counts else "unknown"] += 1
-    counts.update(
-        total=len(tests),
-        executed=counts["passed"] + counts["failed"] + counts["broken"],
-        retried=sum(1 for r in records if r.retries),
-    )
+    counts = _counts(tests, records)
     capabilities = _capabilities(tests, run)
     reasons = verdict_reasons(counts, capabilities, tests)
-    cluster, driver = run.get("cluster") or {}, run.get("driver") or {}
     narrowing = narrowed.from_run(run)
     verdict = narrowed.verdict(reasons, narrowing)
     data = {
@@ -236,30 +228,8 @@ def build(run_dir: str | pathlib.Path) -> dict:
         "finishedAt": run.get("finished"),
         "profile": runinfo.profile(run),
         "featureGatesMode": runinfo.gates_mode(run),
-        "environment": {
-            "kubernetesVersion": runinfo.k8s_version(run),
-            "kubeletVersions": [str(v) for v in cluster.get("kubelet_versions") or []],
-            "containerRuntime": str(cluster.get("container_runtime") or runinfo.UNKNOWN),
-            "nodeOS": str(cluster.get("node_os") or runinfo.UNKNOWN),
-            "clusterKind": str(cluster.get("kind") or runinfo.UNKNOWN),
-            "nodes": list(cluster.get("nodes") or []),
-            "featureGates": dict(run.get("feature_gates") or {}),
-            "devices": [
-                {
-                    **d,
-                    "node": str(d.get("node", "")),
-                    "pool": str(d.get("pool", "")),
-                    "device": str(d.get("device", "")),
-                }
-                for d in run.get("devices") or []
-            ],
-        },
-        "driver": {
-            "name": runinfo.driver_name(run),
-            "version": runinfo.driver_version(run),
-            "deploy": str(driver.get("deploy") or runinfo.UNKNOWN),
-            "profile": str(driver.get("profile") or runinfo.UNKNOWN),
-        },
+        "environment": _environment(run),
+        "driver": _driver_entry(run),
         "counts": counts,
         "capabilities": capabilities,
         "missionAreas": mission_areas(tests),
@@ -272,6 +242,48 @@ def build(run_dir: str | pathlib.Path) -> dict:
     }
     validate(data)
     return data
+
+
+def _counts(tests: list[dict], records: list) -> dict[str, int]:
+    """Tests per status (anything else counts as unknown), plus total, executed and retried."""
+    counts = {k: 0 for k in ("passed", "failed", "broken", "skipped", "unknown")}
+    for t in tests:
+        counts[t["status"] if t["status"] in counts else "unknown"] += 1
+    counts.update(
+        total=len(tests),
+        executed=counts["passed"] + counts["failed"] + counts["broken"],
+        retried=sum(1 for r in records if r.retries),
+    )
+    return counts
+
+
+def _environment(run: dict) -> dict:
+    """The summary's ``environment``: cluster facts from run.json (unknown where it has none), its devices."""
+    cluster = run.get("cluster") or {}
+    return {
+        "kubernetesVersion": runinfo.k8s_version(run),
+        "kubeletVersions": [str(v) for v in cluster.get("kubelet_versions") or []],
+        "containerRuntime": str(cluster.get("container_runtime") or runinfo.UNKNOWN),
+        "nodeOS": str(cluster.get("node_os") or runinfo.UNKNOWN),
+        "clusterKind": str(cluster.get("kind") or runinfo.UNKNOWN),
+        "nodes": list(cluster.get("nodes") or []),
+        "featureGates": dict(run.get("feature_gates") or {}),
+        "devices": [
+            {**d, "node": str(d.get("node", "")), "pool": str(d.get("pool", "")), "device": str(d.get("device", ""))}
+            for d in run.get("devices") or []
+        ],
+    }
+
+
+def _driver_entry(run: dict) -> dict:
+    """The summary's ``driver``: name, version, deploy mode and profile (unknown where run.json has none)."""
+    driver = run.get("driver") or {}
+    return {
+        "name": runinfo.driver_name(run),
+        "version": runinfo.driver_version(run),
+        "deploy": str(driver.get("deploy") or runinfo.UNKNOWN),
+        "profile": str(driver.get("profile") or runinfo.UNKNOWN),
+    }
 
 
 def write(run_dir: str | pathlib.Path, data: dict) -> pathlib.Path:

@@ -10,6 +10,7 @@ multiplied by ``--timeout-scale`` (:func:`conformance.core.timeouts.scaled`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -81,52 +82,83 @@ def until(
         raise ValueError("every wait needs a positive timeout (seconds)")
     budget = timeouts.scaled(timeout) if scale else float(timeout)
     deadline = time.monotonic() + budget
-    field = f"metadata.name={name}"
     show = describe or (lambda o: o.describe(status_only=True) if o is not None else "  (object does not exist)")
-    last: Obj | None = None
-    observed = False
-
-    def check(obj: Obj | None) -> bool:
-        nonlocal last, observed
-        last, observed = obj, True
-        events = recent_events(k8s, namespace, name) if (with_events and failed) else []
-        if failed:
-            msg = failed(obj, events)
-            if msg:
-                raise errors.WaitFailed(awaited, budget, show(obj), _lines(k8s, namespace, name, events), msg)
-        return done(obj)
-
-    rv = ""
+    wait = _Watch(k8s, kind, name, namespace, version, done, failed, with_events, awaited, budget, show)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise errors.WaitTimeout(awaited, budget, show(last) if observed else "", _lines(k8s, namespace, name))
+            raise errors.WaitTimeout(
+                awaited, budget, show(wait.last) if wait.observed else "", _lines(k8s, namespace, name)
+            )
         try:
-            if not rv:
-                items, rv = k8s.list_with_version(kind, namespace, field_selector=field, version=version)
-                if check(items[0] if items else None):
-                    return last
-            for etype, raw in k8s.watch(
-                kind,
-                namespace,
-                resource_version=rv,
-                field_selector=field,
-                timeout_seconds=max(1, min(WATCH_SLICE_S, int(remaining) + 1)),
-                version=version,
-            ):
-                rv = raw.get("metadata", {}).get("resourceVersion", rv)
-                if etype in ("ADDED", "MODIFIED", "DELETED"):
-                    if check(None if etype == "DELETED" else Obj(raw)):
-                        return last
-                if time.monotonic() >= deadline:
-                    break
-            if with_events and failed and check(last):  # re-check event-based predicates each slice
-                return last
+            if wait.step(remaining, deadline):
+                return wait.last
         except errors.Gone:
-            rv = ""  # too old: re-list
+            wait.rv = ""  # too old: re-list
         except (errors.TransientApiError, ConnectionError, OSError) + _urllib3_errors():
             poll(lambda: False, timeout=RECONNECT_PAUSE_S, interval=RECONNECT_PAUSE_S, scale=False)
             continue  # disconnect: resume from rv after a short pause
+
+
+@dataclasses.dataclass
+class _Watch:
+    """The state of one :func:`until`: the object last seen and the resourceVersion its watch resumes from
+    (``""``: list first)."""
+
+    k8s: K8s
+    kind: str
+    name: str
+    namespace: str | None
+    version: str | None
+    done: Done
+    failed: Failed | None
+    with_events: bool
+    awaited: str
+    budget: float
+    show: Callable[[Obj | None], str]
+    last: Obj | None = None
+    observed: bool = False
+    rv: str = ""
+
+    def check(self, obj: Obj | None) -> bool:
+        """Record ``obj`` as the last seen; raise WaitFailed when ``failed`` names a failure; else ``done(obj)``."""
+        self.last, self.observed = obj, True
+        events = recent_events(self.k8s, self.namespace, self.name) if (self.with_events and self.failed) else []
+        if self.failed:
+            msg = self.failed(obj, events)
+            if msg:
+                shown = self.show(obj)
+                raise errors.WaitFailed(
+                    self.awaited, self.budget, shown, _lines(self.k8s, self.namespace, self.name, events), msg
+                )
+        return self.done(obj)
+
+    def step(self, remaining: float, deadline: float) -> bool:
+        """List when there is no resourceVersion yet, then watch one slice (at most WATCH_SLICE_S): True once
+        the object is done."""
+        field = f"metadata.name={self.name}"
+        if not self.rv:
+            items, self.rv = self.k8s.list_with_version(
+                self.kind, self.namespace, field_selector=field, version=self.version
+            )
+            if self.check(items[0] if items else None):
+                return True
+        for etype, raw in self.k8s.watch(
+            self.kind,
+            self.namespace,
+            resource_version=self.rv,
+            field_selector=field,
+            timeout_seconds=max(1, min(WATCH_SLICE_S, int(remaining) + 1)),
+            version=self.version,
+        ):
+            self.rv = raw.get("metadata", {}).get("resourceVersion", self.rv)
+            if etype in ("ADDED", "MODIFIED", "DELETED"):
+                if self.check(None if etype == "DELETED" else Obj(raw)):
+                    return True
+            if time.monotonic() >= deadline:
+                break
+        # re-check event-based predicates each slice
+        return bool(self.with_events and self.failed and self.check(self.last))
 
 
 def stays(

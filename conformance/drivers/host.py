@@ -114,8 +114,9 @@ class HostDeployer:
             )
         return cls(ctx.cluster, ctx.profile, ctx.k8s, ctx.run_id, state_root=ctx.state_root)
 
-    def _argv(self, node) -> tuple[list[str], dict[str, str]]:
-        values = {
+    def _values(self, node) -> dict[str, str]:
+        """The placeholders of ``deploy.args``/``deploy.env`` for ``node`` (module docstring)."""
+        return {
             "node_name": node.name,
             "kubeconfig": str(self.cluster.kubeconfig),
             "cdi_dir": str(node.cdi_dir),
@@ -126,34 +127,30 @@ class HostDeployer:
             "driver": self.profile.driver,
             "netdevs_cel": cel_string_list(self.netdevs.get(node.name, [])),
         }
+
+    def _argv(self, node) -> tuple[list[str], dict[str, str]]:
+        values = self._values(node)
+        return self._bundled_argv(values) if self.profile.deploy_mode == "bundled" else self._binary_argv(values)
+
+    def _bundled_argv(self, values: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """``python -m reference_driver`` with the node's paths (flags: reference_driver/config.py)."""
         deploy = self.profile.deploy
-        if self.profile.deploy_mode == "bundled":
-            argv = [
-                sys.executable,
-                "-m",
-                "reference_driver",
-                "--node-name",
-                node.name,
-                "--kubeconfig",
-                values["kubeconfig"],
-                "--plugin-registry-dir",
-                values["plugin_registry_dir"],
-                "--plugins-dir",
-                values["plugins_dir"],
-                "--cdi-dir",
-                values["cdi_dir"],
-                "--state-dir",
-                values["state_dir"],
-                "--driver-name",
-                self.profile.driver,
-            ]
-            if deploy.get("devices"):
-                argv += [
-                    "--config",
-                    str(shipped.resolve_path(deploy["devices"], self.profile.source) or deploy["devices"]),
-                ]
-            argv += [str(a) for a in deploy.get("args") or []]  # e.g. --device-status, --binding-conditions
-            return argv, {"PYTHONPATH": str(shipped.SOURCE_ROOT)}
+        flags = ("node_name", "kubeconfig", "plugin_registry_dir", "plugins_dir", "cdi_dir", "state_dir")
+        argv = [sys.executable, "-m", "reference_driver"]
+        for key in flags:
+            argv += ["--" + key.replace("_", "-"), values[key]]
+        argv += ["--driver-name", self.profile.driver]
+        if deploy.get("devices"):
+            devices = shipped.resolve_path(deploy["devices"], self.profile.source) or deploy["devices"]
+            argv += ["--config", str(devices)]
+        argv += [str(a) for a in deploy.get("args") or []]  # e.g. --device-status, --binding-conditions
+        return argv, {"PYTHONPATH": str(shipped.SOURCE_ROOT)}
+
+    def _binary_argv(self, values: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The profile's ``deploy.binary`` (a pinned Go tool's or a Kubernetes binary) with ``deploy.args`` and
+        ``deploy.env`` templated by ``values``. Raises ConfigError for a missing binary or an unknown
+        placeholder."""
+        deploy = self.profile.deploy
         binary = deploy["binary"]
         try:
             path = (

@@ -202,10 +202,9 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
     return out + extra
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run pytest in-process, build the report, print the verdict; return the exit code."""
-    import pytest  # noqa: PLC0415 - the CLI imports pytest only when running
-
+def _prepare(args: argparse.Namespace) -> int | None:
+    """Checks and set-up before pytest starts: a malformed history file, the in-cluster kubeconfig, the gRPC
+    stubs of a checkout. Returns 4 (bad input) after printing the error, else None."""
     if getattr(args, "history_from", None) is not None:  # a malformed history fails now, not after the run
         from conformance.reporting import history  # noqa: PLC0415
 
@@ -231,27 +230,25 @@ def run_command(args: argparse.Namespace) -> int:
             protos.generate_all()
         except Exception as exc:  # noqa: BLE001 - the run reports the missing stubs where they are needed
             print(f"warning: could not generate gRPC stubs ({exc}); run `make setup`", file=sys.stderr)
-    run_id = names.new_run_id()
-    report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
-    counter = _Counter()
-    started = time.monotonic()
-    # SIGTERM (a pod deleted, a CI job cancelled) stops the run the way Ctrl-C does: tear-down, exit 2
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    from conformance.runner import timings  # noqa: PLC0415 - imports pytest
+    return None
 
+
+def _drop_if_empty(report_dir: Path, default_parent: bool) -> None:
+    """Remove a report directory holding no file (a run refused before it started, bad input), and its parent
+    ``./reports`` when it is the default one and now empty."""
     if report_dir.is_dir() and not any(p.is_file() for p in report_dir.rglob("*")):
-        shutil.rmtree(report_dir)  # refused before it started (bad input): leave no empty report directory
-        if not args.report_dir:  # the default ./reports too, when nothing else is in it
+        shutil.rmtree(report_dir)
+        if default_parent:
             with contextlib.suppress(OSError):
                 report_dir.parent.rmdir()
-    if report_dir.is_dir():
-        timings.add_run_wall(report_dir, time.monotonic() - started)
+
+
+def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -> tuple[str, int, str]:
+    """``(verdict text, exit code, report note)`` from pytest's exit code, the passed count and the run's
+    summary (the qualification rules: a declared capability, a narrowed run); builds the report unless
+    ``--no-report``. Fails closed: no summary, no PASS."""
     verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
-    if code == 0 and counter.counts["passed"] == 0:
+    if code == 0 and passed == 0:
         verdict, code = "NO TESTS PASSED (everything skipped)", 1
     report_note, reasons, cut = "", (), None
     if (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
@@ -275,6 +272,32 @@ def run_command(args: argparse.Namespace) -> int:
         from conformance.reporting import narrowed  # noqa: PLC0415
 
         verdict = narrowed.line(narrowed.NARROWED_PASS, args.profile, cut)
+    return verdict, code, report_note
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run pytest in-process, build the report, print the verdict; return the exit code (0 PASS, 1 FAIL,
+    2 interrupted, 3 environment, 4 bad input)."""
+    import pytest  # noqa: PLC0415 - the CLI imports pytest only when running
+
+    if (refused := _prepare(args)) is not None:
+        return refused
+    run_id = names.new_run_id()
+    report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
+    counter = _Counter()
+    started = time.monotonic()
+    # SIGTERM (a pod deleted, a CI job cancelled) stops the run the way Ctrl-C does: tear-down, exit 2
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    from conformance.runner import timings  # noqa: PLC0415 - imports pytest
+
+    _drop_if_empty(report_dir, default_parent=not args.report_dir)
+    if report_dir.is_dir():
+        timings.add_run_wall(report_dir, time.monotonic() - started)
+    verdict, code, report_note = _judge(args, code, counter.counts["passed"], report_dir)
     c = counter.counts
     print(
         f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "

@@ -16,6 +16,11 @@ import sys
 
 GROUP = "dra_conformance.commands"
 FIRST = ("run", "report")  # the plugin's own, first in --help
+# commands of the sibling distributions, named when they are not installed
+ELSEWHERE = {
+    **dict.fromkeys(("setup", "versions", "cluster", "images", "install", "kind"), "dra-conformance-lab"),
+    **dict.fromkeys(("bench", "validate-suite", "matrix"), "dra-conformance-tools"),
+}
 
 
 def command_modules() -> list:
@@ -35,19 +40,26 @@ def command_modules() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every registered subcommand."""
+    """The full argument parser with every registered subcommand (``parser.commands``: their names)."""
     parser = argparse.ArgumentParser(
         prog="dra-conformance", description="Conformance and qualification suite for Kubernetes DRA drivers."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in command_modules():
         module.register(sub)
+    parser.set_defaults(commands=frozenset(sub.choices))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `dra-conformance` console script; returns the process exit code."""
+    """Entry point of the `dra-conformance` console script; returns the process exit code (4 for a command of
+    a distribution that is not installed, naming it)."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    if wanted in ELSEWHERE and wanted not in parser.get_default("commands"):
+        print(f"error: `dra-conformance {wanted}` comes with {ELSEWHERE[wanted]}: pip install {ELSEWHERE[wanted]}")
+        return 4
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 

@@ -30,6 +30,7 @@ from conformance.drivers.base import DeclaresProfileKeys, DriverDeployerFactory
 
 PROVIDER_GROUP = "dra_conformance.cluster_providers"
 DEPLOYER_GROUP = "dra_conformance.driver_deployers"
+LAB_PROVIDERS = ("local", "kind")  # registered by dra-conformance-lab (lab/pyproject.toml)
 KINDS = {
     "cluster provider": ("--cluster", PROVIDER_GROUP, "pytest_dra_cluster_providers"),
     "driver deployer": ("--driver-deploy", DEPLOYER_GROUP, "pytest_dra_driver_deployers"),
@@ -119,10 +120,15 @@ class Registry:
         option, group, hook = KINDS[kind]
         entry = self._entries[kind].get(name)
         if entry is None:
+            lab = (
+                "pip install dra-conformance-lab (it provides the local and kind clusters), or use "
+                if kind == "cluster provider" and name in LAB_PROVIDERS
+                else ""
+            )
             raise ConfigError(
                 f"unknown {kind} {name!r}",
                 source=option,
-                fix=f"use one of {', '.join(self.names(kind)) or '(none registered)'}, or install a "
+                fix=f"{lab}use one of {', '.join(self.names(kind)) or '(none registered)'}, or install a "
                 f"plugin that registers {name!r} (hook {hook} or entry point group {group}) and "
                 "load it (-p MODULE)",
             )

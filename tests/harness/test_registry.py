@@ -224,3 +224,17 @@ def test_the_plugin_option_p_makes_a_vendor_deployer_known_to_the_harness(tmp_pa
     assert "unknown driver deployer 'vendor-operator'" in without.stderr and "preinstalled" in without.stderr
     with_plugin = _collect(tmp_path, "--driver-deploy", "vendor-operator", "-p", "tests.plugins.vendor_deployer")
     assert with_plugin.returncode == 0, with_plugin.stdout + with_plugin.stderr
+
+
+def test_a_lab_provider_without_the_lab_names_the_distribution_that_brings_it():
+    with pytest.raises(ConfigError) as info:
+        shipped(lab=False).check("cluster provider", "local")
+    assert "pip install dra-conformance-lab" in info.value.fix and "existing" in info.value.fix
+
+
+def test_a_command_of_an_absent_distribution_names_it(monkeypatch, capsys):
+    from conformance import cli
+
+    monkeypatch.setattr(cli, "command_modules", lambda: [])
+    assert cli.main(["setup"]) == 4 and "pip install dra-conformance-lab" in capsys.readouterr().out
+    assert cli.main(["matrix", "--versions", "1.34"]) == 4 and "dra-conformance-tools" in capsys.readouterr().out

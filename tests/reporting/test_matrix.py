@@ -145,3 +145,17 @@ def test_matrix_table_shows_gate_stages_and_skip_reasons():
     ) in text
     assert "- 1.34: `run --k8s-version 1.34`" in text
     assert matrix.gate_stage(None) == "absent" and matrix.gate_stage(_stage("BETA", None, True)) == "beta"
+
+
+def test_the_matrix_subcommand_takes_its_options_and_the_run_arguments_after_the_separator(capsys, tmp_path):
+    from conformance import cli
+
+    code = cli.main(
+        ["matrix", "--versions", "1.34", "1.35", "--reports-root", str(tmp_path), "--dry-run"]
+        + ["--"]
+        + ["--driver", "reference", "--profile", "core"]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and len(lines) == 2, lines
+    assert all(line.endswith("--driver reference --profile core") for line in lines)
+    assert "--k8s-version 1.34" in lines[0] and "--k8s-version 1.35" in lines[1]

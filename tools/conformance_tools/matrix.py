@@ -67,14 +67,8 @@ def run_cells(
     return outcome
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Split ``argv`` at ``--``: matrix options before, ``dra-conformance run`` arguments after."""
-    split = argv.index("--") if "--" in argv else len(argv)
-    parser = argparse.ArgumentParser(
-        prog="dra-conformance matrix",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The matrix options (``dra-conformance matrix`` and ``python -m conformance_tools.matrix`` alike)."""
     parser.add_argument(
         "--versions",
         nargs="+",
@@ -99,27 +93,48 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     )
     parser.add_argument("--no-html", action="store_true")
     parser.add_argument("--dry-run", action="store_true", help="print the cell commands and exit")
-    args = parser.parse_args(argv[:split])
+
+
+def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
     bad = [v for v in args.versions if not VERSION_RE.match(v)]
     if bad:
         parser.error(f"--versions {' '.join(bad)}: expected Kubernetes minors such as 1.35")
     if not args.versions and not args.merge_only:
         parser.error("--versions is required (e.g. --versions 1.34 1.35), unless --merge-only DIR")
-    return args, argv[split + 1 :]
+    return args
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Split ``argv`` at ``--``: matrix options before, ``dra-conformance run`` arguments after. Exits 2 (argparse)
+    on bad options."""
+    split = argv.index("--") if "--" in argv else len(argv)
+    parser = argparse.ArgumentParser(
+        prog="dra-conformance matrix", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(parser)
+    return _checked(parser, parser.parse_args(argv[:split])), argv[split + 1 :]
 
 
 def register(subparsers) -> None:
-    """Add the ``matrix`` subcommand (its arguments are parsed by :func:`parse`)."""
+    """Add the ``matrix`` subcommand: its options, then ``-- <dra-conformance run arguments>``."""
     parser = subparsers.add_parser(
-        "matrix", help="run the suites on several Kubernetes versions and merge one report", add_help=False
+        "matrix",
+        help="run the suites on several Kubernetes versions and merge one report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("args", nargs=argparse.REMAINDER)
-    parser.set_defaults(func=lambda a: main(a.args))
+    add_arguments(parser)
+    parser.add_argument("run_args", nargs="*", metavar="-- RUN_ARGS", help="arguments of each cell's run")
+    parser.set_defaults(func=lambda a: execute(_checked(parser, a), a.run_args))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code (0 PASS, 1 FAIL, 2 bad input or report error)."""
-    args, run_args = parse(list(sys.argv[1:] if argv is None else argv))
+    return execute(*parse(list(sys.argv[1:] if argv is None else argv)))
+
+
+def execute(args: argparse.Namespace, run_args: list[str]) -> int:
+    """Run (or re-merge) the matrix of parsed ``args``; returns the exit code as :func:`main`."""
     try:
         if args.merge_only:
             data = merge(args.merge_only, html_report=not args.no_html)

@@ -306,7 +306,12 @@ def load(path: str | Path = DEFAULT_PATH, known: Iterable[str] | None = None) ->
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", source=str(path), fix="pass --faults-file PATH") from None
+        raise ConfigError(
+            f"cannot read: {exc.strerror}",
+            source=str(path),
+            fix="validate-suite runs from a checkout of the dra-conformance repository (fixtures/faults.yaml and "
+            "fixtures/self-validation); run it there, or pass --faults-file PATH",
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", source=str(path)) from None
     return parse(data, known_faults() if known is None else known, str(path))

@@ -11,9 +11,8 @@ import argparse
 import sys
 
 from conformance_lab.toolchain import cache
-from conformance_lab.toolchain.setup import setup_steps
-from conformance_lab.toolchain.steps import SetupError, run_steps
-from conformance_lab.toolchain.versions import VersionError, describe, load
+from conformance_lab.toolchain import cli as toolchain_cli
+from conformance_lab.toolchain.versions import VersionError, load
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,36 +22,25 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("setup", help="build and install the toolchain (idempotent)")
-    s.add_argument("--k8s-version", default=None, help="Kubernetes minor to build, e.g. 1.35 (default: pinned)")
-    s.add_argument(
-        "--skip",
-        action="append",
-        default=[],
-        choices=["debian", "npm", "images"],
-        help="skip a host-level step (for machines managed otherwise)",
-    )
-    sub.add_parser("versions", help="print pinned versions")
+    toolchain_cli.register(sub)  # setup, versions: the same parsers as `dra-conformance setup|versions`
     sub.add_parser("protos", help="(re)generate gRPC stubs from the project's .proto files")
     p = sub.add_parser("paths", help="print cache paths")
     p.add_argument("--k8s-version", default=None)
     args = parser.parse_args(argv)
+    if hasattr(args, "func"):
+        return int(args.func(args) or 0)
     try:
-        if args.cmd == "versions":
-            print("\n".join(describe(load())))
-        elif args.cmd == "protos":
+        if args.cmd == "protos":
             from conformance import protos  # noqa: PLC0415 - grpc_tools only for this command
 
             print(f"{protos.generate_all()} proto files")
-        elif args.cmd == "paths":
+        else:
             v = load()
             print(f"cache      {cache.root()}")
             print(f"kubernetes {cache.k8s_entry(v.k8s_tag(args.k8s_version)) / 'bin'}")
             for t in v.go_tools.values():
                 print(f"{t.name:<10} {cache.tool_entry(t.name, t.version) / 'bin'}")
-        else:
-            run_steps(setup_steps(args.k8s_version, set(args.skip)))
-    except (SetupError, VersionError) as exc:
+    except VersionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

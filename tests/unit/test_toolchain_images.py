@@ -63,7 +63,7 @@ def test_pause_program_builds_static_and_answers_version(tmp_path, monkeypatch):
 
 
 def test_setup_builds_the_images_last_unless_skipped(monkeypatch, tmp_path):
-    from conformance_lab.toolchain import __main__ as setup
+    from conformance_lab.toolchain import setup
 
     monkeypatch.setenv("DRA_CONFORMANCE_CACHE", str(tmp_path))
     names = [s.name for s in setup.setup_steps(None, {"debian", "npm"})]

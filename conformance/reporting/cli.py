@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 import time
 
 from conformance.reporting import browser, build, history, html, matrix
@@ -15,6 +16,9 @@ from conformance.reporting import browser, build, history, html, matrix
 
 def _run(args: argparse.Namespace) -> int:
     start = time.monotonic()
+    if not args.run_dir.is_dir():
+        print(f"error: {args.run_dir} is not a directory; give a run directory such as reports/latest", file=sys.stderr)
+        return 4
     if history.is_matrix(args.run_dir):
         argv = ["--merge-only", str(args.run_dir)] + (["--no-html"] if args.no_html else [])
         return matrix.main(argv)
@@ -52,7 +56,7 @@ def add_history_option(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    """Add the ``report`` subcommand (exit 0 PASS, 1 FAIL, 2 bad input or report error)."""
+    """Add the ``report`` subcommand (exit 0 PASS, 1 FAIL, 2 report error, 4 no such run directory)."""
     parser = subparsers.add_parser(
         "report", help="(re)generate summary, JUnit and HTML of a run directory", description=__doc__
     )

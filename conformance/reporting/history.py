@@ -105,12 +105,27 @@ def points(history_file: pathlib.Path) -> int:
     return sum(1 for line in history_file.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
+def _started(run_dir: pathlib.Path) -> float:
+    """When the run of ``run_dir`` started (run.json ``started``, else the directory's mtime; 0 when unreadable)."""
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        return float(data["started"])
+    except (OSError, ValueError, KeyError, TypeError):
+        try:
+            return run_dir.stat().st_mtime
+        except OSError:
+            return 0.0
+
+
 def update_latest(run_dir: pathlib.Path) -> pathlib.Path:
-    """Point ``<parent>/latest`` at ``run_dir`` (relative symlink, replaced atomically); returns the link."""
+    """Point ``<parent>/latest`` at ``run_dir`` (relative symlink, replaced atomically) unless it already points
+    at a run that started later (regenerating an old report never moves ``latest`` back); returns the link."""
     run_dir = run_dir.resolve()
     link = run_dir.parent / "latest"
     if link.exists() and not link.is_symlink():
         raise FileExistsError(f"{link} exists and is not a symlink; move it away so the latest run can be linked")
+    if link.is_symlink() and link.exists() and _started(link.resolve()) > _started(run_dir):
+        return link
     tmp = run_dir.parent / f".latest.{os.getpid()}"
     if tmp.is_symlink():
         tmp.unlink()

@@ -67,7 +67,8 @@ def test_report_command_exit_codes(failing_run, tmp_path, capsys):
 
     assert main_cli.main(["report", str(failing_run), "--no-html"]) == 1
     assert "FAIL" in capsys.readouterr().out
-    assert main_cli.main(["report", str(tmp_path / "missing")]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main_cli.main(["report", str(tmp_path / "empty")]) == 2
     assert "no allure-results" in capsys.readouterr().out
 
 
@@ -129,3 +130,28 @@ def test_history_from_a_malformed_file_is_refused_naming_it(tmp_path, capsys):
     assert f"--history-from {bad}: line 2 is not a JSON object" in capsys.readouterr().out
     assert main_cli.main(["run", "--cluster", "existing", "--history-from", str(tmp_path)]) == 4
     assert "line 2 is not a JSON object" in capsys.readouterr().err
+
+
+def test_regenerating_an_older_report_does_not_move_latest_back(tmp_path):
+    """issue 22 §2: `report` on an old run must not repoint reports/latest at it."""
+    import json
+
+    from conformance.reporting import history
+
+    old, new = tmp_path / "r-old", tmp_path / "r-new"
+    for run, started in ((old, 1000.0), (new, 2000.0)):
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"started": started}))
+    history.update_latest(new)
+    assert history.update_latest(old).resolve() == new.resolve()
+    (tmp_path / "r-newest").mkdir()
+    ((tmp_path / "r-newest") / "run.json").write_text(json.dumps({"started": 3000.0}))
+    assert history.update_latest(tmp_path / "r-newest").resolve() == (tmp_path / "r-newest").resolve()
+
+
+def test_report_on_a_missing_directory_is_bad_input_on_stderr(tmp_path, capsys):
+    from conformance import cli
+
+    assert cli.main(["report", str(tmp_path / "nope")]) == 4
+    out = capsys.readouterr()
+    assert "nope is not a directory" in out.err and out.out == ""

@@ -144,9 +144,8 @@ def pytest_configure(config):
 
         registry = build_registry(config)
         profile = profiles.load(cfg.driver, registry.deploy_modes())
-        if listing:  # a listing needs no cluster: the plugin alone lists a profile's tests
-            registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)
-        else:
+        registry.check("driver deployer", cfg.driver_deploy or profile.deploy_mode)  # a typo first
+        if not listing:  # a listing needs no cluster: the plugin alone lists a profile's tests
             owned = registry.creates_cluster(cfg.cluster)  # ConfigError for an unknown --cluster
             registry.check("driver deployer", deploy_mode(cfg, profile.deploy_mode, owned=owned))
     except errors.ConfigError as exc:

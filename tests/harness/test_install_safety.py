@@ -118,12 +118,12 @@ def test_the_cli_refuses_an_install_on_an_existing_cluster_with_exit_4_and_the_f
     out = refused.stdout + refused.stderr
     assert refused.returncode == 4 and "VERDICT: ERROR (bad input)" in out, out[-3000:]
     assert "--driver-deploy: 'helm' would install" in out and "add --allow-install" in out, out[-3000:]
-    # with the opt-in (and with no --driver-deploy) the input is accepted: the run goes on to the cluster, which
-    # this kubeconfig does not reach (exit 3, the kubeconfig named)
+    # with the opt-in (and with no --driver-deploy) the input passes the install guard: the run goes on to the
+    # cluster, whose kubeconfig file does not exist (bad input, exit 4, the file named)
     for argv in (("--driver-deploy", "helm", "--allow-install"), ()):
         proc = _run(tmp_path / "b", *argv)
         out = proc.stdout + proc.stderr
-        assert proc.returncode == 3 and "absent-kubeconfig (from --kubeconfig)" in out, out[-3000:]
+        assert proc.returncode == 4 and "no such kubeconfig file" in out and "absent-kubeconfig" in out, out[-3000:]
         assert "would install" not in out
 
 
@@ -164,3 +164,18 @@ def test_manifests_refuse_a_bundle_whose_objects_exist_and_delete_nothing(tmp_pa
         d.deploy()
     d.teardown()
     assert calls == ["get"] and d.applied is None  # nothing applied, nothing deleted
+
+
+def test_an_unknown_deploy_mode_is_named_before_the_install_guard(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "run", "--cluster", "existing", "--kubeconfig", "/nonexistent"]
+        + ["--driver-deploy", "bogus", "--profile", "core", "--report-dir", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 4 and "unknown driver deployer 'bogus'" in proc.stdout + proc.stderr
+    assert not (tmp_path / "r").exists()

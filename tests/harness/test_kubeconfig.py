@@ -138,3 +138,12 @@ def test_helm_and_kubectl_of_the_deployers_use_the_runs_kubeconfig_and_context(t
     seen.clear()  # without a resolved kubeconfig (a direct caller): the handle's file, its current context
     helm.HelmDeployer(cluster, h.profile, None)._helm("list")
     assert seen[0][0] == ["/bin/helm", "--kubeconfig", "/k/handle", "list"] and seen[0][1]["KUBECONFIG"] == "/k/handle"
+
+
+def test_a_kubeconfig_flag_naming_no_file_is_bad_input_not_an_unreachable_cluster(tmp_path):
+    from conformance.core.errors import ConfigError
+    from conformance.k8s.client import K8s
+
+    with pytest.raises(ConfigError) as info:
+        K8s.from_kubeconfig(str(tmp_path / "nope"))
+    assert info.value.source == "--kubeconfig" and "nope" in str(info.value)

@@ -40,7 +40,7 @@ def test_unreachable_cluster_is_a_clear_environment_error(tmp_path):
 
 def test_missing_kubeconfig_file_names_the_file(tmp_path):
     proc = _run(tmp_path, "--cluster", "existing", "--kubeconfig", str(tmp_path / "nope"))
-    assert proc.returncode == 3 and str(tmp_path / "nope") in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 4 and str(tmp_path / "nope") in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import importlib.metadata
 import sys
 
 GROUP = "dra_conformance.commands"
+EXIT_BAD_INPUT = 4
 FIRST = ("run", "report")  # the plugin's own, first in --help
 # commands of the sibling distributions, named when they are not installed
 ELSEWHERE = {
@@ -39,9 +40,18 @@ def command_modules() -> list:
     return modules
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors exit 4 (bad input), as every dra-conformance command documents, not 2 (which
+    means interrupted); its subcommands' parsers are of this class too."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered subcommand (``parser.commands``: their names)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dra-conformance", description="Conformance and qualification suite for Kubernetes DRA drivers."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -59,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = next((a for a in argv if not a.startswith("-")), None)
     if wanted in ELSEWHERE and wanted not in parser.get_default("commands"):
         print(f"error: `dra-conformance {wanted}` comes with {ELSEWHERE[wanted]}: pip install {ELSEWHERE[wanted]}")
-        return 4
+        return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
 

@@ -43,7 +43,7 @@ def test_run_defaults_to_the_default_workers_and_takes_n_or_workers():
 def test_bad_workers_value_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.build_parser().parse_args(["run", "--workers", "many"])
-    assert exc.value.code == 2 and "--workers 'many'" in capsys.readouterr().err
+    assert exc.value.code == 4 and "--workers 'many'" in capsys.readouterr().err  # usage error = bad input
 
 
 def _args(workers, *extra):

@@ -8,7 +8,7 @@ unchanged. The file holds no secret: the token stays in the service account volu
 /var/run/secrets/kubernetes.io/serviceaccount: token, ca.crt, namespace); client-go ``rest.InClusterConfig``;
 kubeconfig ``users[].user.tokenFile``.
 
-Chosen rule (README "In-cluster mode"): ``run --cluster existing --in-cluster`` forces it; with
+Chosen rule (ci/README.md "In-cluster mode"): ``run --cluster existing --in-cluster`` forces it; with
 ``--cluster existing`` and neither ``--kubeconfig``, ``$KUBECONFIG`` nor ``~/.kube/config``, a pod (the
 variables and the token file present) is detected and uses it too.
 """

@@ -37,7 +37,7 @@ EXIT_TEXT = {
     4: "ERROR (bad input)",
     5: "NO TESTS SELECTED",
 }
-DEFAULT_WORKERS = 4  # xdist workers of `run` (measured on 2 cores: waits dominate; README "Parallel runs")
+DEFAULT_WORKERS = 4  # xdist workers of `run` (measured on 2 cores: waits dominate; docs/running.md "Parallel runs")
 MAX_WORKERS = 32
 SERIAL_ONLY = ("--pdb", "--trace")  # pytest options that xdist cannot honour: the run stays serial
 PASS_THROUGH = (

@@ -46,7 +46,7 @@ venv: ## create .venv with the package (editable) and pinned dependencies
 
 test: lint ## lint, then run all of the project's own tests (unit + end-to-end on real local-cluster processes)
 	@$(PY) -m conformance.protos >/dev/null
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests --durations=40 $(PYTEST_ARGS)
 
 unit: ## run only the unit tests (no cluster)
 	@$(PY) -m conformance.protos >/dev/null

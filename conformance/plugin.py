@@ -49,6 +49,7 @@ SERIAL_CAPS = set(  # capabilities whose tests change cluster state: one xdist g
 )
 EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 4, 3
 
+
 def pytest_addhooks(pluginmanager):
     """Add the harness hookspecs (registry hooks, ``pytest_dra_report_dir``) and register the shipped cluster
     providers and deploy modes as plugins, the way a vendor's plugin registers its own."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import json
 import re
 import shutil
 import signal
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from conformance import shipped
-from conformance.core import names, options
+from conformance.core import names, options, output
 from conformance.core.errors import ConfigError
 from conformance.k8s import incluster
 from conformance.reporting import cli as report_cli
@@ -73,10 +74,9 @@ def register(subparsers) -> None:
         help="with --cluster existing: use the pod's service account (the suite runs as a pod; detected "
         "when no kubeconfig is found in a pod) (default: off)",
     )
-    run.add_argument(
-        "--no-report", action="store_true", help="skip building summary/HTML after the run (default: off)"
-    )
+    run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run (default: off)")
     report_cli.add_history_option(run)
+    output.add_output_option(run)
     run.add_argument(
         "--workers",
         "-n",
@@ -85,7 +85,9 @@ def register(subparsers) -> None:
         help=f"parallel pytest-xdist workers, 0 = serial, in this process (default: {DEFAULT_WORKERS})",
     )
     run.add_argument(
-        "pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments after -- (e.g. -- -k smoke; default: none)"
+        "pytest_args",
+        nargs=argparse.REMAINDER,
+        help="extra pytest arguments after -- (e.g. -- -k smoke; default: none)",
     )
     run.set_defaults(func=run_command)
     lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
@@ -245,12 +247,37 @@ def run_command(args: argparse.Namespace) -> int:
         timings.add_run_wall(report_dir, time.monotonic() - started)
     verdict, code, report_note = _judge(args, code, counter.counts["passed"], report_dir)
     c = counter.counts
+    seconds = time.monotonic() - started
+    where = report_dir if report_dir.is_dir() else None
+    if output.wants_json(args):  # the last line of stdout: one JSON object a script can parse
+        print(json.dumps(verdict_record(args, verdict, code, c, run_id, where), separators=(",", ":")))
+        return code
     print(
         f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
-        f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {time.monotonic() - started:.0f}s "
-        f"(run {run_id}, {report_dir if report_dir.is_dir() else 'no report'}{report_note})"
+        f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {seconds:.0f}s "
+        f"(run {run_id}, {where or 'no report'}{report_note})"
     )
     return code
+
+
+def verdict_record(
+    args: argparse.Namespace, verdict: str, code: int, counts: dict, run_id: str, report_dir: Path | None
+) -> dict:
+    """The verdict of ``run -o json``: ``{verdict, exitCode, driver, profile, counts: {passed, failed, error,
+    skipped}, runId, reportDir}`` (reportDir: the run directory as given or under the cwd, None when the run
+    left none), the same facts as the human VERDICT line."""
+    shown = None
+    if report_dir is not None:
+        shown = str(report_dir.relative_to(Path.cwd()) if report_dir.is_relative_to(Path.cwd()) else report_dir)
+    return {
+        "verdict": verdict,
+        "exitCode": code,
+        "driver": args.driver,
+        "profile": args.profile,
+        "counts": dict(counts),
+        "runId": run_id,
+        "reportDir": shown,
+    }
 
 
 def _first_line(exc: BaseException) -> str:

@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 
@@ -51,9 +52,25 @@ def command_modules() -> list:
     return modules
 
 
+def plain(text: str) -> str:
+    """Help text without Sphinx/reStructuredText markup (module docstrings serve as descriptions):
+    ``:func:`~a.b.c``` -> ``c``, ``:mod:`a.b``` -> ``a.b``, ``:ref:`text <target>``` -> ``text``, a literal in
+    double backticks -> single backticks (as commands are quoted in help text)."""
+    text = re.sub(
+        r":[a-z]+(?::[a-z]+)?:`~?([^`<]*?)\s*(?:<[^`>]*>)?`",
+        lambda m: m[1].split(".")[-1] if "~" in m[0] else m[1],
+        text,
+    )
+    return text.replace("``", "`")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose usage errors exit 4 (bad input), as every dra-conformance command documents, not 2 (which
-    means interrupted); its subcommands' parsers are of this class too."""
+    means interrupted), and whose help has no Sphinx markup (:func:`plain`); its subcommands' parsers are of
+    this class too."""
+
+    def format_help(self) -> str:
+        return plain(super().format_help())
 
     def error(self, message: str):
         self.print_usage(sys.stderr)

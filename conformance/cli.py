@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(argv: list[str]) -> int:
     parser = build_parser()
+    if not argv:  # kubectl's and helm's habit: the commands, not an error
+        parser.print_help()
+        return 0
     wanted = next((a for a in argv if not a.startswith("-")), None)
     if wanted in ELSEWHERE and wanted not in parser.get_default("commands"):
         print(f"error: `dra-conformance {wanted}` comes with {ELSEWHERE[wanted]}: pip install {ELSEWHERE[wanted]}")

@@ -81,6 +81,12 @@ def test_help_lists_every_command_with_a_line(capsys):
         assert re.search(rf"^\s+{re.escape(name)}\s+\S", out, re.M), f"--help does not describe {name}:\n{out}"
 
 
+def test_no_command_prints_the_command_list(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^\s+run\s+run the conformance suites", out, re.M), out
+
+
 def test_version_names_the_distributions_and_the_commit(capsys):
     with pytest.raises(SystemExit):
         main(["--version"])
@@ -125,6 +131,24 @@ def test_run_verdict_as_json():
         "reportDir": str(Path("reports") / "r1"),
     }
     assert runner_cli.verdict_record(args, "FAIL", 1, counts, "r1", None)["reportDir"] is None
+
+
+def test_run_prints_its_verdict_as_the_last_line_of_json(tmp_path):
+    """A real `run` (no cluster: an API server nobody listens on, exit 3): the last stdout line is the verdict."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: x}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    argv = ["run", "--cluster", "existing", "--kubeconfig", str(kubeconfig), "--profile", "core", "--workers", "0"]
+    proc = subprocess.run([*CLI, *argv, "-o", "json"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    verdict = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert verdict["exitCode"] == proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert verdict["verdict"].startswith("ERROR") and verdict["driver"] == "reference" and verdict["profile"] == "core"
+    assert set(verdict["counts"]) == {"passed", "failed", "error", "skipped"} and verdict["runId"].startswith("r")
+    assert verdict["reportDir"] is None and not (tmp_path / "reports").exists()
+    assert "VERDICT:" not in proc.stdout
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh"])

@@ -178,8 +178,12 @@ class Session:
             ),
             narrowing=narrowing.load(self.report_dir) or None,
         )
-        # no path of this machine in a record that travels (cwd, home, the installed package: issue 22 §5)
-        prefixes = portable.machine_prefixes(self.report_dir, [(shipped.SOURCE_ROOT, "")])
+        # no path of this machine in a record that travels (issue 22 §5): the report dir and cwd relative, the
+        # installed package and the profile's folder stripped (the profile reads as its file name), home as ~
+        roots = [(shipped.SOURCE_ROOT, "")] + (
+            [(Path(src).resolve().parent, "")] if (src := self.profile.source) else []
+        )
+        prefixes = portable.machine_prefixes(self.report_dir, roots)
         facts_mod.write_json(self.report_dir / "run.json", portable.scrub(record, prefixes))
 
     @classmethod

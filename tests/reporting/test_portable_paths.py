@@ -49,7 +49,7 @@ def test_run_json_and_summary_json_name_no_machine_path(tmp_path, monkeypatch):
     record = json.loads(run_json)
     assert record["narrowing"]["select"] == ["./suites/node"]
     assert record["capabilities"]["node_access"]["evidence"] == "no kubeconfig at ~/.kube/config; see ./x.log"
-    assert "fixtures/drivers/reference.yaml" in run_json  # the profile named relative to the package
+    assert "profile reference (reference.yaml)" in run_json  # the profile named by its file
     run_sample(run_dir, run_json=record, fail=False)
     from conformance.reporting import build  # noqa: PLC0415 - the report stack
 

@@ -26,7 +26,7 @@ import pytest
 
 from conformance import hookspecs, shipped, toolbox
 from conformance.clusters import builtin as builtin_clusters
-from conformance.core import errors, markers, names, selection
+from conformance.core import errors, markers, names, options, selection
 from conformance.core.config import deploy_mode, from_options
 from conformance.drivers import builtin as builtin_drivers
 from conformance.k8s.builders.builder import Builder, BuilderContext
@@ -48,28 +48,6 @@ SERIAL_CAPS = set(  # capabilities whose tests change cluster state: one xdist g
     "driver.fault_injection".split()
 )
 EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 4, 3
-
-OPTIONS = (  # flag, dest, help, extra
-    ("--cluster", "cluster", "local | kind | existing (default local)", {}),
-    ("--kubeconfig", "kubeconfig", "kubeconfig of an existing cluster", {}),
-    ("--context", "context", "kubeconfig context", {}),
-    ("--k8s-version", "k8s_version", "Kubernetes minor for local/kind clusters, e.g. 1.34", {}),
-    ("--feature-gates", "feature_gates", "defaults | all (local/kind clusters; default all)", {}),
-    ("--driver", "driver", "driver profile name (fixtures/drivers/NAME.yaml) or path to a profile", {}),
-    ("--driver-deploy", "driver_deploy", "bundled | host | helm | manifests | preinstalled (default: profile's)", {}),
-    ("--allow-install", "allow_install", "--driver-deploy may install on existing clusters", {"action": "store_true"}),
-    ("--profile", "profile", "core | standard | full | disruptive (default standard)", {}),
-    ("--allow-disruptive", "allow_disruptive", "allow the disruptive profile", {"action": "store_true"}),
-    ("--image-repo", "image_repo", "image repository override for driver images", {}),
-    ("--report-dir", "report_dir", "report directory (default reports/<run-id>)", {}),
-    ("--timeout-scale", "timeout_scale", "multiply every wait timeout (slow clusters), default 1", {}),
-    ("--nodes", "nodes", "nodes of a local/kind cluster (default 2)", {}),
-    ("--node-access", "node_access", "auto | none | privileged-pod (explicit opt-in on existing clusters)", {}),
-    ("--run-id", "run_id", "run ID labelling every object (default: generated)", {}),
-    ("--keep-cluster", "keep_cluster", "leave the local cluster running after the run", {"action": "store_true"}),
-    ("--cluster-feature-gates", "cluster_feature_gates", "Name=true,... an existing cluster runs with", {}),
-    ("--kind-name", "kind_name", "kind cluster name (--cluster kind): an existing one is reused and kept", {}),
-)
 
 
 def pytest_addhooks(pluginmanager):
@@ -103,10 +81,11 @@ def _taken(parser, flag: str) -> bool:
 def pytest_addoption(parser):
     """Register the harness options in the ``dra-conformance`` group (``--report-dir`` may already exist)."""
     group = parser.getgroup("dra-conformance", "DRA driver conformance")
-    for flag, dest, text, extra in OPTIONS:
-        if not _taken(parser, flag):
+    for opt in options.OPTIONS:  # the table `dra-conformance run` shares (conformance/core/options.py)
+        if not _taken(parser, opt.flag):
+            extra = {"action": "store_true"} if opt.switch else {}
             try:
-                group.addoption(flag, dest=dest, default=None, help=text, **extra)
+                group.addoption(opt.flag, dest=opt.dest, default=None, help=opt.help, **extra)
             except ValueError:  # registered meanwhile by the reporting plugin
                 pass
 
@@ -127,7 +106,7 @@ def pytest_configure(config):
     if not _active(config):
         return
     worker = getattr(config, "workerinput", None)
-    values = {dest: config.getoption(dest, default=None) for _, dest, _, _ in OPTIONS}
+    values = {o.dest: config.getoption(o.dest, default=None) for o in options.OPTIONS}
     values["run_id"] = (worker or {}).get("dra_run_id") or values["run_id"] or names.new_run_id()
     # `list`, --collect-only: no cluster, and nothing written unless a report directory was given
     listing, given_dir = bool(config.option.collectonly), bool(values["report_dir"])

@@ -6,7 +6,7 @@ Profile keys (``deploy`` with ``mode: helm``, or ``deploy_alternatives.helm``): 
 (``repo/name``, ``oci://...``), or ``{go_module: TOOL, path: DIR}``: DIR inside the pinned Go tool's module in
 the Go module cache (read in place); ``release``, ``namespace`` (default: the profile name), ``values``,
 ``set`` (``--set`` items), ``version``, ``timeout_s``; ``env_values`` (chart values from the environment,
-:mod:`.chartvalues`); ``images``: names from ``dra-conformance images list``
+:mod:`.chartvalues`); ``images``: names from ``dra-conformance images cache``
 imported into every node before the install when the cluster takes archives (core.handles.LoadsImages);
 ``upgrade_from``: the driver's previous version for the upgrade lane (conformance.drivers.helm_upgrade).
 

@@ -1,6 +1,6 @@
 """Images a DaemonSet deploy needs, imported into every node first when the cluster takes OCI archives
 (core.handles.LoadsImages: the local cluster); profile key ``images`` (names of ``dra-conformance images
-list``). Shared by the ``helm`` and ``manifests`` deployers."""
+cache``). Shared by the ``helm`` and ``manifests`` deployers."""
 
 from __future__ import annotations
 
@@ -24,5 +24,5 @@ def load(cluster: ClusterHandle, names: Iterable[str]) -> list[str]:
         built = toolbox.build_images(names, dict(cluster.images))
         cluster.load_images([archive for archive, _ in built])
     except (ImageError, toolbox.ToolMissing) as exc:
-        raise errors.ConfigError(str(exc), field="deploy.images", fix="see `dra-conformance images list`") from None
+        raise errors.ConfigError(str(exc), field="deploy.images", fix="see `dra-conformance images cache`") from None
     return [ref for _, ref in built]

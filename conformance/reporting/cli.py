@@ -51,7 +51,7 @@ def add_history_option(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="Allure history saved by an earlier report (history.jsonl, or a folder holding it or history/"
         "history.jsonl; missing or empty: a new history starts) instead of the newest sibling run's; save "
-        "RUN_DIR/history/history.jsonl after the report for the next night",
+        "RUN_DIR/history/history.jsonl after the report for the next night (default: the newest sibling run's)",
     )
 
 

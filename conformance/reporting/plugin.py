@@ -21,6 +21,7 @@ import pathlib
 import allure
 import pytest
 
+from conformance.core import options
 from conformance.reporting import classify, evidence, hookspecs, labels, runinfo
 
 OPTION = "--report-dir"
@@ -46,7 +47,7 @@ def pytest_addoption(parser):
             dest="report_dir",
             default=None,
             metavar="DIR",
-            help="write Allure results, junit.xml and failure evidence under DIR (reports/<run-id>)",
+            help=options.BY_DEST["report_dir"].help,  # the text `dra-conformance run --help` shows
         )
     except ValueError:  # registered meanwhile by another plugin in the same group
         pass

@@ -28,7 +28,8 @@ import pathlib
 
 import jsonschema
 
-from conformance.core import markers
+from conformance import shipped
+from conformance.core import markers, portable
 from conformance.reporting import coverage, evidence, labels, narrowed, results, runinfo
 from conformance.reporting.coverage import skipped_for_another as _skipped_for_another
 
@@ -287,7 +288,9 @@ def _driver_entry(run: dict) -> dict:
 
 
 def write(run_dir: str | pathlib.Path, data: dict) -> pathlib.Path:
-    """Write ``data`` to ``run_dir/summary.json`` atomically (tmp + rename); returns the path."""
+    """Write ``data`` to ``run_dir/summary.json`` atomically (tmp + rename); returns the path. Paths of this
+    machine become relative (the run dir, the cwd, the installed package) or ``~`` (conformance.core.portable)."""
+    data = portable.scrub(data, portable.machine_prefixes(run_dir, [(shipped.SOURCE_ROOT, "")]))
     path = pathlib.Path(run_dir) / "summary.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")

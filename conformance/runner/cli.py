@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import json
 import re
 import shutil
 import signal
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from conformance import shipped
-from conformance.core import names
+from conformance.core import names, options, output
 from conformance.core.errors import ConfigError
 from conformance.k8s import incluster
 from conformance.reporting import cli as report_cli
@@ -40,22 +41,6 @@ EXIT_TEXT = {
 DEFAULT_WORKERS = 4  # xdist workers of `run` (measured on 2 cores: waits dominate; docs/running.md "Parallel runs")
 MAX_WORKERS = 32
 SERIAL_ONLY = ("--pdb", "--trace")  # pytest options that xdist cannot honour: the run stays serial
-PASS_THROUGH = (
-    "cluster",
-    "kubeconfig",
-    "context",
-    "k8s_version",
-    "feature_gates",
-    "driver",
-    "driver_deploy",
-    "profile",
-    "image_repo",
-    "timeout_scale",
-    "nodes",
-    "node_access",
-    "cluster_feature_gates",
-    "kind_name",
-)
 
 
 class _Counter:
@@ -75,63 +60,35 @@ class _Counter:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--driver", default="reference", help="driver profile name or path (default reference)")
-    p.add_argument("--profile", default="standard", help="core | standard | full | disruptive")
+    options.add_arguments(p, ("driver", "profile"))
 
 
 def register(subparsers) -> None:
     """Add ``run`` and ``list``."""
     run = subparsers.add_parser("run", help="run the conformance suites against a driver")
-    _common(run)
-    run.add_argument("--cluster", default="local", help="local | kind | existing")
-    run.add_argument("--kubeconfig")
+    options.add_arguments(run)  # the one table shared with the pytest plugin (conformance/core/options.py)
     run.add_argument(
         "--in-cluster",
         dest="in_cluster",
         action="store_true",
         help="with --cluster existing: use the pod's service account (the suite runs as a pod; detected "
-        "when no kubeconfig is found in a pod)",
+        "when no kubeconfig is found in a pod) (default: off)",
     )
-    run.add_argument("--context")
-    run.add_argument("--k8s-version", dest="k8s_version")
-    run.add_argument("--feature-gates", dest="feature_gates", default="all", help="defaults | all")
-    run.add_argument(
-        "--driver-deploy",
-        dest="driver_deploy",
-        help="bundled | host | helm | manifests | preinstalled (default: the profile's on a cluster the run "
-        "creates; preinstalled on --cluster existing)",
-    )
-    run.add_argument(
-        "--allow-install",
-        dest="allow_install",
-        action="store_true",
-        help="let --driver-deploy helm|manifests|... install the driver on a cluster the run did not create "
-        "(--cluster existing); refused when the release or objects already exist, and tear-down removes only "
-        "what the run installed",
-    )
-    run.add_argument("--allow-disruptive", action="store_true")
-    run.add_argument("--image-repo", dest="image_repo")
-    run.add_argument("--report-dir", dest="report_dir")
-    run.add_argument("--timeout-scale", dest="timeout_scale")
-    run.add_argument("--nodes")
-    run.add_argument("--node-access", dest="node_access")
-    run.add_argument("--keep-cluster", action="store_true")
-    run.add_argument(
-        "--cluster-feature-gates",
-        dest="cluster_feature_gates",
-        help="existing clusters: Name=true,... gates the admin states (for gates its metrics do not report)",
-    )
-    run.add_argument("--kind-name", dest="kind_name", help="kind cluster name: an existing one is reused and kept")
-    run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
+    run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run (default: off)")
     report_cli.add_history_option(run)
+    output.add_output_option(run)
     run.add_argument(
         "--workers",
         "-n",
         type=parse_workers,
         default=DEFAULT_WORKERS,
-        help=f"parallel pytest-xdist workers (default {DEFAULT_WORKERS}; 0 = serial, in this process)",
+        help=f"parallel pytest-xdist workers, 0 = serial, in this process (default: {DEFAULT_WORKERS})",
     )
-    run.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments (e.g. -k, -n 2)")
+    run.add_argument(
+        "pytest_args",
+        nargs=argparse.REMAINDER,
+        help="extra pytest arguments after -- (e.g. -- -k smoke; default: none)",
+    )
     run.set_defaults(func=run_command)
     lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
     _common(lst)
@@ -179,16 +136,7 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
     out = [] if paths else [str(SUITES)]
     out += ["--rootdir", str(shipped.test_root()), "--run-id", run_id, "--report-dir", str(report_dir)]
     out += ["-p", "no:cacheprovider", "-W", REWRITE_NOTE]
-    for dest in PASS_THROUGH:
-        value = getattr(args, dest, None)
-        if value not in (None, ""):
-            out += ["--" + dest.replace("_", "-"), str(value)]
-    if args.allow_disruptive:
-        out.append("--allow-disruptive")
-    if args.keep_cluster:
-        out.append("--keep-cluster")
-    if getattr(args, "allow_install", False):
-        out.append("--allow-install")
+    out += options.to_pytest(args)
     if any(a == "-n" or a.startswith("--numprocesses") or re.fullmatch(r"-n(\d+|auto|logical)", a) for a in extra):
         out += ["--dist", "loadgroup"]  # the caller chose the workers in the pytest arguments
     elif (
@@ -299,12 +247,37 @@ def run_command(args: argparse.Namespace) -> int:
         timings.add_run_wall(report_dir, time.monotonic() - started)
     verdict, code, report_note = _judge(args, code, counter.counts["passed"], report_dir)
     c = counter.counts
+    seconds = time.monotonic() - started
+    where = report_dir if report_dir.is_dir() else None
+    if output.wants_json(args):  # the last line of stdout: one JSON object a script can parse
+        print(json.dumps(verdict_record(args, verdict, code, c, run_id, where), separators=(",", ":")))
+        return code
     print(
         f"\nVERDICT: {verdict} - driver {args.driver}, profile {args.profile}: {c['passed']} passed, "
-        f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {time.monotonic() - started:.0f}s "
-        f"(run {run_id}, {report_dir if report_dir.is_dir() else 'no report'}{report_note})"
+        f"{c['failed']} failed, {c['error']} errors, {c['skipped']} skipped in {seconds:.0f}s "
+        f"(run {run_id}, {where or 'no report'}{report_note})"
     )
     return code
+
+
+def verdict_record(
+    args: argparse.Namespace, verdict: str, code: int, counts: dict, run_id: str, report_dir: Path | None
+) -> dict:
+    """The verdict of ``run -o json``: ``{verdict, exitCode, driver, profile, counts: {passed, failed, error,
+    skipped}, runId, reportDir}`` (reportDir: the run directory as given or under the cwd, None when the run
+    left none), the same facts as the human VERDICT line."""
+    shown = None
+    if report_dir is not None:
+        shown = str(report_dir.relative_to(Path.cwd()) if report_dir.is_relative_to(Path.cwd()) else report_dir)
+    return {
+        "verdict": verdict,
+        "exitCode": code,
+        "driver": args.driver,
+        "profile": args.profile,
+        "counts": dict(counts),
+        "runId": run_id,
+        "reportDir": shown,
+    }
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conformance.core import errors, timeouts
+from conformance import shipped
+from conformance.core import errors, portable, timeouts
 from conformance.core.capabilities import Capabilities
 from conformance.core.config import RunConfig, deploy_mode
 from conformance.core.handles import (
@@ -162,24 +163,28 @@ class Session:
             "profile": self.profile.name,
             "deploy": self.deploy_mode,
         }
-        facts_mod.write_json(
-            self.report_dir / "run.json",
-            facts_mod.run_info(
-                run_id=self.cfg.run_id,
-                started=self.started,
-                finished=finished,
-                cluster_kind=self.cfg.cluster,
-                facts=self.facts,
-                driver=driver,
-                profile=self.cfg.profile,
-                feature_gates_mode=self.cfg.feature_gates,
-                capabilities=self.capabilities,
-                declared=tuple(  # declared by the profile or published in the driver's slices (Capability.declared)
-                    n for n, c in sorted(self.capabilities.items.items()) if c.declared and n in exercised
-                ),
-                narrowing=narrowing.load(self.report_dir) or None,
+        record = facts_mod.run_info(
+            run_id=self.cfg.run_id,
+            started=self.started,
+            finished=finished,
+            cluster_kind=self.cfg.cluster,
+            facts=self.facts,
+            driver=driver,
+            profile=self.cfg.profile,
+            feature_gates_mode=self.cfg.feature_gates,
+            capabilities=self.capabilities,
+            declared=tuple(  # declared by the profile or published in the driver's slices (Capability.declared)
+                n for n, c in sorted(self.capabilities.items.items()) if c.declared and n in exercised
             ),
+            narrowing=narrowing.load(self.report_dir) or None,
         )
+        # no path of this machine in a record that travels (issue 22 §5): the report dir and cwd relative, the
+        # installed package and the profile's folder stripped (the profile reads as its file name), home as ~
+        roots = [(shipped.SOURCE_ROOT, "")] + (
+            [(Path(src).resolve().parent, "")] if (src := self.profile.source) else []
+        )
+        prefixes = portable.machine_prefixes(self.report_dir, roots)
+        facts_mod.write_json(self.report_dir / "run.json", portable.scrub(record, prefixes))
 
     @classmethod
     def attach(cls, report_dir: Path, registry: Registry, wait_s: float = 1800.0) -> Session:

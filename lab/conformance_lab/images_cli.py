@@ -1,6 +1,7 @@
-"""`dra-conformance images list|build|export|import`: the offline images a run needs.
+"""`dra-conformance images cache|build|export|import`: the lab's offline images (the plugin owns ``images list``,
+every image a run may pull; both fill the one ``images`` command through conformance.core.commands.group).
 
-``list`` prints every image (name, image reference, where it comes from, whether it is cached); ``build``
+``cache`` prints every offline image (name, image reference, where it comes from, whether it is cached); ``build``
 builds the named ones (all by default) into the cache; ``export --to DIR`` writes their archives and an
 ``images.json`` index; ``import`` loads archives (``--from DIR`` of an export, else the cache) into every node
 of a running local cluster, or into the containerd sockets given with ``--socket``. Exit codes: 0 done,
@@ -15,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.core import commands
 from conformance_lab.toolchain.cache import CacheMiss
 from conformance_lab.toolchain.images import catalog
 from conformance_lab.toolchain.images.ctr import image_names, import_image
@@ -120,13 +122,14 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    """Add `images` with list|build|export|import; each parser sets ``func(args) -> int``."""
-    images = subparsers.add_parser("images", help="offline images a run needs: list, build, export, import")
-    sub = images.add_subparsers(dest="images_command", required=True, metavar="ACTION")
+    """Add build|export|import|cache to the shared `images` command; each parser sets ``func(args) -> int``."""
+    sub = commands.group(
+        subparsers, "images", "the images a run uses: list them (and, with the lab: cache, build, export, import)"
+    )
     names_help = (
         "image names (default: all): " + ", ".join(catalog.DEFAULT_IMAGES) + ", dra-example-driver, reference-driver"
     )
-    lst = sub.add_parser("list", help="every image a run needs: name, reference, source, cached or not")
+    lst = sub.add_parser("cache", help="the lab's offline images: name, reference, source, cached or not")
     lst.add_argument("names", nargs="*", help=names_help)
     lst.add_argument("--json", action="store_true", help="machine-readable output")
     lst.set_defaults(func=_list)

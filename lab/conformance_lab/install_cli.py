@@ -35,7 +35,7 @@ from conformance_lab.toolchain import versions
 from conformance_lab.toolchain.images import catalog
 from conformance_lab.toolchain.images.oci import ImageError
 
-QUALIFICATION_IMAGES = ("busybox", "reference-driver")  # `dra-conformance images list` names
+QUALIFICATION_IMAGES = ("busybox", "reference-driver")  # `dra-conformance images cache` names
 
 
 def _print(line: str) -> None:

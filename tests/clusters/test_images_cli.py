@@ -42,12 +42,12 @@ def test_catalog_names_every_image_a_run_needs():
 def test_list_says_what_is_cached(tiny_catalog, capsys):
     assert main(["images", "build", "busybox"]) == 0
     capsys.readouterr()
-    assert main(["images", "list", "--json"]) == 0
+    assert main(["images", "cache", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert list(rows) == tiny_catalog
     assert rows["busybox"]["cached"] and rows["busybox"]["ref"] == "example.local/busybox:1"
     assert not rows["pause"]["cached"] and "images build pause" in rows["pause"]["note"]
-    assert main(["images", "list"]) == 0
+    assert main(["images", "cache"]) == 0
     assert "NOT cached" in capsys.readouterr().out
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from conformance.core import output
 from conformance_lab.toolchain.steps import SetupError, run_steps
-from conformance_lab.toolchain.versions import VersionError, describe, load
+from conformance_lab.toolchain.versions import VersionError, as_json, describe, load
 
 
 def _setup(args) -> int:
@@ -19,10 +20,20 @@ def _setup(args) -> int:
     return 0
 
 
+def _versions(args) -> int:
+    pins = load()
+    if output.wants_json(args):
+        output.print_json(as_json(pins))
+    else:
+        print("\n".join(describe(pins)))
+    return 0
+
+
 def register(sub) -> None:
     """Add the `setup` and `versions` subcommands to an argparse subparsers object."""
     p = sub.add_parser("versions", help="print every pinned version (the lab's versions.toml)")
-    p.set_defaults(func=lambda args: print("\n".join(describe(load()))) or 0)
+    output.add_output_option(p)
+    p.set_defaults(func=_versions)
     s = sub.add_parser(
         "setup", help="build the lab's toolchain into the user's cache: Kubernetes, etcd, containerd, helm, images"
     )

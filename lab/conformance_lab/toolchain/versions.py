@@ -146,6 +146,18 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
         raise VersionError(f"{path.name}: missing key {exc}") from exc
 
 
+def as_json(v: Versions) -> dict:
+    """Every pin as one JSON-able object (``versions -o json``): ``{kubernetes: {default, releases: {minor: tag}},
+    go: {name: module@version}, npm: {allure}, python: {package: version}, debian: [package]}``."""
+    return {
+        "kubernetes": {"default": v.k8s_default, "releases": dict(sorted(v.k8s_releases.items()))},
+        "go": {t.name: f"{t.module}@{t.version}" for t in v.go_tools.values()},
+        "npm": {"allure": v.allure},
+        "python": dict(v.python),
+        "debian": list(v.debian_packages),
+    }
+
+
 def describe(v: Versions) -> list[str]:
     """Human lines listing every pin (what `make versions` prints)."""
     lines = [f"kubernetes (default {v.k8s_default}):"]

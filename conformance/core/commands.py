@@ -1,0 +1,23 @@
+"""Seams of the `dra-conformance` command line that the plugin and the lab share (the lab may import
+conformance.core, not conformance.cli): a command group that more than one distribution fills, e.g. ``images``
+(the plugin's ``images list``, the lab's ``images build|export|import|cache``)."""
+
+from __future__ import annotations
+
+import argparse
+
+_ACTIONS = "_dra_conformance_actions"  # attribute of a group's parser holding its subparsers action
+
+
+def group(subparsers, name: str, help_text: str, metavar: str = "ACTION") -> argparse._SubParsersAction:
+    """The subcommands of command ``name`` under ``subparsers`` (an argparse subparsers action), creating the
+    command on first use: whichever distribution registers first creates it, the others add their actions to
+    it. ``help_text`` is used only by the first. Raises ValueError when ``name`` exists but is not a group."""
+    parser = subparsers.choices.get(name)
+    if parser is None:
+        parser = subparsers.add_parser(name, help=help_text, description=help_text)
+        setattr(parser, _ACTIONS, parser.add_subparsers(dest=f"{name}_command", required=True, metavar=metavar))
+    actions = getattr(parser, _ACTIONS, None)
+    if actions is None:
+        raise ValueError(f"dra-conformance {name} is a command, not a group: register its actions elsewhere")
+    return actions

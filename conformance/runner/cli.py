@@ -4,7 +4,9 @@
 1 (a test failed or something leaked), 2 (interrupted), 3 (cluster or driver not usable), 4 (bad input),
 5 (nothing selected); a passing run narrowed by pytest arguments (``-- -k foo``, ``-m``, paths...) exits 0 but its
 verdict says ``PASS (narrowed: ...) — not a qualification of profile P`` (conformance/reporting/narrowed.py).
-``list`` prints the tests a --profile selects without touching a cluster.
+``list`` prints the tests a --profile selects without touching a cluster; with ``--kubeconfig`` (and ``-o json``)
+each test's run/skip decision on that cluster. ``run --plan`` prints what the run would do and creates nothing
+(conformance/runner/plan.py: one read-only survey and the harness's own decisions for both).
 """
 
 from __future__ import annotations
@@ -123,6 +125,12 @@ def register(subparsers) -> None:
     )
     run.add_argument("--kind-name", dest="kind_name", help="kind cluster name: an existing one is reused and kept")
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run")
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="print what the run would do (cluster, nodes, driver, objects, each test's run/skip decision with "
+        "its evidence) and exit 0; creates nothing on the cluster and writes no report",
+    )
     report_cli.add_history_option(run)
     run.add_argument(
         "--workers",
@@ -136,6 +144,9 @@ def register(subparsers) -> None:
     lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
     _common(lst)
     lst.add_argument("--allow-disruptive", action="store_true", help="needed to list the disruptive profile")
+    lst.add_argument("--kubeconfig", help="decide each test's run/skip on this existing cluster (read-only)")
+    lst.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
+    lst.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) | json")
     lst.set_defaults(func=list_command)
 
 
@@ -178,17 +189,7 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
     paths = [a for a in extra if not a.startswith("-") and _is_path(a)]
     out = [] if paths else [str(SUITES)]
     out += ["--rootdir", str(shipped.test_root()), "--run-id", run_id, "--report-dir", str(report_dir)]
-    out += ["-p", "no:cacheprovider", "-W", REWRITE_NOTE]
-    for dest in PASS_THROUGH:
-        value = getattr(args, dest, None)
-        if value not in (None, ""):
-            out += ["--" + dest.replace("_", "-"), str(value)]
-    if args.allow_disruptive:
-        out.append("--allow-disruptive")
-    if args.keep_cluster:
-        out.append("--keep-cluster")
-    if getattr(args, "allow_install", False):
-        out.append("--allow-install")
+    out += ["-p", "no:cacheprovider", "-W", REWRITE_NOTE, *options(args)]
     if any(a == "-n" or a.startswith("--numprocesses") or re.fullmatch(r"-n(\d+|auto|logical)", a) for a in extra):
         out += ["--dist", "loadgroup"]  # the caller chose the workers in the pytest arguments
     elif (
@@ -200,6 +201,19 @@ def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -
         # plugins, kube-controller-manager) and the process that restarts them must be the one tearing down
         out += ["-n", str(args.workers), "--dist", "loadgroup"]
     return out + extra
+
+
+def options(args: argparse.Namespace) -> list[str]:
+    """The harness options of ``args`` (:data:`PASS_THROUGH` values and the opt-in flags) as pytest arguments."""
+    out = []
+    for dest in PASS_THROUGH:
+        value = getattr(args, dest, None)
+        if value not in (None, ""):
+            out += ["--" + dest.replace("_", "-"), str(value)]
+    for flag in ("allow_disruptive", "keep_cluster", "allow_install"):
+        if getattr(args, flag, False):
+            out.append("--" + flag.replace("_", "-"))
+    return out
 
 
 def _prepare(args: argparse.Namespace) -> int | None:
@@ -282,6 +296,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     if (refused := _prepare(args)) is not None:
         return refused
+    if getattr(args, "plan", False):  # what the run would do, read-only (conformance/runner/plan.py)
+        from conformance.runner import plan  # noqa: PLC0415
+
+        return plan.command(args, "plan")
     run_id = names.new_run_id()
     report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
     counter = _Counter()
@@ -333,9 +351,15 @@ def summary_verdict(report_dir: Path) -> tuple[tuple[str, ...], dict | None]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """Collect only; print the selected test IDs, the tests per area (mission areas first) and a count."""
+    """Collect only; print the selected test IDs, the tests per area (mission areas first) and a count. With
+    ``--kubeconfig`` or ``-o json``: each test's decision (conformance/runner/plan.py) on that cluster."""
     import pytest  # noqa: PLC0415
 
+    if args.kubeconfig or args.output == "json":  # the decisions of run --plan (conformance/runner/plan.py)
+        from conformance.runner import plan  # noqa: PLC0415
+
+        args.cluster, args.pytest_args = ("existing" if args.kubeconfig else "local"), []
+        return plan.command(args, "list" if args.output == "text" else "json")
     code = int(
         pytest.main(
             [

@@ -105,7 +105,9 @@ def survey(cfg: RunConfig, registry: Registry) -> Survey:
     if cfg.node_access == "privileged-pod":
         access = HelperPodNodeAccess(k8s, [n.name for n in cluster.nodes], cfg.run_id)
         out.helper = f"one privileged helper pod per node in namespace {access.namespace} (removed at the end)"
-        _unprobed(facts, f"--plan starts no {out.helper}", NODE_PROBED)
+        _unprobed(
+            facts, "the run probes it through its privileged helper pods, which --plan does not start", NODE_PROBED
+        )
         at_start += NODE_PROBED
     if driver is None:
         _unprobed(facts, f"the run installs the driver ({session.deploy_mode}) first", DRIVER_PROBED)
@@ -172,12 +174,10 @@ class PlanPlugin:
         harness = self.config.stash[HARNESS]
         try:
             self.survey = survey(harness.cfg, harness.registry)
-        except errors.ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            pytest.exit(f"bad input: {exc}", returncode=4)
+        except errors.ConfigError as exc:  # pytest prints "Exit: <reason>"
+            pytest.exit(f"dra-conformance: bad input: {exc}", returncode=4)
         except errors.ConformanceError as exc:
-            print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-            pytest.exit(str(exc), returncode=3)
+            pytest.exit(f"dra-conformance: {type(exc).__name__}: {exc}", returncode=3)
         harness.planned = self.survey.capabilities
 
     def pytest_collectreport(self, report):
@@ -212,7 +212,7 @@ class PlanPlugin:
 
 
 def _in_profile(item, profile: str) -> bool:
-    return markers.profile_includes(profile, selection.test_profile(m.name for m in item.iter_markers()))
+    return markers.profile_includes(profile, selection.test_profile([m.name for m in item.iter_markers()]))
 
 
 def pytest_addoption(parser):

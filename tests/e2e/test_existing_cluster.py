@@ -276,3 +276,24 @@ def test_plan_names_nodes_and_decisions_and_creates_nothing(installed, tmp_path)
     assert {d["area"] for d in doc} >= {"api_v1", "allocation", "node"}
     assert list(tmp_path.iterdir()) == []
     assert _cluster_state(k8s) == before
+
+
+def test_plan_decisions_are_what_the_run_then_does(installed, tmp_path):
+    # given: the plan of a standard run on the cluster; one test it would run and one it would skip
+    kubeconfig, k8s = installed
+    base = ["--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference", "--profile", "standard"]
+    planned = _in(tmp_path, "run", *base, "--plan")
+    rows = {test: (decision, why) for decision, test, why in PLAN_ROW.findall(planned.stdout)}
+    assert planned.returncode == 0 and rows, planned.stdout[-3000:] + planned.stderr[-3000:]
+    ran = next(t for t, (d, _) in rows.items() if d == "run" and t.startswith("suites/smoke/") and "[" not in t)
+    skipped = next(t for t, (d, _) in rows.items() if d == "skip" and "[" not in t)
+    # when: the run runs those two tests
+    report = tmp_path / "report"
+    argv = ["run", *base, "--workers", "0", "--no-report", "--report-dir", str(report), "--", ran, skipped]
+    proc = _in(tmp_path, *argv)
+    out = proc.stdout + proc.stderr
+    # then: one passed, the other skipped with the plan's evidence
+    assert proc.returncode == 0, out[-6000:]
+    assert _outcomes(report / "junit.xml") == {ran.split("::")[-1]: "passed", skipped.split("::")[-1]: "skipped"}
+    messages = [s.get("message") or "" for s in ET.parse(report / "junit.xml").iter("skipped")]
+    assert len(messages) == 1 and rows[skipped][1] in messages[0], (messages, rows[skipped])

@@ -173,9 +173,16 @@ def test_plan_of_a_cluster_the_run_creates_says_so_and_writes_nothing(capsys, mo
     assert cli.run_command(args) == 0
     out = capsys.readouterr().out
     assert "local: created by the run" in out and "capabilities known after `cluster up`" in out
-    assert re.search(
-        r"tests \(profile core\): 2 selected: 2 run, .*; \d+ deselected by the profile, \d+ by pytest", out
+    counted = re.search(
+        r"tests \(profile core\): 2 selected: 2 run, .*; (\d+) deselected by the profile, (\d+) by", out
     )
+    # the profile deselects every test outside core, -k the other core tests
+    full = dict(driver="reference", allow_disruptive=True, kubeconfig=None, context=None, output="json")
+    cli.list_command(SimpleNamespace(**full, profile="disruptive"))
+    every = len(json.loads(capsys.readouterr().out))
+    cli.list_command(SimpleNamespace(**full, profile="core"))
+    core = len(json.loads(capsys.readouterr().out))
+    assert counted and (int(counted[1]), int(counted[2])) == (every - core, core - 2), out[-2000:]
     assert list(tmp_path.iterdir()) == []
 
 

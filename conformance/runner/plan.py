@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -104,7 +105,12 @@ def survey(cfg: RunConfig, registry: Registry) -> Survey:
     at_start: list[str] = []
     if cfg.node_access == "privileged-pod":
         access = HelperPodNodeAccess(k8s, [n.name for n in cluster.nodes], cfg.run_id)
-        out.helper = f"one privileged helper pod per node in namespace {access.namespace} (removed at the end)"
+        images = getattr(cluster, "images", None) or {}
+        relay = f"gRPC relay {images['grpc']}" if images.get("grpc") else "no gRPC relay image on every node"
+        out.helper = (
+            f"one privileged helper pod per node in namespace {access.namespace} (removed at the end; image "
+            f"{images.get('busybox', access.image)}, {relay})"
+        )
         _unprobed(
             facts, "the run probes it through its privileged helper pods, which --plan does not start", NODE_PROBED
         )
@@ -116,8 +122,7 @@ def survey(cfg: RunConfig, registry: Registry) -> Survey:
     out.at_start = frozenset(at_start)
     out.nodes = [n["name"] for n in facts["nodes"]]
     out.k8s_version, out.kubeconfig, out.server = facts["k8s_version"], kube.describe(), k8s.host
-    for d in facts["devices"]:
-        out.driver_nodes[d.get("node") or "<no node>"] = out.driver_nodes.get(d.get("node") or "<no node>", 0) + 1
+    out.driver_nodes = dict(Counter(d.get("node") or "<no node>" for d in facts["devices"]))
     if driver is not None:
         out.notes = _readiness(k8s, profile, facts)
     return out

@@ -147,6 +147,7 @@ class Harness:
         self.config, self.cfg, self.registry = config, cfg, registry
         self.report_dir = Path(cfg.report_dir)
         self.session: Session | None = None
+        self.planned = None  # run --plan, list --kubeconfig: capabilities surveyed read-only (runner/plan.py)
         self.is_worker = hasattr(config, "workerinput")
         self.owner = False
 
@@ -187,7 +188,7 @@ class Harness:
 
     def pytest_collection_modifyitems(self, session, config, items):
         """Deselect by --profile; decide skip/fail for requires(); group cluster-state tests for xdist."""
-        caps = self.session.capabilities if self.session else None
+        caps = self.session.capabilities if self.session else self.planned
         keep, dropped = [], []
         for item in items:
             required = [c for m in item.iter_markers("requires") for c in m.args]

@@ -4,7 +4,9 @@
 1 (a test failed or something leaked), 2 (interrupted), 3 (cluster or driver not usable), 4 (bad input),
 5 (nothing selected); a passing run narrowed by pytest arguments (``-- -k foo``, ``-m``, paths...) exits 0 but its
 verdict says ``PASS (narrowed: ...) — not a qualification of profile P`` (conformance/reporting/narrowed.py).
-``list`` prints the tests a --profile selects without touching a cluster.
+``list`` prints the tests a --profile selects without touching a cluster; with ``--kubeconfig`` (and ``-o json``)
+each test's run/skip decision on that cluster. ``run --plan`` prints what the run would do and creates nothing
+(conformance/runner/plan.py: one read-only survey and the harness's own decisions for both).
 """
 
 from __future__ import annotations
@@ -75,6 +77,12 @@ def register(subparsers) -> None:
         "when no kubeconfig is found in a pod) (default: off)",
     )
     run.add_argument("--no-report", action="store_true", help="skip building summary/HTML after the run (default: off)")
+    run.add_argument(
+        "--plan",
+        action="store_true",
+        help="print what the run would do (cluster, nodes, driver, objects, each test's run/skip decision with "
+        "its evidence) and exit 0; creates nothing on the cluster and writes no report (default: off)",
+    )
     report_cli.add_history_option(run)
     output.add_output_option(run)
     run.add_argument(
@@ -93,6 +101,9 @@ def register(subparsers) -> None:
     lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
     _common(lst)
     lst.add_argument("--allow-disruptive", action="store_true", help="needed to list the disruptive profile")
+    lst.add_argument("--kubeconfig", help="decide each test's run/skip on this existing cluster (read-only)")
+    lst.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
+    output.add_output_option(lst)
     lst.set_defaults(func=list_command)
 
 
@@ -230,6 +241,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     if (refused := _prepare(args)) is not None:
         return refused
+    if getattr(args, "plan", False):  # what the run would do, read-only (conformance/runner/plan.py)
+        from conformance.runner import plan  # noqa: PLC0415
+
+        return plan.command(args, "plan")
     run_id = names.new_run_id()
     report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
     counter = _Counter()
@@ -306,9 +321,15 @@ def summary_verdict(report_dir: Path) -> tuple[tuple[str, ...], dict | None]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """Collect only; print the selected test IDs, the tests per area (mission areas first) and a count."""
+    """Collect only; print the selected test IDs, the tests per area (mission areas first) and a count. With
+    ``--kubeconfig`` or ``-o json``: each test's decision (conformance/runner/plan.py) on that cluster."""
     import pytest  # noqa: PLC0415
 
+    if args.kubeconfig or args.output == "json":  # the decisions of run --plan (conformance/runner/plan.py)
+        from conformance.runner import plan  # noqa: PLC0415
+
+        args.cluster, args.pytest_args = ("existing" if args.kubeconfig else "local"), []
+        return plan.command(args, "list" if args.output == "text" else "json")
     code = int(
         pytest.main(
             [

@@ -47,8 +47,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.core.errors import ConfigError
 from conformance.core import profile_checks
+from conformance.core.errors import ConfigError
 from conformance.core.profile_deploy import check_deploy
 from conformance.core.profile_sections import check_visibility, devices_per_node, identity
 

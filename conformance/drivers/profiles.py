@@ -73,7 +73,9 @@ def check_file(profile: schema.DriverProfile, path: Path) -> None:
             field="name",
             fix=f"name: {path.stem} (or rename the file {profile.name}{path.suffix})",
         )
-    blocks = {"deploy": profile.deploy} | {f"deploy_alternatives.{m}": d for m, d in profile.deploy_alternatives.items()}
+    blocks = {"deploy": profile.deploy} | {
+        f"deploy_alternatives.{m}": d for m, d in profile.deploy_alternatives.items()
+    }
     for where, deploy in blocks.items():
         for key in PATH_KEYS:
             value = deploy.get(key)

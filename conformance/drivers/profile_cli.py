@@ -1,0 +1,99 @@
+"""``dra-conformance profile schema|check|init``: author a driver profile (issue 22 §3).
+
+- ``schema``: print the profile JSON Schema (:mod:`conformance.core.profile_schema`) for editors;
+- ``check FILE...``: load each profile as ``run`` does (:func:`conformance.drivers.profiles.load`: the schema,
+  every semantic check, the file's name and relative paths, ``upgrade_from``); prints ``ok FILE`` or
+  ``FILE: KEY: problem (fix: ...)``; exit 0 when all are good, 4 (bad input) otherwise. Only the shipped deploy
+  modes are known (a mode registered by a plugin is checked by ``run -p MODULE``);
+- ``init --driver-name NAME [--kubeconfig K] [--context C] [-o FILE]``: draft a profile from what the installed
+  driver publishes (:mod:`conformance.drivers.profile_init`; read-only on the cluster); exit 0, 4 for a bad
+  kubeconfig, 3 when the cluster cannot be reached or publishes nothing of the driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from conformance.core import errors, profile_schema
+from conformance.drivers import profile_init, profiles
+from conformance.k8s import kubeconfig
+from conformance.k8s.client import K8s
+
+EXIT_BAD_INPUT = 4
+EXIT_NO_CLUSTER = 3
+
+
+def _schema(args: argparse.Namespace) -> int:
+    sys.stdout.write(profile_schema.text())
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    bad = 0
+    for name in args.files:
+        try:
+            loaded = profiles.load(name)
+        except errors.ConfigError as exc:
+            bad += 1
+            print(f"error {exc}")
+            continue
+        print(f"ok {loaded.source}")
+    return EXIT_BAD_INPUT if bad else 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    out = Path(args.output) if args.output else None
+    if out is not None and out.suffix not in (".yaml", ".yml"):
+        print(f"error: -o {out}: a profile file ends in .yaml (its stem is the profile's name)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    kube = kubeconfig.resolve(args.kubeconfig, args.context)
+    try:
+        k8s = K8s.from_kubeconfig(kube)
+        facts = profile_init.collect(k8s, args.driver_name)
+    except errors.ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (errors.ConformanceError, OSError) as exc:
+        print(f"error: cannot read the cluster of {kube.describe()}: {exc}", file=sys.stderr)
+        return EXIT_NO_CLUSTER
+    if not facts["inventory"].devices and not facts["classes"]:
+        print(
+            f"error: the cluster of {kube.describe()} publishes no ResourceSlice device and no DeviceClass of driver "
+            f"{args.driver_name!r} (fix: the ResourceSlice spec.driver of an installed driver: kubectl get "
+            "resourceslices -o custom-columns=DRIVER:.spec.driver)",
+            file=sys.stderr,
+        )
+        return EXIT_NO_CLUSTER
+    name = out.stem if out is not None else args.driver_name
+    text = profile_init.draft(facts, args.driver_name, name, source=kube.describe())
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        print(f"wrote {out}: fill its TODOs (REQUIRED: visibility), then dra-conformance profile check {out}")
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``profile`` command with its subcommands ``schema``, ``check`` and ``init``."""
+    parser = subparsers.add_parser(
+        "profile",
+        help="write a driver profile: its JSON Schema, a check, a draft from an installed driver",
+        description=__doc__.split("\n\n", 1)[0],
+    )
+    sub = parser.add_subparsers(dest="profile_command", required=True, metavar="SUBCOMMAND")
+    schema = sub.add_parser("schema", help="print the profile JSON Schema (for editors: yaml-language-server)")
+    schema.set_defaults(func=_schema)
+    check = sub.add_parser("check", help="check profiles as `run` loads them: ok FILE, or each problem and its fix")
+    check.add_argument("files", nargs="+", metavar="FILE", help="a profile file, or the name of a shipped profile")
+    check.set_defaults(func=_check)
+    init = sub.add_parser("init", help="draft a profile from what an installed driver publishes (read-only)")
+    init.add_argument("--driver-name", required=True, help="the driver's name: its ResourceSlices' spec.driver")
+    init.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    init.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    init.add_argument(
+        "-o", "--output", metavar="FILE", help="write the draft to FILE.yaml (its stem is the name; default: stdout)"
+    )
+    init.set_defaults(func=_init)

@@ -163,7 +163,7 @@ def _todo_visibility(types: Mapping[str, str]) -> list[str]:
         "# TODO (REQUIRED): visibility -- how a container proves it sees its device. Try it: run a pod with a claim",
         "# of this driver, `kubectl exec POD -- env` (or the vendor's tool: nvidia-smi -L, ls /dev/dri), and write a",
         "# regex (Python, per line) its output matches only when the device is there. device_attribute: the attribute",
-        f"# whose value the output shows, when it shows no device name (string attributes: {', '.join(strings) or '-'}).",
+        f"# whose value the output shows when it shows no device name (string attributes: {', '.join(strings) or '-'})",
         "# visibility:",
         "#   command: env",
         "#   env_regex: '^MY_DEVICE_\\w+='",

@@ -7,7 +7,8 @@
   modes are known (a mode registered by a plugin is checked by ``run -p MODULE``);
 - ``init --driver-name NAME [--kubeconfig K] [--context C] [-o FILE]``: draft a profile from what the installed
   driver publishes (:mod:`conformance.drivers.profile_init`; read-only on the cluster); exit 0, 4 for a bad
-  kubeconfig, 3 when the cluster cannot be reached or publishes nothing of the driver.
+  kubeconfig or a driver the cluster publishes nothing of (naming the drivers it does publish), 3 when the
+  cluster cannot be reached.
 """
 
 from __future__ import annotations
@@ -59,13 +60,14 @@ def _init(args: argparse.Namespace) -> int:
         print(f"error: cannot read the cluster of {kube.describe()}: {exc}", file=sys.stderr)
         return EXIT_NO_CLUSTER
     if not facts["inventory"].devices and not facts["classes"]:
+        seen = sorted({str(s.get("spec.driver")) for s in k8s.list("ResourceSlice")})
         print(
-            f"error: the cluster of {kube.describe()} publishes no ResourceSlice device and no DeviceClass of driver "
-            f"{args.driver_name!r} (fix: the ResourceSlice spec.driver of an installed driver: kubectl get "
-            "resourceslices -o custom-columns=DRIVER:.spec.driver)",
+            f"error: --driver-name {args.driver_name}: the cluster of {kube.describe()} publishes no ResourceSlice "
+            f"device and no DeviceClass of that driver (fix: one of the drivers it publishes: "
+            f"{', '.join(seen) or 'none'})",
             file=sys.stderr,
         )
-        return EXIT_NO_CLUSTER
+        return EXIT_BAD_INPUT
     name = out.stem if out is not None else args.driver_name
     text = profile_init.draft(facts, args.driver_name, name, source=kube.describe())
     if out is None:

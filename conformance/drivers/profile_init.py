@@ -54,7 +54,7 @@ def collect(k8s, driver: str) -> dict[str, Any]:
         if any(d.get("driver") == driver for d in (c.get("status.devices") or []))
     )
     return {
-        "classes": classes_of([dict(dc) for dc in k8s.list("DeviceClass")], driver),
+        "classes": classes_of([dc.raw for dc in k8s.list("DeviceClass")], driver),
         "inventory": Inventory.from_slices(driver, slices),
         "shared_counters": any(s.get("spec.sharedCounters") for s in slices),
         "multiple_allocations": any(d["allow_multiple_allocations"] for d in device_facts(slices)),
@@ -150,11 +150,17 @@ def _capability_lines(facts: Mapping[str, Any], per_node: dict[str, int], ext: s
     else:
         lines.append("  # TODO (optional): extended_resource_name: example.com/gpu (KEP-5004), when a class maps one")
     lines.append("  # TODO (optional): admin_access: true when the driver serves adminAccess requests (KEP-5018)")
+    lines.append(
+        "  # TODO (optional): shared_claims: true (pods share one claim), prioritized_list: true (firstAvailable),"
+    )
+    lines.append(
+        "  # health: true (it streams device health, KEP-4680); see docs/writing-a-profile.md for what each costs"
+    )
     return lines
 
 
 def _dump(value: Mapping, flow: bool = False) -> str:
-    return yaml.safe_dump(dict(value), sort_keys=False, default_flow_style=flow, width=118).strip()
+    return yaml.safe_dump(dict(value), sort_keys=False, default_flow_style=flow, width=100).strip()
 
 
 def _todo_visibility(types: Mapping[str, str]) -> list[str]:

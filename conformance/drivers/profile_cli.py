@@ -3,7 +3,8 @@
 - ``schema``: print the profile JSON Schema (:mod:`conformance.core.profile_schema`) for editors;
 - ``check FILE...``: load each profile as ``run`` does (:func:`conformance.drivers.profiles.load`: the schema,
   every semantic check, the file's name and relative paths, ``upgrade_from``); prints ``ok FILE`` or
-  ``FILE: KEY: problem (fix: ...)``; exit 0 when all are good, 4 (bad input) otherwise. Only the shipped deploy
+  ``error FILE: KEY: problem (fix: ...)`` (the parser's first problem), then ``  also KEY: problem`` for each
+  other problem the JSON Schema finds; exit 0 when all are good, 4 (bad input) otherwise. Only the shipped deploy
   modes are known (a mode registered by a plugin is checked by ``run -p MODULE``);
 - ``init --driver-name NAME [--kubeconfig K] [--context C] [-o FILE]``: draft a profile from what the installed
   driver publishes (:mod:`conformance.drivers.profile_init`; read-only on the cluster); exit 0, 4 for a bad
@@ -16,6 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+import jsonschema
+import yaml
 
 from conformance.core import errors, profile_schema
 from conformance.drivers import profile_init, profiles
@@ -39,9 +43,32 @@ def _check(args: argparse.Namespace) -> int:
         except errors.ConfigError as exc:
             bad += 1
             print(f"error {exc}")
+            for also in _schema_problems(name, exc.field):
+                print(f"  also {also}")
             continue
         print(f"ok {loaded.source}")
     return EXIT_BAD_INPUT if bad else 0
+
+
+def _schema_problems(name: str, reported: str) -> list[str]:
+    """The other problems the JSON Schema finds in profile ``name`` (``dotted.key: message``), besides the
+    one the parser reported at ``reported`` (the parser stops at its first problem)."""
+    try:
+        raw = yaml.safe_load(profiles.resolve(name).read_text())
+    except (errors.ConfigError, OSError, yaml.YAMLError):
+        return []
+    validator = jsonschema.Draft202012Validator(profile_schema.generate())
+    out = []
+    for err in validator.iter_errors(raw):
+        where = [str(p) for p in err.absolute_path]
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            found = [
+                (".".join([*where, str(k)]), "unknown key") for k in err.instance if k not in err.schema["properties"]
+            ]
+        else:
+            found = [(".".join(where) or "(top level)", err.message)]
+        out += [f"{key}: {why}" for key, why in found if key != reported]
+    return sorted(set(out))
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -151,12 +151,14 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
 
 def test_profile_check_prints_ok_or_the_problem_and_exits_0_or_4(tmp_path):
     good = _write(tmp_path, GOOD)
-    bad = _write(tmp_path, {**GOOD, "name": "typo", "capabilities": {"sharedclaims": True}}, stem="typo")
+    bad = {**GOOD, "name": "typo", "capabilities": {"sharedclaims": True}, "requires_hardware": "no"}
+    bad = _write(tmp_path, bad, stem="typo")
     proc = _cli("check", str(good), "reference")
     assert proc.returncode == 0 and f"ok {good}" in proc.stdout and "reference.yaml" in proc.stdout
     proc = _cli("check", str(good), str(bad))
     assert proc.returncode == 4 and f"ok {good}" in proc.stdout
     assert f"{bad}: capabilities.sharedclaims" in proc.stdout and "did you mean 'shared_claims'" in proc.stdout
+    assert "  also requires_hardware: 'no' is not of type 'boolean'" in proc.stdout  # every problem, not the first
 
 
 def test_profile_schema_prints_the_published_schema():

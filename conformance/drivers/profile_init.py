@@ -122,7 +122,10 @@ def draft(facts: Mapping[str, Any], driver: str, name: str, source: str = "") ->
         lines.append(f"# published by some devices only (or with two kinds), not required: {', '.join(partial)}")
     if capacities:
         lines.append(f"# capacities published: {', '.join(capacities)}")
-    lines.append(f"# devices per node (the fewest of any node): {per_node or 'no slice seen'}")
+    lines.append(f"# devices per node now (the fewest of any node): {per_node or 'no slice seen'}; a driver that")
+    lines.append(
+        "# unpublishes allocated devices (dranet) shows fewer while claims hold them: draft on an idle cluster"
+    )
     lines.append(_dump({"devices_per_node": max(min(per_node.values(), default=1), 1)}))
     lines += _todo_visibility(types) + _todo_optional() + _capability_lines(facts, per_node, ext)
     lines.append("# the driver is already installed: the run qualifies it and installs nothing")

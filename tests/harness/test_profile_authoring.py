@@ -220,3 +220,11 @@ def test_a_requires_hardware_profile_is_refused_on_a_cluster_the_run_creates():
     assert info.value.field == "requires_hardware" and "--cluster existing" in info.value.fix
     config.refuse_simulated_hardware(True, cfg, "nvidia-gpu.yaml", owned=False)  # an existing cluster: allowed
     config.refuse_simulated_hardware(False, cfg, "reference.yaml", owned=True)
+
+
+def test_run_refuses_a_requires_hardware_profile_on_a_local_cluster_with_exit_4(tmp_path):
+    cmd = [sys.executable, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", "nvidia-gpu"]
+    cmd += ["--no-report", "--report-dir", str(tmp_path / "r")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "nvidia-gpu.yaml: requires_hardware:" in proc.stdout + proc.stderr and not (tmp_path / "r").exists()

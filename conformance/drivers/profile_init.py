@@ -20,8 +20,10 @@ from typing import Any
 
 import yaml
 
+from conformance.core import errors
 from conformance.dra.inventory import Inventory, driver_slices
 from conformance.dra.inventory import facts as device_facts
+from conformance.k8s import discovery
 
 _DRIVER_EQ = r"""device\.driver\s*==\s*["']{}["']"""
 
@@ -45,9 +47,15 @@ def collect(k8s, driver: str) -> dict[str, Any]:
     (:class:`conformance.k8s.client.K8s`): ``classes``, ``inventory`` (:class:`Inventory`),
     ``shared_counters`` (bool: a slice publishes spec.sharedCounters), ``multiple_allocations`` (bool: a device
     sets allowMultipleAllocations) and ``status_claims`` (names of
-    ResourceClaims with a ``status.devices`` entry of the driver). Raises the client's ApiError."""
+    ResourceClaims with a ``status.devices`` entry of the driver; none when listing claims is forbidden).
+    Kinds are read in resource.k8s.io v1 where served, else the newest served version. Raises the client's
+    ApiError."""
+    k8s.prefer_versions(discovery.served_versions(k8s))  # resource.k8s.io v1, else the newest served
     slices = driver_slices(k8s, driver)
-    claims = k8s.list("ResourceClaim")
+    try:
+        claims = k8s.list("ResourceClaim")
+    except errors.Forbidden:  # a user who may read slices and classes but not claims: device_status unknown
+        claims = []
     status_claims = sorted(
         f"{c.get('metadata.namespace')}/{c.get('metadata.name')}"
         for c in claims
@@ -112,7 +120,8 @@ def draft(facts: Mapping[str, Any], driver: str, name: str, source: str = "") ->
         f"# {source or 'the cluster'} publishes.",
         "# Fill the TODOs (REQUIRED: visibility), then: dra-conformance profile check FILE",
         "# yaml-language-server: $schema=profile.schema.json   (dra-conformance profile schema > profile.schema.json)",
-        _dump({"name": name, "driver": driver}),
+        f"name: {name}   # the file's stem: save this draft as {name}.yaml",
+        f"driver: {driver}",
         f"description: {driver} as installed on the cluster (drafted by profile init)",
         *_classes(facts["classes"], driver),
         "# value kinds as published in the ResourceSlices (int/bool/string/version)",

@@ -110,7 +110,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "profile",
         help="write a driver profile: its JSON Schema, a check, a draft from an installed driver",
-        description=__doc__.split("\n\n", 1)[0],
+        description="Write a driver profile: print its JSON Schema, check profiles, draft one from an installed "
+        "driver. Guide: docs/writing-a-profile.md.",
     )
     sub = parser.add_subparsers(dest="profile_command", required=True, metavar="SUBCOMMAND")
     schema = sub.add_parser("schema", help="print the profile JSON Schema (for editors: yaml-language-server)")

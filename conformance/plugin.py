@@ -27,7 +27,7 @@ import pytest
 from conformance import hookspecs, shipped, toolbox
 from conformance.clusters import builtin as builtin_clusters
 from conformance.core import errors, markers, names, options, selection
-from conformance.core.config import deploy_mode, from_options
+from conformance.core.config import deploy_mode, from_options, refuse_simulated_hardware
 from conformance.drivers import builtin as builtin_drivers
 from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
@@ -127,6 +127,7 @@ def pytest_configure(config):
         if not listing:  # a listing needs no cluster: the plugin alone lists a profile's tests
             owned = registry.creates_cluster(cfg.cluster)  # ConfigError for an unknown --cluster
             registry.check("driver deployer", deploy_mode(cfg, profile.deploy_mode, owned=owned))
+            refuse_simulated_hardware(profile.requires_hardware, cfg, profile.source, owned=owned)
     except errors.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None  # before any report directory exists: bad input leaves none
     if not listing:

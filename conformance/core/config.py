@@ -187,6 +187,22 @@ def deploy_mode(cfg: RunConfig, profile_mode: str, *, owned: bool) -> str:
     )
 
 
+def refuse_simulated_hardware(requires_hardware: bool, cfg: RunConfig, profile_source: str, *, owned: bool) -> None:
+    """ConfigError (exit 4) when a profile that declares ``requires_hardware: true`` (its driver needs real
+    devices: GPUs, /dev/dri) would run on a cluster the run creates itself (``owned``:
+    ``Registry.creates_cluster``, e.g. ``--cluster local`` or ``kind``), whose nodes have no such hardware: the
+    driver would publish nothing and the run would fail for a reason that is not the driver's."""
+    if requires_hardware and owned:
+        raise ConfigError(
+            f"the driver needs real hardware, which the nodes of --cluster {cfg.cluster} (a cluster this run "
+            "creates) do not have",
+            source=profile_source,
+            field="requires_hardware",
+            fix="run on the cluster with the hardware: --cluster existing --kubeconfig PATH, or use a profile "
+            "whose driver simulates its devices (requires_hardware: false)",
+        )
+
+
 def from_options(options: Mapping[str, Any], *, known_versions: tuple[str, ...] = ()) -> RunConfig:
     """A RunConfig from option values keyed by RunConfig field names (None = default), converting strings
     (``timeout_scale``, ``nodes``, ``k8s_version``). Raises ConfigError for the first bad value."""

@@ -31,8 +31,7 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
                                               # what a DeviceClass of device_classes maps (KEP-5004);
                                               # multiple_devices: measured, a node publishing two or more
                                               # devices holds the driver to it even when false
-    node_selector: {key: value}           # nodes where the driver runs (empty: all)
-    requires_hardware: false
+    requires_hardware: false              # true: real devices only; a run on a cluster it creates is refused
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
                                           # host: nri: true (the plugin is an NRI plugin: nodes serve NRI);
                                           # netdevs: {kind: ifb|veth, count: N} test interfaces per node
@@ -48,6 +47,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.core import profile_checks
 from conformance.core.errors import ConfigError
 from conformance.core.profile_deploy import check_deploy
 from conformance.core.profile_sections import check_visibility, devices_per_node, identity
@@ -98,7 +98,6 @@ TOP_KEYS = {
     "visibility",
     "opaque_config",
     "capabilities",
-    "node_selector",
     "requires_hardware",
     "deploy",
     "notes",
@@ -174,7 +173,6 @@ class DriverProfile:
     opaque_shows_as: str = ""
     # regex a container of an adminAccess claim shows (e.g. '^DRA_ADMIN_ACCESS=true$'); "" = no signal
     admin_access_signal: str = ""
-    node_selector: Mapping[str, str] = dataclasses.field(default_factory=dict)
     requires_hardware: bool = False
     description: str = ""
     version: str = ""
@@ -221,21 +219,23 @@ def parse(
     ``extra_modes``: deploy modes of registered third-party deployers -> the ``deploy`` keys each takes
     (conformance.runner.registry.Registry.deploy_modes), accepted besides the shipped :data:`DEPLOY_KEYS`.
     Sections are checked in file order (top-level keys, identity, attributes, devices_per_node, visibility,
-    capabilities, deploy, deploy_alternatives, opaque_config, node_selector, admin_access_signal,
-    binding_failure_device); the first problem raises."""
+    capabilities, deploy, deploy_alternatives, opaque_config, requires_hardware, admin_access_signal,
+    binding_failure_device); the first problem raises. Unknown keys get "did you mean"
+    (:func:`conformance.core.profile_checks.unknown_keys`). Checks that need the file (its name, relative
+    paths) are :func:`conformance.drivers.profiles.check_file`'s."""
     src = source
     _check_top_level(raw, src)
     name, driver, classes = identity(raw, src)
     attributes = _attributes(raw, src)
     per_node = devices_per_node(raw, src)
     vis = _visibility(raw, src)
+    profile_checks.device_attribute(_mapping(raw, "visibility", src), attributes, driver, src)
     ext, flags = _capabilities(raw, src)
     modes = {**(extra_modes or {}), **DEPLOY_KEYS}
     deploy = _mapping(raw, "deploy", src)
     mode = check_deploy(deploy, deploy.get("mode", "preinstalled"), src, modes)
     alternatives = _deploy_alternatives(raw, src, modes)
-    opaque = _mapping(raw, "opaque_config", src)
-    node_selector = _mapping(raw, "node_selector", src)
+    opaque, shows_as = profile_checks.opaque_config(raw, src, flags.get("opaque_config", False))
     return DriverProfile(
         name=name,
         driver=driver,
@@ -248,10 +248,9 @@ def parse(
         devices_per_node=per_node,
         capabilities=flags,
         extended_resource_name=ext,
-        opaque_parameters=dict(opaque.get("parameters") or {}),
-        opaque_shows_as=str(opaque.get("shows_as") or ""),
-        node_selector={str(k): str(v) for k, v in node_selector.items()},
-        requires_hardware=bool(raw.get("requires_hardware", False)),
+        opaque_parameters=opaque,
+        opaque_shows_as=shows_as,
+        requires_hardware=profile_checks.requires_hardware(raw, src),
         description=str(raw.get("description") or ""),
         version=str(raw.get("version") or ""),
         admin_access_signal=_regex(raw, "admin_access_signal", src),
@@ -266,11 +265,7 @@ def _check_top_level(raw: Any, src: str) -> None:
         raise ConfigError(
             "a driver profile must be a YAML mapping", source=src, fix="see fixtures/drivers/reference.yaml"
         )
-    unknown = sorted(set(raw) - TOP_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"unknown field(s) {unknown}", source=src, field=unknown[0], fix=f"use only {', '.join(sorted(TOP_KEYS))}"
-        )
+    profile_checks.unknown_keys(raw, TOP_KEYS, src)
 
 
 def _attributes(raw: Mapping, src: str) -> Mapping:
@@ -304,22 +299,12 @@ def _visibility(raw: Mapping, src: str) -> Visibility:
 def _capabilities(raw: Mapping, src: str) -> tuple[str, dict[str, bool]]:
     """``(extended_resource_name, flags)`` from ``capabilities``: flags only from :data:`BOOL_CAPABILITIES`."""
     caps = _mapping(raw, "capabilities", src)
-    ext = caps.get("extended_resource_name", "") or ""
+    ext = profile_checks.extended_resource_name(caps.get("extended_resource_name"), src)
+    profile_checks.unknown_keys(caps, (*BOOL_CAPABILITIES, "extended_resource_name"), src, "capabilities")
     flags = {}
     for key, value in caps.items():
         if key == "extended_resource_name":
-            if not isinstance(value, (str, type(None))):
-                raise ConfigError(
-                    "must be a string", source=src, field=f"capabilities.{key}", fix="e.g. example.com/gpu"
-                )
             continue
-        if key not in BOOL_CAPABILITIES:
-            raise ConfigError(
-                f"unknown capability {key!r}",
-                source=src,
-                field=f"capabilities.{key}",
-                fix=f"use {', '.join(BOOL_CAPABILITIES)}, extended_resource_name",
-            )
         if not isinstance(value, bool):
             raise ConfigError(
                 f"must be true or false, got {value!r}", source=src, field=f"capabilities.{key}", fix=f"{key}: true"

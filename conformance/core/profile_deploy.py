@@ -8,6 +8,7 @@ Every error is a :class:`ConfigError` naming the profile, the field and the fix.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 
 from conformance.core.errors import ConfigError
@@ -28,7 +29,9 @@ def _check_deploy_keys(deploy: Mapping, mode: str, src: str, modes: Mapping[str,
             field=f"deploy.{extra[0]}",
             fix=f"remove {', '.join(extra)} ({takes}) or set deploy.mode: {owners[0]}",
         )
-    raise ConfigError(f"unknown field(s) {extra}", source=src, field=f"deploy.{extra[0]}", fix=takes)
+    close = difflib.get_close_matches(extra[0], sorted(modes[mode]), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"unknown field(s) {extra}{hint}", source=src, field=f"deploy.{extra[0]}", fix=takes)
 
 
 def check_deploy(deploy: Mapping, mode: str, src: str, modes: Mapping[str, frozenset[str] | set[str]]) -> str:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.core import profile_checks
 from conformance.core.errors import ConfigError
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -64,14 +65,7 @@ def devices_per_node(raw: Mapping, src: str) -> int:
 def check_visibility(vis: Mapping, src: str) -> None:
     """Known keys only; ``names_devices`` a bool not contradicting ``device_attribute``; at least one of
     ``env_regex`` / ``expected_output``, each a valid regex."""
-    bad = sorted(set(vis) - {"command", "env_regex", "expected_output", "image", "device_attribute", "names_devices"})
-    if bad:
-        raise ConfigError(
-            f"unknown field(s) {bad}",
-            source=src,
-            field=f"visibility.{bad[0]}",
-            fix="use command, env_regex, expected_output, image, device_attribute, names_devices",
-        )
+    profile_checks.unknown_keys(vis, profile_checks.VISIBILITY_KEYS, src, "visibility")
     if not isinstance(vis.get("names_devices", True), bool):
         raise ConfigError(
             f"must be true or false, got {vis['names_devices']!r}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -48,8 +49,47 @@ def load(driver: str, extra_modes: Mapping[str, frozenset[str]] | None = None) -
     except yaml.YAMLError as exc:
         raise ConfigError(f"is not valid YAML: {exc}", source=str(path), fix="fix the YAML syntax") from None
     profile = schema.parse(raw, source=str(path), extra_modes=extra_modes)
+    check_file(profile, path)
     check_upgrade_from(profile)
     return profile
+
+
+# deploy keys naming a file or directory, resolved as the deployers do (shipped.resolve_path)
+PATH_KEYS = ("chart", "dir", "devices", "device_classes_dir")
+_REPO_CHART = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_]*/[A-Za-z0-9][-A-Za-z0-9_.]*$")  # helm's "repo/chart" form
+
+
+def check_file(profile: schema.DriverProfile, path: Path) -> None:
+    """What needs the profile's file (issue 22 §3): its ``name`` equals the file stem (``--driver NAME`` finds
+    ``NAME.yaml``; reports name the profile), and every relative path of ``deploy`` / ``deploy_alternatives.*``
+    (:data:`PATH_KEYS`) exists where the deployer looks (:func:`conformance.shipped.resolve_path`: beside the
+    profile, the current directory, the package root). Not a path: ``oci://``/``https://`` URLs, a
+    ``{go_module, path}`` mapping, helm's ``repo/chart`` form that exists nowhere locally, an empty value.
+    Raises ConfigError naming the file, the dotted key and the fix."""
+    if path.suffix in (".yaml", ".yml") and profile.name != path.stem:
+        raise ConfigError(
+            f"name {profile.name!r} differs from the file name {path.name!r}",
+            source=str(path),
+            field="name",
+            fix=f"name: {path.stem} (or rename the file {profile.name}{path.suffix})",
+        )
+    blocks = {"deploy": profile.deploy} | {
+        f"deploy_alternatives.{m}": d for m, d in profile.deploy_alternatives.items()
+    }
+    for where, deploy in blocks.items():
+        for key in PATH_KEYS:
+            value = deploy.get(key)
+            if not isinstance(value, str) or not value or "://" in value:
+                continue
+            if shipped.resolve_path(value, str(path)) is None and not (key == "chart" and _REPO_CHART.match(value)):
+                raise ConfigError(
+                    f"{value!r} exists neither beside the profile ({path.parent}), in the current directory nor "
+                    f"under {shipped.SOURCE_ROOT}",
+                    source=str(path),
+                    field=f"{where}.{key}",
+                    fix="give a path relative to the profile file, an absolute path"
+                    + (", an oci:// chart or a helm repo/chart name" if key == "chart" else ""),
+                )
 
 
 def check_upgrade_from(profile: schema.DriverProfile) -> None:

@@ -90,6 +90,7 @@ def test_allow_install_comes_from_the_options():
 def test_a_session_on_an_existing_cluster_checks_the_installed_driver_by_default(tmp_path):
     registry = _registry()
     profile_path = tmp_path / "x.yaml"
+    (tmp_path / "c").mkdir()  # the chart directory a relative chart path names must exist (profiles.check_file)
     profile_path.write_text(json.dumps({**PROFILE, "deploy": {"mode": "helm", "chart": "c/"}}))
     existing = session_mod.Session(RunConfig(cluster="existing", driver=str(profile_path)), tmp_path, registry)
     local = session_mod.Session(RunConfig(cluster="local", driver=str(profile_path)), tmp_path, registry)

@@ -27,6 +27,7 @@ HELM = {"chart": "c/", "release": "r"}
 
 def _write(tmp_path: Path, **fields) -> Path:
     path = tmp_path / "bad-upgrade.yaml"
+    (tmp_path / "c").mkdir(exist_ok=True)  # the relative chart must exist (profiles.check_file)
     path.write_text(yaml.safe_dump({**BASE, **fields}))
     return path
 

@@ -69,7 +69,7 @@ def test_a_third_party_deployer_registers_without_touching_conformance():
 
 
 def test_a_profile_may_name_a_registered_third_party_mode_with_its_declared_keys(tmp_path):
-    path = tmp_path / "vendor.yaml"
+    path = tmp_path / "reference.yaml"  # the profile's name is its file stem (profiles.check_file)
     path.write_text(Path(profiles.resolve("reference")).read_text().replace("mode: bundled", "mode: vendor-operator"))
     with pytest.raises(ConfigError, match="unknown deploy mode 'vendor-operator'"):
         profiles.load(str(path), shipped().deploy_modes())

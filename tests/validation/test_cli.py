@@ -97,6 +97,7 @@ def test_check_and_dry_run_start_nothing(tmp_path, fake_runs, capsys):
 
 def test_check_refuses_a_bad_driver_profile_of_the_child_runs(tmp_path, fake_runs, monkeypatch, capsys):
     bad = tmp_path / "reference.yaml"
+    (tmp_path / "c").mkdir()  # the relative chart exists (profiles.check_file); upgrade_from is what is bad
     bad.write_text(
         json.dumps(
             {

@@ -1,0 +1,129 @@
+"""``dra-conformance profile schema|check|init``: author a driver profile (issue 22 §3).
+
+- ``schema``: print the profile JSON Schema (:mod:`conformance.core.profile_schema`) for editors;
+- ``check FILE...``: load each profile as ``run`` does (:func:`conformance.drivers.profiles.load`: the schema,
+  every semantic check, the file's name and relative paths, ``upgrade_from``); prints ``ok FILE`` or
+  ``error FILE: KEY: problem (fix: ...)`` (the parser's first problem), then ``  also KEY: problem`` for each
+  other problem the JSON Schema finds; exit 0 when all are good, 4 (bad input) otherwise. Only the shipped deploy
+  modes are known (a mode registered by a plugin is checked by ``run -p MODULE``);
+- ``init --driver-name NAME [--kubeconfig K] [--context C] [-o FILE]``: draft a profile from what the installed
+  driver publishes (:mod:`conformance.drivers.profile_init`; read-only on the cluster); exit 0, 4 for a bad
+  kubeconfig or a driver the cluster publishes nothing of (naming the drivers it does publish), 3 when the
+  cluster cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from conformance.core import errors, profile_schema
+from conformance.drivers import profile_init, profiles
+from conformance.k8s import kubeconfig
+from conformance.k8s.client import K8s
+
+EXIT_BAD_INPUT = 4
+EXIT_NO_CLUSTER = 3
+
+
+def _schema(args: argparse.Namespace) -> int:
+    sys.stdout.write(profile_schema.text())
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    bad = 0
+    for name in args.files:
+        try:
+            loaded = profiles.load(name)
+        except errors.ConfigError as exc:
+            bad += 1
+            print(f"error {exc}")
+            for also in _schema_problems(name, exc.field):
+                print(f"  also {also}")
+            continue
+        print(f"ok {loaded.source}")
+    return EXIT_BAD_INPUT if bad else 0
+
+
+def _schema_problems(name: str, reported: str) -> list[str]:
+    """The other problems the JSON Schema finds in profile ``name`` (``dotted.key: message``), besides the
+    one the parser reported at ``reported`` (the parser stops at its first problem)."""
+    try:
+        raw = yaml.safe_load(profiles.resolve(name).read_text())
+    except (errors.ConfigError, OSError, yaml.YAMLError):
+        return []
+    validator = jsonschema.Draft202012Validator(profile_schema.generate())
+    out = []
+    for err in validator.iter_errors(raw):
+        where = [str(p) for p in err.absolute_path]
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            found = [
+                (".".join([*where, str(k)]), "unknown key") for k in err.instance if k not in err.schema["properties"]
+            ]
+        else:
+            found = [(".".join(where) or "(top level)", err.message)]
+        out += [f"{key}: {why}" for key, why in found if key != reported]
+    return sorted(set(out))
+
+
+def _init(args: argparse.Namespace) -> int:
+    out = Path(args.output) if args.output else None
+    if out is not None and out.suffix not in (".yaml", ".yml"):
+        print(f"error: -o {out}: a profile file ends in .yaml (its stem is the profile's name)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    kube = kubeconfig.resolve(args.kubeconfig, args.context)
+    try:
+        k8s = K8s.from_kubeconfig(kube)
+        facts = profile_init.collect(k8s, args.driver_name)
+    except errors.ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (errors.ConformanceError, OSError) as exc:
+        print(f"error: cannot read the cluster of {kube.describe()}: {exc}", file=sys.stderr)
+        return EXIT_NO_CLUSTER
+    if not facts["inventory"].devices and not facts["classes"]:
+        seen = sorted({str(s.get("spec.driver")) for s in k8s.list("ResourceSlice")})
+        print(
+            f"error: --driver-name {args.driver_name}: the cluster of {kube.describe()} publishes no ResourceSlice "
+            f"device and no DeviceClass of that driver (fix: one of the drivers it publishes: "
+            f"{', '.join(seen) or 'none'})",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    name = out.stem if out is not None else args.driver_name
+    text = profile_init.draft(facts, args.driver_name, name, source=kube.describe())
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+        print(f"wrote {out}: fill its TODOs (REQUIRED: visibility), then dra-conformance profile check {out}")
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``profile`` command with its subcommands ``schema``, ``check`` and ``init``."""
+    parser = subparsers.add_parser(
+        "profile",
+        help="write a driver profile: its JSON Schema, a check, a draft from an installed driver",
+        description="Write a driver profile: print its JSON Schema, check profiles, draft one from an installed "
+        "driver. Guide: docs/writing-a-profile.md.",
+    )
+    sub = parser.add_subparsers(dest="profile_command", required=True, metavar="SUBCOMMAND")
+    schema = sub.add_parser("schema", help="print the profile JSON Schema (for editors: yaml-language-server)")
+    schema.set_defaults(func=_schema)
+    check = sub.add_parser("check", help="check profiles as `run` loads them: ok FILE, or each problem and its fix")
+    check.add_argument("files", nargs="+", metavar="FILE", help="a profile file, or the name of a shipped profile")
+    check.set_defaults(func=_check)
+    init = sub.add_parser("init", help="draft a profile from what an installed driver publishes (read-only)")
+    init.add_argument("--driver-name", required=True, help="the driver's name: its ResourceSlices' spec.driver")
+    init.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    init.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    init.add_argument(
+        "-o", "--output", metavar="FILE", help="write the draft to FILE.yaml (its stem is the name; default: stdout)"
+    )
+    init.set_defaults(func=_init)

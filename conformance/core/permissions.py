@@ -61,10 +61,10 @@ class Permission:
 
 NEEDED: tuple[Permission, ...] = (
     Permission(("create", "delete", *READ), "namespaces", why="a namespace per test, removed after it", cluster=True),
-    Permission(READ, "serviceaccounts", why="wait for a test namespace's default ServiceAccount"),
+    Permission(READ, "serviceaccounts", why="waiting for a test namespace's default ServiceAccount"),
     Permission(("create", "delete", *READ), "pods", why="the pods that use claims, and their state"),
-    Permission(("get",), "pods/log", why="what a pod's visibility probe printed"),
-    Permission(("list", "watch"), "events", why="the waits show recent events and end early on failures"),
+    Permission(("get",), "pods/log", why="reading what a pod's visibility probe printed"),
+    Permission(("list", "watch"), "events", why="the waits (recent events; failure events end them)"),
     Permission(("get", "list"), "nodes", why="node discovery and the images nodes hold", cluster=True),
     Permission(READ + WRITE, "resourceclaims", RESOURCE, why="claims, through every verb of the API"),
     Permission(("update", "patch"), "resourceclaims/status", RESOURCE, why="status writes of the API suite"),
@@ -78,9 +78,9 @@ NEEDED: tuple[Permission, ...] = (
     Permission(
         READ + WRITE, "devicetaintrules", RESOURCE, why="device taint tests (KEP-5055)", when=SERVED, cluster=True
     ),
-    Permission(("get",), url="/metrics", why="feature gates from kube-apiserver kubernetes_feature_enabled"),
+    Permission(("get",), url="/metrics", why="the feature gates (kube-apiserver kubernetes_feature_enabled)"),
     Permission(("get",), "nodes/proxy", why="kubelet feature gates and DRA metrics", when=OPTIONAL, cluster=True),
-    Permission(("create",), "pods/exec", why="read node state through the helper pods", when=NODE_ACCESS),
+    Permission(("create",), "pods/exec", why="reading node state through the helper pods", when=NODE_ACCESS),
 )
 
 

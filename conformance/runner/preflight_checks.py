@@ -12,6 +12,7 @@ admission / policy engines through a server-side dry-run (``dryRun=All``, KEP-57
 from __future__ import annotations
 
 import dataclasses
+import json
 import secrets
 
 from conformance import images as refs
@@ -80,8 +81,8 @@ def rbac_checks(k8s: K8s, node_access: bool, served: dict[str, list[str]]) -> li
             Check(
                 name,
                 WARN if row.when == permissions.OPTIONAL else MISSING,
-                f"cannot {cannot}{where}: needed to {row.why}",
-                f"add to the run's ClusterRole (bound with a ClusterRoleBinding) the rule {row.rule(denied)}",
+                f"cannot {cannot}{where}: needed for {row.why}",
+                f"add to the ClusterRole bound to the run's user the rule {json.dumps(row.rule(denied))}",
             )
         )
     return out

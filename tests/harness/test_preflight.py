@@ -117,8 +117,8 @@ def test_rbac_lines_name_each_missing_permission_and_the_rule_to_add():
     ns, slices, metrics = lines["rbac namespaces"], lines["rbac resourceslices.resource.k8s.io"], lines["rbac /metrics"]
     assert (ns.status, slices.status, metrics.status) == (pc.MISSING,) * 3
     assert "cannot create namespaces (cluster-wide)" in ns.detail and "list resourceslices" in slices.detail
-    assert "get /metrics" in metrics.detail and "'nonResourceURLs': ['/metrics']" in metrics.fix
-    assert "'resources': ['namespaces'], 'verbs': ['create']" in ns.fix
+    assert "get /metrics" in metrics.detail and '"nonResourceURLs": ["/metrics"]' in metrics.fix
+    assert '"resources": ["namespaces"], "verbs": ["create"]' in ns.fix
     assert lines["rbac pods"].status == pc.OK
 
 

@@ -183,10 +183,10 @@ def admission_check(k8s: K8s, nodes: list[str], image: str, grpc_image: str = ""
     helper namespace, dry-runs (``dryRun=All``) one helper pod per node in it, deletes it and waits until it is
     gone (also on Ctrl-C). ``missing`` names the refusal (Pod Security admission, a policy engine's webhook)."""
     run_id = "preflight-" + secrets.token_hex(3)
-    ns = names.dns_label(f"dra-preflight-{run_id}")
-    name, fix = (
-        "admission privileged helper pods",
-        "allow privileged pods in the run's helper namespace, or run without --node-access",
+    ns, name = names.dns_label(f"dra-{run_id}"), "admission privileged helper pods"
+    fix = (
+        "allow privileged pods (hostPID, hostPath /) in the run's helper namespace dra-node-access-<run id> "
+        "(Pod Security admission, policy engines), or run with --node-access none"
     )
     try:
         created = k8s.create(helper_namespace(ns, run_id))
@@ -196,17 +196,18 @@ def admission_check(k8s: K8s, nodes: list[str], image: str, grpc_image: str = ""
         )
     try:
         waits.default_service_account(k8s, ns, timeout=timeouts.API_SHORT)
-        refused = []
+        refused: dict[str, list[str]] = {}  # rejection -> nodes
         for i, node in enumerate(nodes):
             pod = helper_pod(f"helper-{i}", ns, node, image, run_id, grpc_image)
             try:
                 k8s.request("POST", f"/api/v1/namespaces/{ns}/pods", query={"dryRun": "All"}, body=pod)
             except errors.ApiError as exc:
-                refused.append(f"node {node}: {first_line(exc)}")
+                refused.setdefault(first_line(exc), []).append(node)
     finally:
         _remove(k8s, created)
     if refused:
-        return Check(name, MISSING, "dry-run create refused: " + "; ".join(refused), fix)
+        why = "; ".join(f"on {', '.join(n)}: {text}" for text, n in refused.items())
+        return Check(name, MISSING, f"a dry-run create of the helper pod was refused {why}", fix)
     return Check(name, OK, f"a dry-run create of the helper pod was admitted for {len(nodes)} node(s)")
 
 

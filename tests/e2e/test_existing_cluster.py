@@ -9,10 +9,12 @@ profile is refused without ``--allow-disruptive`` before anything is created. Ne
 (issue 22 §1): a run with no ``--driver-deploy`` checks the installed driver (preinstalled) and leaves its Helm
 release (the release Secrets, the DaemonSet: uid, resourceVersion, generation) as it was; ``--allow-install
 --driver-deploy helm`` exits 4 naming the release that exists, and changes nothing either. About 4 minutes on an
-idle 2-core machine; 6.5 minutes measured at a 1-min load of about 30."""
+idle 2-core machine; 6.5 minutes measured at a 1-min load of about 30. At the end (issue 22 §2): `preflight`
+(all ok as admin; a namespaced Role's and an admission policy's refusals named) and `cleanup` of a killed run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -26,10 +28,11 @@ import pytest
 import yaml
 from kubernetes import client as kclient
 
-from conformance.core import names
+from conformance.core import errors, names
 from conformance.core.objects import Obj
 from conformance.k8s import namespaces, sweep, waits
 from conformance.k8s.client import K8s
+from conformance.node.helper_pod import helper_namespace, helper_pod
 from tests.e2e.preinstalled import WatchedRun
 
 pytestmark = pytest.mark.e2e
@@ -257,20 +260,13 @@ def _service_account_kubeconfig(k8s: K8s, admin: str, namespace: str, account: s
         spec=kclient.V1TokenRequestSpec(audiences=[], expiration_seconds=900)
     )
     token = kclient.CoreV1Api(k8s.api).create_namespaced_service_account_token(account, namespace, request)
-    config = yaml.safe_load(Path(admin).read_text())
-    cluster = config["clusters"][0]
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [cluster],
-                "users": [{"name": account, "user": {"token": token.status.token}}],
-                "contexts": [{"name": account, "context": {"cluster": cluster["name"], "user": account}}],
-                "current-context": account,
-            }
-        )
+    cluster = yaml.safe_load(Path(admin).read_text())["clusters"][0]
+    user, context = (
+        {"name": account, "user": {"token": token.status.token}},
+        {"cluster": cluster["name"], "user": account},
     )
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster], "users": [user], "current-context": account}
+    path.write_text(yaml.safe_dump({**config, "contexts": [{"name": account, "context": context}]}))
     return path
 
 
@@ -338,3 +334,67 @@ def test_cleanup_removes_only_the_labelled_objects_of_the_run(installed):
         k8s.unguarded().delete("Namespace", other)
         if k8s.exists("Namespace", ns):
             k8s.unguarded().delete("Namespace", ns)
+
+
+NO_PRIVILEGED = "dra-conformance-e2e-no-privileged"  # a ValidatingAdmissionPolicy standing in for a policy engine
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+
+
+def _deny_privileged_helper_pods(k8s: K8s) -> None:
+    """A ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, CEL) and its binding that refuse privileged
+    containers in namespaces labelled as a run's helper namespace (``dra-conformance.test/test=node-access``)."""
+    privileged = "c, has(c.securityContext) && has(c.securityContext.privileged) && c.securityContext.privileged"
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+    validation = {"expression": f"!object.spec.containers.exists({privileged})", "message": "e2e: no privileged pods"}
+    spec = {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [rule]}, "validations": [validation]}
+    k8s.request(
+        "POST", f"{ADMISSION}/validatingadmissionpolicies", body={"metadata": {"name": NO_PRIVILEGED}, "spec": spec}
+    )
+    selector = {"matchLabels": {names.TEST_LABEL: "node-access"}}
+    binding = {
+        "policyName": NO_PRIVILEGED,
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": selector},
+    }
+    k8s.request(
+        "POST",
+        f"{ADMISSION}/validatingadmissionpolicybindings",
+        body={"metadata": {"name": NO_PRIVILEGED}, "spec": binding},
+    )
+
+
+def _refused(k8s: K8s, pod: dict) -> bool:
+    try:
+        k8s.request(
+            "POST", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods", query={"dryRun": "All"}, body=pod
+        )
+    except errors.ApiError as exc:
+        return "e2e: no privileged pods" in str(exc)
+    return False
+
+
+def test_preflight_names_the_admission_that_refuses_the_helper_pods(installed):
+    """Where a policy refuses privileged pods, preflight with --node-access privileged-pod exits 1 and names the
+    rejection from its server-side dry run (dryRun=All, KEP-576), leaving no namespace. Source: issue 22 §2."""
+    # given: a policy refusing privileged pods in helper namespaces, in force (a dry run is refused)
+    kubeconfig, k8s = installed
+    probe_run = "r20000101-0000-" + secrets.token_hex(2)
+    probe = k8s.create(helper_namespace(names.dns_label(f"dra-preflight-e2e-{probe_run}"), probe_run))
+    try:
+        _deny_privileged_helper_pods(k8s)
+        waits.default_service_account(k8s, probe.name, timeout=60)
+        pod = helper_pod("helper-0", probe.name, k8s.list("Node")[0].name, "busybox:1.36", probe_run)
+        assert waits.poll(lambda: _refused(k8s, pod), timeout=60, interval=1), "the policy never came into force"
+        # when: preflight checks the helper pods
+        proc = _cli("preflight", "--kubeconfig", kubeconfig, "--node-access", "privileged-pod", timeout=300)
+    finally:
+        for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
+            with contextlib.suppress(errors.NotFound):
+                k8s.request("DELETE", f"{ADMISSION}/{kind}/{NO_PRIVILEGED}")
+        k8s.unguarded().delete("Namespace", probe.name)
+    # then: exit 1 and the admission line names the refusal; every other line is ok; nothing is left
+    out = proc.stdout + proc.stderr
+    refused = [line for line in out.splitlines() if line.startswith("missing admission privileged helper pods")]
+    assert proc.returncode == 1 and len(refused) == 1 and "e2e: no privileged pods" in refused[0], out
+    assert [line for line in out.splitlines()[:-1] if not line.startswith("ok ")] == refused, out
+    assert _run_namespaces(k8s, "preflight-") == []

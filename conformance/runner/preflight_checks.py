@@ -161,7 +161,10 @@ def image_checks(nodes: list[Obj], wanted: dict[str, str]) -> list[Check]:
         if not lacking:
             out.append(Check(f"image {use}", OK, f"{image} present on every node ({len(held)})"))
         else:
-            detail = f"{image} not present on {', '.join(lacking)}: pulled at run time (fails where unreachable)"
+            detail = (
+                f"{image} not in Node.status.images of {', '.join(lacking)} (the kubelet lists at most 50 images by "
+                "default): pulled at run time where absent, and the pods fail where the registry is unreachable"
+            )
             out.append(Check(f"image {use}", WARN, detail, IMPORT_FIX))
     return out
 

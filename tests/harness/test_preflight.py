@@ -154,7 +154,9 @@ def test_missing_driver_and_refused_reads_are_named():
 def test_an_image_missing_on_a_node_names_the_node():
     nodes = [Obj(n) for n in FakeApi().objects["Node"]]
     checks = pc.image_checks(nodes, {"test pods": "busybox:1.36", "helper gRPC relay": ""})
-    assert checks[0].status == pc.WARN and "not present on n2" in checks[0].detail and "n1" not in checks[0].detail
+    assert (
+        checks[0].status == pc.WARN and "Node.status.images of n2 " in checks[0].detail and "n1" not in checks[0].detail
+    )
     assert checks[1].status == pc.WARN and "gRPC" in checks[1].detail
 
 
@@ -226,3 +228,86 @@ def test_cleanup_dry_run_lists_the_run_keeps_the_driver_and_deletes_nothing():
     assert cleanup.clean(Api(), [run], dry_run=True, out=lines.append) == 0
     assert f"would remove Namespace t-1 (run {run})" in lines and lines[-1] == "would remove 1 object(s) of 1 run(s)"
     assert any(line.startswith("kept DeviceClass c") for line in lines)
+
+
+class DryRunApi:
+    """Namespace create/delete and pod dry runs (refused with ``refusal`` when set) for admission_check."""
+
+    def __init__(self, refusal=""):
+        self.refusal, self.created, self.deleted, self.dry_runs = refusal, [], [], []
+
+    def create(self, obj):
+        self.created.append(obj)
+        return Obj(obj)
+
+    def unguarded(self):
+        return self
+
+    def delete(self, kind, name, namespace=None):
+        self.deleted.append((kind, name))
+
+    def request(self, method, path, *, query=None, body=None):
+        assert (method, query) == ("POST", {"dryRun": "All"}) and path.endswith("/pods"), (method, path, query)
+        self.dry_runs.append(body["spec"]["nodeName"])
+        if self.refusal == "interrupt":
+            raise KeyboardInterrupt
+        if self.refusal:
+            raise errors.Forbidden(403, "Forbidden", self.refusal, request=f"POST {path}")
+        return {}, []
+
+
+@pytest.fixture
+def no_waits(monkeypatch):
+    gone = []
+    monkeypatch.setattr(pc.waits, "default_service_account", lambda *a, **k: None)
+    monkeypatch.setattr(pc.waits, "object_gone", lambda k8s, obj, **k: gone.append(obj.name))
+    return gone
+
+
+def test_admission_dry_runs_a_helper_pod_per_node_in_a_run_labelled_privileged_namespace(no_waits):
+    api = DryRunApi()
+    check = pc.admission_check(api, ["n1", "n2"], "busybox:1.36")
+    ns = api.created[0]["metadata"]
+    assert check.status == pc.OK and api.dry_runs == ["n1", "n2"]
+    assert ns["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert ns["labels"][names.RUN_LABEL].startswith("preflight-")
+    assert api.deleted == [("Namespace", ns["name"])] and no_waits == [ns["name"]]
+
+
+def test_admission_refusal_is_named_and_the_namespace_removed_even_on_ctrl_c(no_waits):
+    api = DryRunApi("violates PodSecurity privileged")
+    check = pc.admission_check(api, ["n1", "n2"], "busybox:1.36")
+    assert (
+        check.status == pc.MISSING and "refused on n1, n2: " in check.detail and "violates PodSecurity" in check.detail
+    )
+    assert "Pod Security" in check.fix and len(api.deleted) == 1
+    interrupted = DryRunApi("interrupt")
+    with pytest.raises(KeyboardInterrupt):
+        pc.admission_check(interrupted, ["n1"], "busybox:1.36")
+    assert interrupted.deleted == [("Namespace", interrupted.created[0]["metadata"]["name"])]
+
+
+def test_cleanup_sweeps_each_run_and_a_survivor_exits_1(monkeypatch):
+    run = "r20261205-0000-abcd"
+    ns = {"kind": "Namespace", "metadata": {"name": "t-1", "labels": names.run_labels(run)}}
+    swept = []
+
+    class Api(FakeApi):
+        def list(self, kind, namespace=None, *, label_selector="", **_):
+            assert label_selector in (names.RUN_LABEL, f"{names.RUN_LABEL}={run}"), label_selector
+            return [Obj(ns)] if kind == "Namespace" else []
+
+    def sweep_run(k8s, run_id):
+        swept.append(run_id)
+        if len(swept) > 1:
+            raise errors.LeakError(["Namespace t-1"])
+        return ["Namespace t-1"]
+
+    monkeypatch.setattr(cleanup.sweep, "sweep_run", sweep_run)
+    assert cleanup.sweep.run_ids(Api()) == [run]
+    lines = []
+    assert cleanup.clean(Api(), [run], dry_run=False, out=lines.append) == 0
+    assert lines == [f"removed Namespace t-1 (run {run})", "removed 1 object(s) of 1 run(s)"]
+    lines.clear()
+    assert cleanup.clean(Api(), [run], dry_run=False, out=lines.append) == 1
+    assert lines[0].startswith(f"error: run {run}: 1 object(s) survived") and swept == [run, run]

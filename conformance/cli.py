@@ -16,7 +16,7 @@ import sys
 
 GROUP = "dra_conformance.commands"
 EXIT_BAD_INPUT = 4
-FIRST = ("run", "report")  # the plugin's own, first in --help
+FIRST = ("run", "report", "preflight", "cleanup")  # the plugin's own, first in --help
 # commands of the sibling distributions, named when they are not installed
 ELSEWHERE = {
     **dict.fromkeys(("setup", "versions", "cluster", "images", "install", "kind"), "dra-conformance-lab"),

@@ -35,12 +35,30 @@ def labelled(k8s: K8s, run_id: str, kinds=SWEEP_KINDS) -> list:
     return found
 
 
+def driver_owned(obj) -> bool:
+    """Whether ``obj`` is the driver deployer's to remove (label ``dra-conformance.test/owner=driver``), not
+    the sweep's."""
+    return obj.labels.get(OWNER_LABEL) == "driver"
+
+
+def run_ids(k8s: K8s, kinds=SWEEP_KINDS) -> list[str]:
+    """The run IDs (label values) of every object of ``kinds`` carrying the run label, sorted (kinds the server
+    does not serve are skipped): what ``cleanup --all`` sweeps."""
+    found = set()
+    for kind in kinds:
+        try:
+            found.update(o.labels[names.RUN_LABEL] for o in k8s.list(kind, None, label_selector=names.RUN_LABEL))
+        except errors.NotFound:
+            continue
+    return sorted(found)
+
+
 def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[str]:
     """Delete all objects of run ``run_id`` and wait for them to go (also those already terminating); return
     ``kind ns/name`` of the objects that were still live (empty = teardown had left nothing). Raises LeakError
     when something survives."""
     tracker = Tracker(k8s.unguarded())
-    found = [o for o in labelled(k8s, run_id) if o.labels.get(OWNER_LABEL) != "driver"]
+    found = [o for o in labelled(k8s, run_id) if not driver_owned(o)]
     for obj in found:
         tracker.adopt(obj)
     refs = [o.ref for o in found if not o.get("metadata.deletionTimestamp")]  # not already being deleted
@@ -67,7 +85,7 @@ def request_deletion(k8s: K8s, run_id: str) -> list[str]:
     client = k8s.unguarded()
     asked = []
     for obj in labelled(k8s, run_id):
-        if obj.labels.get(OWNER_LABEL) == "driver" or obj.get("metadata.deletionTimestamp"):
+        if driver_owned(obj) or obj.get("metadata.deletionTimestamp"):
             continue
         try:
             client.delete(obj.kind, obj.name, obj.namespace or None)

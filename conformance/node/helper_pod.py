@@ -71,6 +71,13 @@ PRIVILEGED_NS_LABELS = {  # Pod Security Standards labels (pod-security.kubernet
 }
 
 
+def helper_namespace(name: str, run_id: str) -> dict:
+    """The helper pods' Namespace ``name``: run-labelled (the sweep removes it) and labelled for Pod Security
+    admission :data:`PRIVILEGED_NS_LABELS` (the helper pods are privileged by design: hostPID, host /)."""
+    labels = {**names.run_labels(run_id, "node-access"), **PRIVILEGED_NS_LABELS}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
 class HelperPodNodeAccess:
     """Node access through privileged helper pods (created by :meth:`start`, removed by :meth:`stop`)."""
 
@@ -88,17 +95,7 @@ class HelperPodNodeAccess:
     def start(self) -> None:
         """Create the namespace and one helper pod per node; wait until they run (bounded)."""
         try:
-            self.k8s.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {
-                        "name": self.namespace,
-                        # Pod Security admission: the helper pods are privileged by design (hostPID, host /)
-                        "labels": {**names.run_labels(self.run_id, "node-access"), **PRIVILEGED_NS_LABELS},
-                    },
-                }
-            )
+            self.k8s.create(helper_namespace(self.namespace, self.run_id))
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
             for i, node in enumerate(self.node_names):
                 pod = self.k8s.create(

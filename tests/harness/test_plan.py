@@ -1,5 +1,5 @@
 """`run --plan` and the driver-aware `list` (issue 22 §2): the read-only survey, the decisions taken from the
-harness and their rendering. The cluster is faked here (tests/e2e/test_existing_cluster.py runs them on one)."""
+harness and their rendering. The cluster is faked here (tests/e2e/existing/test_plan.py runs them on one)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,73 @@
+"""What the existing-cluster e2e tests share: the reference driver's names, the CLI run as a subprocess, the
+driver's objects by identity (the package fixture ``installed`` is in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from conformance.k8s.client import K8s
+
+REPO = Path(__file__).resolve().parents[3]
+HELD = Path(__file__).parents[1] / "interrupt_suite" / "held.py"  # its test waits until released
+DRIVER = "gpu.dra-conformance.test"  # fixtures/drivers/reference.yaml
+RELEASE = NAMESPACE = "dra-reference-driver"  # its deploy_alternatives.helm: release and namespace
+SELECTED = {  # test -> the outcome of `--cluster local --driver-deploy helm` (all pass there)
+    "test_driver_registers_with_every_kubelet": "passed",
+    "test_registration_socket_advertises_the_v1_service": "passed",
+    "test_cdi_spec_exists_while_prepared_and_is_removed_after": "passed",
+    "test_list_reports_the_claim_for_the_referencing_container_only": "passed",
+    "test_repeated_prepare_returns_the_same_devices_and_cdi_ids": "passed",
+    "test_pod_with_claim_runs_and_sees_its_device": "passed",
+}
+
+
+def _cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "conformance.cli", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def _driver_objects(k8s: K8s) -> dict:
+    """The driver's installed objects by identity and spec version (uid, metadata.generation): an object nobody
+    deleted or modified keeps both (status updates do not count)."""
+    ds = [o for o in k8s.list("DaemonSet", None) if o.namespace == NAMESPACE]
+    slices = [s for s in k8s.list("ResourceSlice") if s.get("spec.driver") == DRIVER]
+    classes = [k8s.get("DeviceClass", DRIVER)]
+    return {(o.kind, o.name): (o.uid, o.get("metadata.generation")) for o in ds + slices + classes}
+
+
+def _release(k8s: K8s) -> dict:
+    """The driver's Helm release as it stands: its release Secrets (``owner=helm,name=<release>``) and the
+    DaemonSets of its namespace, each by uid, resourceVersion and generation (a write of any kind, status
+    included, changes the resourceVersion). An empty probe is an error, never an equal "before" and "after"."""
+    query = {"labelSelector": f"owner=helm,name={RELEASE}"}
+    secrets = k8s.get_json(f"/api/v1/namespaces/{NAMESPACE}/secrets", query)["items"]
+    found = {("Secret", s["metadata"]["name"]): _identity(s["metadata"]) for s in secrets}
+    found |= {("DaemonSet", d.name): _identity(d.get("metadata")) for d in k8s.list("DaemonSet", NAMESPACE)}
+    kinds = sorted({kind for kind, _ in found})
+    assert kinds == ["DaemonSet", "Secret"], f"the probe did not find release {RELEASE} in {NAMESPACE}: {found}"
+    return found
+
+
+def _identity(meta: dict) -> tuple:
+    return meta["uid"], meta["resourceVersion"], meta.get("generation")
+
+
+def _outcomes(junit: Path) -> dict[str, str]:
+    out = {}
+    for case in ET.parse(junit).iter("testcase"):
+        kids = {c.tag for c in case}
+        out[case.get("name")] = (
+            "failed" if kids & {"failure", "error"} else "skipped" if "skipped" in kids else "passed"
+        )
+    return out

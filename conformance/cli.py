@@ -27,7 +27,7 @@ from conformance import shipped
 GROUP = "dra_conformance.commands"
 EXIT_BAD_INPUT = 4
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE (13)
-FIRST = ("run", "report", "preflight", "cleanup")  # the plugin's own, first in --help
+FIRST = ("run", "report", "preflight", "cleanup", "profile", "images")  # the plugin's own, first in --help
 DISTRIBUTIONS = ("dra-conformance", "dra-conformance-lab", "dra-conformance-tools")
 # commands of the sibling distributions, named when they are not installed
 ELSEWHERE = {

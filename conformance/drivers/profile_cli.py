@@ -121,8 +121,7 @@ def register(subparsers) -> None:
     check.set_defaults(func=_check)
     init = sub.add_parser("init", help="draft a profile from what an installed driver publishes (read-only)")
     init.add_argument("--driver-name", required=True, help="the driver's name: its ResourceSlices' spec.driver")
-    init.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-    init.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    kubeconfig.add_options(init)
     init.add_argument(
         "-o", "--output", metavar="FILE", help="write the draft to FILE.yaml (its stem is the name; default: stdout)"
     )

@@ -90,3 +90,11 @@ def of(source: Source, context: str | None = None) -> Kubeconfig:
 
 def _split(text: str) -> tuple[Path, ...]:
     return tuple(Path(p).expanduser() for p in text.split(os.pathsep) if p.strip())
+
+
+def add_options(parser) -> None:
+    """Add ``--kubeconfig`` and ``--context`` to an argparse parser (dests ``kubeconfig``, ``context``, default
+    None: :func:`resolve` applies the order above), as every command that talks to an existing cluster takes
+    them (``preflight``, ``cleanup``, ``list``, ``profile init``)."""
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    parser.add_argument("--context", help="kubeconfig context (default: its current-context)")

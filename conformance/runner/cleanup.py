@@ -15,9 +15,9 @@ import sys
 
 from conformance.core import errors, names
 from conformance.core.objects import Obj
-from conformance.k8s import discovery, sweep
+from conformance.k8s import discovery, kubeconfig, sweep
 from conformance.k8s.client import K8s
-from conformance.runner.preflight import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNREACHABLE, add_cluster_options
+from conformance.runner.preflight import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_UNREACHABLE
 
 EXIT_OK, EXIT_LEAK = 0, 1
 
@@ -29,7 +29,7 @@ def register(subparsers) -> None:
         help="remove what a killed run left on a cluster (objects labelled with its run ID)",
         description=__doc__.split("\n\n")[0].replace("``", "`"),
     )
-    add_cluster_options(p)
+    kubeconfig.add_options(p)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", dest="run_id", help="the run to remove (its ID, e.g. r20261205-0853-a1b2)")
     which.add_argument("--all", action="store_true", help="every run whose objects are on the cluster")

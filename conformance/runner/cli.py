@@ -26,7 +26,7 @@ from pathlib import Path
 from conformance import shipped
 from conformance.core import names, options, output
 from conformance.core.errors import ConfigError
-from conformance.k8s import incluster
+from conformance.k8s import incluster, kubeconfig
 from conformance.reporting import cli as report_cli
 
 SUITES = shipped.suites_dir()
@@ -101,8 +101,7 @@ def register(subparsers) -> None:
     lst = subparsers.add_parser("list", help="print the tests a profile selects (no cluster needed)")
     _common(lst)
     lst.add_argument("--allow-disruptive", action="store_true", help="needed to list the disruptive profile")
-    lst.add_argument("--kubeconfig", help="decide each test's run/skip on this existing cluster (read-only)")
-    lst.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
+    kubeconfig.add_options(lst)  # given: each test's run/skip decision on that cluster (read-only)
     output.add_output_option(lst)
     lst.set_defaults(func=list_command)
 

@@ -16,21 +16,15 @@ import signal
 import sys
 from collections.abc import Callable
 
-from conformance.core import errors
+from conformance.core import errors, output
 from conformance.core.profile import DriverProfile
-from conformance.k8s import discovery
+from conformance.k8s import discovery, kubeconfig
 from conformance.k8s.client import K8s
 from conformance.runner import preflight_checks as pc
 from conformance.runner.registry import Registry
 
 EXIT_OK, EXIT_MISSING, EXIT_INTERRUPTED, EXIT_UNREACHABLE, EXIT_BAD_INPUT = 0, 1, 2, 3, 4
 NODE_ACCESS = ("none", "privileged-pod")
-
-
-def add_cluster_options(p: argparse.ArgumentParser) -> None:
-    """``--kubeconfig`` and ``--context``, as ``run`` takes them (conformance/k8s/kubeconfig.py resolution)."""
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context (default: its current-context)")
 
 
 def register(subparsers) -> None:
@@ -40,7 +34,7 @@ def register(subparsers) -> None:
         help="check that a run can work on an existing cluster (RBAC, driver, API, gates, admission, images)",
         description=__doc__.split("\n\n")[0].replace("``", "`"),
     )
-    add_cluster_options(p)
+    kubeconfig.add_options(p)
     p.add_argument("--driver", default="reference", help="driver profile name or path (default reference)")
     p.add_argument(
         "--node-access",
@@ -49,7 +43,7 @@ def register(subparsers) -> None:
         default="none",
         help="privileged-pod: also check the privileged helper pods would be admitted (default none)",
     )
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format (default text)")
+    output.add_output_option(p)
     p.set_defaults(func=preflight_command)
 
 

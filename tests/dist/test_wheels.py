@@ -58,7 +58,7 @@ def test_the_lab_and_the_tools_plug_in_through_the_vendor_entry_points(built):
         "dra_conformance": "conformance.plugin",
         "dra_conformance_reporting": "conformance.reporting.plugin",
     }
-    assert set(plugin["dra_conformance.commands"]) == {"run", "report"}
+    assert set(plugin["dra_conformance.commands"]) == {"run", "report", "preflight", "cleanup", "profile", "images"}
     assert "dra_conformance.cluster_providers" not in plugin, "the plugin registers existing through its hook"
     lab = _entry_points(built["dra_conformance_lab"])
     assert dict(lab["dra_conformance.cluster_providers"]) == {

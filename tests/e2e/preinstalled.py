@@ -63,7 +63,7 @@ def reference_driver(local_cluster, tmp: Path, faults: str = ""):
             os.environ.pop("DRA_REFERENCE_FAULTS", None)
         else:
             os.environ["DRA_REFERENCE_FAULTS"] = saved
-    path = tmp / "profile.yaml"
+    path = tmp / f"{raw['name']}.yaml"  # a profile's name is its file stem (profiles.check_file)
     path.write_text(yaml.safe_dump({**raw, "deploy": {"mode": "preinstalled"}}))
     try:
         yield path, k8s

@@ -46,6 +46,7 @@ def _vendor_bundle(directory: Path) -> Path:
     (directory / "bundle.yaml").write_text(rendered)
     profile = yaml.safe_load((REPO / "fixtures" / "drivers" / "reference.yaml").read_text())
     profile.pop("deploy_alternatives")
+    profile["name"] = "vendor"  # its file stem (profiles.check_file)
     profile["deploy"] = {
         "mode": "manifests",
         "dir": "bundle.yaml",

@@ -21,6 +21,7 @@ from conformance.core.markers import CAPABILITIES
 from conformance.core.profile import DriverProfile
 
 DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall", "driver_upgrade")  # facts.disruptions
+HANDLE_FACTS = (*DISRUPTIONS, "driver_slices_writable")  # (able, evidence) facts of the cluster and driver handles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -373,7 +374,7 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
             items[name] = Capability(name, bool(where), f"devicetaintrules served in: {', '.join(where) or 'none'}")
         elif name.startswith("gate."):
             items[name] = _gate(name, facts)
-    for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration", *DISRUPTIONS):
+    for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration", *HANDLE_FACTS):
         ok, why = facts.get(name) or (False, "not probed")
         items[name] = Capability(name, bool(ok), why)
     per_node = _per_node(facts.get("devices") or [])

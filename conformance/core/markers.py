@@ -105,6 +105,8 @@ CAPABILITIES = {
     "plugin_restart": "the harness can restart the driver's kubelet plugin",
     "kubelet_restart": "the harness can restart a kubelet (disruptive)",
     "plugin_registration": "the harness can call the kubelet plugin registration sockets (GetInfo)",
+    "driver_slices_writable": "the run deployed the driver itself, so a test may delete one of the driver's "
+    "ResourceSlices as a kubelet does at start-up; never a driver the cluster's admin installed (preinstalled)",
     # feature gates (kubernetes_feature_enabled metrics)
     "gate.DRAPrioritizedList": "feature gate DRAPrioritizedList on",
     "gate.DRAAdminAccess": "feature gate DRAAdminAccess on",

@@ -82,7 +82,22 @@ def collect(
         else (False, "the driver was not deployed by the harness in host mode")
     )
     facts.update(disruptions(cluster, driver))
+    facts["driver_slices_writable"] = slices_writable(driver)
     return facts
+
+
+def slices_writable(driver: DriverHandle | None) -> tuple[bool, str]:
+    """``(able, evidence)``: whether tests may delete the driver's own ResourceSlices (as a kubelet does at
+    start-up): only when the run deployed the driver itself, never for one the cluster's admin installed
+    (``preinstalled``: issue 22 §1, a run never changes a customer's driver)."""
+    if driver is None:
+        return False, "no driver handle"
+    if driver.deploy_mode == "preinstalled":
+        return False, (
+            "the driver was installed by the cluster's admin (--driver-deploy preinstalled): the run never deletes "
+            "its ResourceSlices (these tests run where the run deploys the driver itself)"
+        )
+    return True, f"the run deployed the driver ({driver.deploy_mode}) and removes it at the end"
 
 
 def disruptions(cluster: ClusterHandle | None, driver: DriverHandle | None) -> dict[str, tuple[bool, str]]:

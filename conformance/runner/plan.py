@@ -38,7 +38,12 @@ from conformance.runner.session import Session
 
 MODES = ("plan", "list", "json")
 NODE_PROBED = ("node_access", "kubelet_restart", "plugin_registration")  # probed through the helper pods
-DRIVER_PROBED = ("plugin_restart", "driver_reinstall", "driver_upgrade")  # abilities of the deployed driver handle
+DRIVER_PROBED = (  # abilities of the deployed driver handle
+    "plugin_restart",
+    "driver_reinstall",
+    "driver_upgrade",
+    "driver_slices_writable",
+)
 
 
 @dataclasses.dataclass

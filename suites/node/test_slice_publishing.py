@@ -49,6 +49,7 @@ def test_published_slices_do_not_churn(k8s, driver):
 
 @pytest.mark.scenario("PUB-03", "PUB-09")
 @pytest.mark.xdist_group("dra-cluster-state")  # deletes one of the driver's slices
+@pytest.mark.requires("driver_slices_writable")  # never a customer's driver (preinstalled)
 def test_deleted_slice_is_republished(k8s, driver, profile):
     """When one of the driver's ResourceSlices is deleted (the kubelet deletes its node's slices at start-up),
     the driver publishes that pool again, complete, with the same devices (names, attributes, capacities).
@@ -71,6 +72,7 @@ def test_deleted_slice_is_republished(k8s, driver, profile):
 
 @pytest.mark.scenario("PUB-11")
 @pytest.mark.xdist_group("dra-cluster-state")  # deletes one of the driver's slices
+@pytest.mark.requires("driver_slices_writable")  # never a customer's driver (preinstalled)
 def test_pool_republished_across_slices_moves_to_a_higher_generation(k8s, driver, multi_slice_pool):
     """When one slice of a pool published as several slices is deleted, the driver republishes the pool at a
     higher pool.generation: restoring it takes more than one write, and consumers must never see slices of two

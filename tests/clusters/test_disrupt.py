@@ -203,3 +203,14 @@ def test_reboot_of_a_node_in_its_own_mount_namespace_drops_and_recreates_the_nam
     assert [node_mounts.namespace_of(p.pid) for p in restarted] == [new_ns, new_ns]
     assert str(target) in node_mounts.mount_points_of(holder.pid)
     assert hostsys.mounts_under(tmp_path) == []
+
+
+def test_only_a_driver_the_run_deployed_may_lose_a_resourceslice():
+    """A driver the cluster's admin installed (preinstalled) never has its ResourceSlices deleted by a test
+    (issue 22 §1); one the run deployed (helm, bundled...) may, as a kubelet does at start-up."""
+    mine = DeployedDriver(name="d", device_classes=("x",), profile=None, deploy_mode="helm")
+    theirs = DeployedDriver(name="d", device_classes=("x",), profile=None, deploy_mode="preinstalled")
+    assert facts.slices_writable(mine) == (True, "the run deployed the driver (helm) and removes it at the end")
+    able, why = facts.slices_writable(theirs)
+    assert not able and "installed by the cluster's admin" in why and "preinstalled" in why
+    assert not facts.slices_writable(None)[0]

@@ -1,5 +1,8 @@
-"""``dra-conformance profile schema|check|init``: author a driver profile (issue 22 §3).
+"""``dra-conformance profile list|show|schema|check|init``: author a driver profile (issue 22 §3).
 
+- ``list``: the shipped profiles, one per line (name, driver, description); exit 0;
+- ``show NAME``: print a shipped profile's YAML (a starting point for your own: rename its ``name`` to the new
+  file's stem); exit 4 for an unknown name, naming the shipped ones;
 - ``schema``: print the profile JSON Schema (:mod:`conformance.core.profile_schema`) for editors;
 - ``check FILE...``: load each profile as ``run`` does (:func:`conformance.drivers.profiles.load`: the schema,
   every semantic check, the file's name and relative paths, ``upgrade_from``); prints ``ok FILE`` or
@@ -28,6 +31,23 @@ from conformance.k8s.client import K8s
 
 EXIT_BAD_INPUT = 4
 EXIT_NO_CLUSTER = 3
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name in profiles.available():
+        p = profiles.load(name)
+        print(f"{name:<28} {p.driver:<32} {p.description}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    try:
+        path = profiles.resolve(args.name)
+    except errors.ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    sys.stdout.write(path.read_text())
+    return 0
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -106,7 +126,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    """Add the ``profile`` command with its subcommands ``schema``, ``check`` and ``init``."""
+    """Add the ``profile`` command with its subcommands ``list``, ``show``, ``schema``, ``check`` and ``init``."""
     parser = subparsers.add_parser(
         "profile",
         help="write a driver profile: its JSON Schema, a check, a draft from an installed driver",
@@ -114,6 +134,10 @@ def register(subparsers) -> None:
         "driver. Guide: docs/writing-a-profile.md.",
     )
     sub = parser.add_subparsers(dest="profile_command", required=True, metavar="SUBCOMMAND")
+    sub.add_parser("list", help="the shipped profiles: name, driver, description").set_defaults(func=_list)
+    show = sub.add_parser("show", help="print a shipped profile's YAML (a start for your own)")
+    show.add_argument("name", help="a shipped profile's name (profile list)")
+    show.set_defaults(func=_show)
     schema = sub.add_parser("schema", help="print the profile JSON Schema (for editors: yaml-language-server)")
     schema.set_defaults(func=_schema)
     check = sub.add_parser("check", help="check profiles as `run` loads them: ok FILE, or each problem and its fix")

@@ -228,3 +228,16 @@ def test_run_refuses_a_requires_hardware_profile_on_a_local_cluster_with_exit_4(
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "nvidia-gpu.yaml: requires_hardware:" in proc.stdout + proc.stderr and not (tmp_path / "r").exists()
+
+
+def test_profile_list_names_every_shipped_profile_and_show_prints_one():
+    """A user with only the wheel finds the shipped profiles (`profile list`) and starts from one (`profile
+    show NAME`); an unknown name exits 4 naming the shipped ones."""
+    listed = _cli("list")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == profiles.available()
+    assert "gpu.example.com" in listed.stdout
+    shown = _cli("show", "dra-example-driver")
+    assert shown.returncode == 0 and yaml.safe_load(shown.stdout)["driver"] == "gpu.example.com", shown.stderr
+    unknown = _cli("show", "nope")
+    assert unknown.returncode == 4 and "dra-example-driver" in unknown.stderr and unknown.stdout == ""

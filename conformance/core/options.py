@@ -52,7 +52,9 @@ OPTIONS: tuple[RunOption, ...] = (
     RunOption("--k8s-version", "Kubernetes minor of a local/kind cluster, e.g. 1.34", "the lab's pinned version"),
     RunOption("--feature-gates", "defaults | all (feature gates of a local/kind cluster)", run_default="all"),
     RunOption(
-        "--driver", "a shipped driver profile (dra-conformance profile list) or the path of a profile YAML", run_default="reference"
+        "--driver",
+        "a shipped driver profile (dra-conformance profile list) or the path of a profile YAML",
+        run_default="reference",
     ),
     RunOption(
         "--driver-deploy",

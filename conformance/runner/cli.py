@@ -219,7 +219,7 @@ def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -
                 from conformance.reporting.build import generate  # noqa: PLC0415 - imports the report stack
 
                 generate(report_dir, history_from=getattr(args, "history_from", None))
-                report_note = f", report {report_dir / 'summary.md'}"
+                report_note = "/summary.md"  # the verdict line names the summary, not the folder twice
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
             report_note = f", report not built: {_first_line(exc)}"
     elif code == 0:  # pytest passed but left nothing to judge: not a PASS

@@ -127,7 +127,11 @@ def survey(cfg: RunConfig, registry: Registry) -> Survey:
     out.capabilities = caps_mod.evaluate(facts, profile)
     out.at_start = frozenset(at_start)
     out.nodes = [n["name"] for n in facts["nodes"]]
-    out.k8s_version, out.kubeconfig, out.server = facts["k8s_version"], kube.describe(), k8s.host
+    out.k8s_version, out.kubeconfig, out.server = (
+        facts["k8s_version"],
+        kubeconfig.resolve(cfg.kubeconfig, cfg.context).describe(),
+        k8s.host,
+    )
     out.driver_nodes = dict(Counter(d.get("node") or "<no node>" for d in facts["devices"]))
     if driver is not None:
         out.notes = _readiness(k8s, profile, facts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
+from collections import Counter
 
 from conformance import images as refs
 from conformance.clusters import existing
@@ -21,6 +22,7 @@ from conformance.core import errors, names, permissions, timeouts
 from conformance.core.markers import CAPABILITIES
 from conformance.core.objects import Obj
 from conformance.core.profile import DriverProfile
+from conformance.dra.checks.slices import check_slices
 from conformance.k8s import access, discovery, waits
 from conformance.k8s.client import K8s
 from conformance.node.helper_pod import helper_namespace, helper_pod
@@ -119,6 +121,7 @@ def driver_checks(k8s: K8s, profile: DriverProfile) -> list[Check]:
     if slices and devices:
         detail = f"{len(slices)} ResourceSlice(s), {devices} device(s) on: {', '.join(nodes)}"
         out.append(Check(f"resourceslices {profile.driver}", OK, detail))
+        out += profile_vs_slices(slices, profile)
     else:
         out.append(
             Check(
@@ -130,6 +133,33 @@ def driver_checks(k8s: K8s, profile: DriverProfile) -> list[Check]:
             )
         )
     return out
+
+
+def profile_vs_slices(slices: list[Obj], profile: DriverProfile) -> list[Check]:
+    """What the profile says of the driver against what the driver publishes, as a run would judge it: the
+    slice rules with the profile's attribute types (:func:`conformance.dra.checks.slices.check_slices`, the
+    after-module invariants' check) and ``devices_per_node`` on every node that publishes. Two checks, each
+    ``ok`` or ``missing`` naming the first violations; the fix says whether the profile or the driver is wrong."""
+    violations = check_slices(slices, profile.driver, profile.attributes)
+    if violations:
+        shown = "; ".join(f"{v.rule}: {v.message}" for v in violations[:3])
+        more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""
+        fix = "correct the profile's attributes (name: type as published), or the driver if it breaks a slice rule"
+        rules = Check(
+            f"profile {profile.name} vs slices", MISSING, f"{len(violations)} violation(s): {shown}{more}", fix
+        )
+    else:
+        rules = Check(f"profile {profile.name} vs slices", OK, f"attributes {sorted(profile.attributes)} as declared")
+    per_node = Counter(d["node"] or "(not node-local)" for d in discovery.devices_of(slices))
+    few = {n: c for n, c in sorted(per_node.items()) if c < profile.devices_per_node}
+    want = f"devices_per_node {profile.devices_per_node}"
+    if few:
+        seen = ", ".join(f"{n}: {c}" for n, c in few.items())
+        fix = "set devices_per_node to the fewest devices a driver node publishes, or fix the driver's inventory"
+        count = Check(f"profile {profile.name} {want}", MISSING, f"nodes publishing fewer: {seen}", fix)
+    else:
+        count = Check(f"profile {profile.name} {want}", OK, f"per node: {dict(sorted(per_node.items()))}")
+    return [rules, count]
 
 
 def images_wanted(nodes: list[Obj], profile: DriverProfile, node_access: bool) -> dict[str, str]:

@@ -105,7 +105,10 @@ class Session:
             self.progress(f"cluster {self.cfg.cluster} reachable, Kubernetes {version}")
             self.node_access = self.cluster_provider.node_access(self.cfg.node_access)
             self.deployer = self._deployer(cluster, k8s)
-            self.progress(f"deploying driver {self.profile.driver} ({self.deploy_mode})")
+            if self.deploy_mode == "preinstalled":  # nothing is installed: the driver the cluster's admin installed
+                self.progress(f"checking the installed driver {self.profile.driver} (preinstalled: nothing installed)")
+            else:
+                self.progress(f"deploying driver {self.profile.driver} ({self.deploy_mode})")
             self.driver = self.deployer.deploy()
             self.capabilities, self.facts = facts_mod.discover(
                 k8s, self.profile, cluster=cluster, node_access=self.node_access, driver=self.driver
@@ -171,7 +174,9 @@ class Session:
             facts=self.facts,
             driver=driver,
             profile=self.cfg.profile,
-            feature_gates_mode=self.cfg.feature_gates,
+            feature_gates_mode=self.cfg.feature_gates
+            if self.registry.creates_cluster(self.cfg.cluster)
+            else "as the cluster runs (read from its metrics)",
             capabilities=self.capabilities,
             declared=tuple(  # declared by the profile or published in the driver's slices (Capability.declared)
                 n for n, c in sorted(self.capabilities.items.items()) if c.declared and n in exercised

@@ -35,13 +35,7 @@ class FakeApi:
         self.reviews: list[dict] = []
         self.objects = objects or {
             "DeviceClass": [{"kind": "DeviceClass", "metadata": {"name": DRIVER}}],
-            "ResourceSlice": [
-                {
-                    "kind": "ResourceSlice",
-                    "metadata": {"name": "s1"},
-                    "spec": {"driver": DRIVER, "nodeName": "n1", "pool": {"name": "n1"}, "devices": [{"name": "g0"}]},
-                }
-            ],
+            "ResourceSlice": [_reference_slice("n1")],
             "Node": [_node("n1", ["docker.io/library/busybox:1.36"]), _node("n2", [])],
         }
 
@@ -81,6 +75,40 @@ class FakeApi:
 
     def exists(self, kind, name, namespace=None, version=None):
         return any(o["metadata"]["name"] == name for o in self.objects.get(kind, []))
+
+
+VALUES = {"int": 0, "bool": True, "string": "x", "version": "1.0.0"}
+
+
+def _reference_slice(node: str, count: int = 4, types: dict | None = None) -> dict:
+    """A slice of ``count`` devices publishing every attribute of the reference profile with its type."""
+    types = types or dict(preflight.load_profile("reference").attributes)
+    attrs = {name: {kind: VALUES[kind]} for name, kind in types.items()}
+    return {
+        "kind": "ResourceSlice",
+        "metadata": {
+            "name": f"{node}-0",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": f"uid-{node}"}],
+        },
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}", "attributes": attrs} for i in range(count)],
+        },
+    }
+
+
+def test_the_profile_is_compared_with_what_the_driver_publishes():
+    """A wrong attribute type and a devices_per_node above what a node publishes are named before a run (the
+    run would fail on both; a fresh user's rehearsal found preflight silent about them)."""
+    wrong = {**dict(_profile().attributes), "index": "string"}
+    slices = [Obj(_reference_slice("n1", 4, wrong)), Obj(_reference_slice("n2", 3))]
+    rules, count = pc.profile_vs_slices(slices, _profile())
+    assert rules.status == pc.MISSING and "index" in rules.detail and "profile" in rules.fix, rules
+    assert count.status == pc.MISSING and "n2: 3" in count.detail and "n1" not in count.detail, count
+    good = pc.profile_vs_slices([Obj(_reference_slice("n1"))], _profile())
+    assert [c.status for c in good] == [pc.OK, pc.OK], good
 
 
 def _profile():

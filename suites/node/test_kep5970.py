@@ -81,7 +81,9 @@ def test_driver_publishes_slices_with_devices(k8s, driver, profile):
     violations = check_slices(slices, driver.name, profile.attributes) + node_owner_uids(slices, node_uids)
     assert violations == [], describe_violations(violations)
     per_node = waits.devices_by_node(published)
-    assert per_node and all(count >= expected for count in per_node.values()), per_node
+    assert per_node and all(count >= expected for count in per_node.values()), (
+        f"the profile declares devices_per_node {expected}; the driver publishes per node: {per_node}"
+    )
 
 
 @pytest.mark.allocation

@@ -21,7 +21,10 @@ def test_driver_publishes_devices_on_every_node(k8s, driver, profile, cluster):
     )
     # then: each complete pool carries the driver name and devices
     assert all(s.get("spec.driver") == driver.name for s in slices), [s.describe() for s in slices]
-    assert waits.device_count(slices) >= profile.devices_per_node, [s.describe() for s in slices]
+    assert waits.device_count(slices) >= profile.devices_per_node, (
+        f"the profile declares devices_per_node {profile.devices_per_node}; the driver's slices: "
+        f"{[s.describe() for s in slices]}"
+    )
 
 
 @pytest.mark.core

@@ -78,7 +78,7 @@ def test_bundled_reference_driver_publishes_and_capabilities_have_evidence(k8s, 
             "device_classes": [driver],
             "devices_per_node": 4,
             "visibility": {"env_regex": base.visibility.env_regex},
-            "capabilities": dict(base.capabilities),
+            "capabilities": {**base.capabilities, "opaque_config": False},  # no sample: not its subject
             "deploy": {"mode": "bundled"},
         },
         source="e2e",

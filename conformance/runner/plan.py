@@ -191,6 +191,12 @@ class PlanPlugin:
             self.survey = survey(harness.cfg, harness.registry)
         except errors.ConfigError as exc:  # pytest prints "Exit: <reason>"
             pytest.exit(f"dra-conformance: bad input: {exc}", returncode=4)
+        except errors.Forbidden as exc:  # the run's user lacks a permission: the API server's message names it
+            pytest.exit(
+                f"dra-conformance: the run's user lacks a permission the run needs: {exc} "
+                "(`dra-conformance preflight` lists every missing permission with the rule to add)",
+                returncode=3,
+            )
         except errors.ConformanceError as exc:
             pytest.exit(f"dra-conformance: {type(exc).__name__}: {exc}", returncode=3)
         harness.planned = self.survey.capabilities

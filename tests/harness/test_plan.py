@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.clusters import builtin as builtin_clusters
-from conformance.core import capabilities, selection
+from conformance.core import capabilities, errors, selection
 from conformance.core.config import RunConfig
 from conformance.drivers import builtin as builtin_drivers
 from conformance.plugin import DECISION
@@ -193,4 +193,24 @@ def test_a_bad_option_of_the_plan_is_bad_input(capsys, monkeypatch, tmp_path):
     args = parser.parse_args(["run", "--plan", "--cluster", "existing", "--driver-deploy", "helm"])
     assert cli.run_command(args) == 4
     assert "--allow-install" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_read_stops_the_plan_naming_the_permission(capsys, monkeypatch, tmp_path):
+    # given: a user the API server refuses to list nodes (a namespaced Role only)
+    monkeypatch.chdir(tmp_path)
+    refused = 'nodes is forbidden: User "system:serviceaccount:ns:runner" cannot list resource "nodes"'
+
+    def forbidden(cfg, registry):
+        raise errors.Forbidden(403, "Forbidden", refused, request="GET /api/v1/nodes")
+
+    monkeypatch.setattr(plan, "survey", forbidden)
+    parser = cli.argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["run", "--plan", "--cluster", "existing", "--kubeconfig", "k"])
+    # when: the plan is asked for; then: exit 3, the refusal and preflight named, nothing written
+    assert cli.run_command(args) == 3
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "lacks a permission" in said and 'cannot list resource "nodes"' in said and "preflight" in said, said
     assert list(tmp_path.iterdir()) == []

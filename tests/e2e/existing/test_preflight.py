@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 from pathlib import Path
 
@@ -84,8 +85,9 @@ def test_preflight_names_what_a_namespaced_role_lacks(installed, tmp_path):
             "POST", f"{rbac}/rolebindings", body={"metadata": {"name": "all"}, "roleRef": ref, "subjects": [subject]}
         )
         limited = _service_account_kubeconfig(k8s, kubeconfig, ns, "runner", tmp_path / "limited.kubeconfig")
-        # when: preflight runs as that ServiceAccount
+        # when: preflight runs as that ServiceAccount, and a run is asked for its plan as that ServiceAccount
         proc = _cli("preflight", "--kubeconfig", str(limited), timeout=300)
+        planned = _cli("run", "--cluster", "existing", "--kubeconfig", str(limited), "--plan", timeout=300)
     finally:
         k8s.unguarded().delete("Namespace", ns)  # takes the ServiceAccount, Role and RoleBinding with it
     # then: exit 1, naming the specific permissions the run lacks, and its own reads still answered
@@ -94,6 +96,10 @@ def test_preflight_names_what_a_namespaced_role_lacks(installed, tmp_path):
     for missing in ("create namespaces", "list resourceslices", "get /metrics", "list nodes"):
         assert any(line.startswith("missing") and missing in line for line in out.splitlines()), (missing, out)
     assert "ok      api resource.k8s.io/v1" in out, out
+    # and: the plan stops (exit 3) naming the first permission the API server refused, and points to preflight
+    said = planned.stdout + planned.stderr
+    assert planned.returncode == 3 and "lacks a permission" in said and "preflight" in said, said[-3000:]
+    assert re.search(r"cannot (list|get) resource \"(nodes|resourceslices|namespaces)\"", said), said[-3000:]
     waits.object_gone(k8s, Obj({"kind": "Namespace", "metadata": {"name": ns}}), timeout=300)
 
 

@@ -102,3 +102,17 @@ def cluster_role_rules(node_access: bool = True) -> list[dict]:
     """The PolicyRules of a minimal ClusterRole for a run (every row of :data:`NEEDED`, optional and served
     ones included; node-access ones when ``node_access``)."""
     return [p.rule() for p in NEEDED if node_access or p.when != NODE_ACCESS]
+
+
+def cluster_role(name: str = "dra-conformance-run", node_access: bool = True) -> dict:
+    """A ClusterRole object granting what a run needs (:func:`cluster_role_rules`), each rule's purpose in
+    ``metadata.annotations`` under ``dra-conformance.io/why-<n>`` (n: the rule's index). Shape: the
+    rbac.authorization.k8s.io/v1 ClusterRole manifest as a dict."""
+    rows = [p for p in NEEDED if node_access or p.when != NODE_ACCESS]
+    why = {f"dra-conformance.io/why-{i}": f"{p.subject}: {p.why} ({p.when})" for i, p in enumerate(rows)}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "annotations": why},
+        "rules": [p.rule() for p in rows],
+    }

@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from conformance.core import errors, output
+from conformance.core import errors, output, permissions
 from conformance.core.profile import DriverProfile
 from conformance.k8s import discovery, kubeconfig
 from conformance.k8s.client import K8s
@@ -42,6 +42,13 @@ def register(subparsers) -> None:
         choices=NODE_ACCESS,
         default="none",
         help="privileged-pod: also check the privileged helper pods would be admitted (default none)",
+    )
+    p.add_argument(
+        "--print-role",
+        dest="print_role",
+        action="store_true",
+        help="print, without contacting a cluster, the ClusterRole (YAML) that grants what a run needs (with "
+        "--node-access privileged-pod: also exec into the helper pods); bind it to the run's user (default: off)",
     )
     output.add_output_option(p)
     p.set_defaults(func=preflight_command)
@@ -105,7 +112,15 @@ def exit_code(checks: list[pc.Check]) -> int:
 
 
 def preflight_command(args: argparse.Namespace) -> int:
-    """Run the checks and print them; return the exit code (module docstring)."""
+    """Run the checks and print them; return the exit code (module docstring). With ``--print-role``: print
+    the ClusterRole a run needs (conformance/core/permissions.py) and return 0, reading no cluster."""
+    if getattr(args, "print_role", False):
+        import yaml  # noqa: PLC0415 - only this branch writes YAML
+
+        role = permissions.cluster_role(node_access=args.node_access == "privileged-pod")
+        print("# The permissions a dra-conformance run needs (bind with a ClusterRoleBinding to the run's user).")
+        print(yaml.safe_dump(role, sort_keys=False, width=200), end="")
+        return EXIT_OK
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM cleans up as Ctrl-C does
     try:
         profile = load_profile(args.driver)

@@ -339,3 +339,19 @@ def test_cleanup_sweeps_each_run_and_a_survivor_exits_1(monkeypatch):
     lines.clear()
     assert cleanup.clean(Api(), [run], dry_run=False, out=lines.append) == 1
     assert lines[0].startswith(f"error: run {run}: 1 object(s) survived") and swept == [run, run]
+
+
+def test_print_role_writes_the_cluster_role_a_run_needs_without_a_cluster(capsys, monkeypatch, tmp_path):
+    """`preflight --print-role` prints a ClusterRole with a rule per row of the permissions table (pods/exec
+    only with --node-access privileged-pod), each rule's purpose annotated, and contacts no cluster."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))  # no cluster anywhere
+    assert cli.main(["preflight", "--print-role"]) == 0
+    role = yaml.safe_load(capsys.readouterr().out)
+    assert role["kind"] == "ClusterRole" and role["rules"] == permissions.cluster_role_rules(node_access=False)
+    assert {"nonResourceURLs": ["/metrics"], "verbs": ["get"]} in role["rules"]
+    assert not any("pods/exec" in r.get("resources", []) for r in role["rules"])
+    assert len(role["metadata"]["annotations"]) == len(role["rules"])
+    assert cli.main(["preflight", "--print-role", "--node-access", "privileged-pod"]) == 0
+    with_exec = yaml.safe_load(capsys.readouterr().out)
+    assert with_exec["rules"] == permissions.cluster_role_rules(node_access=True)
+    assert any("pods/exec" in r.get("resources", []) for r in with_exec["rules"])

@@ -80,7 +80,9 @@ NEEDED: tuple[Permission, ...] = (
     ),
     Permission(("get",), url="/metrics", why="the feature gates (kube-apiserver kubernetes_feature_enabled)"),
     Permission(("get",), "nodes/proxy", why="kubelet feature gates and DRA metrics", when=OPTIONAL, cluster=True),
-    Permission(("create",), "pods/exec", why="reading node state through the helper pods", when=NODE_ACCESS),
+    Permission(  # the exec stream is a WebSocket upgrade of a GET: RBAC asks for get (and create on newer API servers)
+        ("create", "get"), "pods/exec", why="reading node state through the helper pods", when=NODE_ACCESS
+    ),
 )
 
 

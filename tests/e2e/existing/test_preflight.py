@@ -199,3 +199,42 @@ def test_preflight_names_the_admission_that_refuses_the_helper_pods(installed):
     assert proc.returncode == 1 and len(refused) == 1 and "e2e: no privileged pods" in refused[0], out
     assert [line for line in out.splitlines()[:-1] if not line.startswith("ok ")] == refused, out
     assert _run_namespaces(k8s, "preflight-") == []
+
+
+def test_the_printed_role_is_enough_for_preflight_and_a_core_run(installed, tmp_path):
+    """A ServiceAccount bound only to the ClusterRole of `preflight --print-role --node-access privileged-pod`
+    (no cluster-admin) passes preflight and qualifies the installed driver with the core profile: the role the
+    tool prints is the role a customer can grant. Source: issue 22 §2; issue 27 §4 (a minimal ClusterRole)."""
+    # given: the printed role bound to a ServiceAccount of a namespace of this test
+    kubeconfig, k8s = installed
+    suffix = secrets.token_hex(3)
+    ns, name = names.dns_label(f"preflight-role-{suffix}"), f"dra-conformance-e2e-{suffix}"
+    printed = _cli("preflight", "--print-role", "--node-access", "privileged-pod")
+    assert printed.returncode == 0, printed.stderr
+    role = {**yaml.safe_load(printed.stdout), "metadata": {"name": name}}
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    k8s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        waits.default_service_account(k8s, ns, timeout=60)
+        k8s.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner", "namespace": ns}})
+        k8s.request("POST", f"{rbac}/clusterroles", body=role)
+        subject = {"kind": "ServiceAccount", "name": "runner", "namespace": ns}
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+        binding = {"metadata": {"name": name}, "roleRef": ref, "subjects": [subject]}
+        k8s.request("POST", f"{rbac}/clusterrolebindings", body=binding)
+        limited = str(_service_account_kubeconfig(k8s, kubeconfig, ns, "runner", tmp_path / "role.kubeconfig"))
+        # when: preflight and a core run go as that ServiceAccount
+        checked = _cli("preflight", "--kubeconfig", limited, "--node-access", "privileged-pod", timeout=300)
+        argv = ["run", "--cluster", "existing", "--kubeconfig", limited, "--node-access", "privileged-pod"]
+        ran = _cli(*argv, "--profile", "core", "--no-report", "--report-dir", str(tmp_path / "report"))
+    finally:
+        for kind in ("clusterrolebindings", "clusterroles"):
+            with contextlib.suppress(errors.NotFound):
+                k8s.request("DELETE", f"{rbac}/{kind}/{name}")
+        k8s.unguarded().delete("Namespace", ns)
+    # then: every preflight line ok (none missing, none refused), and the run passes
+    lines = checked.stdout.splitlines()[:-1]
+    assert checked.returncode == 0 and lines and not [x for x in lines if x.startswith("missing")], checked.stdout
+    said = ran.stdout + ran.stderr
+    assert ran.returncode == 0 and "VERDICT: PASS" in said, said[-5000:]
+    waits.object_gone(k8s, Obj({"kind": "Namespace", "metadata": {"name": ns}}), timeout=300)

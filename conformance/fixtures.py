@@ -15,6 +15,7 @@ import pytest
 from conformance.core import errors, timeouts
 from conformance.dra import device_taints, partitions, shares
 from conformance.dra.inventory import Inventory, Together, complete_pools, driver_slices
+from conformance.drivers.driver_nodes import ExpectedNodes, expected_nodes
 from conformance.k8s import waits
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.probe import Probe
@@ -45,6 +46,13 @@ def device_visible(probe):
 def inventory(k8s, driver) -> Inventory:
     """The driver's published devices right now (:class:`~conformance.dra.inventory.Inventory`)."""
     return Inventory.read(k8s, driver.name)
+
+
+@pytest.fixture
+def driver_nodes(k8s, driver) -> ExpectedNodes:
+    """The nodes the driver's deployment asks for (:func:`conformance.drivers.driver_nodes.expected_nodes`:
+    host processes, its DaemonSets' placement): "every node" of KEP5970-1/-2 and the smoke test (issue 24 §2)."""
+    return expected_nodes(k8s, driver)
 
 
 @pytest.fixture

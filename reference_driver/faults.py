@@ -105,6 +105,10 @@ FAULTS: dict[str, str] = {
     "driver rewrites the CDI specs of the claims prepared before it for another device (the next by name, as after "
     "a changed device enumeration), under the same CDI device names, so the running pod's containers would get a "
     "device the claim does not hold when they restart (KEP-4381: prepared claims survive a driver upgrade).",
+    "publishes-on-some-nodes-only": "On a node whose name ends in a digit other than 0 (local clusters' "
+    "<name>-node-1, kind's <name>-worker2) the plugin registers with its kubelet but publishes no ResourceSlice, "
+    "as a driver whose device discovery fails on some nodes: its DaemonSet asks for every node, it serves only "
+    "some (issue 24 §2: KEP5970-1 names the missing node).",
 }
 
 

@@ -189,18 +189,26 @@ def _empty(value: object) -> bool:
     return value in ([], (), {}, False, None)
 
 
-def matches(want: object, have: object, equal_scalars=lambda a, b: a == b) -> bool:
-    """True when ``have`` contains everything of ``want`` (extra keys in ``have`` are fields the server
-    defaulted, and empty values in ``want`` may be missing from ``have``; lists must match element by element).
-    ``equal_scalars`` compares leaves (e.g. quantities)."""
+SERVER_DEFAULTED = frozenset({"timeAdded"})
+"""Keys the API server fills in that a desired slice leaves out (DeviceTaint.timeAdded, resource/v1 defaults)."""
+
+
+def matches(want: object, have: object, equal_scalars=lambda a, b: a == b, exact: bool = False) -> bool:
+    """True when ``have`` contains everything of ``want`` (empty values in ``want`` may be missing from
+    ``have``; lists must match element by element). ``equal_scalars`` compares leaves (e.g. quantities).
+    Extra keys in ``have`` are accepted as fields the server defaulted unless ``exact``: then only the
+    :data:`SERVER_DEFAULTED` keys and empty values may be extra, so a field the desired slice dropped (a taint,
+    an attribute) makes the slice differ and get rewritten."""
     if isinstance(want, dict):
-        return isinstance(have, dict) and all(
-            matches(v, have[k], equal_scalars) if k in have else _empty(v) for k, v in want.items()
-        )
+        if not isinstance(have, dict):
+            return False
+        if exact and any(k not in want and k not in SERVER_DEFAULTED and not _empty(v) for k, v in have.items()):
+            return False
+        return all(matches(v, have[k], equal_scalars, exact) if k in have else _empty(v) for k, v in want.items())
     if isinstance(want, list | tuple):
         return (
             isinstance(have, list | tuple)
             and len(want) == len(have)
-            and all(matches(w, h, equal_scalars) for w, h in zip(want, have, strict=True))
+            and all(matches(w, h, equal_scalars, exact) for w, h in zip(want, have, strict=True))
         )
     return want == have or equal_scalars(want, have)

@@ -357,6 +357,17 @@ def _declared(name: str, key: str, src: str, profile: DriverProfile, devices: li
     return Capability(name, True, f"{src} declares {key}: true", declared=True)
 
 
+def _multi_node(facts: Mapping[str, Any], profile: DriverProfile) -> Capability:
+    """``multi_node``: two or more expected driver nodes (``facts["expected_nodes"]``, else the nodes with
+    devices); broken when the nodes with devices differ from them (issue 24 §2: a missing node fails, named)."""
+    published = sorted(n for n in _per_node(facts.get("devices") or []) if n != "<no node>")
+    expected = facts.get("expected_nodes") or {"nodes": published, "source": "the nodes with devices"}
+    wanted, odd = sorted(expected["nodes"]), sorted(set(expected["nodes"]) ^ set(published))
+    evidence = f"expected driver nodes {wanted} ({expected['source']}); driver {profile.driver} publishes devices on "
+    evidence += f"nodes {published or 'none'}" + (f"; differing: {odd}" if odd else "")
+    return Capability("multi_node", len(wanted) >= 2, evidence, broken=len(wanted) >= 2 and bool(odd))
+
+
 def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
     """Capabilities from ``facts``: ``served_versions`` {version: [plurals]}, ``feature_gates`` (apiserver
     metrics), ``kubelet_gates`` {node: gates}, ``configured_gates``, ``k8s_version``, ``devices`` (see
@@ -377,12 +388,7 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
     for name in ("node_access", "plugin_restart", "kubelet_restart", "plugin_registration", *HANDLE_FACTS):
         ok, why = facts.get(name) or (False, "not probed")
         items[name] = Capability(name, bool(ok), why)
-    per_node = _per_node(facts.get("devices") or [])
-    items["multi_node"] = Capability(
-        "multi_node",
-        len([n for n in per_node if n != "<no node>"]) >= 2,
-        f"driver {profile.driver} publishes devices on nodes {sorted(per_node) or 'none'}",
-    )
+    items["multi_node"] = _multi_node(facts, profile)
     for name in CAPABILITIES:
         if name.startswith("driver."):
             items[name] = _driver(name, facts, profile, items)

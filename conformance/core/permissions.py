@@ -83,6 +83,14 @@ NEEDED: tuple[Permission, ...] = (
     Permission(  # the exec stream is a WebSocket upgrade of a GET: RBAC asks for get (and create on newer API servers)
         ("create", "get"), "pods/exec", why="reading node state through the helper pods", when=NODE_ACCESS
     ),
+    Permission(  # without it the expected driver nodes fall back to the nodes with slices (issue 24 §2)
+        ("list",),
+        "daemonsets",
+        "apps",
+        why="the driver's DaemonSets: the nodes it should run on",
+        when=OPTIONAL,
+        cluster=True,
+    ),
 )
 
 

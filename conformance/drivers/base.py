@@ -69,7 +69,9 @@ class DeclaresProfileKeys(Protocol):
 class DeployedDriver:
     """A deployed driver (implements :class:`conformance.core.handles.DriverHandle`): ``name``
     (spec.driver), ``device_classes``, ``profile``, ``deploy_mode``, ``version`` (best known), ``processes``
-    (node -> host process, host modes), ``log_source`` (callable returning {source: text})."""
+    (node -> host process, host modes), ``log_source`` (callable returning {source: text}),
+    ``daemonset_namespaces`` (where the deployer put the driver's DaemonSets: the expected driver nodes,
+    conformance.drivers.driver_nodes)."""
 
     name: str
     device_classes: tuple[str, ...]
@@ -78,6 +80,7 @@ class DeployedDriver:
     version: str = ""
     processes: dict[str, HostProcess] = dataclasses.field(default_factory=dict)
     log_source: Callable[[], dict[str, str]] | None = None
+    daemonset_namespaces: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, profile: DriverProfile, mode: str, **fields: Any) -> DeployedDriver:

@@ -199,6 +199,7 @@ class HelmDeployer:
             "helm",
             version=version,
             log_source=self.pod_logs,
+            daemonset_namespaces=(self.namespace,),
             install=self.install,
             current=d,
             previous=previous,

@@ -178,7 +178,11 @@ class ManifestsDeployer:
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
         """The handle (also in xdist workers): logs come from the pods of the bundle's namespaces."""
         return DeployedDriver.of(
-            self.profile, "manifests", version=str(state.get("version", "")), log_source=self.pod_logs
+            self.profile,
+            "manifests",
+            version=str(state.get("version", "")),
+            log_source=self.pod_logs,
+            daemonset_namespaces=tuple(self._namespaces()),
         )
 
     def _namespaces(self) -> list[str]:

@@ -70,13 +70,21 @@ def await_slices(
 ) -> list:
     """Wait for the driver's ResourceSlices (≥ 1 device on each of ``nodes``, any node when empty).
 
+    A driver that publishes on some of ``nodes`` (within ``timeout``) but not on the others within a further
+    :data:`~conformance.core.timeouts.SLICES_PUBLISHED` is deployed all the same: KEP5970-1/-2 and the smoke
+    test then fail naming the missing nodes (issue 24 §2), which a refused deploy would not show.
     Raises DriverNotReady with what was awaited, the slices seen and the tail of the plugin logs (``logs()``);
     early when ``failed()`` returns a message (a plugin process exited).
     """
     nodes = list(nodes)
     try:
-        return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=timeout, failed=failed)
+        waits.slices_published(k8s, profile.driver, min_devices=1, timeout=timeout, failed=failed)
+        grace = min(timeout, timeouts.SLICES_PUBLISHED)
+        return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=grace, failed=failed)
     except errors.WaitError as exc:  # a timeout, or failed() ended it early
+        seen = k8s.list("ResourceSlice", field_selector=f"spec.driver={profile.driver}") if nodes else []
+        if isinstance(exc, errors.WaitTimeout) and any(waits.devices_by_node(seen).get(n) for n in nodes):
+            return seen  # some of the nodes publish: the suites name the others
         detail = exc.last_state or "  (no slices)"
         if exc.failed:
             detail = f"  {exc.failed}\n" + detail

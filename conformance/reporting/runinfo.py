@@ -9,7 +9,8 @@ Shape (written by conformance/plugin.py at session start and finish)::
      "capabilities": {name: {"available": bool, "evidence": str, "broken": bool, "declared": bool,
                              "cluster_lacks": bool, "gate_unknown": bool}},
      "declared_capabilities": [name, ...]   # optional: what the driver profile promises or its slices publish
-     "devices": [{"node", "pool", "device", "attributes"}]}
+     "devices": [{"node", "pool", "device", "attributes"}],
+     "expected_nodes": {"nodes": [...], "source": str, "known": bool}}   # where the driver should run
 
 Every field is optional here: a missing file or field reads as empty, and reports say "unknown".
 """

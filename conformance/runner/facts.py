@@ -26,6 +26,7 @@ from conformance.core.handles import (
     UpgradesDriver,
 )
 from conformance.core.profile import DriverProfile
+from conformance.drivers import driver_nodes
 from conformance.k8s import discovery
 from conformance.k8s.client import K8s
 from conformance.node import registration
@@ -83,6 +84,8 @@ def collect(
     )
     facts.update(disruptions(cluster, driver))
     facts["driver_slices_writable"] = slices_writable(driver)
+    if driver is not None:  # the nodes the deployment asks for (issue 24 §2); multi_node and run.json read them
+        facts["expected_nodes"] = driver_nodes.expected_nodes(k8s, driver).as_dict()
     return facts
 
 
@@ -172,7 +175,8 @@ def run_info(
     ``declared``: the ``driver.*`` capabilities the driver profile promises or the driver's slices publish
     (Capability.declared); the verdict fails when one of
     them fails, is unavailable or is never exercised (conformance/reporting/summary.py). ``narrowing``: what
-    narrowed the run (:func:`conformance.runner.narrowing.load`; None: not recorded yet).
+    narrowed the run (:func:`conformance.runner.narrowing.load`; None: not recorded yet). ``expected_nodes``:
+    the nodes the driver's deployment asks for (conformance.drivers.driver_nodes.ExpectedNodes.as_dict).
     """
 
     def stamp(t: float | None) -> str | None:
@@ -199,6 +203,7 @@ def run_info(
         "capabilities": {n: {**c, "declared": n in declared} for n, c in capabilities.as_dict().items()},
         "declared_capabilities": sorted(declared),
         "narrowing": narrowing,
+        "expected_nodes": facts.get("expected_nodes"),
         "devices": [{k: d[k] for k in ("node", "pool", "device", "attributes")} for d in facts.get("devices", [])],
     }
 

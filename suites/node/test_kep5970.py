@@ -23,14 +23,16 @@ pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-1", "REG-01")
-def test_driver_registers_with_every_kubelet(k8s, tracker, builder, driver, inventory):
-    """Every driver node's kubelet accepted the driver's plugin and prepares its claims through the GA
-    service: a pod using one device runs on each node, and that kubelet's metrics count new successful
+def test_driver_registers_with_every_kubelet(k8s, tracker, builder, driver, inventory, driver_nodes):
+    """Every driver node (the nodes its deployment asks for, not those it happens to publish on) serves the
+    driver: its devices are published there, the kubelet accepted the plugin and prepares its claims through
+    the GA service: a pod using one device runs on each node, and that kubelet's metrics count new successful
     ``v1.DRAPlugin/NodePrepareResources`` calls to the driver (no node access needed).
     Source: KEP-5970 behaviour 1; KEP-4381 (v1 kubelet API, 1.34); upstream "kubelet registers plugin";
-    kubelet metric dra_grpc_operations_duration_seconds."""
-    # given: the nodes where the driver publishes devices, and each kubelet's calls to the driver so far
-    nodes = inventory.nodes()
+    kubelet metric dra_grpc_operations_duration_seconds; issue 24 §2 (expected driver nodes)."""
+    # given: the driver's nodes, each with published devices, and each kubelet's calls to the driver so far
+    nodes, missing = list(driver_nodes.names), driver_nodes.mismatch(inventory.nodes(), "devices")
+    assert nodes and missing is None, missing or f"driver {driver.name}: no expected nodes ({driver_nodes.source})"
     before = {node: kubelet.DraCalls.read(k8s, node, driver.name) for node in nodes}
     # when: a pod with one device of the driver runs on each node
     pods = [tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node)) for node in nodes]
@@ -38,21 +40,20 @@ def test_driver_registers_with_every_kubelet(k8s, tracker, builder, driver, inve
         waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     # then: each kubelet called the driver's v1 NodePrepareResources
     calls = {node: kubelet.DraCalls.read(k8s, node, driver.name).since(before[node]) for node in nodes}
-    assert nodes, f"driver {driver.name} publishes no node-local devices"
     assert all(kubelet.PREPARE_V1 in c for c in calls.values()), calls
 
 
 @pytest.mark.node
 @pytest.mark.scenario("REG-01")
 @pytest.mark.requires("plugin_registration")
-def test_registration_socket_advertises_the_v1_service(k8s, driver, inventory, node_access):
+def test_registration_socket_advertises_the_v1_service(k8s, driver, driver_nodes, node_access):
     """Each driver node has one registration socket answering GetInfo as a DRAPlugin named after the driver
     that advertises the GA service v1.DRAPlugin, and the kubelet's plugin manager holds that very socket as
     registered (actual state of world).
     Source: pluginregistration v1 GetInfo; KEP-4381 (v1.DRAPlugin, 1.34); kubelet metric
     plugin_manager_total_plugins."""
-    # given: the nodes where the driver publishes devices
-    nodes = inventory.nodes()
+    # given: the nodes the driver's deployment asks for
+    nodes = list(driver_nodes.names)
     # when: their registration sockets are asked GetInfo and their kubelets' metrics are read
     answers = {node: [p for p in node_access.plugin_info(node) if p.get("name") == driver.name] for node in nodes}
     accepted = {node: kubelet.accepted_sockets(kubelet.metrics(k8s, node)) for node in nodes}
@@ -64,14 +65,15 @@ def test_registration_socket_advertises_the_v1_service(k8s, driver, inventory, n
 
 @pytest.mark.publishing
 @pytest.mark.scenario("KEP5970-2", "PUB-01", "PUB-11", "LIM-01")
-def test_driver_publishes_slices_with_devices(k8s, driver, profile):
-    """The driver publishes complete ResourceSlice pools with at least the profile's devices on each of its nodes,
+def test_driver_publishes_slices_with_devices(k8s, driver, profile, driver_nodes):
+    """The driver publishes complete ResourceSlice pools with at least the profile's devices on each node its
+    deployment asks for (and no other),
     and every slice keeps the API's rules (``check_slices``): exactly one of nodeName / nodeSelector / allNodes /
     perDeviceNodeSelection, node-local slices owned by their Node (its current UID), one generation per pool
     with ``resourceSliceCount`` slices, unique device names per pool, size limits, the declared attributes
     with their declared types.
     Source: KEP-5970 behaviour 2; resource.k8s.io/v1 ResourceSliceSpec and ResourcePool; KEP-4381; upstream
-    "kubelet must manage ResourceSlices"."""
+    "kubelet must manage ResourceSlices"; issue 24 §2 (expected driver nodes)."""
     # given: the driver's profile (devices per node, declared attributes) and the Nodes' UIDs
     expected, node_uids = profile.devices_per_node, {n.name: n.uid for n in k8s.list("Node")}
     # when: its pools are complete and all its slices are read
@@ -81,6 +83,7 @@ def test_driver_publishes_slices_with_devices(k8s, driver, profile):
     violations = check_slices(slices, driver.name, profile.attributes) + node_owner_uids(slices, node_uids)
     assert violations == [], describe_violations(violations)
     per_node = waits.devices_by_node(published)
+    assert driver_nodes.mismatch(per_node, "devices") is None, driver_nodes.mismatch(per_node, "devices")
     assert per_node and all(count >= expected for count in per_node.values()), (
         f"the profile declares devices_per_node {expected}; the driver publishes per node: {per_node}"
     )

@@ -10,17 +10,20 @@ pytestmark = [pytest.mark.scenario("KEP5970-2", "KEP5970-3", "KEP5970-5"), pytes
 
 @pytest.mark.core
 @pytest.mark.publishing
-def test_driver_publishes_devices_on_every_node(k8s, driver, profile, cluster):
-    """Every node the driver serves has ResourceSlices with at least ``devices_per_node`` devices.
-    Source: KEP-5970 behaviour 2 (ResourceSlice publishing)."""
-    # given: the driver's nodes (all nodes of a cluster the harness created)
-    nodes = [n.name for n in cluster.nodes] if driver.processes else []
+def test_driver_publishes_devices_on_every_node(k8s, driver, profile, driver_nodes):
+    """Every node the driver's deployment asks for (and no other) has ResourceSlices with at least
+    ``devices_per_node`` devices.
+    Source: KEP-5970 behaviour 2 (ResourceSlice publishing); issue 24 §2 (expected driver nodes)."""
+    # given: the nodes the driver's deployment asks for
+    nodes = list(driver_nodes.names)
     # when: its slices are listed
     slices = waits.slices_published(
-        k8s, driver.name, nodes=nodes, min_devices=profile.devices_per_node, timeout=timeouts.SLICES_PUBLISHED
+        k8s, driver.name, min_devices=profile.devices_per_node, timeout=timeouts.SLICES_PUBLISHED
     )
-    # then: each complete pool carries the driver name and devices
+    # then: each complete pool carries the driver name and devices, on exactly those nodes
     assert all(s.get("spec.driver") == driver.name for s in slices), [s.describe() for s in slices]
+    missing = driver_nodes.mismatch(waits.devices_by_node(slices), "devices")
+    assert nodes and missing is None, missing or f"no expected driver nodes ({driver_nodes.source})"
     assert waits.device_count(slices) >= profile.devices_per_node, (
         f"the profile declares devices_per_node {profile.devices_per_node}; the driver's slices: "
         f"{[s.describe() for s in slices]}"

@@ -200,6 +200,7 @@ class HelmDeployer:
             version=version,
             log_source=self.pod_logs,
             daemonset_namespaces=(self.namespace,),
+            k8s=self.k8s,
             install=self.install,
             current=d,
             previous=previous,

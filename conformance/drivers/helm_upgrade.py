@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from conformance.core import errors
-from conformance.drivers.base import DeployedDriver
+from conformance.drivers.daemonset_plugin import DaemonSetDriver
 from conformance.drivers.readiness import await_daemonsets, registered_sockets
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
@@ -114,8 +114,9 @@ def await_rollout(
 
 
 @dataclasses.dataclass
-class HelmDriver(DeployedDriver):
-    """A Helm-deployed driver (implements :class:`conformance.core.handles.UpgradesDriver`): ``install(spec)``
+class HelmDriver(DaemonSetDriver):
+    """A Helm-deployed driver (implements :class:`conformance.core.handles.UpgradesDriver`, and RestartsPlugin
+    through :class:`~conformance.drivers.daemonset_plugin.DaemonSetDriver`): ``install(spec)``
     runs ``helm upgrade --install`` of a deploy spec and waits until the driver is ready (the deployer's);
     ``current``: the deployed version's spec; ``previous``: N-1's (None: the profile names none);
     ``at_previous``: whether N-1 is what runs now."""

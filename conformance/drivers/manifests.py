@@ -33,6 +33,7 @@ from conformance.core.profile import DriverProfile
 from conformance.drivers import bundle as bundles
 from conformance.drivers import chartvalues, nodeimages, readiness
 from conformance.drivers.base import DeployContext, DeployedDriver
+from conformance.drivers.daemonset_plugin import DaemonSetDriver
 from conformance.drivers.helm import resolve_chart
 from conformance.drivers.readiness import (
     await_daemonsets,
@@ -177,12 +178,13 @@ class ManifestsDeployer:
 
     def attach(self, state: Mapping[str, Any]) -> DeployedDriver:
         """The handle (also in xdist workers): logs come from the pods of the bundle's namespaces."""
-        return DeployedDriver.of(
+        return DaemonSetDriver.of(
             self.profile,
             "manifests",
             version=str(state.get("version", "")),
             log_source=self.pod_logs,
             daemonset_namespaces=tuple(self._namespaces()),
+            k8s=self.k8s,
         )
 
     def _namespaces(self) -> list[str]:

@@ -78,9 +78,9 @@ def collect(
         facts["kubelet_restart"] = (False, "no node access")
         facts["plugin_registration"] = (False, "no node access")
     facts["plugin_restart"] = (
-        (True, "driver runs as host processes the harness controls")
+        (True, f"the {driver.deploy_mode} deployer restarts the driver's plugin on a node (host process or pod)")
         if isinstance(driver, RestartsPlugin)
-        else (False, "the driver was not deployed by the harness in host mode")
+        else (False, "the driver was not deployed by the harness (host mode, helm or manifests)")
     )
     facts.update(disruptions(cluster, driver))
     facts["driver_slices_writable"] = slices_writable(driver)

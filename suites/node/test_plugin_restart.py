@@ -9,7 +9,7 @@ delete the CDI specs"; dra-example-driver checkpoint.
 
 import pytest
 
-from conformance.api import cdi, kubelet_uses, timeouts, waits
+from conformance.api import cdi, driver_slices, kubelet_uses, remove_driver_slice, timeouts, waits
 
 pytestmark = [pytest.mark.node, pytest.mark.disruptive, pytest.mark.kep(4381), pytest.mark.scenario("RST-07")]
 
@@ -41,13 +41,14 @@ def test_claim_prepared_before_a_plugin_restart_is_unprepared_after_it(
     assert cdi.claim_specs(node_access, node, fresh), node_access.cdi_specs(node)
 
 
-@pytest.mark.requires("driver.cdi", "node_access", "plugin_restart")
+@pytest.mark.requires("driver.cdi", "node_access", "plugin_restart", "driver_slices_writable")
+@pytest.mark.xdist_group("dra-cluster-state")  # deletes the node's slices
 def test_plugin_restart_keeps_slices_and_running_pods_and_reregisters(
     k8s, tracker, builder, driver, node_access, probe
 ):
-    """After the node's plugin restarts it registers with the kubelet again, its pools there are kept or
-    republished with the same devices (checked again once a new pod ran, so slices the old process left do not
-    pass alone), the running pod keeps its containers and its claim's CDI spec, and a new pod with a new claim
+    """After the node's plugin restarts it registers with the kubelet again and publishes anew: its node's
+    slices, deleted after the restart, come back with the same devices (slices the old process left do not pass
+    alone; issue 24 §3), the running pod keeps its containers and its claim's CDI spec, and a new pod with a new claim
     runs there and shows its devices. The old pod's device is not probed again: its probe output was written
     before the restart and the harness cannot run a new probe in a running container."""
     # given: a running pod whose claim is prepared on its node, and the driver's pools there
@@ -62,7 +63,9 @@ def test_plugin_restart_keeps_slices_and_running_pods_and_reregisters(
         lambda: kubelet_uses(k8s, node_access, node, driver.name)[0], timeout=timeouts.PLUGIN_REGISTRATION, interval=1.0
     )
     assert registered, kubelet_uses(k8s, node_access, node, driver.name)[1]
-    waits.node_republished(k8s, driver.name, before, timeout=timeouts.SLICES_PUBLISHED)
+    for old in [s for s in driver_slices(k8s, driver.name) if s.get("spec.nodeName") == node]:
+        remove_driver_slice(k8s, driver.name, old)
+    waits.node_republished(k8s, driver.name, before, replaced=True, timeout=timeouts.SLICES_PUBLISHED)
     # and: the running pod keeps its containers and its claim stays prepared
     assert not waits.restarted_containers(ctrs, k8s.get("Pod", pod.name, pod.namespace)), ctrs
     assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)

@@ -1,0 +1,80 @@
+"""Restarting the kubelet plugin of a DaemonSet-deployed driver (helm, manifests) on one node: delete the node's
+plugin pod and wait for the DaemonSet's new pod to run Ready there, as an operator (or a crash) restarts it
+(issue 24 §3: the plugin-restart tests and their faults also for Helm-deployed drivers).
+
+Source: apps/v1 DaemonSet (the controller replaces a deleted pod on its node); upstream test/e2e_node/dra_test.go
+"must be functional after service reconnect" (a restarted plugin serves again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from conformance.core import errors, timeouts
+from conformance.core.objects import Obj
+from conformance.dra.placement import runs_kubelet_plugin
+from conformance.drivers.base import DeployedDriver
+from conformance.k8s import waits
+from conformance.k8s.client import K8s
+
+
+def _ready(pod: Obj) -> bool:
+    conditions = pod.get("status.conditions") or []
+    return pod.get("metadata.deletionTimestamp") is None and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+    )
+
+
+def plugin_pods(k8s: K8s, namespaces: Iterable[str], node: str) -> list[Obj]:
+    """The pods on ``node`` of the DaemonSets in ``namespaces`` that run a kubelet plugin
+    (:func:`conformance.dra.placement.runs_kubelet_plugin`), any state."""
+    out = []
+    for ns in namespaces:
+        sets = {ds.name for ds in k8s.list("DaemonSet", ns) if runs_kubelet_plugin(ds)}
+        for pod in k8s.list("Pod", ns, field_selector=f"spec.nodeName={node}"):
+            owners = pod.get("metadata.ownerReferences") or []
+            if any(o.get("kind") == "DaemonSet" and o.get("name") in sets for o in owners):
+                out.append(pod)
+    return out
+
+
+def restart_plugin_pods(k8s: K8s, namespaces: Iterable[str], node: str, timeout: float, driver: str = "") -> list[Obj]:
+    """Delete the plugin pods of ``node`` (:func:`plugin_pods`) and wait until as many new ones (other UIDs)
+    run Ready there; returns the new pods. Raises KeyError when the node has none, DriverNotReady naming the
+    node and the pods seen when the new ones are not Ready within ``timeout`` seconds."""
+    namespaces = tuple(namespaces)
+    old = plugin_pods(k8s, namespaces, node)
+    if not old:
+        raise KeyError(f"no kubelet-plugin DaemonSet pod on node {node!r} in namespace(s) {list(namespaces)}")
+    for pod in old:
+        k8s.unguarded().delete("Pod", pod.name, pod.namespace)
+    gone = {p.uid for p in old}
+    fresh: list[Obj] = []
+
+    def replaced() -> bool:
+        fresh[:] = [p for p in plugin_pods(k8s, namespaces, node) if p.uid not in gone]
+        return len(fresh) >= len(old) and all(_ready(p) for p in fresh)
+
+    if not waits.poll(replaced, timeout=timeout, interval=1.0):
+        seen = [f"{p.name} ({p.get('status.phase')}, ready={_ready(p)})" for p in fresh]
+        raise errors.DriverNotReady(
+            driver, f"new Ready plugin pods on node {node} replacing {[p.name for p in old]}", f"new pods seen: {seen}"
+        )
+    return fresh
+
+
+@dataclasses.dataclass
+class DaemonSetDriver(DeployedDriver):
+    """A driver whose kubelet plugins are DaemonSet pods in ``daemonset_namespaces``; it restarts the plugin
+    on a node by replacing its pod (:class:`conformance.core.handles.RestartsPlugin`). ``k8s``: the client
+    the deployer used."""
+
+    k8s: K8s | None = None
+
+    def restart_plugin(self, node: str) -> None:
+        """Replace the plugin pod on ``node`` and wait for the new one to be Ready (:func:`restart_plugin_pods`).
+        Raises KeyError naming the node when it runs none; RuntimeError when the handle has no client."""
+        if self.k8s is None:
+            raise RuntimeError(f"driver {self.name}: this handle has no Kubernetes client to restart plugin pods")
+        restart_plugin_pods(self.k8s, self.daemonset_namespaces, node, timeouts.PLUGIN_REGISTRATION * 4, self.name)

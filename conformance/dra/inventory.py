@@ -318,6 +318,21 @@ class Inventory:
             )
         return Together(best[1], best[2])
 
+    def pinned(self) -> Together:
+        """One device of the first driver node, picked by a string/int attribute value no other device of that
+        node has and fitting its counter sets alone: what KEP5970-7 takes when no group fits together
+        (:meth:`together` raised), so the core test runs (issue 24 §3). Raises LookupError when none."""
+        for node in self.nodes()[:1]:
+            devices = self.on_node(node)
+            for d in (d for d in devices if counters.fit([d], self.counter_sets)):
+                for name, value in sorted(d.attributes.items()):
+                    if (
+                        d.types.get(name) in ("string", "int")
+                        and [o.attributes.get(name) for o in devices].count(value) == 1
+                    ):
+                        return Together(f"{cel_attribute(name)} == {cel_literal(value)}", {node: [d]})
+        raise LookupError(f"no device of {self.driver} fits its counter sets alone with an attribute value of its own")
+
     def _attribute_values(self, nodes: list[str]) -> list[tuple[str, object]]:
         """``(attribute, value)`` pairs of string/int/bool attributes every device of ``nodes`` publishes."""
         devices = [d for n in nodes for d in self.on_node(n)]

@@ -163,3 +163,15 @@ def test_together_raises_when_no_group_fits():
     s.raw["spec"]["sharedCounters"][0]["counters"]["m"]["value"] = "1Gi"  # nothing fits, not even one half
     with pytest.raises(LookupError, match="counter sets"):
         Inventory.from_slices(DRIVER, [s]).together()
+
+
+def test_pinned_takes_one_device_that_fits_alone_when_no_group_fits():
+    s = _partitioned("n1")
+    s.raw["spec"]["sharedCounters"][0]["counters"]["m"]["value"] = "4Gi"  # the halves fit alone, not together
+    s.raw["spec"]["devices"][1]["attributes"]["uuid"] = {"string": "u-p0"}
+    inv = Inventory.from_slices(DRIVER, [s])
+    pinned = inv.pinned()
+    assert pinned.selector == f'device.attributes["{DRIVER}"].uuid == "u-p0"' and pinned.names_on("n1") == ["gpu-0-p0"]
+    s.raw["spec"]["sharedCounters"][0]["counters"]["m"]["value"] = "1Gi"  # nothing fits at all
+    with pytest.raises(LookupError, match="fits its counter sets alone"):
+        Inventory.from_slices(DRIVER, [s]).pinned()

@@ -15,6 +15,7 @@ from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
 from conformance.dra.placement import runs_kubelet_plugin
 from conformance.drivers.base import DeployedDriver
+from conformance.drivers.readiness import await_daemonsets
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
 
@@ -64,13 +65,53 @@ def restart_plugin_pods(k8s: K8s, namespaces: Iterable[str], node: str, timeout:
     return fresh
 
 
+def _recreatable(ds: Obj) -> dict:
+    """The DaemonSet as it can be created again: no status, server-set metadata or controller-set fields."""
+    meta = {k: v for k, v in ds.raw["metadata"].items() if k in ("name", "namespace", "labels", "annotations")}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta, "spec": ds.raw["spec"]}
+
+
 @dataclasses.dataclass
 class DaemonSetDriver(DeployedDriver):
     """A driver whose kubelet plugins are DaemonSet pods in ``daemonset_namespaces``; it restarts the plugin
-    on a node by replacing its pod (:class:`conformance.core.handles.RestartsPlugin`). ``k8s``: the client
-    the deployer used."""
+    on a node by replacing its pod (:class:`conformance.core.handles.RestartsPlugin`) and removes and
+    reinstalls its plugin DaemonSets (:class:`conformance.core.handles.RemovesDriver`: DeviceClasses, RBAC and
+    the nodes' state stay, as ``kubectl delete daemonset`` and a re-apply of it do). ``k8s``: the deployer's
+    client."""
 
     k8s: K8s | None = None
+    removed: list[dict] = dataclasses.field(default_factory=list)
+
+    def _client(self) -> K8s:
+        if self.k8s is None:
+            raise RuntimeError(f"driver {self.name}: this handle has no Kubernetes client to change its DaemonSets")
+        return self.k8s
+
+    def remove_driver(self) -> None:
+        """Delete the plugin DaemonSets and wait until their pods are gone from every node. Idempotent."""
+        k8s = self._client()
+        for ns in self.daemonset_namespaces:
+            for ds in (d for d in k8s.list("DaemonSet", ns) if runs_kubelet_plugin(d)):
+                self.removed.append(_recreatable(ds))
+                k8s.unguarded().delete("DaemonSet", ds.name, ns)
+        names = {d["metadata"]["name"] for d in self.removed}
+
+        def pods_gone() -> bool:
+            pods = [p for ns in self.daemonset_namespaces for p in k8s.list("Pod", ns)]
+            return not any(o.get("name") in names for p in pods for o in p.get("metadata.ownerReferences") or [])
+
+        if not waits.poll(pods_gone, timeout=timeouts.POD_DELETE, interval=1.0):
+            raise errors.DriverNotReady(self.name, f"the pods of DaemonSets {sorted(names)} gone", "still running")
+
+    def reinstall_driver(self) -> None:
+        """Create the removed DaemonSets again and wait until each runs a Ready pod on its nodes (raises
+        DriverNotReady with its status); nothing to do when none was removed."""
+        k8s, again = self._client(), list(self.removed)
+        for doc in again:
+            k8s.unguarded().create(doc)
+        self.removed.clear()
+        refs = [(d["metadata"]["namespace"], d["metadata"]["name"]) for d in again]
+        await_daemonsets(k8s, self.name, refs, timeout=timeouts.PLUGIN_REGISTRATION * 5)
 
     def restart_plugin(self, node: str) -> None:
         """Replace the plugin pod on ``node`` and wait for the new one to be Ready (:func:`restart_plugin_pods`).

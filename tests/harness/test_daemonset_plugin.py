@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.core import errors
-from conformance.core.handles import RestartsPlugin
+from conformance.core.handles import RemovesDriver, RestartsPlugin
 from conformance.core.objects import Obj
 from conformance.drivers.daemonset_plugin import DaemonSetDriver, restart_plugin_pods
 from tests.harness.test_driver_nodes import PROFILE, daemonset
@@ -66,3 +66,47 @@ def test_restart_replaces_only_the_nodes_plugin_pod_and_waits_for_the_new_one():
 def test_a_replacement_that_never_gets_ready_names_the_node():
     with pytest.raises(errors.DriverNotReady, match="node a"):
         restart_plugin_pods(FakeK8s(heals=False), ["drv"], "a", timeout=1, driver="gpu.example.com")
+
+
+class FakeCluster:
+    """DaemonSets whose pods vanish with them and come back Ready when they are created again."""
+
+    def __init__(self):
+        self.sets = {"plugin": daemonset(), "x": daemonset("x", volumes=())}
+        self.created = []
+
+    def unguarded(self):
+        return self
+
+    def list(self, kind, namespace=None, field_selector=""):
+        if kind == "DaemonSet":
+            return list(self.sets.values())
+        return [pod(f"{n}-a", "a", f"u-{n}", owner=n) for n in self.sets]
+
+    def delete(self, kind, name, namespace=None):
+        assert kind == "DaemonSet"
+        self.sets.pop(name)
+
+    def create(self, doc):
+        self.created.append(doc)
+        ready = {"desiredNumberScheduled": 1, "updatedNumberScheduled": 1, "numberReady": 1}
+        self.sets[doc["metadata"]["name"]] = Obj({**doc, "status": {"observedGeneration": 1, **ready}})
+
+    def get(self, kind, name, namespace=None):
+        return self.sets[name]
+
+
+def test_remove_deletes_only_the_plugin_daemonset_and_reinstall_creates_it_again(monkeypatch):
+    from conformance.k8s import waits
+
+    monkeypatch.setattr(waits, "object_matches", lambda k8s, ref, pred, **_: pred(k8s.get("DaemonSet", ref.name)))
+    k8s = FakeCluster()
+    handle = DaemonSetDriver.of(PROFILE, "manifests", daemonset_namespaces=("drv",), k8s=k8s)
+    assert isinstance(handle, RemovesDriver)
+    handle.remove_driver()
+    assert sorted(k8s.sets) == ["x"] and [d["metadata"]["name"] for d in handle.removed] == ["plugin"]
+    handle.reinstall_driver()
+    assert sorted(k8s.sets) == ["plugin", "x"] and handle.removed == []
+    assert set(k8s.created[0]["metadata"]) <= {"name", "namespace", "labels", "annotations"}
+    handle.reinstall_driver()  # nothing removed: nothing to do
+    assert len(k8s.created) == 1

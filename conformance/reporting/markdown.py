@@ -45,6 +45,8 @@ def render(summary: dict, timings: dict | None = None) -> str:
         out += _narrowed_section(summary, cut)
     if summary["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
+        failing = scope.failing(summary)
+        out += (["### Failing tests", ""] + [f"- {line}" for line in failing] + [""]) if failing else []
     if waived:  # checks every driver is held to unless its profile opts out (core.capabilities.DEFAULT_ON)
         out += ["## Waived by the driver profile", ""]
         out += [f"- `{c['name']}`: {_cell(c['evidence'])}{_waived_tests(c)}" for c in waived] + [""]
@@ -92,6 +94,9 @@ def _scope_lines(summary: dict) -> list[str]:
         out.append(f"- **Waived** by the profile (explicit false): {', '.join(summary['waived'])}")
     if summary.get("notClaimed"):
         out.append(f"- **Not claimed** by the driver (not tested): {', '.join(summary['notClaimed'])}")
+    rows = [(title, names) for title, names in scope.box(summary) if names]
+    if rows and "capabilities" in summary:
+        out += ["", "| Scope | |", "|---|---|"] + [f"| {t} | {', '.join(n).replace('|', '/')} |" for t, n in rows]
     return out + ([""] if out else [])
 
 

@@ -90,14 +90,22 @@ def fields(capabilities: list[dict], mission_areas: list[dict]) -> dict:
 
 
 def verdict_line(summary: dict) -> str:
-    """The verdict as one line: ``FAIL``; a narrowed run's :func:`conformance.reporting.narrowed.line`; ``PASS``
-    only when nothing was waived and every mission area of the run qualified, else e.g. ``PASS (waived:
-    admin_access; not qualified: admin_access, podresources)``. ``summary``: a summary.json document."""
-    if summary["verdict"] != narrowed.PASS:
-        return narrowed.line(summary["verdict"], summary["profile"], summary.get("narrowed"))
+    """The verdict as one line: ``FAIL``; ``PASS`` only when nothing was waived and every mission area of the run
+    qualified, else e.g. ``PASS (waived: admin_access; not qualified: admin_access, podresources)``; a narrowed
+    run's :func:`conformance.reporting.narrowed.line` with the same parts inside its parentheses (``PASS
+    (narrowed: -k x; 3 of 9 tests; waived: admin_access) — not a qualification ...``). ``summary``: a
+    summary.json document."""
+    line = narrowed.line(summary["verdict"], summary["profile"], summary.get("narrowed"))
+    if summary["verdict"] not in narrowed.PASSING:
+        return line
     parts = [f"waived: {', '.join(summary['waived'])}"] if summary.get("waived") else []
     parts += [f"not qualified: {', '.join(summary['notQualified'])}"] if summary.get("notQualified") else []
-    return f"PASS ({'; '.join(parts)})" if parts else "PASS"
+    if not parts:
+        return line
+    if summary["verdict"] == narrowed.NARROWED_PASS:  # PASS (narrowed: ...; waived: ...) — not a qualification
+        head, tail = line.split(")", 1)
+        return f"{head}; {'; '.join(parts)}){tail}"
+    return f"PASS ({'; '.join(parts)})"
 
 
 def judge(report_dir: str | pathlib.Path) -> tuple[str, tuple[str, ...], dict | None]:
@@ -126,8 +134,59 @@ def at_session_finish(report_dir: str | pathlib.Path, exitstatus: int) -> tuple[
     except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"VERDICT: FAIL (the qualification summary could not be built: {first})", exitstatus == 0
-    if exitstatus != 0:
-        return f"VERDICT: FAIL (pytest exit status {exitstatus}; {line})", False
-    if reasons:
-        return "VERDICT: FAIL (" + "; ".join(reasons)[:400] + ")", True
+    if reasons or exitstatus != 0:
+        why = "; ".join(reasons)[:400] or f"pytest exit status {exitstatus}"
+        return f"VERDICT: FAIL ({why})", exitstatus == 0
     return f"VERDICT: {line} (report {root}; build it with `dra-conformance report {root}`)", False
+
+
+def _untestable(cap: dict) -> str:
+    """A capability the cluster does not offer, with what would enable it."""
+    name = cap["name"]
+    if name.startswith("gate."):
+        return f"{name} (feature gate off: enable {name[5:]}; a local/kind cluster: --feature-gates all)"
+    if name == "node_access":
+        return "node_access (no node access: --node-access privileged-pod, or a local/kind cluster)"
+    if name.startswith("api."):
+        return f"{name} (not served: --runtime-config resource.k8s.io/{name[4:]}=true)"
+    if name.startswith(("allocator.", "platform.")):
+        return f"{name} (release gap of Kubernetes {cap.get('evidence', '')[:80]}: a newer --k8s-version)"
+    return f"{name} ({(cap.get('evidence') or 'not offered here')[:100]})"
+
+
+def box(summary: dict) -> list[tuple[str, list[str]]]:
+    """The scope box under summary.md's headline and on the Allure first screen: ``[(row title, names)]`` for
+    passed capabilities, capabilities not testable on this cluster (with the flag that would enable them), not
+    claimed, waived, coverage gaps (no fitting device) and the mission areas outside this profile."""
+    caps = summary.get("capabilities") or []
+
+    def lacks(c: dict) -> bool:
+        return bool(c.get("clusterLacks")) or "cluster lacks" in (c.get("evidence") or "")
+
+    untestable = [c for c in caps if c["status"] == "skip" and (lacks(c) or not c["name"].startswith("driver."))]
+    return [
+        ("Passed", [c["name"] for c in caps if c["status"] == "pass"]),
+        ("Not testable on this cluster", [_untestable(c) for c in untestable]),
+        ("Not claimed by the driver", list(summary.get("notClaimed") or [])),
+        ("Waived by the profile", list(summary.get("waived") or [])),
+        ("Coverage gap (no fitting device)", [c["name"] for c in caps if c["status"] == "partial"]),
+        ("Outside this profile", [a["name"] for a in summary.get("missionAreas") or [] if a["status"] == "not-tested"]),
+    ]
+
+
+def failing(summary: dict) -> list[str]:
+    """One line per failed or broken test: the first line of its message, its failure class, its evidence folder
+    and the command that reruns it."""
+    from conformance.reporting import evidence  # noqa: PLC0415 - only a failing run needs it
+
+    driver, out = summary["driver"]["profile"], []
+    for t in summary.get("tests") or []:
+        if t["status"] not in ("failed", "broken"):
+            continue
+        first = ((t.get("reason") or "").strip().splitlines() or ["no message"])[0][:200]
+        out.append(
+            f"`{t['id']}`: {first} (class {t.get('failureClass') or '?'}; evidence: "
+            f"evidence/{evidence.test_id(t['id'])}/; rerun: `dra-conformance run --driver {driver} "
+            f"--profile {summary['profile']} -- '{t['id']}'`)"
+        )
+    return out

@@ -162,3 +162,14 @@ def test_summary_md_headline_shows_the_scope():
     assert any("Not qualified" in x and "admin_access" in x for x in lines), lines
     assert any("Waived" in x and "admin_access" in x for x in lines)
     assert any("Not claimed" in x for x in lines)
+
+
+def test_a_narrowed_pass_still_names_its_waivers():
+    """A narrowed run (one suite file) with a waiver keeps both facts on its line."""
+    cut = {"text": "suites/admin_access; 4 of 90 tests"}
+    data = {"verdict": "NARROWED-PASS", "profile": "standard", "narrowed": cut, "waived": ["admin_access"]}
+    line = scope.verdict_line({**data, "notQualified": ["admin_access"]})
+    assert line == (
+        "PASS (narrowed: suites/admin_access; 4 of 90 tests; waived: admin_access; not qualified: admin_access)"
+        " — not a qualification of profile standard"
+    ), line

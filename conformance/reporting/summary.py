@@ -148,10 +148,11 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
             counts[t["status"]] = counts.get(t["status"], 0) + 1
         info = known.get(name) or {}
         available = info.get("available") if isinstance(info.get("available"), bool) else None
+        bad = [t for t in mine if t["status"] in ("failed", "broken", "unknown")]  # a failure hides skips beside it
         reasons = sorted(
             {
                 f"{t['id']}: {_first_line(t['reason']) or 'no reason given'}"
-                for t in mine
+                for t in bad or mine
                 if t["status"] in ("failed", "broken", "skipped", "unknown")
             }
         )

@@ -173,3 +173,45 @@ def test_a_narrowed_pass_still_names_its_waivers():
         "PASS (narrowed: suites/admin_access; 4 of 90 tests; waived: admin_access; not qualified: admin_access)"
         " — not a qualification of profile standard"
     ), line
+
+
+def test_a_driver_defect_raised_as_an_exception_counts_failed_not_broken():
+    """A kubelet FailedPrepareDynamicResources ends a wait with WaitFailed (a driver defect): Allure calls it
+    broken, the verdict counts it failed; an infrastructure error stays broken."""
+    from conformance.reporting import results  # noqa: PLC0415
+
+    def rec(message: str, failure_class: str):
+        labels = [{"name": "failure_class", "value": failure_class}]
+        data = {"name": "t", "status": "broken", "statusDetails": {"message": message}, "labels": labels}
+        return results.record_from(data)
+
+    wait = rec("conformance.core.errors.WaitFailed: kubelet could not prepare the pod's claims", "driver-defect")
+    assert (wait.status, wait.failure_class) == ("failed", "driver-defect")
+    down = rec("conformance.core.errors.ClusterUnavailable: refused", "infrastructure")
+    assert (down.status, down.failure_class) == ("broken", "infrastructure")
+
+
+def test_a_capability_that_failed_shows_the_failure_not_the_skips_beside_it():
+    """The reasons of a failing capability name its failures only."""
+    tests = [
+        {"id": "a", "status": "failed", "reason": "AssertionError: wrong device", "capabilities": ["x"], "areas": []},
+        {"id": "b", "status": "skipped", "reason": "no fitting device", "capabilities": ["x"], "areas": []},
+    ]
+    (cap,) = [c for c in summary._capabilities(tests, {}) if c["name"] == "x"]
+    assert cap["status"] == "fail" and cap["reasons"] == ["a: AssertionError: wrong device"], cap
+
+
+def test_plain_pytest_ends_with_the_same_verdict_line(tmp_path):
+    """A plain ``pytest --report-dir`` session (no ``dra-conformance run``) prints the verdict line of
+    :func:`scope.judge` at session finish, and exits 1 when the summary's rules fail though every test passed."""
+    from tests.reporting.conftest import run_sample, sample_run_json  # noqa: PLC0415
+
+    proc = run_sample(tmp_path / "ok", fail=False, run_json=sample_run_json(declared_capabilities=[]))
+    out = proc.stdout + proc.stderr
+    # the sample's broken-cluster test passes with SAMPLE_FAIL=0; its prioritized-list test skips
+    assert proc.returncode == 0, out
+    assert "VERDICT: PASS (not qualified: prioritized_list)" in out, out
+    assert scope.judge(tmp_path / "ok")[0] == "PASS (not qualified: prioritized_list)"
+    proc = run_sample(tmp_path / "held", "-k", "claim_allocated", fail=False)  # declared shared_claims not run
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "VERDICT: FAIL (declared capability driver.shared_claims" in out, out

@@ -133,6 +133,9 @@ def test_opaque_config_without_a_sample_is_not_claimed_and_false_is_a_waiver():
     assert not cap.available and not cap.declared and "no opaque_config.parameters sample" in cap.evidence
     off = capabilities.evaluate(_facts(), _reference(opaque_config=False)).items["driver.opaque_config"]
     assert not off.available and markdown.WAIVER.search(off.evidence)
+    entry = {"declared": False, "available": False}
+    assert scope.not_claimed([{**entry, "name": cap.name, "evidence": cap.evidence}]) == ["opaque config"]
+    assert scope.not_claimed([{**entry, "name": off.name, "evidence": off.evidence}]) == []  # waived, not unclaimed
 
 
 def test_a_failure_gives_fail_and_a_narrowed_pass_keeps_its_line():

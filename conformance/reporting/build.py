@@ -104,6 +104,7 @@ def generate(
         reasons=tuple(data["verdictReasons"]),
         summary_path=path,
         narrowed=data["narrowed"] is not None,
+        line=data["verdictLine"],
     )
 
 

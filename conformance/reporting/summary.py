@@ -56,6 +56,7 @@ class Verdict:
     reasons: tuple[str, ...]
     summary_path: pathlib.Path | None = None
     narrowed: bool = False
+    line: str = ""  # summary.json verdictLine: PASS (waived: ...; not qualified: ...) (conformance/reporting/scope.py)
 
     @property
     def text(self) -> str:

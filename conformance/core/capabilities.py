@@ -1,13 +1,13 @@
 """Capabilities: what the cluster and driver offer, discovered once per run into a frozen value (design.md §8).
 
-:func:`evaluate` is pure: it turns discovered facts (from conformance.k8s.discovery and the node access
-probe) and the driver profile into one :class:`Capability` per name of
-:data:`conformance.core.markers.CAPABILITIES`, each with evidence. A ``driver.*`` capability the profile
-declares but the slices show the driver does not deliver is ``broken``: tests requiring it fail instead of
-skipping. A feature the driver's ResourceSlices publish (:data:`SLICE_FEATURES`) counts as declared even when the
-profile is silent, and a gate whose state could not be read (``gate_unknown``) never excuses a declared one.
+:func:`evaluate` is pure: it turns discovered facts (conformance.k8s.discovery, the node access probe) and the driver
+profile into one :class:`Capability` per name of :data:`conformance.core.markers.CAPABILITIES`, with evidence.
+A ``driver.*`` capability the profile declares but the slices show the driver does not deliver is ``broken``:
+tests requiring it fail instead of skipping. A feature the driver's ResourceSlices publish (:data:`SLICE_FEATURES`)
+counts as declared even when the profile is silent; an unreadable gate (``gate_unknown``) never excuses one.
 :data:`DEFAULT_ON` capabilities hold unless the profile declares them false (a waiver shown in summary.md); those
-of :data:`DEFAULT_ON_NEEDS` only where the cluster serves the feature.
+of :data:`DEFAULT_ON_NEEDS` only where the cluster serves the feature; ``opaque_config`` wherever the profile carries
+a sample; :data:`MISSION_DEFAULTS` left out are held as declared (issue 24 §1: no PASS by omission).
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ class Capability:
     ``cluster_lacks``: declared by the profile but the cluster does not serve the feature (its gate is known to
     be off), so the run cannot check it — shown in the summary, not held against the driver; ``gate_unknown``
     (``gate.*``): the gate's state could not be read (kube-apiserver /metrics unreadable or silent about it);
-    ``declared`` (``driver.*``): the profile declares it, or the driver's slices publish it (the verdict holds
-    the driver to it)."""
+    ``declared`` (``driver.*``): the profile declares it, or the driver's slices publish it (held to it)."""
 
     name: str
     available: bool
@@ -144,10 +143,8 @@ def _apiserver_gate(name: str, gate: str, facts: Mapping[str, Any]) -> Capabilit
 
 
 def _per_node(devices: list[Mapping]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for d in devices:
-        out[d.get("node") or "<no node>"] = out.get(d.get("node") or "<no node>", 0) + 1
-    return out
+    nodes = [d.get("node") or "<no node>" for d in devices]
+    return {n: nodes.count(n) for n in dict.fromkeys(nodes)}
 
 
 # the gate each gated driver capability needs
@@ -164,7 +161,7 @@ DRIVER_GATES = {
 }
 
 
-def _with(devices: list[Mapping], *fields: str) -> list[str]:
+def _with(devices: list[Mapping], *fields: str) -> list[str]:  # "pool/device" of the devices showing a field
     return sorted(f"{d.get('pool')}/{d.get('device')}" for d in devices if any(d.get(f) for f in fields))
 
 
@@ -227,14 +224,19 @@ def _measured_multiple(
     )
 
 
-DEFAULT_ON = {  # profile capabilities that hold unless declared false, and what false means
+DEFAULT_ON = {  # profile capabilities that hold unless declared false, and what false means (issue 24 §1)
     "cdi": "NodePrepareResources names no device and the driver writes no CDI spec for a claim",
     "container_isolation": "a device shows in every container of the pod, e.g. a netdev in the pod's netns",
     "taints": "the driver's devices are not checked against DeviceTaintRules and tolerations (KEP-5055)",
+    "shared_claims": "the driver cannot let several pods share one claim (the shared-claim tests skip)",
+    "admin_access": "the driver does not support adminAccess claims (the admin_access mission area is waived)",
+    "prioritized_list": "the driver's devices are not tried as firstAvailable alternatives (mission area waived)",
+    "opaque_config": "the driver's opaque config is not checked (the opaque config tests skip)",
 }
-# default-on capabilities that hold only where the cluster serves the feature: key -> the capabilities it needs
-# (the DeviceTaintRule tests require api.devicetaintrules themselves; the toleration tests need the gate only)
-DEFAULT_ON_NEEDS = {"taints": ("gate.DRADeviceTaints",)}
+# default-on capabilities held only where the cluster serves the feature: key -> the gate it needs (the
+# DeviceTaintRule tests require api.devicetaintrules themselves; the toleration tests need the gate only)
+DEFAULT_ON_NEEDS = {k: (DRIVER_GATES[k],) for k in ("taints", "admin_access", "prioritized_list")}
+MISSION_DEFAULTS = ("shared_claims", "admin_access", "prioritized_list", "opaque_config")  # held when left out
 
 
 def _default_on_served(name: str, key: str, src: str, items: Mapping[str, Capability]) -> Capability:
@@ -298,8 +300,13 @@ def _from_profile(
         return Capability(name, False, f"{src} declares {key}: false ({DEFAULT_ON[key]})")
     if key in DEFAULT_ON_NEEDS and key not in profile.capabilities:
         return _default_on_served(name, key, src, gates)
+    if key == "opaque_config" and key not in profile.capabilities:  # on whenever the profile carries a sample
+        if not profile.opaque_parameters:
+            return Capability(name, False, f"{src} carries no opaque_config.parameters sample (not claimed)")
+        return Capability(name, True, f"{src} carries an opaque_config sample; held to it", declared=True)
     if key in DEFAULT_ON and key not in DRIVER_GATES:  # on unless the profile says otherwise
-        return Capability(name, True, f"{src} does not declare {key}: false", declared=key in profile.capabilities)
+        held = key in profile.capabilities or key in MISSION_DEFAULTS
+        return Capability(name, True, f"{src} does not declare {key}: false", declared=held)
     if key == "extended_resource_name" and not profile.extended_resource_name:
         return Capability(
             name, False, f"{src} names no extended_resource_name (the extended resource its DeviceClass maps, KEP-5004)"

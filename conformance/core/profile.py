@@ -30,7 +30,10 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
                                               # this deployment publishes devices[].taints; extended_resource_name:
                                               # what a DeviceClass of device_classes maps (KEP-5004);
                                               # multiple_devices: measured, a node publishing two or more
-                                              # devices holds the driver to it even when false
+                                              # devices holds the driver to it even when false;
+                                              # shared_claims, admin_access, prioritized_list (gates on) and
+                                              # opaque_config (with a sample) are held when left out: only
+                                              # false turns one off, a waiver (issue 24)
     requires_hardware: false              # true: real devices only; a run on a cluster it creates is refused
     deploy: {mode: bundled|host|helm|manifests|preinstalled, ...mode-specific keys}
                                           # host: nri: true (the plugin is an NRI plugin: nodes serve NRI);

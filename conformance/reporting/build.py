@@ -15,7 +15,7 @@ import logging
 import pathlib
 
 from conformance.node import kubelet_latency
-from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, summary
+from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, scope, summary
 
 Verdict = summary.Verdict
 log = logging.getLogger(__name__)
@@ -37,6 +37,17 @@ def write_junit(run_dir: pathlib.Path, run: dict, records: list[results.TestReco
     if path.is_file() and path.stat().st_size > 0:
         return junit.normalise(path, name)
     return junit.from_records(records, path, name)
+
+
+def scope_properties(data: dict) -> dict[str, str]:
+    """Allure environment entries (the report's first screen) from a summary: the verdict line, the mission
+    areas qualified and not qualified, and the scope box (conformance/reporting/scope.py :func:`scope.box`)."""
+    props = {
+        "Verdict": data["verdictLine"],
+        "Mission areas qualified": ", ".join(data["qualifiedAreas"]) or "none",
+        "Not qualified (no test executed)": ", ".join(data["notQualified"]) or "none",
+    }
+    return {**props, **{f"Scope: {title}": ", ".join(names) or "none" for title, names in scope.box(data)}}
 
 
 def generate(
@@ -68,12 +79,14 @@ def generate(
     doc = json.loads(timings.read_text(encoding="utf-8")) if timings.is_file() else None
     (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency, encoding="utf-8")
     write_junit(run_dir, run, records)
-    html.write_side_files(run_dir / "allure-results", run)
+    html.write_side_files(run_dir / "allure-results", run, scope_properties(data))
     if html_report:
         hist = history.prepare(run_dir, history_from)
         name = f"DRA qualification: {runinfo.driver_name(run)} on Kubernetes {runinfo.k8s_minor(run)}"
         if data["narrowed"]:  # the report's title says it too: a narrowed run qualifies nothing
             name = f"DRA narrowed run (not a qualification): {name.split(': ', 1)[1]}"
+        else:  # the first screen says what the PASS covers (issue 24 §1)
+            name += f" — {data['verdictLine']}"
         took = html.generate(
             run_dir,
             run_dir / "allure-results",
@@ -91,6 +104,7 @@ def generate(
         reasons=tuple(data["verdictReasons"]),
         summary_path=path,
         narrowed=data["narrowed"] is not None,
+        line=data["verdictLine"],
     )
 
 

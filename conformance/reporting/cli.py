@@ -29,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, html.ReportError) as exc:
         print(f"error: {exc}")
         return 2
-    print(f"{verdict.text}: {verdict.summary_path} ({time.monotonic() - start:.1f}s)")
+    print(f"{verdict.line or verdict.text}: {verdict.summary_path} ({time.monotonic() - start:.1f}s)")
     if args.screenshot and not args.no_html:
         try:
             print(f"screenshot: {build.screenshot(args.run_dir)}")

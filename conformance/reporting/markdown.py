@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from conformance.core.capabilities import DEFAULT_ON
-from conformance.reporting import coverage, narrowed
+from conformance.reporting import coverage, scope
 
 ICONS = {
     "pass": "PASS",
@@ -25,9 +22,8 @@ def _cell(text) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")[:300]
 
 
-# opt-outs of checks that are on by default (core.capabilities.DEFAULT_ON: cdi, container_isolation, taints; and
-# visibility.names_devices)
-WAIVER = re.compile(rf"declares ({'|'.join(map(re.escape, [*DEFAULT_ON, 'visibility.names_devices']))}): false")
+# opt-outs of checks that are on by default (core.capabilities.DEFAULT_ON and visibility.names_devices)
+WAIVER = scope.WAIVER
 
 
 def _waived_tests(cap: dict) -> str:
@@ -49,6 +45,8 @@ def render(summary: dict, timings: dict | None = None) -> str:
         out += _narrowed_section(summary, cut)
     if summary["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in summary["verdictReasons"]] + [""]
+        failing = scope.failing(summary)
+        out += (["### Failing tests", ""] + [f"- {line}" for line in failing] + [""]) if failing else []
     if waived:  # checks every driver is held to unless its profile opts out (core.capabilities.DEFAULT_ON)
         out += ["## Waived by the driver profile", ""]
         out += [f"- `{c['name']}`: {_cell(c['evidence'])}{_waived_tests(c)}" for c in waived] + [""]
@@ -64,11 +62,12 @@ def render(summary: dict, timings: dict | None = None) -> str:
 def _head(summary: dict, cut: dict | None, waived: list[dict]) -> list[str]:
     """The title (verdict, waiver count) and the run, driver, cluster, profile and test-count lines."""
     env, drv, counts = summary["environment"], summary["driver"], summary["counts"]
-    headline = narrowed.line(summary["verdict"], summary["profile"], cut)
+    headline = summary.get("verdictLine") or summary["verdict"]
     headline += f" (with {len(waived)} profile waiver(s), below)" if waived else ""
     return [
         f"# DRA driver {'narrowed run' if cut else 'qualification'}: {headline}",
         "",
+        *_scope_lines(summary),
         f"- Run: `{summary['reportId']}` ({summary['startedAt'] or '?'} to {summary['finishedAt'] or '?'})",
         f"- Driver: `{drv['name']}` version {drv['version']} (deployed as {drv.get('deploy', '?')})",
         f"- Kubernetes: {env['kubernetesVersion']}; kubelets: {', '.join(env['kubeletVersions']) or '?'}",
@@ -79,6 +78,26 @@ def _head(summary: dict, cut: dict | None, waived: list[dict]) -> list[str]:
         f"- Tests: {counts['total']} ({counts['executed']} executed: {counts['passed']} passed, "
         f"{counts['failed']} failed, {counts['broken']} broken; {counts['skipped']} skipped)",
     ]
+
+
+def _scope_lines(summary: dict) -> list[str]:
+    """The lines under the headline that say what the PASS covers (conformance/reporting/scope.py): the mission
+    areas qualified and not qualified (no test executed), the waivers and the optional features not claimed."""
+    out = []
+    if summary.get("qualifiedAreas") or summary.get("notQualified"):
+        out.append(f"- Mission areas qualified: {', '.join(summary.get('qualifiedAreas') or []) or 'none'}")
+    if summary.get("notQualified"):
+        out.append(
+            f"- **Not qualified** (no test executed: see Capabilities for why): {', '.join(summary['notQualified'])}"
+        )
+    if summary.get("waived"):
+        out.append(f"- **Waived** by the profile (explicit false): {', '.join(summary['waived'])}")
+    if summary.get("notClaimed"):
+        out.append(f"- **Not claimed** by the driver (not tested): {', '.join(summary['notClaimed'])}")
+    rows = [(title, names) for title, names in scope.box(summary) if names]
+    if rows and "capabilities" in summary:
+        out += ["", "| Scope | |", "|---|---|"] + [f"| {t} | {', '.join(n).replace('|', '/')} |" for t, n in rows]
+    return out + ([""] if out else [])
 
 
 def _narrowed_section(summary: dict, cut: dict) -> list[str]:

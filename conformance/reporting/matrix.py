@@ -179,6 +179,7 @@ def _row(version: str, verdict: str, cell: dict, data: dict | None) -> dict:
     return {
         "version": version,
         "verdict": verdict,
+        "verdictLine": (data.get("verdictLine") or verdict) if data else verdict,  # PASS (not qualified: ...)
         "exitCode": cell.get("exitCode"),
         "durationS": cell.get("durationS"),
         "kubernetesVersion": data["environment"]["kubernetesVersion"] if data else None,
@@ -217,11 +218,20 @@ def _cell(entry: dict) -> str:
     return f"{text} [{entry['gate']}: {stage}]" if stage else text
 
 
+def _scope_note(data: dict) -> str:
+    """For a passing matrix, the cells whose PASS is not a bare one (waivers, mission areas where no test
+    executed: conformance/reporting/scope.py), e.g. `` — 1.33: PASS (not qualified: admin_access)``; else ""."""
+    if data["verdict"] != narrowed.PASS:
+        return ""
+    notes = [f"{r['version']}: {r['verdictLine']}" for r in data["cells"] if r.get("verdictLine", "PASS") != "PASS"]
+    return f" — {'; '.join(notes)}" if notes else ""
+
+
 def render(data: dict) -> str:
     """matrix.md: per version the counts, the DRA feature gates' stage, and the version x capability table."""
     versions = data["versions"]
     out = [
-        f"# DRA driver qualification matrix: {narrowed.matrix_line(data)}",
+        f"# DRA driver qualification matrix: {narrowed.matrix_line(data)}{_scope_note(data)}",
         "",
         "| Kubernetes | Verdict | Gates | Executed | Passed | Failed | Broken | Skipped | Duration (s) |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -229,7 +239,7 @@ def render(data: dict) -> str:
     for row in data["cells"]:
         c = row["counts"] or {}
         out.append(
-            f"| {row['version']} ({row['kubernetesVersion'] or '?'}) | {row['verdict']} | "
+            f"| {row['version']} ({row['kubernetesVersion'] or '?'}) | {row.get('verdictLine') or row['verdict']} | "
             f"{row.get('featureGatesMode') or '?'} | "
             f"{c.get('executed', '-')} | {c.get('passed', '-')} | {c.get('failed', '-')} | "
             f"{c.get('broken', '-')} | {c.get('skipped', '-')} | {row['durationS'] or '-'} |"

@@ -10,7 +10,8 @@ registered here only when no other plugin did). Then it:
   ``pytest_dra_collect_evidence`` (:mod:`conformance.reporting.hookspecs`), attaching every piece to the
   Allure result and copying it under ``<report_dir>/evidence/<test-id>/``.
 
-The report itself (summary.json, HTML...) is built after pytest by :func:`conformance.reporting.build.generate`.
+The report itself (summary.json, HTML...) is built after pytest by :func:`conformance.reporting.build.generate`;
+a plain ``pytest`` session still ends with the run's verdict line (conformance/reporting/scope.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import allure
 import pytest
 
 from conformance.core import options
-from conformance.reporting import classify, evidence, hookspecs, labels, runinfo
+from conformance.reporting import classify, evidence, hookspecs, labels, runinfo, scope
 
 OPTION = "--report-dir"
 
@@ -119,6 +120,22 @@ class ReportingPlugin:
         if item.config.pluginmanager.has_plugin("allure_listener"):
             for name, value in found.parameters:
                 allure.dynamic.parameter(name, value)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        """Outermost, after the harness's teardown and pytest's summary: the verdict of a plain ``pytest suites
+        --driver X`` session, by the function ``dra-conformance run`` uses (:func:`scope.at_session_finish`):
+        one ``VERDICT:`` line, and exit status 1 where pytest passed but the verdict rules fail."""
+        result = yield
+        if hasattr(session.config, "workerinput"):  # an xdist worker: the controller judges the run
+            return result
+        line, fails = scope.at_session_finish(self.root, int(session.exitstatus))
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if line and tr is not None:
+            tr.write_line(f"[dra-conformance] {line}")
+        if fails:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return result
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):

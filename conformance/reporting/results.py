@@ -90,6 +90,10 @@ def record_from(data: dict) -> TestRecord:
     rec.failure_class = rec.label("failure_class") or classify.classify_message(message, status)
     if status not in ("failed", "broken"):
         rec.failure_class = None
+    if status == "broken" and rec.failure_class == classify.DRIVER_DEFECT:
+        # a driver defect raised as an exception (WaitFailed on FailedPrepareDynamicResources, DriverNotReady,
+        # LeakError): Allure calls every non-assertion exception broken; the verdict counts it failed (issue 24)
+        rec.status = "failed"
     return rec
 
 

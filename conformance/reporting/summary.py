@@ -15,7 +15,9 @@ Verdict rules (reporting.md §0.4 and §4.3; kubernetes#124950 "zero tests passe
 3. zero executed tests -> FAIL;
 4. a skipped test without a reason, or a result with an unknown status -> FAIL;
 otherwise PASS; ``NARROWED-PASS`` (exit code 0, not a qualification of the profile) when the run was narrowed
-(``-k``, ``-m``, paths... recorded in run.json ``narrowing``).
+(``-k``, ``-m``, paths... recorded in run.json ``narrowing``). A PASS names its waivers and the mission areas in
+which no test executed (``verdictLine`` ``PASS (not qualified: admin_access)``, ``qualifiedAreas``,
+``notQualified``, ``waived``, ``notClaimed``: conformance/reporting/scope.py, issue 24 §1).
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ import jsonschema
 
 from conformance import shipped
 from conformance.core import markers, portable
-from conformance.reporting import coverage, evidence, labels, narrowed, results, runinfo
+from conformance.reporting import coverage, evidence, labels, narrowed, results, runinfo, scope
 from conformance.reporting.coverage import skipped_for_another as _skipped_for_another
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 RULES = (
     "no failed or broken test",
     "every declared capability passes (available, executed, no failure) unless the cluster does not serve it",
@@ -54,6 +56,7 @@ class Verdict:
     reasons: tuple[str, ...]
     summary_path: pathlib.Path | None = None
     narrowed: bool = False
+    line: str = ""  # summary.json verdictLine: PASS (waived: ...; not qualified: ...) (conformance/reporting/scope.py)
 
     @property
     def text(self) -> str:
@@ -146,10 +149,11 @@ def _capabilities(tests: list[dict], run: dict) -> list[dict]:
             counts[t["status"]] = counts.get(t["status"], 0) + 1
         info = known.get(name) or {}
         available = info.get("available") if isinstance(info.get("available"), bool) else None
+        bad = [t for t in mine if t["status"] in ("failed", "broken", "unknown")]  # a failure hides skips beside it
         reasons = sorted(
             {
                 f"{t['id']}: {_first_line(t['reason']) or 'no reason given'}"
-                for t in mine
+                for t in bad or mine
                 if t["status"] in ("failed", "broken", "skipped", "unknown")
             }
         )
@@ -219,6 +223,7 @@ def build(run_dir: str | pathlib.Path) -> dict:
     reasons = verdict_reasons(counts, capabilities, tests)
     narrowing = narrowed.from_run(run)
     verdict = narrowed.verdict(reasons, narrowing)
+    areas = mission_areas(tests)
     data = {
         "schemaVersion": SCHEMA_VERSION,
         "kind": "run",
@@ -233,14 +238,18 @@ def build(run_dir: str | pathlib.Path) -> dict:
         "driver": _driver_entry(run),
         "counts": counts,
         "capabilities": capabilities,
-        "missionAreas": mission_areas(tests),
+        "missionAreas": areas,
         "tests": tests,
         "verdict": verdict,
         "verdictReasons": reasons,
         "verdictRules": list(RULES),
         "narrowed": narrowing,
         "qualification": narrowed.qualification(verdict, runinfo.profile(run), narrowing),
+        **scope.fields(capabilities, areas),
     }
+    data["verdictLine"] = scope.verdict_line(data)
+    if data["notQualified"] and data["qualification"]["qualified"]:
+        data["qualification"]["text"] += f"; not qualified: {', '.join(data['notQualified'])} (no test executed)"
     validate(data)
     return data
 

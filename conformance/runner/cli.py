@@ -3,7 +3,9 @@
 ``run`` prints one verdict line and exits 0 (all selected tests passed or were skipped with evidence),
 1 (a test failed or something leaked), 2 (interrupted), 3 (cluster or driver not usable), 4 (bad input),
 5 (nothing selected); a passing run narrowed by pytest arguments (``-- -k foo``, ``-m``, paths...) exits 0 but its
-verdict says ``PASS (narrowed: ...) — not a qualification of profile P`` (conformance/reporting/narrowed.py).
+verdict says ``PASS (narrowed: ...) — not a qualification of profile P`` (conformance/reporting/narrowed.py); a PASS
+names its waivers and the mission areas where no test executed: ``PASS (not qualified: admin_access)`` (exit 0,
+conformance/reporting/scope.py, the same line a plain ``pytest suites --driver X`` prints at session finish).
 ``list`` prints the tests a --profile selects without touching a cluster; with ``--kubeconfig`` (and ``-o json``)
 each test's run/skip decision on that cluster. ``run --plan`` prints what the run would do and creates nothing
 (conformance/runner/plan.py: one read-only survey and the harness's own decisions for both).
@@ -208,10 +210,12 @@ def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -
     verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
     if code == 0 and passed == 0:
         verdict, code = "NO TESTS PASSED (everything skipped)", 1
-    report_note, reasons, cut = "", (), None
+    report_note, reasons, cut, line = "", (), None, ""
     if (report_dir / "allure-results").is_dir() and (report_dir / "run.json").is_file():
         try:
-            reasons, cut = summary_verdict(report_dir)
+            from conformance.reporting import scope  # noqa: PLC0415 - the report stack loads only after a run
+
+            line, reasons, cut = scope.judge(report_dir)  # the one verdict line (also plain pytest's)
         except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
             reasons = (f"the qualification summary could not be built: {_first_line(exc)}",)
         try:
@@ -226,10 +230,8 @@ def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -
         reasons = (f"the run wrote no results to {report_dir} (allure-results, run.json)",)
     if code == 0 and reasons:  # pytest passed, the qualification rules did not (e.g. a declared capability)
         verdict, code = "FAIL (" + "; ".join(reasons)[:400] + ")", 1
-    elif code == 0 and cut:  # passed, but only a subset of the profile: exit 0, and no profile PASS
-        from conformance.reporting import narrowed  # noqa: PLC0415
-
-        verdict = narrowed.line(narrowed.NARROWED_PASS, args.profile, cut)
+    elif code == 0 and line:  # PASS, PASS (not qualified: ...), or a narrowed run's exit-0 line
+        verdict = line
     return verdict, code, report_note
 
 
@@ -250,10 +252,14 @@ def run_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # SIGTERM (a pod deleted, a CI job cancelled) stops the run the way Ctrl-C does: tear-down, exit 2
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    from conformance.reporting import scope  # noqa: PLC0415 - this command prints the verdict line (_judge)
+
+    scope.CALLER_PRINTS = True
     try:
         code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
     finally:
         signal.signal(signal.SIGTERM, previous)
+        scope.CALLER_PRINTS = False
     from conformance.runner import timings  # noqa: PLC0415 - imports pytest
 
     _drop_if_empty(report_dir, default_parent=not args.report_dir)
@@ -313,10 +319,9 @@ def summary_verdict(report_dir: Path) -> tuple[tuple[str, ...], dict | None]:
     """``(reasons, narrowed)`` of the run in ``report_dir`` from its summary (writes nothing): the reasons of
     :func:`summary_reasons` and summary.json's ``narrowed`` (None: the run selected the whole profile; else
     what narrowed it, conformance/reporting/narrowed.py). Raises as :func:`summary_reasons`."""
-    from conformance.reporting import summary  # noqa: PLC0415 - the report stack loads only after a run
+    from conformance.reporting import scope  # noqa: PLC0415 - the report stack loads only after a run
 
-    data = summary.build(report_dir)
-    return tuple(data["verdictReasons"]), data["narrowed"]
+    return scope.judge(report_dir)[1:]
 
 
 def list_command(args: argparse.Namespace) -> int:

@@ -1,0 +1,193 @@
+"""What a run qualified and what it did not (issue 24 §1: no PASS by omission), and the one verdict line.
+
+From a summary's own sections (conformance/reporting/summary.py) this module derives:
+
+* ``waived``: the profile keys a profile turned off with an explicit ``false``
+  (:data:`conformance.core.capabilities.DEFAULT_ON` and ``visibility.names_devices``), read from the capability
+  evidence (``declares admin_access: false``);
+* ``notClaimed``: the optional features (:data:`NOT_CLAIMED`) the profile does not claim and the driver's slices
+  do not show: health, device status, binding conditions, partitions, consumable capacity, extended resource,
+  upgrade path...;
+* ``qualifiedAreas`` / ``notQualified``: the mission areas (:data:`conformance.core.markers.MISSION_AREAS`) in
+  which a test executed and none failed, and those whose tests all skipped (a gate off, no node access for
+  PodResources, a waiver): a PASS with any of the latter reads ``PASS (not qualified: admin_access)``, exit 0.
+
+:func:`verdict_line` is the one text of the verdict; :func:`judge` computes it from a run directory and is what
+both ``dra-conformance run`` (conformance/runner/cli.py) and a plain ``pytest suites --driver X`` session
+(conformance/plugin.py, at session finish) print.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+from conformance.core.capabilities import DEFAULT_ON
+from conformance.reporting import narrowed
+
+# opt-outs of checks that are on by default: "declares <key>: false" in a capability's evidence
+WAIVER = re.compile(rf"declares ({'|'.join(map(re.escape, [*DEFAULT_ON, 'visibility.names_devices']))}): false")
+# optional features a driver may not claim: capability -> what the headline calls it
+NOT_CLAIMED = {
+    "driver.health": "health",
+    "driver.device_status": "device status",
+    "driver.binding_conditions": "binding conditions",
+    "driver.binding_failure": "binding failure",
+    "driver.partitions": "partitions",
+    "driver.consumable_capacity": "consumable capacity",
+    "driver.published_taints": "published taints",
+    "driver.extended_resource_name": "extended resource",
+    "driver.admin_access_signal": "admin access signal",
+    "driver.opaque_config": "opaque config",  # a profile without an opaque_config sample
+    "driver_upgrade": "upgrade path",
+}
+# evidence of a capability the cluster or the harness lacks rather than the profile (not "not claimed")
+_NOT_THE_PROFILE = ("cluster lacks", "could not be read")
+
+
+def waived(capabilities: list[dict]) -> list[str]:
+    """The profile keys waived by an explicit ``false`` (sorted, unique), from the summary's ``capabilities``
+    entries (``{"name", "evidence", ...}``)."""
+    return sorted({m.group(1) for c in capabilities if (m := WAIVER.search(c.get("evidence") or ""))})
+
+
+def not_claimed(capabilities: list[dict]) -> list[str]:
+    """The names (:data:`NOT_CLAIMED` values, in its order) of the optional features the profile does not claim:
+    not declared, not available, and unavailable because of the profile (``upgrade path``: the profile names no
+    ``upgrade_from``), not because the cluster lacks them."""
+    by_name = {c["name"]: c for c in capabilities}
+    out = []
+    for name, label in NOT_CLAIMED.items():
+        cap = by_name.get(name)
+        if cap is None or cap.get("declared") or cap.get("available") is not False:
+            continue
+        evidence = cap.get("evidence") or ""
+        if any(s in evidence for s in _NOT_THE_PROFILE) or WAIVER.search(evidence):  # the cluster's, or a waiver
+            continue
+        if name == "driver_upgrade" and "upgrade_from" not in evidence:  # e.g. a deploy mode that cannot upgrade
+            continue
+        out.append(label)
+    return out
+
+
+def areas(mission_areas: list[dict]) -> tuple[list[str], list[str]]:
+    """``(qualifiedAreas, notQualified)`` from the summary's ``missionAreas``: an area whose status is ``pass``
+    (a test executed, none failed) is qualified; one whose tests all skipped (``skip``) is not. An area no test
+    of the run belongs to (``not-tested``: outside the profile) is neither; a failing one fails the verdict."""
+    qualified = [a["name"] for a in mission_areas if a["status"] == "pass"]
+    return qualified, [a["name"] for a in mission_areas if a["status"] == "skip"]
+
+
+def fields(capabilities: list[dict], mission_areas: list[dict]) -> dict:
+    """The summary.json fields of this module: ``{"qualifiedAreas", "notQualified", "waived", "notClaimed"}``
+    (lists of names)."""
+    qualified, missing = areas(mission_areas)
+    return {
+        "qualifiedAreas": qualified,
+        "notQualified": missing,
+        "waived": waived(capabilities),
+        "notClaimed": not_claimed(capabilities),
+    }
+
+
+def verdict_line(summary: dict) -> str:
+    """The verdict as one line: ``FAIL``; ``PASS`` only when nothing was waived and every mission area of the run
+    qualified, else e.g. ``PASS (waived: admin_access; not qualified: admin_access, podresources)``; a narrowed
+    run's :func:`conformance.reporting.narrowed.line` with the same parts inside its parentheses (``PASS
+    (narrowed: -k x; 3 of 9 tests; waived: admin_access) — not a qualification ...``). ``summary``: a
+    summary.json document."""
+    line = narrowed.line(summary["verdict"], summary["profile"], summary.get("narrowed"))
+    if summary["verdict"] not in narrowed.PASSING:
+        return line
+    parts = [f"waived: {', '.join(summary['waived'])}"] if summary.get("waived") else []
+    parts += [f"not qualified: {', '.join(summary['notQualified'])}"] if summary.get("notQualified") else []
+    if not parts:
+        return line
+    if summary["verdict"] == narrowed.NARROWED_PASS:  # PASS (narrowed: ...; waived: ...) — not a qualification
+        head, tail = line.split(")", 1)
+        return f"{head}; {'; '.join(parts)}){tail}"
+    return f"PASS ({'; '.join(parts)})"
+
+
+def judge(report_dir: str | pathlib.Path) -> tuple[str, tuple[str, ...], dict | None]:
+    """``(verdict line, reasons, narrowed)`` of the run in ``report_dir`` from its summary (writes nothing):
+    reasons empty means the verdict rules pass. Raises ``FileNotFoundError`` when the run left no results and
+    ``jsonschema.ValidationError`` on a summary that breaks its schema."""
+    from conformance.reporting import summary  # noqa: PLC0415 - summary imports this module
+
+    data = summary.build(report_dir)
+    return data["verdictLine"], tuple(data["verdictReasons"]), data["narrowed"]
+
+
+CALLER_PRINTS = False  # True while `dra-conformance run` drives pytest: it prints the verdict line itself
+
+
+def at_session_finish(report_dir: str | pathlib.Path, exitstatus: int) -> tuple[str, bool]:
+    """The verdict of a plain ``pytest suites --driver X`` session, computed by :func:`judge` as ``dra-conformance
+    run`` does: ``(line to print, fails)``; ``fails`` is True when pytest would exit 0 but the verdict rules fail
+    (the session's exit status then becomes 1). ``("", False)`` when ``dra-conformance run`` prints the verdict
+    itself (:data:`CALLER_PRINTS`) or the run wrote no results (allure-results, run.json) to judge."""
+    root = pathlib.Path(report_dir)
+    if CALLER_PRINTS or not (root / "allure-results").is_dir() or not (root / "run.json").is_file():
+        return "", False
+    try:
+        line, reasons, _ = judge(root)
+    except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"VERDICT: FAIL (the qualification summary could not be built: {first})", exitstatus == 0
+    if reasons or exitstatus != 0:
+        why = "; ".join(reasons)[:400] or f"pytest exit status {exitstatus}"
+        return f"VERDICT: FAIL ({why})", exitstatus == 0
+    return f"VERDICT: {line} (report {root}; build it with `dra-conformance report {root}`)", False
+
+
+def _untestable(cap: dict) -> str:
+    """A capability the cluster does not offer, with what would enable it."""
+    name = cap["name"]
+    if name.startswith("gate."):
+        return f"{name} (feature gate off: enable {name[5:]}; a local/kind cluster: --feature-gates all)"
+    if name == "node_access":
+        return "node_access (no node access: --node-access privileged-pod, or a local/kind cluster)"
+    if name.startswith("api."):
+        return f"{name} (not served: --runtime-config resource.k8s.io/{name[4:]}=true)"
+    if name.startswith(("allocator.", "platform.")):
+        return f"{name} (release gap of Kubernetes {cap.get('evidence', '')[:80]}: a newer --k8s-version)"
+    return f"{name} ({(cap.get('evidence') or 'not offered here')[:100]})"
+
+
+def box(summary: dict) -> list[tuple[str, list[str]]]:
+    """The scope box under summary.md's headline and on the Allure first screen: ``[(row title, names)]`` for
+    passed capabilities, capabilities not testable on this cluster (with the flag that would enable them), not
+    claimed, waived, coverage gaps (no fitting device) and the mission areas outside this profile."""
+    caps = summary.get("capabilities") or []
+
+    def lacks(c: dict) -> bool:
+        return bool(c.get("clusterLacks")) or "cluster lacks" in (c.get("evidence") or "")
+
+    untestable = [c for c in caps if c["status"] == "skip" and (lacks(c) or not c["name"].startswith("driver."))]
+    return [
+        ("Passed", [c["name"] for c in caps if c["status"] == "pass"]),
+        ("Not testable on this cluster", [_untestable(c) for c in untestable]),
+        ("Not claimed by the driver", list(summary.get("notClaimed") or [])),
+        ("Waived by the profile", list(summary.get("waived") or [])),
+        ("Coverage gap (no fitting device)", [c["name"] for c in caps if c["status"] == "partial"]),
+        ("Outside this profile", [a["name"] for a in summary.get("missionAreas") or [] if a["status"] == "not-tested"]),
+    ]
+
+
+def failing(summary: dict) -> list[str]:
+    """One line per failed or broken test: the first line of its message, its failure class, its evidence folder
+    and the command that reruns it."""
+    from conformance.reporting import evidence  # noqa: PLC0415 - only a failing run needs it
+
+    driver, out = summary["driver"]["profile"], []
+    for t in summary.get("tests") or []:
+        if t["status"] not in ("failed", "broken"):
+            continue
+        first = ((t.get("reason") or "").strip().splitlines() or ["no message"])[0][:200]
+        out.append(
+            f"`{t['id']}`: {first} (class {t.get('failureClass') or '?'}; evidence: "
+            f"evidence/{evidence.test_id(t['id'])}/; rerun: `dra-conformance run --driver {driver} "
+            f"--profile {summary['profile']} -- '{t['id']}'`)"
+        )
+    return out

@@ -250,12 +250,8 @@ def _default_on_served(name: str, key: str, src: str, items: Mapping[str, Capabi
         why = "; ".join(f"{c.name}: {c.evidence}" for c in lacking)
         return Capability(name, False, f"{src} does not declare {key} and the cluster lacks it: {why}")
     served = "; ".join(f"{c.name}: {c.evidence}" for c in needs)
-    return Capability(
-        name,
-        True,
-        f"{src} does not declare {key}: false and the cluster serves it ({served}); held to it",
-        declared=True,
-    )
+    held = f"{src} does not declare {key}: false and the cluster serves it ({served}); held to it"
+    return Capability(name, True, held, declared=True)
 
 
 def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]) -> Capability:
@@ -273,13 +269,8 @@ def _driver(name: str, facts: Mapping[str, Any], profile: DriverProfile, gates: 
     if gate is not None and not gate.available:
         if gate.gate_unknown:  # not excused: the verdict fails it as declared but not available
             return Capability(name, False, f"{src} declares {key} but {gate.evidence}", declared=True)
-        return Capability(
-            name,
-            False,
-            f"{src} declares {key} but the cluster lacks it: {gate.evidence}",
-            cluster_lacks=True,
-            declared=True,
-        )
+        lacks = f"{src} declares {key} but the cluster lacks it: {gate.evidence}"
+        return Capability(name, False, lacks, cluster_lacks=True, declared=True)
     return _declared(name, key, src, profile, devices)
 
 

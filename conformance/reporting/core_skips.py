@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from conformance.reporting import scope
 from conformance.reporting.results import TestRecord
 
 
@@ -19,3 +20,27 @@ def core_skip_failures(records: Iterable[TestRecord]) -> list[str]:
         for r in records
         if r.status == "skipped" and r.label("profile") == "core"
     ]
+
+
+def unexcused(records: Iterable[TestRecord], capabilities: list[dict]) -> list[str]:
+    """:func:`core_skip_failures` less the skips a run may not blame on the driver: a core test whose required
+    capabilities (the records' ``feature`` labels) include one the cluster or harness lacks (``clusterLacks``, or
+    evidence saying so: no node access, a gate off) or one the profile waives with an explicit ``false`` (listed
+    in the verdict line as a waiver). ``capabilities`` are summary.json's entries (``{"name", "evidence",
+    "clusterLacks", "available", ...}``)."""
+    excused = {c["name"] for c in capabilities if _excused(c)}
+    records = list(records)
+    kept = {r.full_name for r in records if not excused & set(r.labels.get("feature") or [])}
+    return [m for r, m in zip(_skipped_core(records), core_skip_failures(records), strict=True) if r in kept]
+
+
+def _skipped_core(records: list[TestRecord]) -> list[str]:
+    return [r.full_name for r in records if r.status == "skipped" and r.label("profile") == "core"]
+
+
+def _excused(cap: dict) -> bool:
+    evidence = cap.get("evidence") or ""
+    if cap.get("available") is not False:
+        return False
+    lacks = bool(cap.get("clusterLacks")) or cap["name"] == "node_access" or "node access" in evidence
+    return lacks or bool(scope.WAIVER.search(evidence))

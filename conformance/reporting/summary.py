@@ -32,7 +32,7 @@ import jsonschema
 
 from conformance import shipped
 from conformance.core import markers, portable
-from conformance.reporting import coverage, evidence, labels, narrowed, results, runinfo, scope
+from conformance.reporting import core_skips, coverage, evidence, labels, narrowed, results, runinfo, scope
 from conformance.reporting.coverage import skipped_for_another as _skipped_for_another
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
@@ -43,6 +43,7 @@ RULES = (
     "no declared driver capability is partial (a test of it skipped for want of a fitting device)",
     "at least one executed test",
     "every skip has a reason; no result with an unknown status",
+    "no core test skipped (the KEP-5970 minimum behaviours run on every driver)",
 )
 
 
@@ -220,7 +221,7 @@ def build(run_dir: str | pathlib.Path) -> dict:
     tests = [_test_entry(r, root) for r in records]
     counts = _counts(tests, records)
     capabilities = _capabilities(tests, run)
-    reasons = verdict_reasons(counts, capabilities, tests)
+    reasons = verdict_reasons(counts, capabilities, tests) + core_skips.unexcused(records, capabilities)
     narrowing = narrowed.from_run(run)
     verdict = narrowed.verdict(reasons, narrowing)
     areas = mission_areas(tests)

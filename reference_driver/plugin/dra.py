@@ -49,6 +49,11 @@ class DraService:
                 return False
         return True
 
+    def _answered(self, claims) -> list:
+        """The claims of a request this service answers: all of them; only the first with the fault
+        ``multi-claim-first-only`` (the others get no entry, which the kubelet reports as skipped)."""
+        return list(claims)[:1] if self.state.faults.on("multi-claim-first-only") else list(claims)
+
     def node_prepare_resources(self, request, context):
         """Prepare every claim of the request; per-claim errors in the map."""
         self.calls["NodePrepareResources"] += 1
@@ -58,7 +63,7 @@ class DraService:
                 resp.claims[claim.uid].error = "injected fault slow-prepare: abandoned (caller gone or plugin stopping)"
             log.info("%s NodePrepareResources abandoned (fault slow-prepare)", self.version)
             return resp
-        for claim in request.claims:
+        for claim in self._answered(request.claims):
             ref = ClaimRef(claim.namespace, claim.name, claim.uid)
             start = time.monotonic()
             entry = resp.claims[claim.uid]
@@ -95,10 +100,10 @@ class DraService:
         """Unprepare every claim of the request; unknown claims succeed."""
         self.calls["NodeUnprepareResources"] += 1
         resp = self.msgs.NodeUnprepareResourcesResponse()
-        for claim in request.claims:
+        for claim in self._answered(request.claims):
             entry = resp.claims[claim.uid]
             try:
-                self.state.unprepare(claim.uid)
+                self.state.unprepare(claim.uid, ClaimRef(claim.namespace, claim.name, claim.uid))
             except UnprepareError as err:
                 entry.error = str(err)
             except Exception as err:  # noqa: BLE001

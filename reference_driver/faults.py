@@ -121,6 +121,9 @@ FAULTS: dict[str, str] = {
     "invalid-config-ignored": "Opaque configuration of this driver that does not validate is silently ignored "
     "instead of failing the claim, so a pod runs with a config it never got (KEP-4381: NodePrepareResources "
     "reports invalid config as a per-claim error).",
+    "prepare-not-concurrent": "NodePrepareResources takes 2 s and a call that arrives while another is being "
+    "answered fails every claim with a 'busy' error instead of being served (the kubelet's pod workers call the "
+    "driver concurrently: pkg/kubelet/cm/dra/manager.go makes the gRPC calls outside its cache lock).",
 }
 
 

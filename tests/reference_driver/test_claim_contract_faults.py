@@ -6,12 +6,14 @@ their behaviour against the healthy state machine on temp dirs. Sources: dra-pro
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
 from reference_driver.claims import ClaimError, ClaimRef
 from reference_driver.faults import FAULTS, Faults
-from reference_driver.plugin import wire
+from reference_driver.plugin import dra, wire
 from reference_driver.plugin.dra import DraService
 from reference_driver.state import UnprepareError
 from tests.reference_driver.helpers import claim, config, gpu_config, result
@@ -120,3 +122,23 @@ def test_invalid_config_ignored_prepares_the_claim(make_state, source, faults):
     else:
         with pytest.raises(ClaimError, match="unknown kind 'DraConformanceInvalidKind'"):
             state.prepare(REF)
+
+
+@pytest.mark.parametrize("faults", ["", "prepare-not-concurrent"])
+def test_prepare_not_concurrent_refuses_an_overlapping_call(make_state, source, faults, monkeypatch):
+    """A prepare call made while another is answered is served; with the fault it fails every claim as busy."""
+    monkeypatch.setattr(dra, "BUSY_HOLD_S", 0.5)
+    source.add(claim())
+    source.add(claim(uid="uid-2", name="claim-2", results=[result("gpu-1")]))
+    msgs = wire.dra_v1()
+    service = DraService(make_state(Faults.parse(faults)), msgs, "v1", has_share_id=True)
+    first = msgs.NodePrepareResourcesRequest(claims=[msgs.Claim(namespace="ns", name="claim-1", uid="uid-1")])
+    worker = threading.Thread(target=service.node_prepare_resources, args=(first, None))
+    worker.start()
+    deadline = time.monotonic() + 5.0
+    while faults and not service._busy.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the first call holds the service
+    second = msgs.NodePrepareResourcesRequest(claims=[msgs.Claim(namespace="ns", name="claim-2", uid="uid-2")])
+    answer = service.node_prepare_resources(second, None).claims["uid-2"]
+    worker.join()
+    assert ("injected fault prepare-not-concurrent" in answer.error) == bool(faults), answer

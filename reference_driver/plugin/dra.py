@@ -59,6 +59,7 @@ class DraService:
     def node_prepare_resources(self, request, context):
         """Prepare every claim of the request; per-claim errors in the map. Fault ``prepare-not-concurrent``:
         each call holds the service :data:`BUSY_HOLD_S` seconds, and a call arriving meanwhile fails every claim."""
+        self.calls["NodePrepareResources"] += 1
         if not self.state.faults.on("prepare-not-concurrent"):
             return self._prepare_resources(request, context)
         if not self._busy.acquire(blocking=False):
@@ -76,7 +77,6 @@ class DraService:
             self._busy.release()
 
     def _prepare_resources(self, request, context):
-        self.calls["NodePrepareResources"] += 1
         resp = self.msgs.NodePrepareResourcesResponse()
         if self.state.faults.on("slow-prepare") and not self._waited_past_deadline(context):
             for claim in request.claims:

@@ -79,7 +79,8 @@ def test_config_of_another_driver_is_ignored(k8s, tracker, builder, profile, inv
     """A claim carrying, next to the profile's config, an opaque config for another driver (parameters this
     driver would refuse as its own): the driver ignores it, so the pod runs, sees its device and the config.
     Source: resource.k8s.io/v1 OpaqueDeviceConfiguration.driver (which kubelet plugin gets the parameters);
-    KEP-4381; reference driver claims.py (configs of other drivers are ignored)."""
+    KEP-4381; dra-example-driver cmd/dra-example-kubeletplugin/state.go GetOpaqueDeviceConfigs ("drivers must
+    skip over other driver's configs")."""
     # given: a claim with the profile's config and a config for another driver
     foreign = opaque_config(invalid_opaque_parameters(profile.opaque_parameters), driver=builder.test_driver_name())
     claim = tracker.create(builder.claim(config=[opaque_config(profile.opaque_parameters), foreign]))

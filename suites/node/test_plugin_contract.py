@@ -75,8 +75,9 @@ def test_prepare_of_an_unallocated_claim_fails_for_that_claim(
 ):
     """NodePrepareResources for a claim without status.allocation fails for that claim: an entry with an error
     and no device, and no CDI spec naming its UID on the node.
-    Source: upstream test/e2e/dra/test-driver kubeletplugin.go and k8s.io/dynamic-resource-allocation
-    kubeletplugin (prepare reads the allocation and refuses a claim that has none); dra-protocols.md §2.3."""
+    Source: upstream test/e2e/dra/test-driver kubeletplugin.go; dra-example-driver
+    cmd/dra-example-kubeletplugin/state.go computeDeviceConfig ("claim not yet allocated"); dra-protocols.md
+    §2.3."""
     # given: a claim no pod uses, so nothing allocated it
     claim = tracker.create(builder.claim())
     node = inventory.nodes()[0]

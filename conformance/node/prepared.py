@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from conformance.core import errors
+from conformance.core import errors, timeouts
 from conformance.k8s.tracker import Tracked
 from conformance.k8s.waits import poll
 from conformance.node import cdi
@@ -76,7 +76,7 @@ def unprepared(node_access: NodeAccess, node: str, claim, *, timeout: float) -> 
         return seen[-1]
     raise errors.WaitTimeout(
         f"claim {claim.namespace}/{claim.name} (UID {claim.uid}) unprepared on node {node}",
-        timeout,
+        timeouts.scaled(timeout),
         f"claim {claim.namespace}/{claim.name} still prepared on node {node}: {seen[-1].describe()}",
     )
 

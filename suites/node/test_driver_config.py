@@ -55,9 +55,10 @@ def test_claim_config_overrides_class_config(k8s, tracker, builder, profile, pro
 @pytest.mark.scenario("ALLOC-01")
 @pytest.mark.requires("driver.opaque_config")
 def test_invalid_opaque_config_fails_prepare_for_that_claim(k8s, tracker, builder, profile, inventory, probe):
-    """A claim carrying the driver's config with a kind no config API defines: NodePrepareResources fails for
-    that claim (a FailedPrepareDynamicResources event naming it; the pod never runs), and the driver keeps
-    serving (a pod with a valid claim then runs on the same node): never a crash or a hang.
+    """A claim carrying the driver's config with a kind no config API defines (an object, not a name):
+    NodePrepareResources fails for that claim (a FailedPrepareDynamicResources event naming it; the pod never
+    runs), and the driver keeps serving (a pod with a valid claim then runs on the same node): never a crash
+    or a hang.
     Source: KEP-4381 (the driver validates opaque config at prepare time, errors per claim); upstream
     test-driver kubeletplugin.go; dra-protocols.md §2.3."""
     # given: a claim with an invalid config for the driver

@@ -138,14 +138,16 @@ def opaque_config(parameters: Mapping[str, Any], *, requests: Iterable[str] = ()
     return out
 
 
-INVALID_KIND = "DraConformanceInvalidKind"  # no driver defines it: a config of this kind cannot validate
+INVALID_KIND = {"dra-conformance.test/invalid": "no config API defines this kind"}  # an object, not a name
 
 
 def invalid_opaque_parameters(parameters: Mapping[str, Any]) -> dict:
-    """A copy of a driver's opaque config ``parameters`` (the profile sample) with ``kind`` replaced by
-    :data:`INVALID_KIND`, which no driver's config API defines: what a driver that decodes its config by
-    apiVersion/kind must refuse (KEP-4381: invalid config is a per-claim NodePrepareResources error)."""
-    return {**dict(parameters), "kind": INVALID_KIND}
+    """A copy of a driver's opaque config ``parameters`` (the profile sample) whose ``kind`` is the object
+    :data:`INVALID_KIND` instead of a name: no config API defines it, a typed decoder (apiVersion/kind, e.g.
+    dra-example-driver's strict scheme decoder) refuses a non-string kind, and so does a flat ``map[string]string``
+    decoder (upstream test-driver kubeletplugin.go extractParameters). KEP-4381: invalid config is a per-claim
+    NodePrepareResources error."""
+    return {**dict(parameters), "kind": dict(INVALID_KIND)}
 
 
 def toleration(

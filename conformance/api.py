@@ -41,6 +41,7 @@ from conformance.k8s.builders import (
     device,
     distinct_attribute,
     first_available,
+    invalid_opaque_parameters,
     limits,
     match_attribute,
     opaque_config,
@@ -71,10 +72,12 @@ from conformance.node.podresources import (
     reported_cdi_ids,
     reported_devices,
 )
-from conformance.node.prepared import Leftovers, leftovers
+from conformance.node.prepared import Leftovers, leftovers, unprepared
 from conformance.node.registration import kubelet_uses
 
 __all__ = [
+    "invalid_opaque_parameters",
+    "unprepared",
     "IMPLICIT_PREFIX",
     "binding_problems",
     "device_status_problems",

@@ -62,15 +62,21 @@ def applies(config_requests: list[str] | None, request: str) -> bool:
     return request in config_requests or request.split("/", 1)[0] in config_requests
 
 
+# faults that change how a claim is read (reference_driver/faults.py), passed as ``quirks``
+QUIRKS = ("prepare-unallocated", "class-config-last", "foreign-config-parsed", "invalid-config-ignored")
+
+
 def _configs(
-    allocation: dict, driver: str, ignored: frozenset[str] = frozenset()
+    allocation: dict, driver: str, ignored: frozenset[str] = frozenset(), quirks: frozenset[str] = frozenset()
 ) -> list[tuple[str, list[str], opaque.GpuConfig]]:
     """This driver's configs as (label, requests, parsed), FromClass first, leaving out the sources in
-    ``ignored`` (faults ``ignore-claim-config`` / ``ignore-class-config``). Raises ClaimError on invalid ones."""
+    ``ignored`` (faults ``ignore-claim-config`` / ``ignore-class-config``). Raises ClaimError on invalid ones.
+    ``quirks`` (faults): ``foreign-config-parsed`` parses other drivers' configs too, ``invalid-config-ignored``
+    drops invalid ones, ``class-config-last`` applies FromClass after FromClaim."""
     out = []
     for index, entry in enumerate(allocation.get("devices", {}).get("config") or []):
         params = entry.get("opaque") or {}
-        if params.get("driver") != driver:
+        if params.get("driver") != driver and "foreign-config-parsed" not in quirks:
             continue
         source = entry.get("source", "FromClaim")
         if source not in SOURCES:
@@ -81,9 +87,12 @@ def _configs(
         try:
             parsed = opaque.parse(params.get("parameters"), f"config[{index}] ({source}) parameters")
         except opaque.ConfigError as err:
+            if "invalid-config-ignored" in quirks:
+                continue
             raise ClaimError(f"invalid opaque configuration for driver {driver}: {err}") from None
         out.append((label, list(entry.get("requests") or []), parsed))
-    out.sort(key=lambda item: SOURCES.index(item[0].split("[", 1)[0]))
+    order = SOURCES[::-1] if "class-config-last" in quirks else SOURCES
+    out.sort(key=lambda item: order.index(item[0].split("[", 1)[0]))
     return out
 
 
@@ -105,23 +114,28 @@ def allocated_devices(
     check_uid: bool = True,
     ignore_claim_config: bool = False,
     ignore_class_config: bool = False,
+    quirks: frozenset[str] = frozenset(),
 ) -> list[AllocatedDevice]:
     """This driver's allocated devices of ``claim`` with their effective configuration.
 
     ``pools`` are the pools this node publishes; ``ignore_claim_config`` / ``ignore_class_config`` drop the
-    configs of that source (faults of the same names). Raises ClaimError (UID mismatch "got replaced", not
-    allocated, no devices of this driver, device of another node's pool, invalid configuration).
+    configs of that source (faults of the same names); ``quirks``: faults of :data:`QUIRKS` that are on
+    (``prepare-unallocated``: an unallocated claim has no devices instead of an error). Raises ClaimError (UID
+    mismatch "got replaced", not allocated, no devices of this driver, device of another node's pool, invalid
+    configuration).
     """
     meta = claim.get("metadata") or {}
     if check_uid and meta.get("uid") != ref.uid:
         raise ClaimError(f"{ref} got replaced: the API server has UID {meta.get('uid')!r}")
     allocation = (claim.get("status") or {}).get("allocation")
+    if not allocation and "prepare-unallocated" in quirks:
+        return []
     if not allocation:
         raise ClaimError(f"{ref} is not allocated (status.allocation is empty)")
     ignored = frozenset(
         source for source, drop in (("FromClaim", ignore_claim_config), ("FromClass", ignore_class_config)) if drop
     )
-    configs = _configs(allocation, driver, ignored)
+    configs = _configs(allocation, driver, ignored, quirks)
     results = [r for r in allocation.get("devices", {}).get("results") or [] if r.get("driver") == driver]
     if not results:
         raise ClaimError(f"{ref} has no devices allocated by driver {driver}")

@@ -109,6 +109,25 @@ FAULTS: dict[str, str] = {
     "<name>-node-1, kind's <name>-worker2) the plugin registers with its kubelet but publishes no ResourceSlice, "
     "as a driver whose device discovery fails on some nodes: its DaemonSet asks for every node, it serves only "
     "some (issue 24 §2: KEP5970-1 names the missing node).",
+    "multi-claim-first-only": "NodePrepareResources and NodeUnprepareResources naming several claims answer only the "
+    "first one: the others get no entry in the response map, so the kubelet reports them skipped and a pod with "
+    "two claims never starts (dra-protocols.md §2.3: every requested claim UID is answered on its own).",
+    "prepare-unallocated": "NodePrepareResources of a claim without status.allocation succeeds with no devices "
+    "instead of a per-claim error (upstream test-driver kubeletplugin.go refuses unallocated claims).",
+    "unprepare-needs-claim": "NodeUnprepareResources reads the ResourceClaim from the API server and fails while it "
+    "is gone, so a claim deleted before its unprepare ran (force-deleted pod) stays prepared (upstream 'must "
+    "unprepare resources for force-deleted pod').",
+    "class-config-last": "Opaque configuration from the DeviceClass (FromClass) is applied after the claim's own "
+    "(FromClaim), so the class overrides the claim (upstream 'supports claim and class parameters': claim wins).",
+    "foreign-config-parsed": "Opaque configuration entries of other drivers (opaque.driver not this driver) are "
+    "parsed as this driver's own, so a claim that carries another driver's config fails to prepare (KEP-4381: "
+    "a driver ignores configs of other drivers).",
+    "invalid-config-ignored": "Opaque configuration of this driver that does not validate is silently ignored "
+    "instead of failing the claim, so a pod runs with a config it never got (KEP-4381: NodePrepareResources "
+    "reports invalid config as a per-claim error).",
+    "prepare-not-concurrent": "NodePrepareResources takes 2 s and a call that arrives while another is being "
+    "answered fails every claim with a 'busy' error instead of being served (the kubelet's pod workers call the "
+    "driver concurrently: pkg/kubelet/cm/dra/manager.go makes the gRPC calls outside its cache lock).",
 }
 
 

@@ -207,6 +207,7 @@ class DeviceState:
             check_uid=not self.faults.on("skip-uid-check"),
             ignore_claim_config=self.faults.on("ignore-claim-config"),
             ignore_class_config=self.faults.on("ignore-class-config"),
+            quirks=frozenset(name for name in claims.QUIRKS if self.faults.on(name)),
         )
         if self.faults.on("admin-access-refused-in-use"):
             self._refuse_admin_access_in_use(ref, allocs)
@@ -306,10 +307,19 @@ class DeviceState:
             self.store.write(ref.uid, entry["cdiSpec"])
         return [PreparedDevice.from_json(d) for d in entry["devices"]]
 
-    def unprepare(self, uid: str) -> None:
-        """Unprepare one claim (idempotent; unknown UID = success). Raises UnprepareError."""
+    def unprepare(self, uid: str, ref: ClaimRef | None = None) -> None:
+        """Unprepare one claim (idempotent; unknown UID = success); ``ref`` (the kubelet's namespace/name) is only
+        read by the fault ``unprepare-needs-claim``, which fails while the API object is gone. Raises
+        UnprepareError."""
         if self.faults.on("unprepare-error"):
             raise UnprepareError(f"claim UID {uid}: injected fault unprepare-error")
+        if ref is not None and self.faults.on("unprepare-needs-claim"):
+            try:
+                self._source.get_claim(ref.namespace, ref.name)
+            except LookupError:
+                raise UnprepareError(
+                    f"{ref} is gone from the API server: injected fault unprepare-needs-claim"
+                ) from None
         with self._lock:
             entry = self._claims.pop(uid, None)
             if entry is None and self.faults.on("unprepare-unknown-error"):

@@ -235,7 +235,8 @@ class DraPlugin(Protocol):
     """One driver's DRAPlugin service on one node (k8s.io/kubelet/pkg/apis/dra/v1), called like the kubelet
     does: ``prepare(claim, uid=None)`` -> NodePrepareResources entry of that claim (``.devices``,
     ``.device_names``, ``.cdi_ids``, ``.error``), ``unprepare(claim, uid=None)`` -> NodeUnprepareResources
-    entry (``.error``), ``serving()`` -> whether the service answers; ``prepared``: claims prepared through
+    entry (``.error``), ``prepare_all(claims)`` / ``unprepare_all(claims)`` -> ``{claim UID: entry}`` of one call
+    naming them all, ``serving()`` -> whether the service answers; ``prepared``: claims prepared through
     it and not unprepared since. Implementation: :class:`conformance.node.draplugin.DraPluginClient`."""
 
     prepared: list
@@ -243,6 +244,10 @@ class DraPlugin(Protocol):
     def prepare(self, claim: Any, uid: str | None = None) -> Any: ...
 
     def unprepare(self, claim: Any, uid: str | None = None) -> Any: ...
+
+    def prepare_all(self, claims: Any) -> dict: ...
+
+    def unprepare_all(self, claims: Any) -> dict: ...
 
     def serving(self) -> bool: ...
 

@@ -174,6 +174,9 @@ class DriverProfile:
     extended_resource_name: str = ""
     opaque_parameters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     opaque_shows_as: str = ""
+    # opaque_config.override: a second sample whose marker replaces the first's (config precedence); {} = none
+    opaque_override: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    opaque_override_shows_as: str = ""
     # regex a container of an adminAccess claim shows (e.g. '^DRA_ADMIN_ACCESS=true$'); "" = no signal
     admin_access_signal: str = ""
     requires_hardware: bool = False
@@ -239,6 +242,7 @@ def parse(
     mode = check_deploy(deploy, deploy.get("mode", "preinstalled"), src, modes)
     alternatives = _deploy_alternatives(raw, src, modes)
     opaque, shows_as = profile_checks.opaque_config(raw, src, flags.get("opaque_config", False))
+    override, override_shows_as = profile_checks.opaque_override(raw, src)
     return DriverProfile(
         name=name,
         driver=driver,
@@ -253,6 +257,8 @@ def parse(
         extended_resource_name=ext,
         opaque_parameters=opaque,
         opaque_shows_as=shows_as,
+        opaque_override=override,
+        opaque_override_shows_as=override_shows_as,
         requires_hardware=profile_checks.requires_hardware(raw, src),
         description=str(raw.get("description") or ""),
         version=str(raw.get("version") or ""),

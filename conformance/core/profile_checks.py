@@ -19,7 +19,7 @@ from typing import Any
 
 from conformance.core.errors import ConfigError
 
-OPAQUE_KEYS = ("parameters", "shows_as")
+OPAQUE_KEYS = ("parameters", "shows_as", "override")
 VISIBILITY_KEYS = ("command", "env_regex", "expected_output", "image", "device_attribute", "names_devices")
 REMOVED_KEYS = {
     "node_selector": "remove it: the run uses the nodes where the driver's ResourceSlices publish devices (on a "
@@ -87,6 +87,33 @@ def opaque_config(raw: Mapping, src: str, declared: bool) -> tuple[dict, str]:
     except re.error as exc:
         raise ConfigError(f"invalid regex: {exc}", source=src, field="opaque_config.shows_as", fix=fix) from None
     return dict(params), str(shows_as)
+
+
+def opaque_override(raw: Mapping, src: str) -> tuple[dict, str]:
+    """``(parameters, shows_as)`` of ``opaque_config.override`` (``({}, "")`` when absent): a second config
+    sample that, given after the main one, replaces what the main one shows (the config precedence tests: class
+    config first, claim config wins). Both keys are required together; ``shows_as`` must compile."""
+    section = (raw.get("opaque_config") or {}).get("override") or {}
+    fix = "opaque_config: {..., override: {parameters: {...another value...}, shows_as: '^REGEX$'}}"
+    if not isinstance(section, Mapping) or set(section) - {"parameters", "shows_as"}:
+        raise ConfigError(
+            f"must be a mapping of parameters, shows_as; got {section!r}",
+            source=src,
+            field="opaque_config.override",
+            fix=fix,
+        )
+    params, shows_as = section.get("parameters") or {}, str(section.get("shows_as") or "")
+    if section and (not isinstance(params, Mapping) or not params or not shows_as):
+        raise ConfigError(
+            "needs both parameters (a mapping) and shows_as", source=src, field="opaque_config.override", fix=fix
+        )
+    try:
+        re.compile(shows_as)
+    except re.error as exc:
+        raise ConfigError(
+            f"invalid regex: {exc}", source=src, field="opaque_config.override.shows_as", fix=fix
+        ) from None
+    return dict(params), shows_as
 
 
 def device_attribute(vis: Mapping, attributes: Mapping, driver: str, src: str) -> None:

@@ -104,7 +104,19 @@ def generate() -> dict[str, Any]:
     built = {
         "attributes": _attributes(),
         "visibility": _closed(profile_checks.VISIBILITY_KEYS, _VISIBILITY_TYPES),
-        "opaque_config": _closed(profile_checks.OPAQUE_KEYS, {"parameters": {"type": "object"}, "shows_as": _STR}),
+        "opaque_config": _closed(
+            profile_checks.OPAQUE_KEYS,
+            {
+                "parameters": {"type": "object"},
+                "shows_as": _STR,
+                "override": {
+                    "type": "object",
+                    "properties": {"parameters": {"type": "object"}, "shows_as": _STR},
+                    "additionalProperties": False,
+                    "description": "a second sample whose shows_as replaces the first's when given after it",
+                },
+            },
+        ),
         "capabilities": _capabilities(),
         "deploy": _deploy(),
         "deploy_alternatives": _deploy_alternatives(),

@@ -180,34 +180,62 @@ class DraPluginClient:
         claim."""
         pb = _messages()
         ref = pb.Claim(namespace=claim.namespace, name=claim.name, uid=uid or claim.uid)
+        return self._prepare([ref])[ref.uid]
+
+    def prepare_all(self, claims: Sequence) -> dict[str, PrepareResult]:
+        """One NodePrepareResources call naming every claim of ``claims`` (as the kubelet does for the claims of
+        one pod and driver): ``{claim UID: its entry}``. A call the service fails as a whole gives every claim
+        that error. Raises DraPluginError when the service cannot be reached or an entry is missing (the
+        kubelet's "NodePrepareResources skipped N ResourceClaims"). Source: dra-protocols.md §2.3."""
+        pb = _messages()
+        return self._prepare([pb.Claim(namespace=c.namespace, name=c.name, uid=c.uid) for c in claims])
+
+    def _prepare(self, refs: list) -> dict[str, PrepareResult]:
+        pb = _messages()
         reply = self._call(
             "NodePrepareResources",
-            pb.NodePrepareResourcesRequest(claims=[ref]),
+            pb.NodePrepareResourcesRequest(claims=refs),
             pb.NodePrepareResourcesResponse,
             refusal_as_reply=True,
         )
         if isinstance(reply, str):
-            return PrepareResult(ref.uid, (), reply)
-        entry = self._entry(reply, ref.uid, "NodePrepareResources")
-        devices = tuple(
-            PreparedDevice(tuple(d.request_names), d.pool_name, d.device_name, tuple(d.cdi_device_ids))
-            for d in entry.devices
-        )
-        if not entry.error and ClaimRef(ref.namespace, ref.name, ref.uid) not in self.prepared:
-            self.prepared.append(ClaimRef(ref.namespace, ref.name, ref.uid))
-        return PrepareResult(ref.uid, devices, entry.error)
+            return {ref.uid: PrepareResult(ref.uid, (), reply) for ref in refs}
+        out = {}
+        for ref in refs:
+            entry = self._entry(reply, ref.uid, "NodePrepareResources")
+            devices = tuple(
+                PreparedDevice(tuple(d.request_names), d.pool_name, d.device_name, tuple(d.cdi_device_ids))
+                for d in entry.devices
+            )
+            if not entry.error and ClaimRef(ref.namespace, ref.name, ref.uid) not in self.prepared:
+                self.prepared.append(ClaimRef(ref.namespace, ref.name, ref.uid))
+            out[ref.uid] = PrepareResult(ref.uid, devices, entry.error)
+        return out
 
     def unprepare(self, claim, uid: str | None = None) -> UnprepareResult:
         """NodeUnprepareResources for one claim (``uid`` overrides the claim's own UID). Returns its entry."""
         pb = _messages()
         ref = pb.Claim(namespace=claim.namespace, name=claim.name, uid=uid or claim.uid)
+        return self._unprepare([ref])[ref.uid]
+
+    def unprepare_all(self, claims: Sequence) -> dict[str, UnprepareResult]:
+        """One NodeUnprepareResources call naming every claim of ``claims``: ``{claim UID: its entry}``. Raises
+        DraPluginError when the service cannot be reached or an entry is missing. Source: dra-protocols.md §2.4."""
+        pb = _messages()
+        return self._unprepare([pb.Claim(namespace=c.namespace, name=c.name, uid=c.uid) for c in claims])
+
+    def _unprepare(self, refs: list) -> dict[str, UnprepareResult]:
+        pb = _messages()
         reply = self._call(
-            "NodeUnprepareResources", pb.NodeUnprepareResourcesRequest(claims=[ref]), pb.NodeUnprepareResourcesResponse
+            "NodeUnprepareResources", pb.NodeUnprepareResourcesRequest(claims=refs), pb.NodeUnprepareResourcesResponse
         )
-        entry = self._entry(reply, ref.uid, "NodeUnprepareResources")
-        if not entry.error:
-            self.prepared = [p for p in self.prepared if p != ClaimRef(ref.namespace, ref.name, ref.uid)]
-        return UnprepareResult(ref.uid, entry.error)
+        out = {}
+        for ref in refs:
+            entry = self._entry(reply, ref.uid, "NodeUnprepareResources")
+            if not entry.error:
+                self.prepared = [p for p in self.prepared if p != ClaimRef(ref.namespace, ref.name, ref.uid)]
+            out[ref.uid] = UnprepareResult(ref.uid, entry.error)
+        return out
 
     def serving(self) -> bool:
         """Whether the service answers a NodeUnprepareResources call with no claims (True) or fails (False)."""

@@ -15,9 +15,13 @@ from collections.abc import Sequence
 
 import grpc
 
+from conformance.core import errors, timeouts
 from conformance.k8s.tracker import Tracked
+from conformance.k8s.waits import poll
 from conformance.node import cdi
 from conformance.node.base import NodeAccess, NodeAccessUnavailable
+
+UNPREPARED_POLL_S = 1.0  # seconds between two looks at a node while waiting for a claim to be unprepared
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +58,27 @@ def leftovers(node_access: NodeAccess, node: str, claim) -> Leftovers:
     )
     found += [f"PodResources List still reports it for pod {user}" for user in users]
     return Leftovers(node, found, f"{looked}; PodResources List of {len(pods)} pod(s)")
+
+
+def unprepared(node_access: NodeAccess, node: str, claim, *, timeout: float) -> Leftovers:
+    """Wait until ``node`` holds nothing of ``claim`` (:func:`leftovers` finds nothing) and return that last
+    look (its ``looked`` shows what was read). ``timeout``: seconds (scaled by ``--timeout-scale``). Raises
+    WaitTimeout whose last state names what the node still holds ("claim ... still prepared on node ...");
+    NodeAccessUnavailable / OSError when a look cannot run. Source: driver contract §6.4; upstream "must
+    unprepare resources for force-deleted pod"."""
+    seen: list[Leftovers] = []
+
+    def clean() -> bool:
+        seen.append(leftovers(node_access, node, claim))
+        return not seen[-1].found
+
+    if poll(clean, timeout=timeout, interval=UNPREPARED_POLL_S):
+        return seen[-1]
+    raise errors.WaitTimeout(
+        f"claim {claim.namespace}/{claim.name} (UID {claim.uid}) unprepared on node {node}",
+        timeouts.scaled(timeout),
+        f"claim {claim.namespace}/{claim.name} still prepared on node {node}: {seen[-1].describe()}",
+    )
 
 
 def _claims_of(pod: dict) -> set[tuple[str, str]]:

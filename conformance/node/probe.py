@@ -262,10 +262,14 @@ class Probe:
             not hits, f"expected no device, the probe shows {hits}{rc}; {self._evidence(pod, container, run, note)}"
         )
 
-    def shows_config(self, pod: Obj, container: str | None = None) -> bool:
-        """Whether the profile's opaque-config marker (``opaque_config.shows_as``) is in the probe output.
-        Raises ProbeDidNotRun."""
-        return bool(re.search(self.profile.opaque_shows_as, self.output(pod, container), re.M))
+    def shows_config(self, pod: Obj, container: str | None = None, *, override: bool = False) -> bool:
+        """Whether the profile's opaque-config marker (``opaque_config.shows_as``; with ``override``, that of
+        ``opaque_config.override``) is in the probe output. Raises ProbeDidNotRun, and ValueError for
+        ``override`` when the profile gives no override sample."""
+        pattern = self.profile.opaque_override_shows_as if override else self.profile.opaque_shows_as
+        if not pattern:
+            raise ValueError(f"profile {self.profile.name} gives no opaque_config{'.override' if override else ''}")
+        return bool(re.search(pattern, self.output(pod, container), re.M))
 
     def shows_admin_access(self, pod: Obj, container: str | None = None) -> bool:
         """Whether the driver's admin-access signal (profile ``admin_access_signal``) is in the probe output.

@@ -25,6 +25,7 @@ from ..state import DeviceState, UnprepareError
 log = logging.getLogger(__name__)
 SLOW_PREPARE_S = 50.0  # seconds: past the kubelet's 45 s defaultClientCallTimeout (fault slow-prepare)
 SLOW_POLL_S = 0.2  # seconds between checks for a gone caller or a stopping plugin during that wait
+BUSY_HOLD_S = 2.0  # seconds each NodePrepareResources takes with the fault prepare-not-concurrent
 
 
 class DraService:
@@ -39,6 +40,7 @@ class DraService:
         self.calls: dict[str, int] = {"NodePrepareResources": 0, "NodeUnprepareResources": 0}
         # called as after_prepare(ref, devices) after a claim was prepared (device status, KEP-4817)
         self.after_prepare = None
+        self._busy = threading.Lock()  # fault prepare-not-concurrent: held while a prepare call is answered
 
     def _waited_past_deadline(self, context) -> bool:
         """Fault ``slow-prepare``: wait ``slow_prepare_s`` seconds; False when the caller went away (its
@@ -49,16 +51,39 @@ class DraService:
                 return False
         return True
 
+    def _answered(self, claims) -> list:
+        """The claims of a request this service answers: all of them; only the first with the fault
+        ``multi-claim-first-only`` (the others get no entry, which the kubelet reports as skipped)."""
+        return list(claims)[:1] if self.state.faults.on("multi-claim-first-only") else list(claims)
+
     def node_prepare_resources(self, request, context):
-        """Prepare every claim of the request; per-claim errors in the map."""
+        """Prepare every claim of the request; per-claim errors in the map. Fault ``prepare-not-concurrent``:
+        each call holds the service :data:`BUSY_HOLD_S` seconds, and a call arriving meanwhile fails every claim."""
         self.calls["NodePrepareResources"] += 1
+        if not self.state.faults.on("prepare-not-concurrent"):
+            return self._prepare_resources(request, context)
+        if not self._busy.acquire(blocking=False):
+            resp = self.msgs.NodePrepareResourcesResponse()
+            for claim in request.claims:
+                resp.claims[claim.uid].error = (
+                    f"ResourceClaim {claim.namespace}/{claim.name}: busy, another NodePrepareResources is in "
+                    "progress (injected fault prepare-not-concurrent)"
+                )
+            return resp
+        try:
+            self.stopping.wait(BUSY_HOLD_S)
+            return self._prepare_resources(request, context)
+        finally:
+            self._busy.release()
+
+    def _prepare_resources(self, request, context):
         resp = self.msgs.NodePrepareResourcesResponse()
         if self.state.faults.on("slow-prepare") and not self._waited_past_deadline(context):
             for claim in request.claims:
                 resp.claims[claim.uid].error = "injected fault slow-prepare: abandoned (caller gone or plugin stopping)"
             log.info("%s NodePrepareResources abandoned (fault slow-prepare)", self.version)
             return resp
-        for claim in request.claims:
+        for claim in self._answered(request.claims):
             ref = ClaimRef(claim.namespace, claim.name, claim.uid)
             start = time.monotonic()
             entry = resp.claims[claim.uid]
@@ -95,10 +120,10 @@ class DraService:
         """Unprepare every claim of the request; unknown claims succeed."""
         self.calls["NodeUnprepareResources"] += 1
         resp = self.msgs.NodeUnprepareResourcesResponse()
-        for claim in request.claims:
+        for claim in self._answered(request.claims):
             entry = resp.claims[claim.uid]
             try:
-                self.state.unprepare(claim.uid)
+                self.state.unprepare(claim.uid, ClaimRef(claim.namespace, claim.name, claim.uid))
             except UnprepareError as err:
                 entry.error = str(err)
             except Exception as err:  # noqa: BLE001

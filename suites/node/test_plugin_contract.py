@@ -67,3 +67,24 @@ def test_prepare_with_a_replaced_uid_fails_for_that_claim(k8s, tracker, builder,
     assert result.uid == stale and result.error, result
     assert result.devices == (), result
     assert cdi.specs_naming(node_access.cdi_specs(node), stale) == {}, node_access.cdi_specs(node)
+
+
+@pytest.mark.requires("node_access")
+def test_prepare_of_an_unallocated_claim_fails_for_that_claim(
+    k8s, tracker, builder, inventory, node_access, dra_plugin
+):
+    """NodePrepareResources for a claim without status.allocation fails for that claim: an entry with an error
+    and no device, and no CDI spec naming its UID on the node.
+    Source: upstream test/e2e/dra/test-driver kubeletplugin.go; dra-example-driver
+    cmd/dra-example-kubeletplugin/state.go computeDeviceConfig ("claim not yet allocated"); dra-protocols.md
+    §2.3."""
+    # given: a claim no pod uses, so nothing allocated it
+    claim = tracker.create(builder.claim())
+    node = inventory.nodes()[0]
+    assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation
+    # when: NodePrepareResources is called for it on a driver node
+    result = dra_plugin(node).prepare(claim)
+    # then: that claim's entry carries an error and no device; nothing was written for it
+    assert result.error, f"the driver prepared an unallocated claim {claim.namespace}/{claim.name}: {result}"
+    assert result.devices == (), result
+    assert cdi.specs_naming(node_access.cdi_specs(node), claim.uid) == {}, node_access.cdi_specs(node)

@@ -79,3 +79,20 @@ def test_init_container_sees_the_claim(k8s, tracker, builder, probe):
     for name in ("init", "main"):
         shown, evidence = probe.shows_claimed_devices(pod, name)
         assert shown, evidence
+
+
+@pytest.mark.scenario("ALLOC-07")
+def test_sidecar_container_sees_the_claim(k8s, tracker, builder, probe):
+    """A sidecar (an init container with restartPolicy Always, which keeps running next to the main
+    container) referencing the claim sees the device, as does the main container.
+    Source: upstream test/e2e/dra/dra.go "supports sidecar containers"; KEP-753 restartable init containers."""
+    # given: a claim
+    claim = tracker.create(builder.claim())
+    # when: a sidecar and the main container both reference it
+    sidecar = container("sidecar", uses=[claim], restart_policy="Always")
+    pod = tracker.create(builder.pod(containers=[container("main", uses=[claim])], init_containers=[sidecar]))
+    waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    # then: both see exactly the claim's device
+    for name in ("sidecar", "main"):
+        shown, evidence = probe.shows_claimed_devices(pod, name)
+        assert shown, evidence

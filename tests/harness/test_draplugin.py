@@ -16,6 +16,7 @@ from conformance.node.draplugin import ClaimRef, DraPluginClient, DraPluginError
 from reference_driver import DRIVER_NAME
 from reference_driver.cdi import CdiStore
 from reference_driver.checkpoint import Checkpoint
+from reference_driver.faults import Faults
 from reference_driver.inventory import SimulatedInventory, SimulatedSpec
 from reference_driver.plugin.server import PluginServer, SocketPaths
 from reference_driver.state import DeviceState
@@ -105,3 +106,19 @@ def test_local_node_access_dials_the_advertised_endpoint(plugin):
     assert (client.socket, client.version) == (str(plugin.paths.dra), "v1") and client.serving()
     with pytest.raises(DraPluginError, match="no DRAPlugin of driver 'other.example.com'"):
         access.dra_plugin(NODE, "other.example.com")
+
+
+def test_prepare_all_and_unprepare_all_answer_each_claim_of_one_call(plugin):
+    """One call naming two claims: ``prepare_all`` gives each UID its entry (the second, unknown to the API,
+    its error), ``unprepare_all`` success for both; a driver answering the first claim only is an error of the
+    client naming the missing UID (fault multi-claim-first-only)."""
+    client = DraPluginClient(plugin.paths.dra, "v1", driver=DRIVER_NAME, node=NODE)
+    other = ClaimRef("ns", "claim-2", "uid-2")
+    prepared = client.prepare_all([CLAIM, other])
+    assert prepared["uid-1"].device_names == {(NODE, "gpu-0")} and prepared["uid-1"].error == ""
+    assert "not found" in prepared["uid-2"].error and client.prepared == [CLAIM]
+    assert {uid: e.error for uid, e in client.unprepare_all([CLAIM, other]).items()} == {"uid-1": "", "uid-2": ""}
+    assert client.prepared == []
+    plugin.state.faults = Faults.parse("multi-claim-first-only")
+    with pytest.raises(DraPluginError, match="no entry for claim UID uid-2"):
+        client.prepare_all([CLAIM, other])

@@ -4,9 +4,10 @@ files naming the claim UID; PodResources ``List`` still reporting the claim)."""
 import grpc
 import pytest
 
+from conformance.core import errors
 from conformance.k8s.tracker import Tracked
 from conformance.node.base import NodeAccessUnavailable
-from conformance.node.prepared import PreparedClaims, leftovers
+from conformance.node.prepared import PreparedClaims, leftovers, unprepared
 
 CLAIM = Tracked("ResourceClaim", "c1", "ns", "uid-1", "v1")
 OTHER = Tracked("ResourceClaim", "c2", "ns", "uid-2", "v1")
@@ -102,3 +103,15 @@ def test_leftovers_fail_when_cdi_specs_cannot_be_read():
     access = FakeNodeAccess(specs={"a": NodeAccessUnavailable("no exec")}, pod_resources={"a": FakePodResources([])})
     with pytest.raises(NodeAccessUnavailable):
         leftovers(access, "a", CLAIM)
+
+
+def test_unprepared_returns_the_clean_look_or_times_out_naming_what_is_left(monkeypatch):
+    """``unprepared`` waits until a look finds nothing (returning it); a CDI spec that stays ends it with a
+    WaitTimeout saying the claim is still prepared and naming the spec."""
+    monkeypatch.setattr("conformance.node.prepared.UNPREPARED_POLL_S", 0.01)
+    specs = {"a": {"driver-uid-1.json": "{}"}}
+    access = FakeNodeAccess(specs=specs, pod_resources={"a": NodeAccessUnavailable("kind")})
+    with pytest.raises(errors.WaitTimeout, match="still prepared on node a: .*driver-uid-1.json names its UID"):
+        unprepared(access, "a", CLAIM, timeout=0.05)
+    specs["a"] = {}
+    assert unprepared(access, "a", CLAIM, timeout=0.05).found == []

@@ -344,6 +344,8 @@ class Builder:
         }
         if spec.get("env"):
             out["env"] = [{"name": k, "value": v} for k, v in spec["env"].items()]
+        if spec.get("restartPolicy"):
+            out["restartPolicy"] = spec["restartPolicy"]
         resources: dict[str, Any] = {}
         if claims:
             resources["claims"] = claims

@@ -138,6 +138,18 @@ def opaque_config(parameters: Mapping[str, Any], *, requests: Iterable[str] = ()
     return out
 
 
+INVALID_KIND = {"dra-conformance.test/invalid": "no config API defines this kind"}  # an object, not a name
+
+
+def invalid_opaque_parameters(parameters: Mapping[str, Any]) -> dict:
+    """A copy of a driver's opaque config ``parameters`` (the profile sample) whose ``kind`` is the object
+    :data:`INVALID_KIND` instead of a name: no config API defines it, a typed decoder (apiVersion/kind, e.g.
+    dra-example-driver's strict scheme decoder) refuses a non-string kind, and so does a flat ``map[string]string``
+    decoder (upstream test-driver kubeletplugin.go extractParameters). KEP-4381: invalid config is a per-claim
+    NodePrepareResources error."""
+    return {**dict(parameters), "kind": dict(INVALID_KIND)}
+
+
 def toleration(
     key: str,
     *,
@@ -190,8 +202,13 @@ def container(
     command: list[str] | None = None,
     image: str | None = None,
     env: Mapping[str, str] | None = None,
+    restart_policy: str | None = None,
 ) -> dict:
     """A pod container spec. ``uses``: claims/templates (Obj) or ``(claim_or_template, request)`` pairs the
     container references; the :class:`Builder` turns them into ``resources.claims`` entries and fills the
-    image and default probe command."""
-    return {"name": name, "_uses": list(uses), "command": command, "image": image, "env": dict(env or {})}
+    image and default probe command. ``restart_policy="Always"`` on an init container makes it a sidecar
+    (KEP-753 restartable init containers)."""
+    out = {"name": name, "_uses": list(uses), "command": command, "image": image, "env": dict(env or {})}
+    if restart_policy:
+        out["restartPolicy"] = restart_policy
+    return out

@@ -25,6 +25,7 @@ from conformance.k8s.waits.pods import (
     pod_stays_running,
     pod_succeeded,
     pod_unschedulable_with,
+    prepare_failed,
 )
 from conformance.k8s.waits.restarts import (
     NodeSlices,
@@ -66,6 +67,7 @@ __all__ = [
     "device_count",
     "devices_by_node",
     "event",
+    "prepare_failed",
     "events_for",
     "object_gone",
     "object_matches",

@@ -203,3 +203,28 @@ def pod_stays_running(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
         awaited=f"pod {pod.namespace}/{pod.name} to stay Running for {duration:.0f}s",
         scale=False,
     )
+
+
+def prepare_failed(k8s: K8s, pod: Obj, *, timeout: float) -> Obj:
+    """Wait until a ``FailedPrepareDynamicResources`` event names ``pod`` (the kubelet's NodePrepareResources
+    failed for one of its claims); return the newest. Fails early (WaitFailed) as soon as the pod is Running
+    instead: its claims were prepared although they must not be. ``timeout``: seconds. Raises WaitTimeout.
+    Source: pkg/kubelet/cm/dra (per-claim errors become that event; the kubelet retries)."""
+    awaited = f"event {PREPARE_FAILED} about {pod.ref}"
+    found: list[Obj] = []
+
+    def check() -> bool:
+        found[:] = list(reversed(events_for(k8s, pod, PREPARE_FAILED)))
+        if found:
+            return True
+        current = k8s.get("Pod", pod.name, pod.namespace)
+        if current.phase == "Running":
+            lines = [event_line(e) for e in recent_events(k8s, pod.namespace, pod.name)]
+            failed = "the pod is Running: the driver prepared its claims without the expected per-claim error"
+            raise errors.WaitFailed(awaited, timeouts.scaled(timeout), current.describe(), lines, failed)
+        return False
+
+    if poll(check, timeout=timeout, interval=EVENT_POLL_S):
+        return found[0]
+    lines = [event_line(e) for e in recent_events(k8s, pod.namespace, pod.name)]
+    raise errors.WaitTimeout(awaited, timeouts.scaled(timeout), "", lines)

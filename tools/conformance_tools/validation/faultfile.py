@@ -49,7 +49,7 @@ DEFAULT_PATH = REPO_ROOT / "fixtures" / "faults.yaml"
 VERSION = 1
 TOP_KEYS = ("version", "defaults", "faults")
 OPTION_KEYS = ("profile", "timeout_scale", "run_args", "pytest_args")
-ENTRY_KEYS = ("class", "select", "expect", *OPTION_KEYS)
+ENTRY_KEYS = ("class", "select", "expect", "symptom", *OPTION_KEYS)  # symptom: judged by the symptom helper
 # results that are not test functions: the after-module invariant checks report as ``<module>::invariants``
 SYNTHETIC_TESTS = ("invariants",)
 # the run ended before any test because the harness refused the cluster or driver (exit 3 or 4), e.g. a driver

@@ -1,0 +1,32 @@
+"""Concurrent NodePrepareResources calls for distinct claims on one node: the kubelet's pod workers prepare the
+claims of pods that start together in parallel, and the driver must serve every call.
+
+Sources: k8s.io/kubernetes pkg/kubelet/cm/dra/manager.go (NodePrepareResources is called outside the claim
+info cache lock, one call per pod and driver, so pods starting together call the driver concurrently);
+ai-conformance KAR-0049 (pod A cannot reach pod B's device); dra-protocols.md §2.3.
+"""
+
+import pytest
+
+from conformance.api import timeouts, waits
+
+pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.scenario("SEC-04")]
+
+PODS = 3  # pods started together on one node (fewer when the node has fewer devices)
+
+
+@pytest.mark.requires("driver.multiple_devices")
+def test_pods_started_together_on_one_node_all_run_with_their_own_devices(k8s, tracker, builder, inventory, probe):
+    """Several pods, each with its own claim, created at once on one node: all run without a
+    FailedPrepareDynamicResources (no prepare call was refused for being concurrent), and each sees exactly
+    its own claim's device. Source: pkg/kubelet/cm/dra/manager.go; ai-conformance KAR-0049."""
+    # given: a driver node and one claim per pod, as many as the node has devices (at most PODS)
+    node = inventory.nodes()[0]
+    claims = [tracker.create(builder.claim()) for _ in range(min(PODS, len(inventory.names_on(node))))]
+    # when: one pod per claim is created at once on that node
+    pods = [tracker.create(builder.pod(uses=claim, node_name=node)) for claim in claims]
+    # then: every pod runs with no prepare error and sees exactly its own claim's device
+    for pod in pods:
+        waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+        shown = probe.shows_claimed_devices(pod)
+        assert shown, shown.evidence

@@ -128,6 +128,20 @@ FAULTS: dict[str, str] = {
     "prepare-not-concurrent": "NodePrepareResources takes 2 s and a call that arrives while another is being "
     "answered fails every claim with a 'busy' error instead of being served (the kubelet's pod workers call the "
     "driver concurrently: pkg/kubelet/cm/dra/manager.go makes the gRPC calls outside its cache lock).",
+    "cdi-ids-change-on-repeat": "A repeated NodePrepareResources of an already prepared claim answers other CDI "
+    "device IDs each time (a counter appended), IDs no spec defines (upstream kubeletplugin helper: prepare is "
+    "idempotent; the kubelet repeats it after a restart and must get the same IDs).",
+    "fewer-devices-prepared": "NodePrepareResources of a claim allocated several devices prepares (CDI spec and "
+    "response) only the first of them; a container referencing another request gets no device (driver "
+    "contract: one prepared device per allocation result).",
+    "admin-signal-on-normal-claim": "The CDI spec of every claim carries the admin-access signal "
+    "(DRA_ADMIN_ACCESS=true), not only of adminAccess claims, so a normal container is told it has monitoring "
+    "access to devices it holds exclusively (KEP-5018; dra-example-driver cdi.go).",
+    "unprepare-removes-other-cdi": "NodeUnprepareResources of one claim removes the CDI spec files of every claim "
+    "prepared on the node (a cleanup by glob), so the other running pods' containers lose their devices when they "
+    "restart (driver contract: unprepare touches only its own claim).",
+    "slices-churn": "The node's ResourceSlices are republished every few seconds with a new pool generation "
+    "although nothing changed (PUB-01 'stable (no churn)'; upstream 'kubelet must manage ResourceSlices').",
 }
 
 

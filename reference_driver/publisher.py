@@ -13,6 +13,7 @@ import dataclasses
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from kubernetes import client, watch
@@ -35,6 +36,7 @@ def _equal_quantities(a: object, b: object) -> bool:
         return False
 
 
+CHURN_EVERY_S = 8  # fault slices-churn: seconds between rewrites of unchanged slices
 GATED_DEVICE_FIELDS = ("bindingConditions", "bindingFailureConditions", "bindsToNode")
 """Device fields the API server drops while their feature gate (DRADeviceBindingConditions) is off."""
 
@@ -82,6 +84,7 @@ class SlicePublisher:
         self.generation = 0
         self._separate: bool | None = None
         self._taints_written = False  # this publisher wrote device taints at least once
+        self._written_at = time.monotonic()  # when this publisher last wrote its slices (fault slices-churn)
         self.taints_dropped = False  # the API server dropped them (DRADeviceTaints off): publish none
         self._stop = threading.Event()
         self._selector = f"spec.nodeName={node},spec.driver={driver}"
@@ -159,7 +162,7 @@ class SlicePublisher:
         have = {s["metadata"]["name"]: s for s in self.existing()}
         current = max([s["spec"]["pool"].get("generation", 0) for s in have.values()] or [0])
         probe = self.desired(uid, current)
-        if self._consistent(probe, have):
+        if self._consistent(probe, have) and not self._churn_due():
             self.generation = current
             return SyncResult(False, current, tuple(sorted(have)))
         if self._taints_written and self._consistent(self.desired(uid, current, taints=False), have):
@@ -187,10 +190,15 @@ class SlicePublisher:
             except ApiException as err:
                 if err.status != 404:
                     raise
-        self.generation = generation
+        self.generation, self._written_at = generation, time.monotonic()
         self._taints_written = any(d.get("taints") for w in want for d in w["spec"].get("devices") or [])
         log.info("published pool %s generation %d: %d slice(s)", self.node, generation, len(want))
         return SyncResult(True, generation, tuple(sorted(wanted)))
+
+    def _churn_due(self) -> bool:
+        """Fault ``slices-churn``: True once :data:`CHURN_EVERY_S` passed since the last write (unchanged
+        slices are then republished at a new generation)."""
+        return self.faults.on("slices-churn") and time.monotonic() - self._written_at >= CHURN_EVERY_S
 
     def sync_with_retry(self, attempts: int = 5) -> SyncResult | None:
         """``sync()`` retried on conflicts and transient errors; None when every attempt failed (logged)."""
@@ -223,7 +231,7 @@ class SlicePublisher:
                 stream = watch.Watch().stream(
                     self._resource.list_resource_slice,
                     field_selector=self._selector,
-                    timeout_seconds=max(1, int(self.resync)),
+                    timeout_seconds=CHURN_EVERY_S if self.faults.on("slices-churn") else max(1, int(self.resync)),
                     _request_timeout=self.resync + REQUEST_TIMEOUT,
                 )
                 for _event in stream:

@@ -110,6 +110,7 @@ class DeviceState:
         self._claims: dict[str, dict] = {}
         self._leaked: dict[str, sharing.Holds] = {}  # fault partition-not-freed: slices of unprepared claims
         self._forgot = False  # fault checkpoint-not-migrated: an old checkpoint was ignored at recovery
+        self._repeats = 0  # fault cdi-ids-change-on-repeat: how many repeated prepares were answered
 
     def recover(self) -> RecoveryReport:
         """Load the checkpoint and rewrite CDI specs of prepared claims that vanished.
@@ -190,9 +191,7 @@ class DeviceState:
         with self._lock:
             done = self._existing(ref)
         if done is not None:
-            if self.faults.on("prepare-not-idempotent"):
-                raise ClaimError(f"{ref} is already prepared: injected fault prepare-not-idempotent")
-            return done
+            return self._answer_again(ref, done)
         try:
             obj = self._source.get_claim(ref.namespace, ref.name)
         except LookupError:
@@ -228,6 +227,7 @@ class DeviceState:
                 pairs.append(_neighbour(alloc, snap))
             else:
                 pairs.append(_parent(alloc, snap) if self.faults.on("partition-cdi-parent") else (alloc, device))
+        pairs = self._faulty_pairs(pairs)
         holds = self._holds(allocs, snap)
         spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
@@ -262,6 +262,25 @@ class DeviceState:
                 self.store.remove(ref.uid)
                 raise ClaimError(f"{ref}: writing the checkpoint failed: {err}") from None
         return devices
+
+    def _answer_again(self, ref: ClaimRef, done: list[PreparedDevice]) -> list[PreparedDevice]:
+        """The answer to a repeated prepare of ``ref``: ``done`` (faults ``prepare-not-idempotent``: ClaimError;
+        ``cdi-ids-change-on-repeat``: its CDI IDs with a counter appended)."""
+        if self.faults.on("prepare-not-idempotent"):
+            raise ClaimError(f"{ref} is already prepared: injected fault prepare-not-idempotent")
+        if self.faults.on("cdi-ids-change-on-repeat"):
+            self._repeats += 1
+            return [replace(d, cdi_ids=tuple(f"{c}-r{self._repeats}" for c in d.cdi_ids)) for d in done]
+        return done
+
+    def _faulty_pairs(self, pairs: list) -> list:
+        """``(allocation, device)`` pairs to prepare, changed by faults ``fewer-devices-prepared`` (the first
+        only) and ``admin-signal-on-normal-claim`` (every allocation marked adminAccess for its CDI env)."""
+        if self.faults.on("fewer-devices-prepared"):
+            pairs = pairs[:1]
+        if self.faults.on("admin-signal-on-normal-claim"):
+            pairs = [(replace(a, admin_access=True), d) for a, d in pairs]
+        return pairs
 
     def _holds(self, allocs: list[claims.AllocatedDevice], snap: Snapshot) -> sharing.Holds:
         """The physical units ``allocs`` hold (slices of partitions, capacity shares; admin access holds none)."""
@@ -336,8 +355,11 @@ class DeviceState:
                 self._claims[uid] = entry
                 raise UnprepareError(f"claim UID {uid}: writing the checkpoint failed: {err}") from None
             if not self.faults.on("unprepare-keeps-cdi"):
+                others = self.store.claim_uids() - {uid} if self.faults.on("unprepare-removes-other-cdi") else set()
                 try:
                     self.store.remove(uid)
+                    for other in sorted(others):  # a cleanup by glob: every claim's spec goes
+                        self.store.remove(other)
                 except OSError as err:
                     raise UnprepareError(f"claim UID {uid}: removing its CDI spec failed: {err}") from None
         if entry is not None and self.on_unprepared is not None:

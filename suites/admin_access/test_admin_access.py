@@ -92,8 +92,12 @@ def test_driver_signals_admin_access_to_the_container(k8s, tracker, builder, adm
     waits.pod_running(k8s, normal, timeout=timeouts.POD_START)
     waits.pod_running(k8s, admin, timeout=timeouts.POD_START)
     # then: only the admin container shows the signal
-    assert probe.shows_admin_access(admin), probe.evidence(admin)
-    assert not probe.shows_admin_access(normal), probe.evidence(normal)
+    assert probe.shows_admin_access(admin), "no admin-access signal in the admin claim's container: " + probe.evidence(
+        admin
+    )
+    assert not probe.shows_admin_access(normal), "admin-access signal in a normal claim's container: " + probe.evidence(
+        normal
+    )
 
 
 @pytest.mark.scenario("ADM-03")

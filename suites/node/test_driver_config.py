@@ -29,7 +29,7 @@ def test_class_config_reaches_the_container(k8s, tracker, builder, profile, inve
     assert sources == ["FromClass"], claim.describe()
     shown, evidence = probe.shows_allocation(pod, claim, inventory)
     assert shown, evidence
-    assert probe.shows_config(pod), probe.evidence(pod)
+    assert probe.shows_config(pod), "class config missing in the container: " + probe.evidence(pod)
 
 
 @pytest.mark.scenario("ALLOC-01")

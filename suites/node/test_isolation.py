@@ -81,8 +81,12 @@ def test_request_scoped_config_reaches_only_that_request(k8s, tracker, builder, 
     )
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     # then: only the first container shows the config
-    assert probe.shows_config(pod, "first"), probe.evidence(pod, "first")
-    assert not probe.shows_config(pod, "second"), probe.evidence(pod, "second")
+    assert probe.shows_config(pod, "first"), "config missing in the container of its request: " + probe.evidence(
+        pod, "first"
+    )
+    assert not probe.shows_config(pod, "second"), "config of another request in this container: " + probe.evidence(
+        pod, "second"
+    )
 
 
 @pytest.mark.scenario("ALLOC-01")
@@ -103,8 +107,8 @@ def test_claim_wide_config_reaches_every_request(k8s, tracker, builder, profile,
     )
     waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     # then: both containers show it
-    assert probe.shows_config(pod, "first"), probe.evidence(pod, "first")
-    assert probe.shows_config(pod, "second"), probe.evidence(pod, "second")
+    for name in ("first", "second"):
+        assert probe.shows_config(pod, name), "claim-wide config missing in a container: " + probe.evidence(pod, name)
 
 
 @pytest.mark.scenario("SEC-04")

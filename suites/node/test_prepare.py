@@ -48,6 +48,32 @@ def test_cdi_spec_exists_while_prepared_and_is_removed_after(k8s, tracker, build
     assert left.found == [], left.describe()
 
 
+@pytest.mark.scenario("PREP-10")
+@pytest.mark.requires("driver.cdi", "node_access")
+def test_unprepare_of_one_claim_leaves_the_other_claims_cdi_spec(k8s, tracker, builder, node_access):
+    """Two claims prepared on one node: unpreparing the first (its pod deleted) leaves the second claim's CDI
+    spec on the node, so the second pod's containers still get their device when they restart.
+    Source: driver contract §6.4 (NodeUnprepareResources cleans up only the claims it names); upstream
+    test/e2e/dra/test-driver kubeletplugin.go (one CDI spec file per claim)."""
+    # given: two running pods on one node, each with its own claim
+    first = waits.pod_running(
+        k8s, tracker.create(builder.pod(uses=tracker.create(builder.claim()))), timeout=timeouts.POD_START
+    )
+    node = first.spec.node_name
+    kept = tracker.create(builder.claim())
+    waits.pod_running(k8s, tracker.create(builder.pod(uses=kept, node_name=node)), timeout=timeouts.POD_START)
+    assert cdi.claim_specs(node_access, node, kept), node_access.cdi_specs(node)
+    # when: the first pod is deleted and its claim unprepared
+    k8s.delete("Pod", first.name, first.namespace)
+    waits.pod_gone(k8s, first, timeout=timeouts.POD_DELETE)
+    # then: the second claim's CDI spec is still on the node
+    specs = node_access.cdi_specs(node)
+    assert specs and cdi.claim_specs(node_access, node, kept), (
+        f"the CDI spec of claim {kept.name} (UID {kept.uid}) vanished from node {node} when another claim was "
+        f"unprepared; the node's CDI specs now: {sorted(specs)}"
+    )
+
+
 @pytest.mark.scenario("PREP-03")
 def test_pod_bound_to_node_with_unallocated_claim_does_not_run(k8s, tracker, builder, inventory):
     """A pod bound to a node by spec.nodeName (scheduler bypassed) whose claim is not allocated stays

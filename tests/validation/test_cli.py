@@ -21,7 +21,9 @@ def _file(tmp_path: Path, faults=("prepare-error", "skip-cdi-env"), **over) -> P
     from conformance_tools.validation import faultfile
 
     known = faultfile.known_faults()
-    entries = {n: {"class": n, "select": [SMOKE], "expect": [SEES]} for n in known}
+    entries = {
+        n: {"class": n, "symptom": "kubelet could not prepare", "select": [SMOKE], "expect": [SEES]} for n in known
+    }
     entries.update(over)
     path = tmp_path / "faults.yaml"
     path.write_text(json.dumps({"version": 1, "faults": entries}))
@@ -39,7 +41,9 @@ def fake_runs(monkeypatch):
         got = outcome.get(plan.label, {SEES: "failed", PUBLISHES: "passed"})
         if isinstance(got, BaseException):
             raise got
-        return RunResult(plan.label, 0 if plan.label == "healthy" else 1, got, 5.0, report_dir=str(plan.report_dir))
+        failed = {n: outcome.get("message", "WaitFailed: kubelet could not prepare the pod's claims") for n in got}
+        code = 0 if plan.label == "healthy" else 1
+        return RunResult(plan.label, code, got, 5.0, messages=failed, report_dir=str(plan.report_dir))
 
     monkeypatch.setattr(runs, "execute", execute)
     outcome["healthy"] = {SEES: "passed", PUBLISHES: "passed"}
@@ -57,8 +61,23 @@ def test_all_caught_passes_with_progress_per_fault(tmp_path, fake_runs, capsys):
     out = capsys.readouterr().out
     assert seen == ["healthy", "prepare-error", "skip-cdi-env"]
     assert "fault 1/2 prepare-error: caught by 1 expected test(s) in 5s" in out
-    assert "VALIDATE-SUITE: PASS - 2/2 fault(s) caught (100%)" in out
+    assert "VALIDATE-SUITE: PASS - 2/2 fault(s) caught with their symptom (100%)" in out
     assert json.loads((tmp_path / "m" / "summary.json").read_text())["verdict"] == "PASS"
+
+
+def test_failure_without_the_symptom_is_caught_by_accident_and_fails_the_matrix(tmp_path, fake_runs, capsys):
+    outcome, _seen = fake_runs
+    outcome["message"] = "conformance.core.errors.WaitTimeout: timed out after 150s waiting for pod x Running"
+    assert _main(tmp_path, _file(tmp_path), faults="prepare-error") == 1
+    out = capsys.readouterr().out
+    assert "fault 1/1 prepare-error: CAUGHT BY ACCIDENT: 1 expected test(s) failed without the symptom" in out
+    assert f"fault prepare-error: caught by accident (does not count): {SEES}: timeout: " in out
+    assert "VALIDATE-SUITE: FAIL - 0/1 fault(s) caught with their symptom (0%)" in out
+    doc = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert (
+        doc["faults"][0]["status"] == "caught-by-accident" and doc["faults"][0]["cells"][SEES] == "caught-by-accident"
+    )
+    assert "**by accident**" in (tmp_path / "m" / "summary.md").read_text()
 
 
 def test_missed_fault_fails_naming_it(tmp_path, fake_runs, capsys):
@@ -81,7 +100,8 @@ def test_ctrl_c_writes_a_partial_report_and_exits_2(tmp_path, fake_runs, capsys)
 
 
 def test_bad_faults_file_exits_4_naming_the_entry(tmp_path, fake_runs, capsys):
-    path = _file(tmp_path, **{"prepare-error": {"class": "x", "select": [SMOKE], "expect": [SEES], "expected": []}})
+    entry = {"class": "x", "symptom": "x", "select": [SMOKE], "expect": [SEES], "expected": []}
+    path = _file(tmp_path, **{"prepare-error": entry})
     assert _main(tmp_path, path) == 4
     err = capsys.readouterr().err
     assert "faults.prepare-error: unknown key 'expected'" in err and fake_runs[1] == []

@@ -12,7 +12,7 @@ KNOWN = ("prepare-error", "no-slices")
 
 
 def _entry(**over) -> dict:
-    return {"class": "prepare fails", "select": [SMOKE], "expect": [RUNS], **over}
+    return {"class": "prepare fails", "symptom": "FailedPrepare", "select": [SMOKE], "expect": [RUNS], **over}
 
 
 def _doc(**faults) -> dict:
@@ -87,6 +87,12 @@ def test_every_problem_is_reported_at_once():
         ({"select": ["tests/harness"]}, "is not under suites/"),
         ({"run_args": ["--report-dir", "x"]}, "set by validate-suite itself"),
         ({"class": "two\nlines"}, "one non-empty line"),
+        ({"symptom": ""}, "symptom: missing or empty"),
+        ({"symptom": "a(b"}, "is not a regex"),
+        ({"symptom_class": "bad-luck"}, "symptom_class: 'bad-luck' (fix: one of driver-defect"),
+        ({"expect": [{"test": RUNS, "symptom": "["}]}, "is not a regex"),
+        ({"expect": [{"symptom": "x"}]}, "has no test"),
+        ({"expect": [{"test": RUNS, "symptom": "x", "why": 1}]}, "unknown key 'why'"),
     ],
 )
 def test_bad_entry_is_refused_naming_the_field(over, needle):
@@ -121,3 +127,11 @@ def test_pick_keeps_file_order_and_refuses_unknown_names():
 )
 def test_expected_pattern_matching(pattern, nodeid, hit):
     assert expected_matches(pattern, nodeid) is hit
+
+
+def test_symptom_per_expected_test_overrides_the_faults():
+    other = f"{SMOKE}::test_driver_publishes_devices_on_every_node"
+    raw = _entry(expect=[RUNS, {"test": other, "symptom": "no slices"}], symptom_class="driver-defect")
+    entry = faultfile.parse(_doc(**{"no-slices": raw}), KNOWN, "f").entries["no-slices"]
+    assert entry.expect == (RUNS, other) and entry.symptom_class == "driver-defect"
+    assert (entry.symptom_for(RUNS), entry.symptom_for(other)) == ("FailedPrepare", "no slices")

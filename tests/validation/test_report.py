@@ -41,7 +41,9 @@ def test_summary_report_and_allure_results(tmp_path: Path):
     assert saved["kind"] == "fault-matrix" and saved["detection"]["rate"] == 1.0 and saved["durationS"] == 111.0
     assert saved["faults"][0]["durationS"] == 61.0 and saved["faults"][0]["caughtBy"] == [A]
     text = (matrix_dir / "summary.md").read_text()
-    assert "Detection rate: 1/1 faults caught (100%)" in text and "| prepare-error | caught |\n" in text, text
+    assert (
+        "Detection rate: 1/1 faults caught with their symptom (100%)" in text and "| prepare-error | caught |\n" in text
+    ), text
     results = [json.loads(p.read_text()) for p in (matrix_dir / "allure-results").glob("*-result.json")]
     assert sorted((r["name"], r["status"]) for r in results) == [
         ("fault prepare-error is detected", "passed"),

@@ -3,8 +3,10 @@ detection rate and the verdict's reasons; healthy runs grouped over the union of
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from conformance_tools.validation import runs, verdict
 from conformance_tools.validation.faultfile import FaultEntry
 from conformance_tools.validation.verdict import RunResult
@@ -33,7 +35,8 @@ def test_expected_test_that_passes_or_does_not_run_fails_the_matrix():
     assert data["verdict"] == "FAIL"
     assert f"fault prepare-error: expected test passed with the fault on: {B}" in data["verdictReasons"]
     assert any("did not run" in r and C in r for r in data["verdictReasons"]), data["verdictReasons"]
-    assert data["detection"] == {"faults": 1, "caught": 1, "rate": 1.0, "notCaught": []}
+    assert data["detection"]["caught"] == 0 and data["detection"]["notCaught"] == ["prepare-error"]
+    assert data["detection"]["byStatus"]["partial"] == 1
 
 
 def test_fault_caught_by_no_test_fails_the_matrix():
@@ -115,3 +118,68 @@ def test_run_refused_before_any_test_is_a_setup_result(tmp_path: Path):
     healthy = RunResult("healthy", 0, {A: "passed"}, 1.0)
     data = verdict.decide([_entry("no-slices", expect=("run::setup",))], {"no-slices": result}, [healthy])
     assert data["faults"][0]["status"] == "caught" and data["verdict"] == "PASS", data["verdictReasons"]
+
+
+LEAK = "conformance.core.errors.LeakError: 1 object(s) survived the test's teardown: ResourceClaim t/c"
+TIMEOUT = "conformance.core.errors.WaitTimeout: timed out after 60s waiting for pod t/p Running"
+PREPARE = "conformance.core.errors.WaitFailed: while waiting for pod t/p Running: kubelet could not prepare"
+
+
+@pytest.mark.parametrize(
+    ("message", "cls", "cell", "why"),
+    [
+        (PREPARE, "driver-defect", "caught", ""),
+        (PREPARE.upper(), "driver-defect", "caught", ""),  # case-insensitive
+        (LEAK, "driver-defect", "caught-by-accident", "teardown leak: the failure does not show the symptom"),
+        (TIMEOUT, "infrastructure", "caught-by-accident", "timeout: the failure does not show the symptom"),
+        ("KeyError: 'items'", "suite-error", "caught-by-accident", "crash: the failure does not show"),
+        ("AssertionError: other", "driver-defect", "caught-by-accident", "other message: the failure"),
+        ("", "suite-error", "caught-by-accident", "no message: the failure does not show"),
+    ],
+)
+def test_only_a_failure_with_the_symptom_is_caught(message, cls, cell, why):
+    run = RunResult("prepare-error", 1, {A: "failed"}, 3.0, messages={A: message[:40]}, details={A: message})
+    entry = _entry(symptom="could not prepare")
+    assert verdict.cells(entry, run) == {A: cell}
+    assert verdict.accident(entry, run, A).startswith(why) and (why or not verdict.accident(entry, run, A))
+
+
+def test_symptom_class_and_per_test_symptom_are_judged():
+    run = RunResult(
+        "p", 1, {A: "failed", B: "broken"}, 3.0, messages={A: TIMEOUT, B: LEAK}, classes={A: "infrastructure"}
+    )
+    entry = _entry(expect=(A, B), symptom="timed out", symptom_class="driver-defect", symptoms={B: "survived"})
+    assert verdict.cells(entry, run) == {A: "caught-by-accident", B: "caught"}
+    assert verdict.accident(entry, run, A) == "failure class infrastructure, not the symptom's driver-defect"
+    row = verdict.fault_row(entry, run)
+    assert (row["status"], row["caughtBy"], list(row["accidents"])) == ("partial", [B], [A])
+
+
+def test_fault_caught_only_by_accident_does_not_count(tmp_path: Path):
+    """A recorded child run (Allure results as a run writes them): the expected test failed, but by a leak."""
+    entry = _entry(expect=(A,), symptom="kubelet could not prepare")
+    plan = runs.fault_plan(entry, tmp_path)
+    (plan.report_dir / "allure-results").mkdir(parents=True)
+    record = {
+        "name": "test_a",
+        "fullName": "suites.s#test_a",
+        "status": "broken",
+        "statusDetails": {"message": LEAK + "\n  the driver never unprepared it\n  kubelet could not prepare"},
+        "labels": [{"name": "nodeid", "value": A}, {"name": "failure_class", "value": "driver-defect"}],
+    }
+    (plan.report_dir / "allure-results" / "1-result.json").write_text(json.dumps(record))
+    result = runs.read_result(plan, 1, 9.0, "", ["dra-conformance", "run"])
+    assert result.messages[A] == LEAK and result.classes == {A: "driver-defect"}
+    assert result.details[A].endswith("kubelet could not prepare")  # later lines count: caught
+    assert verdict.fault_row(entry, result)["status"] == "caught"
+    strict = _entry(expect=(A,), symptom="^conformance.core.errors.WaitFailed")
+    data = verdict.decide([strict], {"prepare-error": result}, [RunResult("healthy", 0, {A: "passed"}, 1.0)])
+    assert data["faults"][0]["status"] == "caught-by-accident" and data["verdict"] == "FAIL"
+    assert data["detection"]["caught"] == 0 and data["detection"]["byStatus"]["caught-by-accident"] == 1
+    assert (
+        data["verdictReasons"][0] == f"fault prepare-error: caught by no test with its symptom (exit 1 (fail)); "
+        f"expected to fail: {A}"
+    )
+    assert data["verdictReasons"][1].startswith(
+        f"fault prepare-error: caught by accident (does not count): {A}: teardown leak"
+    )

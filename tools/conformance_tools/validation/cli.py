@@ -69,7 +69,10 @@ def _stamp() -> str:
 def _fault_line(row: dict) -> str:
     text = {
         "caught": f"caught by {len(row['caughtBy'])} expected test(s)",
-        "partial": f"PARTIAL: caught by {len(row['caughtBy'])}, {len(row['missed'] + row['notRun'])} expected missed",
+        "partial": f"PARTIAL: caught by {len(row['caughtBy'])}, "
+        f"{len(row['missed'] + row['notRun'] + list(row['accidents']))} expected missed or caught by accident",
+        "caught-by-accident": f"CAUGHT BY ACCIDENT: {len(row['accidents'])} expected test(s) failed without the "
+        f"symptom /{row['symptom']}/ (not counted)",
         "missed": "MISSED: no expected test failed",
         "error": f"ERROR: no test results ({row['ended']})",
     }[row["status"]]
@@ -102,8 +105,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if args.check:
         _say(
-            f"{loaded.source}: {len(loaded.entries)} fault(s), every fault of reference_driver/faults.py listed; "
-            f"driver profile {runs.DRIVER} valid: OK"
+            f"{loaded.source}: {len(loaded.entries)} fault(s), every fault of reference_driver/faults.py listed "
+            f"with its symptom; driver profile {runs.DRIVER} valid: OK"
         )
         return 0
     report_id = "validate-" + datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -171,7 +174,7 @@ def _finish(data: dict, matrix_dir: Path, interrupted: bool) -> int:
     for reason in data["verdictReasons"]:
         _say(f"  - {reason}")
     _say(
-        f"\nVALIDATE-SUITE: {data['verdict']} - {det['caught']}/{det['faults']} fault(s) caught "
+        f"\nVALIDATE-SUITE: {data['verdict']} - {det['caught']}/{det['faults']} fault(s) caught with their symptom "
         f"({det['rate']:.0%}), matrix {data['durationS']:.0f}s (report {matrix_dir / 'summary.md'})"
     )
     if interrupted:

@@ -9,12 +9,18 @@ Format (version 1)::
     faults:
       prepare-error:               # a name of reference_driver/faults.py FAULTS; every fault needs an entry
         class: NodePrepareResources fails; pods must not start    # one line: the failure class it models
+        symptom: 'FailedPrepareDynamicResources'   # required: a regex searched (case-insensitive) in each expected
+                                   # test's failure message (its first lines); a failure without it is
+                                   # caught-by-accident, not caught
+        symptom_class: driver-defect   # optional: the failure class it must have (conformance/reporting/classify.py)
         select:                    # what to run: suite files, directories or node IDs (pytest arguments)
           - suites/smoke/test_smoke.py
         expect:                    # tests that must FAIL with the fault on (and pass without it): node IDs,
           - suites/smoke/test_smoke.py::test_pod_with_claim_runs_and_sees_its_device   # a parametrized test
                                    # by its base ID, or a glob with * / ? (e.g. suites/node/test_prepare.py::*);
-                                   # run::setup: the harness refuses the driver before any test (exit 3)
+                                   # run::setup: the harness refuses the driver before any test (exit 3);
+          - test: suites/node/test_kep5970.py::test_pod_passes_resource_preparation_without_errors
+            symptom: 'prepare.*failed'   # a mapping overrides the fault's symptom for that test
         profile: standard          # optional, as in defaults
         timeout_scale: 0.3         # optional, as in defaults
         run_args: [--driver, fixtures/drivers/x.yaml]   # optional extra `dra-conformance run` options
@@ -43,13 +49,15 @@ import yaml
 from conformance import shipped
 from conformance.core.errors import ConfigError
 from conformance.core.markers import PROFILE_ORDER
+from conformance.reporting.classify import CLASSES
 
 REPO_ROOT = shipped.SOURCE_ROOT  # validate-suite runs from a checkout
 DEFAULT_PATH = REPO_ROOT / "fixtures" / "faults.yaml"
 VERSION = 1
 TOP_KEYS = ("version", "defaults", "faults")
 OPTION_KEYS = ("profile", "timeout_scale", "run_args", "pytest_args")
-ENTRY_KEYS = ("class", "select", "expect", "symptom", *OPTION_KEYS)  # symptom: judged by the symptom helper
+ENTRY_KEYS = ("class", "symptom", "symptom_class", "select", "expect", *OPTION_KEYS)
+EXPECT_KEYS = ("test", "symptom")
 # results that are not test functions: the after-module invariant checks report as ``<module>::invariants``
 SYNTHETIC_TESTS = ("invariants",)
 # the run ended before any test because the harness refused the cluster or driver (exit 3 or 4), e.g. a driver
@@ -87,7 +95,10 @@ class FaultFileError(ConfigError):
 class FaultEntry:
     """One fault's row: ``name`` (a FAULTS key), ``failure_class`` (one line), ``select`` (pytest path
     arguments relative to the repository), ``expect`` (node IDs or globs that must fail), ``profile``,
-    ``timeout_scale`` (> 0), ``run_args`` (extra run options), ``pytest_args`` (extra pytest arguments)."""
+    ``timeout_scale`` (> 0), ``run_args`` (extra run options), ``pytest_args`` (extra pytest arguments),
+    ``symptom`` (a regex the failure message of each expected test must contain, case-insensitive; '' = any),
+    ``symptom_class`` (the classify.py failure class it must have, '' = any) and ``symptoms`` (expect pattern ->
+    regex overriding ``symptom`` for that test)."""
 
     name: str
     failure_class: str
@@ -97,6 +108,16 @@ class FaultEntry:
     timeout_scale: float = 1.0
     run_args: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()
+    symptom: str = ""
+    symptom_class: str = ""
+    symptoms: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, hash=False)
+
+    def symptom_for(self, nodeid: str) -> str:
+        """The symptom regex ``nodeid``'s failure must show: its expect entry's own, else the fault's."""
+        for pattern, regex in self.symptoms.items():
+            if expected_matches(pattern, nodeid):
+                return regex
+        return self.symptom
 
     @property
     def run_key(self) -> tuple:
@@ -249,7 +270,11 @@ def _entry(name: str, raw, defaults: Mapping, problems: list[str]) -> FaultEntry
     if "class" in raw and (not isinstance(failure_class, str) or not failure_class.strip() or "\n" in failure_class):
         problems.append(f"{where}.class: must be one non-empty line (got {failure_class!r})")
     select = _strings(raw.get("select", []), f"{where}.select", problems, non_empty=True) if "select" in raw else ()
-    expect = _strings(raw.get("expect", []), f"{where}.expect", problems, non_empty=True) if "expect" in raw else ()
+    expect, symptoms = _expect(raw.get("expect", []), f"{where}.expect", problems) if "expect" in raw else ((), {})
+    symptom = _regex(raw.get("symptom"), f"{where}.symptom", problems, required=True)
+    symptom_class = raw.get("symptom_class", "")
+    if symptom_class and symptom_class not in CLASSES:
+        problems.append(f"{where}.symptom_class: {symptom_class!r} (fix: one of {', '.join(CLASSES)})")
     for item in select:
         _check_test_ref(item, f"{where}.select", problems)
     for item in expect:
@@ -261,7 +286,58 @@ def _entry(name: str, raw, defaults: Mapping, problems: list[str]) -> FaultEntry
                 f"{where}.expect: {item!r} is not run by select {list(select)} (fix: add its file to select)"
             )
     options = _options(raw, where, problems, defaults)
-    return FaultEntry(name, str(failure_class).strip(), select, expect, **options)
+    return FaultEntry(
+        name,
+        str(failure_class).strip(),
+        select,
+        expect,
+        **options,
+        symptom=symptom,
+        symptom_class=str(symptom_class or ""),
+        symptoms=symptoms,
+    )
+
+
+def _regex(value, where: str, problems: list[str], *, required: bool) -> str:
+    """``value`` checked as a regex: a non-empty string that compiles; '' (with a problem when required)."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        problems.append(
+            f"{where}: missing or empty (fix: a regex of the failure message the fault must produce, e.g. "
+            "symptom: 'FailedPrepareDynamicResources'; copy it from the fault run's summary.md)"
+        )
+        return ""
+    try:
+        re.compile(value)
+    except re.error as exc:
+        problems.append(f"{where}: {value!r} is not a regex: {exc} (fix: escape it, e.g. with \\. or [(])")
+        return ""
+    return value
+
+
+def _expect(value, where: str, problems: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """expect items: node IDs, or ``{test: ID, symptom: REGEX}`` mappings; (patterns, pattern -> symptom)."""
+    if isinstance(value, str) or not isinstance(value, list) or not value:
+        problems.append(f"{where}: expected a non-empty list of node IDs (got {value!r}) (fix: - item per line)")
+        return (), {}
+    patterns, symptoms = [], {}
+    for item in value:
+        if isinstance(item, Mapping):
+            _unknown_keys(item, EXPECT_KEYS, where, problems)
+            test = item.get("test")
+            if not isinstance(test, str) or not test:
+                problems.append(
+                    f"{where}: {dict(item)!r} has no test (fix: {{test: suites/x.py::test_y, symptom: RE}})"
+                )
+                continue
+            symptoms[test] = _regex(item.get("symptom"), f"{where}[{test}].symptom", problems, required=True)
+            patterns.append(test)
+        elif isinstance(item, str) and item:
+            patterns.append(item)
+        else:
+            problems.append(f"{where}: {item!r} is neither a node ID nor a {{test, symptom}} mapping")
+    return tuple(patterns), symptoms
 
 
 def parse(data, known: Iterable[str], source: str = str(DEFAULT_PATH)) -> FaultFile:

@@ -31,6 +31,7 @@ REPORTS_ROOT = pathlib.Path(__file__).resolve().parents[2] / "reports"
 SCHEMA_VERSION = "1"
 SYMBOLS = {
     verdict.CAUGHT: "caught",
+    verdict.ACCIDENT: "**by accident**",
     verdict.MISSED: "**MISSED**",
     verdict.NOT_RUN: "**not run**",
     verdict.UNEXPECTED: "fails (not listed)",
@@ -76,19 +77,22 @@ def render(data: dict) -> str:
         f"# Suite validation (fault-detection matrix): {data['verdict']}",
         "",
         f"- Matrix: `{data['reportId']}` started {data['startedAt']}, {data['durationS']:.0f} s in all",
-        f"- Detection rate: {det['caught']}/{det['faults']} faults caught ({det['rate']:.0%})"
+        f"- Detection rate: {det['caught']}/{det['faults']} faults caught with their symptom ({det['rate']:.0%})"
         + (f"; not caught: {', '.join(det['notCaught'])}" if det["notCaught"] else ""),
+        "- Faults by status: " + ", ".join(f"{k} {v}" for k, v in det.get("byStatus", {}).items()),
         f"- Faults file: `{data['faultsFile']}`",
         "",
     ]
     if data["verdictReasons"]:
         out += ["## Why it fails", ""] + [f"- {_cell(r)}" for r in data["verdictReasons"]] + [""]
-    out += ["## Faults", "", "| Fault | Class | Status | Caught by | Missed / not run | Also fails | Run | Time (s) |"]
-    out.append("|---|---|---|---|---|---|---|---|")
+    out += ["## Faults", "", "| Fault | Class | Symptom | Status | Caught by | By accident | Missed / not run "]
+    out[-1] += "| Also fails | Run | Time (s) |"
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     for row in data["faults"]:
+        accidents = "; ".join(f"{_short(t)} ({why.split(':')[0]})" for t, why in row.get("accidents", {}).items())
         out.append(
-            f"| {row['name']} | {_cell(row['class'])} | {row['status']} "
-            f"| {_cell(', '.join(map(_short, row['caughtBy'])) or '-')} "
+            f"| {row['name']} | {_cell(row['class'])} | `{_cell(row.get('symptom', ''))}` | {row['status']} "
+            f"| {_cell(', '.join(map(_short, row['caughtBy'])) or '-')} | {_cell(accidents) or '-'} "
             f"| {_cell(', '.join(map(_short, row['missed'] + row['notRun'])) or '-')} "
             f"| {_cell(', '.join(map(_short, row['unexpectedFail'])) or '-')} "
             f"| {row['ended']} | {row['durationS']:.0f} |"
@@ -103,7 +107,9 @@ def render(data: dict) -> str:
             out.append(f"| {row['name']} | " + " | ".join(marks) + " |")
         out += ["", "Tests: " + "; ".join(f"T{i + 1} `{t}`" for i, t in enumerate(tests)), ""]
         out.append(
-            "Cells: caught = expected to fail and failed; **MISSED** = expected to fail but passed; "
+            "Cells: caught = expected to fail and failed with the fault's symptom; **by accident** = expected to "
+            "fail and failed, but without the symptom (an unrelated timeout, leak, crash or message: not caught); "
+            "**MISSED** = expected to fail but passed; "
             "**not run** = expected but skipped or not selected; fails (not listed) = failed without being "
             "expected; · = passed; empty = not selected."
         )
@@ -167,6 +173,8 @@ def _fault_body(row: dict) -> str:
         f"# fault {row['name']}: {row['status']}",
         "",
         f"- class: {row['class']}",
+        f"- symptom: `{row.get('symptom', '')}`"
+        + (f" (failure class {row['symptomClass']})" if row.get("symptomClass") else ""),
         f"- description: {row['description']}",
         f"- run: {row['ended']} in {row['durationS']:.0f} s, report {row['reportDir']}",
         f"- command: `{row['command']}`",
@@ -174,7 +182,10 @@ def _fault_body(row: dict) -> str:
         "| Test | Cell | Message |",
         "|---|---|---|",
     ]
-    lines += [f"| `{t}` | {c} | {_cell(row['messages'].get(t, ''))} |" for t, c in sorted(row["cells"].items())]
+    accidents = row.get("accidents", {})
+    for test, cell in sorted(row["cells"].items()):
+        why = f" ({_cell(accidents[test])})" if test in accidents else ""
+        lines.append(f"| `{test}` | {cell}{why} | {_cell(row['messages'].get(test, ''))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -184,7 +195,13 @@ def allure_results(matrix_dir: pathlib.Path, data: dict) -> pathlib.Path:
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*"):
         old.unlink()
-    status_of = {"caught": "passed", "partial": "failed", "missed": "failed", "error": "broken"}
+    status_of = {
+        "caught": "passed",
+        "partial": "failed",
+        verdict.ACCIDENT: "failed",
+        "missed": "failed",
+        "error": "broken",
+    }
     for row in data["faults"]:
         reasons = [r for r in data["verdictReasons"] if r.startswith(f"fault {row['name']}:")]
         _allure_result(

@@ -28,6 +28,7 @@ RUN_TIMEOUT_S = 1800.0  # one child run, cluster up and down included
 STOP_GRACE_S = 300.0  # after SIGINT, how long the child may take to tear down its cluster
 KILL_GRACE_S = 30.0
 EXIT_INTERRUPTED = 2
+DETAIL_LINES, DETAIL_CHARS = 12, 3000  # of a failure message, where a fault's symptom is searched
 DRIVER = "reference"  # the driver profile every child run qualifies (its faults are reference_driver/faults.py)
 
 
@@ -132,19 +133,26 @@ def environment(plan: Plan, base: dict[str, str] | None = None) -> dict[str, str
 
 def read_result(plan: Plan, exit_code: int | None, duration_s: float, note: str, cmd: list[str]) -> RunResult:
     """The child's outcome from its ``allure-results`` (node ID label); no results directory -> no tests.
+    ``details`` keep the first :data:`DETAIL_LINES` lines of each failure message (a symptom is searched there).
     A run the harness ended before any test (exit 3 or 4) gets one broken result ``run::setup`` carrying the
     refusal line of its log."""
-    tests, messages = {}, {}
+    tests, messages, details, classes = {}, {}, {}, {}
     folder = plan.report_dir / "allure-results"
     for rec in results.load(folder) if folder.is_dir() else []:
         nodeid = rec.label("nodeid") or rec.full_name
         tests[nodeid] = rec.status
         if rec.message:
             messages[nodeid] = rec.message.strip().splitlines()[0][:300]
+            details[nodeid] = "\n".join(rec.message.strip().splitlines()[:DETAIL_LINES])[:DETAIL_CHARS]
+        if rec.failure_class:
+            classes[nodeid] = rec.failure_class
     if not tests and exit_code in (3, 4):  # the harness refused the cluster or driver before any test
         tests[SETUP_RESULT] = "broken"
         messages[SETUP_RESULT] = _refusal(plan.report_dir / "run.log") or f"exit {exit_code} before any test"
-    return RunResult(plan.label, exit_code, tests, duration_s, messages, note, str(plan.report_dir), shlex.join(cmd))
+    cmdline = shlex.join(cmd)
+    return RunResult(
+        plan.label, exit_code, tests, duration_s, messages, note, str(plan.report_dir), cmdline, details, classes
+    )
 
 
 def _refusal(log: Path) -> str:

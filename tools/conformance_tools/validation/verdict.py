@@ -1,8 +1,11 @@
 """The matrix decision: per (fault, test) caught / missed / not-run / unexpected-fail, per fault its status, and
 the matrix verdict. Pure: inputs are :class:`RunResult` values, outputs plain dicts (summary.json parts).
 
-Rules (issue 11 "Fault matrix"; design.md §11): the matrix FAILS when a fault is caught by no test, when a
-test the faults file expects to fail passes (or does not run) with the fault on, when a fault's run ended
+Rules (issue 11 "Fault matrix", issue 24 §5; design.md §11): an expected test is *caught* only when it fails
+with the fault's symptom (its regex found in the failure message, and its failure class when the file names
+one); one failing otherwise (an unrelated timeout, a teardown leak, a crash, another message) is
+*caught-by-accident* and does not count. The matrix FAILS when a fault is caught by no test, when an expected
+test is caught by accident, passes (or does not run) with the fault on, when a fault's run ended
 without results (setup error, timeout), when the healthy driver has any failure, or when an expected test
 did not pass on the healthy driver (a catch is proven only against a passing healthy run). A test that fails
 under a fault without being listed is reported as ``unexpected-fail`` (list it in the file) but does not
@@ -12,11 +15,19 @@ fail the matrix.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 
 from conformance_tools.validation.faultfile import SETUP_RESULT, FaultEntry, expected_matches
 
 CAUGHT, MISSED, NOT_RUN, UNEXPECTED, PASSED = "caught", "missed", "not-run", "unexpected-fail", "passed"
+ACCIDENT = "caught-by-accident"
+# what an unrelated failure looks like (the accident's kind in the report): first match of the message wins
+ACCIDENT_KINDS = (
+    ("teardown leak", re.compile(r"LeakError|survived (the )?teardown|leak", re.I)),
+    ("timeout", re.compile(r"WaitTimeout|Timeout|timed out", re.I)),
+    ("crash", re.compile(r"Traceback|INTERNALERROR|Segmentation|core dumped|(Key|Type|Attribute|Name)Error", re.I)),
+)
 FAILED_STATUSES = ("failed", "broken")
 EXIT_TEXT = {0: "pass", 1: "fail", 2: "interrupted", 3: "cluster or driver not usable", 4: "bad input", 5: "no tests"}
 
@@ -26,7 +37,9 @@ class RunResult:
     """One child run. ``label``: fault name or ``healthy``; ``exit_code``: of `dra-conformance run` (None when
     it never ended); ``tests``: node ID -> Allure status (passed|failed|broken|skipped|unknown); ``messages``:
     node ID -> first line of the failure or skip reason; ``duration_s``: wall time in seconds; ``note``:
-    ``timed out`` / ``interrupted`` or ''; ``report_dir``, ``command``: where and how it ran."""
+    ``timed out`` / ``interrupted`` or ''; ``report_dir``, ``command``: where and how it ran; ``details``: node
+    ID -> the first lines of the failure message (what a symptom is searched in; falls back to ``messages``);
+    ``classes``: node ID -> failure class (conformance/reporting/classify.py) of a failed test."""
 
     label: str
     exit_code: int | None
@@ -36,6 +49,8 @@ class RunResult:
     note: str = ""
     report_dir: str = ""
     command: str = ""
+    details: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def failed(self) -> list[str]:
         """Node IDs that failed or broke, sorted."""
@@ -48,15 +63,33 @@ class RunResult:
         return f"exit {self.exit_code} ({EXIT_TEXT.get(self.exit_code, 'error')})"
 
 
+def accident(entry: FaultEntry, run: RunResult, nodeid: str) -> str:
+    """'' when the failure of ``nodeid`` in ``run`` shows ``entry``'s symptom (regex searched case-insensitive in
+    its failure text; the failure class too when ``entry.symptom_class`` is set); otherwise why it is an accident,
+    one line: ``<kind>: <what was expected>`` (kind: teardown leak | timeout | crash | other message)."""
+    text = run.details.get(nodeid) or run.messages.get(nodeid, "")
+    regex = entry.symptom_for(nodeid)
+    found_class = run.classes.get(nodeid, "")
+    if regex and not re.search(regex, text, re.I | re.M):
+        kind = next((k for k, rx in ACCIDENT_KINDS if rx.search(text)), "other message" if text else "no message")
+        return f"{kind}: the failure does not show the symptom /{regex}/"
+    if entry.symptom_class and found_class and found_class != entry.symptom_class:
+        return f"failure class {found_class}, not the symptom's {entry.symptom_class}"
+    return ""
+
+
 def cells(entry: FaultEntry, run: RunResult) -> dict[str, str]:
-    """Node ID (or an expect pattern nothing matched) -> cell state for one fault's run. Tests that passed
+    """Node ID (or an expect pattern nothing matched) -> cell state for one fault's run: an expected test that
+    failed is :data:`CAUGHT` with the symptom, :data:`ACCIDENT` without (:func:`accident`). Tests that passed
     without being expected are :data:`PASSED`; skipped unexpected tests are left out."""
     out: dict[str, str] = {}
     for nodeid, status in sorted(run.tests.items()):
         expected = any(expected_matches(p, nodeid) for p in entry.expect)
         failed = status in FAILED_STATUSES
-        if expected:
-            out[nodeid] = CAUGHT if failed else MISSED if status == "passed" else NOT_RUN
+        if expected and failed:
+            out[nodeid] = ACCIDENT if accident(entry, run, nodeid) else CAUGHT
+        elif expected:
+            out[nodeid] = MISSED if status == "passed" else NOT_RUN
         elif failed:
             out[nodeid] = UNEXPECTED
         elif status == "passed":
@@ -68,19 +101,22 @@ def cells(entry: FaultEntry, run: RunResult) -> dict[str, str]:
 
 
 def fault_row(entry: FaultEntry, run: RunResult, description: str = "") -> dict:
-    """The summary row of one fault: status (caught | partial | missed | error), the tests per cell state,
-    its duration and how its run ended."""
+    """The summary row of one fault: status (caught | partial | caught-by-accident | missed | error: caught =
+    every expected test failed with the symptom; partial = some did; caught-by-accident = none did but some
+    failed otherwise), the tests per cell state (``accidents``: node ID -> why), its symptom, its duration and
+    how its run ended."""
     by_cell = cells(entry, run)
     pick = lambda state: sorted(n for n, c in by_cell.items() if c == state)  # noqa: E731
     caught, missed, not_run, unexpected = pick(CAUGHT), pick(MISSED), pick(NOT_RUN), pick(UNEXPECTED)
+    accidents = {n: accident(entry, run, n) for n in pick(ACCIDENT)}
     if not run.tests:
         status = "error"
-    elif caught and not missed and not not_run:
+    elif caught and not missed and not not_run and not accidents:
         status = "caught"
     elif caught:
         status = "partial"
     else:
-        status = "missed"
+        status = ACCIDENT if accidents else "missed"
     return {
         "name": entry.name,
         "class": entry.failure_class,
@@ -90,13 +126,16 @@ def fault_row(entry: FaultEntry, run: RunResult, description: str = "") -> dict:
         "missed": missed,
         "notRun": not_run,
         "unexpectedFail": unexpected,
+        "accidents": accidents,
+        "symptom": entry.symptom,
+        "symptomClass": entry.symptom_class,
         "durationS": round(run.duration_s, 1),
         "exitCode": run.exit_code,
         "ended": run.ended_text(),
         "reportDir": run.report_dir,
         "command": run.command,
         "cells": by_cell,
-        "messages": {n: run.messages.get(n, "") for n in caught + unexpected + missed},
+        "messages": {n: run.messages.get(n, "") for n in caught + list(accidents) + unexpected + missed},
     }
 
 
@@ -122,8 +161,11 @@ def _fault_reasons(row: dict) -> list[str]:
     if row["status"] == "error":
         out.append(f"fault {name}: its run produced no test results ({row['ended']}); see {row['reportDir']}")
     elif not row["caughtBy"]:
-        expected = ", ".join(row["missed"] + row["notRun"])
-        out.append(f"fault {name}: caught by no test ({row['ended']}); expected to fail: {expected}")
+        expected = ", ".join(row["missed"] + row["notRun"] + list(row["accidents"]))
+        out.append(f"fault {name}: caught by no test with its symptom ({row['ended']}); expected to fail: {expected}")
+    for nodeid, why in row["accidents"].items():
+        message = row["messages"].get(nodeid, "")[:160]
+        out.append(f"fault {name}: caught by accident (does not count): {nodeid}: {why}; it failed with: {message}")
     for nodeid in row["missed"] if row["caughtBy"] else []:
         out.append(f"fault {name}: expected test passed with the fault on: {nodeid}")
     for nodeid in row["notRun"] if row["status"] != "error" else []:
@@ -169,7 +211,7 @@ def decide(
     if not healthy_runs and rows:
         reasons.append("no healthy run: nothing proves the expected tests pass on a healthy driver")
     columns = sorted({n for row in rows for n, c in row["cells"].items() if c != PASSED})
-    caught = [row["name"] for row in rows if row["caughtBy"]]
+    caught = [row["name"] for row in rows if row["status"] == CAUGHT]  # only a catch with the symptom counts
     return {
         "faults": rows,
         "healthy": healthy,
@@ -178,7 +220,10 @@ def decide(
             "faults": len(rows),
             "caught": len(caught),
             "rate": round(len(caught) / len(rows), 3) if rows else 0.0,
-            "notCaught": [row["name"] for row in rows if not row["caughtBy"]],
+            "notCaught": [row["name"] for row in rows if row["status"] != CAUGHT],
+            "byStatus": {
+                s: sum(r["status"] == s for r in rows) for s in (CAUGHT, "partial", ACCIDENT, MISSED, "error")
+            },
         },
         "verdict": "FAIL" if reasons or not rows else "PASS",
         "verdictReasons": reasons or ([] if rows else ["no fault was run"]),

@@ -72,7 +72,7 @@ from conformance.node.podresources import (
     reported_cdi_ids,
     reported_devices,
 )
-from conformance.node.prepared import Leftovers, leftovers, unprepared
+from conformance.node.prepared import Leftovers, leftovers, removed_and_unprepared, unprepared
 from conformance.node.registration import kubelet_uses
 
 __all__ = [
@@ -129,6 +129,7 @@ __all__ = [
     "kubelet_uses",
     "label_patch",
     "leftovers",
+    "removed_and_unprepared",
     "limits",
     "markers",
     "match_attribute",

@@ -16,8 +16,11 @@ from collections.abc import Sequence
 import grpc
 
 from conformance.core import errors, timeouts
+from conformance.core.objects import Obj
+from conformance.k8s.client import K8s
 from conformance.k8s.tracker import Tracked
 from conformance.k8s.waits import poll
+from conformance.k8s.waits.pods import pod_gone
 from conformance.node import cdi
 from conformance.node.base import NodeAccess, NodeAccessUnavailable
 
@@ -79,6 +82,35 @@ def unprepared(node_access: NodeAccess, node: str, claim, *, timeout: float) -> 
         timeouts.scaled(timeout),
         f"claim {claim.namespace}/{claim.name} still prepared on node {node}: {seen[-1].describe()}",
     )
+
+
+def removed_and_unprepared(k8s: K8s, node_access: NodeAccess, pod: Obj, claim, *, timeout: float) -> Leftovers:
+    """Wait until the deleted ``pod`` is removed (``timeout`` seconds, scaled), then look at what its node
+    still holds of ``claim`` and return that look (:func:`leftovers`; the caller asserts it is empty).
+
+    A pod whose removal never comes while its node still holds the claim is the driver's failure, not a bare
+    timeout: the kubelet removes a pod only after NodeUnprepareResources succeeded for its claims, so raises
+    WaitFailed "NodeUnprepareResources did not complete for claim ... on node ...: <what the node holds>". A
+    pod that stays with nothing of the claim left on the node raises the wait's own WaitTimeout (not the
+    driver's). NodeAccessUnavailable / OSError when the node cannot be read.
+    Source: KEP-5970 behaviour 6; kubelet syncTerminatedPod (UnprepareDynamicResources before removal)."""
+    node = pod.spec.node_name
+    try:
+        pod_gone(k8s, pod, timeout=timeout)
+    except errors.WaitTimeout as exc:
+        held = leftovers(node_access, node, claim)
+        if not held.found:
+            raise
+        raise errors.WaitFailed(
+            exc.awaited,
+            exc.timeout,
+            exc.last_state,
+            exc.events,
+            f"NodeUnprepareResources did not complete for claim {claim.namespace}/{claim.name} on node {node}: "
+            f"the pod is still there {exc.timeout:.0f}s after its deletion and the node still holds the claim "
+            f"({held.describe()})",
+        ) from exc
+    return leftovers(node_access, node, claim)
 
 
 def _claims_of(pod: dict) -> set[tuple[str, str]]:

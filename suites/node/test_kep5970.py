@@ -12,8 +12,8 @@ from conformance.api import (
     describe_violations,
     driver_slices,
     kubelet,
-    leftovers,
     node_owner_uids,
+    removed_and_unprepared,
     timeouts,
     waits,
 )
@@ -154,10 +154,9 @@ def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, node_acce
     assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     # when: the pod is deleted
     k8s.delete("Pod", pod.name, pod.namespace)
-    waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
+    left = removed_and_unprepared(k8s, node_access, pod, claim, timeout=timeouts.POD_DELETE)
     # then: the claim is gone and the node holds nothing of it
     waits.claim_gone(k8s, claim, timeout=timeouts.DEALLOCATION)
-    left = leftovers(node_access, node, claim)
     assert left.found == [], left.describe()
 
 

@@ -7,7 +7,7 @@ Sources: upstream test/e2e/dra/dra.go "must call NodePrepareResources even if no
 
 import pytest
 
-from conformance.api import cdi, container, leftovers, timeouts, waits
+from conformance.api import cdi, container, removed_and_unprepared, timeouts, waits
 
 pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
 
@@ -42,9 +42,8 @@ def test_cdi_spec_exists_while_prepared_and_is_removed_after(k8s, tracker, build
     assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
     # when: the pod is deleted
     k8s.delete("Pod", pod.name, pod.namespace)
-    waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
+    left = removed_and_unprepared(k8s, node_access, pod, claim, timeout=timeouts.POD_DELETE)
     # then: the node holds nothing of the claim
-    left = leftovers(node_access, node, claim)
     assert left.found == [], left.describe()
 
 

@@ -64,6 +64,18 @@ def pytest_collection_modifyitems(session, config, items):
             group = _scope_group(item)
             if group:
                 item.add_marker(pytest.mark.xdist_group(group))
+                if config.getoption("loadgroup", False):
+                    _suffix_group(item, group)
+
+
+def _suffix_group(item, group: str) -> None:
+    """What xdist's loadgroup does to a grouped test's node id (``<id>@<group>``: the scheduler keeps one group on
+    one worker), done here because xdist 3.8 sets ``item._nodeid``, which pytest 9 no longer reads (its node id
+    is ``item._id``): without this every test is scheduled alone and a module fixture is made on every worker."""
+    if hasattr(item, "_id") and "@" not in item.nodeid:
+        from _pytest.nodeid import coerce_node_id  # pytest >= 9: the node id object
+
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 @contextmanager

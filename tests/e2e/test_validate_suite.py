@@ -20,8 +20,9 @@ FAULTS = ("prepare-error", "skip-cdi-env", "ignore-claim-config")  # in fixtures
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    """(exit code, output, matrix dir) of one validate-suite run over :data:`FAULTS`."""
+def matrix(local_cluster, tmp_path_factory):
+    """(exit code, output, matrix dir) of one validate-suite run over :data:`FAULTS`. Its clusters start after the
+    shared one (``local_cluster``), which then keeps the host's kube-proxy when tests run on xdist workers."""
     report = tmp_path_factory.mktemp("validate-suite") / "matrix"
     cmd = [sys.executable, "-m", "conformance.cli", "validate-suite", "--faults", ",".join(FAULTS)]
     proc = subprocess.run([*cmd, "--report-dir", str(report)], cwd=REPO, capture_output=True, text=True, timeout=2400)

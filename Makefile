@@ -44,9 +44,12 @@ kind-node-image: ## build (or find cached) the offline kind node image for K8S_V
 venv: ## create .venv with the package (editable) and pinned dependencies
 	@bash scripts/bootstrap-venv.sh
 
-test: lint ## lint, then run all of the project's own tests (unit + end-to-end on real local-cluster processes)
+E2E_WORKERS ?= 3
+test: lint ## lint, then all of the project's own tests: unit (-n 2), e2e lifecycle tests alone, the other e2e tests on E2E_WORKERS
 	@$(PY) -m conformance.protos >/dev/null
-	$(PY) -m pytest tests --durations=40 $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not e2e" -n 2 --durations=10 $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "e2e and cluster_lifecycle" --durations=10 $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "e2e and not cluster_lifecycle" -n $(E2E_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=40 $(PYTEST_ARGS)
 
 unit: ## run only the unit tests (no cluster)
 	@$(PY) -m conformance.protos >/dev/null

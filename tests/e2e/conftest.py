@@ -4,6 +4,12 @@
 reports/e2e-logs/) for the whole test session, torn down at the end. Under pytest-xdist the workers share
 it: the first brings it up (under a file lock), the last one out tears it down. If the host cannot run it
 (not root, missing binaries...), the fixture FAILS with the pre-flight reasons — it never skips.
+
+`make test` runs the e2e tests in two phases: the ``cluster_lifecycle`` tests alone (``-m "e2e and
+cluster_lifecycle"``: they bring up their own cluster and check the host around it), then the rest on xdist
+workers (``--dist loadgroup``). There every test of a module (package) with a module- (package-) scoped fixture
+shares one ``xdist_group``, so the fixture is made once, and every test first takes the shared cluster, so it
+starts before any test's own cluster and owns the host's kube-proxy.
 """
 
 from __future__ import annotations
@@ -36,10 +42,40 @@ def pytest_configure(config):
     )
 
 
+def _scope_group(item) -> str | None:
+    """The xdist group of a test using a module- or package-scoped fixture: its module's (package's) node id."""
+    info = getattr(item, "_fixtureinfo", None)
+    scopes = {defs[-1].scope for defs in info.name2fixturedefs.values()} if info else set()
+    if "package" in scopes:
+        return str(Path(item.path).parent.relative_to(REPO))
+    if "module" in scopes:
+        return str(Path(item.path).relative_to(REPO))
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup hook reads the xdist_group marks
 def pytest_collection_modifyitems(session, config, items):
     """Own-cluster lifecycle tests first, so they do not run beside the shared cluster (one kube-proxy
-    per host owns the KUBE-* iptables chains)."""
-    items.sort(key=lambda item: 0 if item.get_closest_marker(LIFECYCLE_MARK) else 1)
+    per host owns the KUBE-* iptables chains); then the slow ones, so xdist starts the longest first. E2e tests
+    sharing a module/package fixture get one xdist group (an explicit xdist_group mark wins)."""
+    items.sort(key=lambda item: (not item.get_closest_marker(LIFECYCLE_MARK), not item.get_closest_marker("slow")))
+    for item in items:
+        if item.get_closest_marker("e2e") and not item.get_closest_marker("xdist_group"):
+            group = _scope_group(item)
+            if group:
+                item.add_marker(pytest.mark.xdist_group(group))
+                if config.getoption("loadgroup", False):
+                    _suffix_group(item, group)
+
+
+def _suffix_group(item, group: str) -> None:
+    """What xdist's loadgroup does to a grouped test's node id (``<id>@<group>``: the scheduler keeps one group on
+    one worker), done here because xdist 3.8 sets ``item._nodeid``, which pytest 9 no longer reads (its node id
+    is ``item._id``): without this every test is scheduled alone and a module fixture is made on every worker."""
+    if hasattr(item, "_id") and "@" not in item.nodeid:
+        from _pytest.nodeid import coerce_node_id  # pytest >= 9: the node id object
+
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 @contextmanager
@@ -106,3 +142,13 @@ def local_cluster():
         if not left:
             LocalCluster.load(SHARED_NAME).down()
             (RUN_ROOT / f"{SHARED_NAME}.users.json").unlink(missing_ok=True)
+
+
+@pytest.fixture(autouse=True)
+def _shared_cluster_first(request):
+    """Every e2e test but the lifecycle ones takes the shared cluster first: under xdist it then starts before
+    any test's own cluster (a run's) and runs the host's one kube-proxy, which test_local_cluster's Service test
+    needs. Module and package fixtures that start a cluster (existing/'s install, validate-suite) are set up
+    before this one, so they ask for ``local_cluster`` themselves."""
+    if request.node.get_closest_marker("e2e") and not request.node.get_closest_marker(LIFECYCLE_MARK):
+        request.getfixturevalue("local_cluster")

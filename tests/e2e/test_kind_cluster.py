@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from conformance_lab.kind import host as kindhost
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# cluster_lifecycle: alone on the host (its before/after comparison of links, rules and sysctls sees any cluster)
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.cluster_lifecycle]
 REPO = Path(__file__).resolve().parents[2]
 OUR_LINK = re.compile(r"^(nerdctl\d+|br-[0-9a-f]{12})$")
 

@@ -26,8 +26,9 @@ WRONG_SYMPTOM = "a symptom no failure of this fault shows"
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
-    """(exit code, output, matrix dir) of one validate-suite run over :data:`FAULTS`."""
+def matrix(local_cluster, tmp_path_factory):
+    """(exit code, output, matrix dir) of one validate-suite run over :data:`FAULTS`. Its clusters start after the
+    shared one (``local_cluster``), which then keeps the host's kube-proxy when tests run on xdist workers."""
     folder = tmp_path_factory.mktemp("validate-suite")
     report, faults_file = folder / "matrix", folder / "faults.yaml"
     data = yaml.safe_load((REPO / "fixtures" / "faults.yaml").read_text())

@@ -13,8 +13,9 @@ from tests.e2e.existing.common import _cli
 
 
 @pytest.fixture(scope="package")
-def installed():
-    """(kubeconfig, k8s): a local cluster with the reference chart installed, removed at the end."""
+def installed(local_cluster):
+    """(kubeconfig, k8s): a local cluster with the reference chart installed, removed at the end. Started after the
+    shared cluster (``local_cluster``), which then keeps the host's kube-proxy when tests run on xdist workers."""
     proc = _cli("install", "--driver", "reference", "--driver-deploy", "helm", "--nodes", "2")
     out = proc.stdout + proc.stderr
     name = re.search(r"cluster down --name (\S+)", out)

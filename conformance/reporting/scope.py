@@ -91,8 +91,9 @@ def fields(capabilities: list[dict], mission_areas: list[dict]) -> dict:
 
 
 def verdict_line(summary: dict) -> str:
-    """The verdict as one line: ``FAIL``; ``PASS`` only when nothing was waived and every mission area of the run
-    qualified, else e.g. ``PASS (waived: admin_access; not qualified: admin_access, podresources)``; a narrowed
+    """The verdict as one line: ``FAIL``; ``PASS`` only when nothing was waived and every mission area qualified,
+    else e.g. ``PASS (waived: admin_access; not qualified: admin_access, podresources)`` or, for a profile that
+    leaves mission areas out, ``PASS (outside profile core: admin_access, ...)`` (never a bare PASS); a narrowed
     run's :func:`conformance.reporting.narrowed.line` with the same parts inside its parentheses (``PASS
     (narrowed: -k x; 3 of 9 tests; waived: admin_access) — not a qualification ...``). ``summary``: a
     summary.json document."""
@@ -101,6 +102,9 @@ def verdict_line(summary: dict) -> str:
         return line
     parts = [f"waived: {', '.join(summary['waived'])}"] if summary.get("waived") else []
     parts += [f"not qualified: {', '.join(summary['notQualified'])}"] if summary.get("notQualified") else []
+    outside = [a["name"] for a in summary.get("missionAreas") or [] if a["status"] == "not-tested"]
+    if outside and summary["verdict"] != narrowed.NARROWED_PASS:  # a narrowed line already says "not a qualification"
+        parts.append(f"outside profile {summary['profile']}: {', '.join(outside)}")
     if not parts:
         return line
     if summary["verdict"] == narrowed.NARROWED_PASS:  # PASS (narrowed: ...; waived: ...) — not a qualification

@@ -213,8 +213,18 @@ def test_plain_pytest_ends_with_the_same_verdict_line(tmp_path):
     out = proc.stdout + proc.stderr
     # the sample's broken-cluster test passes with SAMPLE_FAIL=0; its prioritized-list test skips
     assert proc.returncode == 0, out
-    assert "VERDICT: PASS (not qualified: prioritized_list)" in out, out
-    assert scope.judge(tmp_path / "ok")[0] == "PASS (not qualified: prioritized_list)"
+    line = "PASS (not qualified: prioritized_list; outside profile full: api_v1, admin_access, podresources)"
+    assert f"VERDICT: {line}" in out, out
+    assert scope.judge(tmp_path / "ok")[0] == line
     proc = run_sample(tmp_path / "held", "-k", "claim_allocated", fail=False)  # declared shared_claims not run
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "VERDICT: FAIL (declared capability driver.shared_claims" in out, out
+
+
+def test_a_profile_that_leaves_mission_areas_out_never_gives_a_bare_pass():
+    """A core run passes with the mission areas its profile has no test of named (issue 24 §1: never a bare
+    PASS over an untested area); a narrowed run's line already says it is not a qualification."""
+    areas = [{"name": "allocation", "status": "pass"}, {"name": "admin_access", "status": "not-tested"}]
+    data = {"verdict": "PASS", "profile": "core", "narrowed": None, "missionAreas": areas}
+    assert scope.verdict_line(data) == "PASS (outside profile core: admin_access)"
+    assert scope.verdict_line({**data, "missionAreas": areas[:1]}) == "PASS"

@@ -29,13 +29,7 @@ def unexcused(records: Iterable[TestRecord], capabilities: list[dict]) -> list[s
     in the verdict line as a waiver). ``capabilities`` are summary.json's entries (``{"name", "evidence",
     "clusterLacks", "available", ...}``)."""
     excused = {c["name"] for c in capabilities if _excused(c)}
-    records = list(records)
-    kept = {r.full_name for r in records if not excused & set(r.labels.get("feature") or [])}
-    return [m for r, m in zip(_skipped_core(records), core_skip_failures(records), strict=True) if r in kept]
-
-
-def _skipped_core(records: list[TestRecord]) -> list[str]:
-    return [r.full_name for r in records if r.status == "skipped" and r.label("profile") == "core"]
+    return core_skip_failures(r for r in records if not excused & set(r.labels.get("feature") or []))
 
 
 def _excused(cap: dict) -> bool:

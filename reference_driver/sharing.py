@@ -64,9 +64,11 @@ def holds(device: Device, consumed: tuple[tuple[str, str], ...], exclusive_share
 
 
 def limits(snapshot: Snapshot) -> Holds:
-    """What each physical unit of ``snapshot`` (the real, unfaulted one) offers."""
+    """What each physical unit of ``snapshot`` (the real, unfaulted one) offers; each device offers itself once
+    (held only under the fault ``unprepare-needs-claim-cdi-only``)."""
     out: Holds = {}
     for dev in snapshot.devices:
+        out[dev.name] = 1
         out.update({unit: 1 for unit in dev.occupies})
         if dev.allow_multiple_allocations:
             out[f"{dev.name}/exclusive"] = 1

@@ -285,12 +285,13 @@ class DeviceState:
     def _holds(self, allocs: list[claims.AllocatedDevice], snap: Snapshot) -> sharing.Holds:
         """The physical units ``allocs`` hold (slices of partitions, capacity shares; admin access holds none)."""
         out: sharing.Holds = {}
-        exclusive = self.faults.on("share-ignored")
+        exclusive, whole = self.faults.on("share-ignored"), self.faults.on("unprepare-needs-claim-cdi-only")
         for alloc in allocs:
+            device = snap.device(alloc.device)
+            if whole and not alloc.admin_access and device and not device.allow_multiple_allocations:
+                out[alloc.device] = 1  # the device itself, so the fault's kept hold refuses its next claim
             if not alloc.admin_access:
-                for unit, amount in sharing.holds(
-                    snap.device(alloc.device), alloc.consumed_capacity, exclusive
-                ).items():
+                for unit, amount in sharing.holds(device, alloc.consumed_capacity, exclusive).items():
                     out[unit] = out.get(unit, 0) + amount
         return out
 
@@ -326,28 +327,36 @@ class DeviceState:
             self.store.write(ref.uid, entry["cdiSpec"])
         return [PreparedDevice.from_json(d) for d in entry["devices"]]
 
+    def _claim_gone(self, ref: ClaimRef) -> bool:
+        """Whether ``ref`` is gone from the API server; asked only under the faults ``unprepare-needs-claim`` and
+        ``unprepare-needs-claim-cdi-only`` (False otherwise: a healthy driver never reads the claim here)."""
+        if not (self.faults.on("unprepare-needs-claim") or self.faults.on("unprepare-needs-claim-cdi-only")):
+            return False
+        try:
+            self._source.get_claim(ref.namespace, ref.name)
+        except LookupError:
+            return True
+        return False
+
     def unprepare(self, uid: str, ref: ClaimRef | None = None) -> None:
         """Unprepare one claim (idempotent; unknown UID = success); ``ref`` (the kubelet's namespace/name) is only
-        read by the fault ``unprepare-needs-claim``, which fails while the API object is gone. Raises
+        read by the faults ``unprepare-needs-claim`` (fails while the API object is gone) and
+        ``unprepare-needs-claim-cdi-only`` (then removes the CDI spec but keeps the devices held). Raises
         UnprepareError."""
         if self.faults.on("unprepare-error"):
             raise UnprepareError(f"claim UID {uid}: injected fault unprepare-error")
-        if ref is not None and self.faults.on("unprepare-needs-claim"):
-            try:
-                self._source.get_claim(ref.namespace, ref.name)
-            except LookupError:
-                raise UnprepareError(
-                    f"{ref} is gone from the API server: injected fault unprepare-needs-claim"
-                ) from None
+        gone = ref is not None and self._claim_gone(ref)
+        if gone and self.faults.on("unprepare-needs-claim"):
+            raise UnprepareError(f"{ref} is gone from the API server: injected fault unprepare-needs-claim")
         with self._lock:
             entry = self._claims.pop(uid, None)
             if entry is None and self.faults.on("unprepare-unknown-error"):
                 raise UnprepareError(f"claim UID {uid} is not prepared here: injected fault unprepare-unknown-error")
             if entry is None and (self.faults.on("forget-prepared-on-restart") or self._forgot):
                 return  # the fault's driver only cleans up what it remembers: a left-over CDI spec stays
-            if entry is not None and self.faults.on("partition-not-freed"):
-                slices = {k: v for k, v in (entry.get("holds") or {}).items() if "/slice" in k}
-                self._leaked[f"unprepared {entry['namespace']}/{entry['name']}"] = slices
+            if entry is not None and (gone or self.faults.on("partition-not-freed")):
+                kept = {k: v for k, v in (entry.get("holds") or {}).items() if gone or "/slice" in k}
+                self._leaked[f"unprepared {entry['namespace']}/{entry['name']}"] = kept
             try:
                 if entry is not None:
                     self.checkpoint.save(self._claims)

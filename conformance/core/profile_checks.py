@@ -92,9 +92,23 @@ def opaque_config(raw: Mapping, src: str, declared: bool) -> tuple[dict, str]:
 def opaque_override(raw: Mapping, src: str) -> tuple[dict, str]:
     """``(parameters, shows_as)`` of ``opaque_config.override`` (``({}, "")`` when absent): a second config
     sample that, given after the main one, replaces what the main one shows (the config precedence tests: class
-    config first, claim config wins). Both keys are required together; ``shows_as`` must compile."""
-    section = (raw.get("opaque_config") or {}).get("override") or {}
+    config first, claim config wins). Both keys are required together; ``shows_as`` must compile. Required
+    whenever the main sample is observable (``parameters`` and ``shows_as`` given): without it the precedence
+    test would skip and a driver applying the class config last would pass (breaker finding 5). Raises
+    ConfigError naming ``opaque_config.override`` and the fix."""
+    main = raw.get("opaque_config") or {}
+    section = main.get("override") or {} if isinstance(main, Mapping) else {}
     fix = "opaque_config: {..., override: {parameters: {...another value...}, shows_as: '^REGEX$'}}"
+    waived = (raw.get("capabilities") or {}).get("opaque_config") is False
+    if not section and not waived and isinstance(main, Mapping) and main.get("parameters") and main.get("shows_as"):
+        raise ConfigError(
+            "opaque_config gives parameters and shows_as but no override sample, so the claim-wins-over-class "
+            "test cannot run",
+            source=src,
+            field="opaque_config.override",
+            fix=f"add {fix} (the same config with another value the probe shows), or set "
+            "capabilities.opaque_config: false (a waiver)",
+        )
     if not isinstance(section, Mapping) or set(section) - {"parameters", "shows_as"}:
         raise ConfigError(
             f"must be a mapping of parameters, shows_as; got {section!r}",

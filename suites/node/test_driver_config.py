@@ -93,3 +93,23 @@ def test_config_of_another_driver_is_ignored(k8s, tracker, builder, profile, inv
     )
     assert shown, evidence
     assert probe.shows_config(pod), probe.evidence(pod)
+
+
+@pytest.mark.scenario("ALLOC-01")
+def test_claim_with_only_another_drivers_config_runs(k8s, tracker, builder, inventory, probe):
+    """A claim whose only opaque config is addressed to another driver (an object ``kind`` no config decoder
+    accepts): every driver must skip configs not addressed to it, whether or not it has a config format of its
+    own, so the pod runs and sees its device. No profile sample is needed (breaker finding 5: leaving
+    ``opaque_config`` out of the profile must not dodge this).
+    Source: resource.k8s.io/v1 OpaqueDeviceConfiguration.driver; KEP-4381; dra-example-driver
+    cmd/dra-example-kubeletplugin/state.go GetOpaqueDeviceConfigs ("drivers must skip over other driver's
+    configs")."""
+    # given: a claim carrying only another driver's config
+    foreign = invalid_opaque_parameters({"apiVersion": "config.other-driver.example/v1"})
+    claim = tracker.create(builder.claim(config=[opaque_config(foreign, driver=builder.test_driver_name())]))
+    # when: a pod uses it
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: it sees its allocated device
+    allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    shown, evidence = probe.shows_allocation(pod, allocated, inventory)
+    assert shown, evidence

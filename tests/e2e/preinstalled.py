@@ -43,7 +43,11 @@ def reference_driver(local_cluster, tmp: Path, faults: str = ""):
         "device_classes": [f"r{suffix}.dra.test"],
         "devices_per_node": 4,
         "visibility": {"env_regex": base.visibility.env_regex, "image": local_cluster.images["busybox"]},
-        "opaque_config": {"parameters": dict(base.opaque_parameters), "shows_as": base.opaque_shows_as},
+        "opaque_config": {
+            "parameters": dict(base.opaque_parameters),
+            "shows_as": base.opaque_shows_as,
+            "override": {"parameters": dict(base.opaque_override), "shows_as": base.opaque_override_shows_as},
+        },
         "capabilities": dict(base.capabilities),
     }
     k8s = K8s.from_kubeconfig(local_cluster.kubeconfig)

@@ -44,6 +44,11 @@ def _write(tmp_path: Path, raw: dict, stem: str = "mine") -> Path:
         ({"requires_hardware": "false"}, "requires_hardware", "YAML boolean"),
         ({"opaque_config": {"parameters": {"kind": "X"}, "show_as": "^x$"}}, "opaque_config.show_as", "'shows_as'"),
         ({"capabilities": {"opaque_config": True}}, "opaque_config.parameters", "no opaque_config.parameters"),
+        (
+            {"opaque_config": {"parameters": {"kind": "X"}, "shows_as": "^x$"}},
+            "opaque_config.override",
+            "no override sample",
+        ),
         ({"visibility": {"env_regex": "^X=", "device_attribute": "uuid2"}}, "visibility.device_attribute", "uuid"),
         ({"capabilities": {"extended_resource_name": "gpu"}}, "capabilities.extended_resource_name", "domain"),
         (
@@ -71,7 +76,11 @@ def test_the_fixed_forms_of_the_mistakes_parse():
             **GOOD,
             "requires_hardware": False,
             "visibility": {"env_regex": "^X=", "device_attribute": "gpu.example.com/uuid"},  # qualified = same
-            "opaque_config": {"parameters": {"kind": "X"}, "shows_as": "^x$"},
+            "opaque_config": {
+                "parameters": {"kind": "X"},
+                "shows_as": "^x$",
+                "override": {"parameters": {"kind": "X", "v": 2}, "shows_as": "^y$"},
+            },
             "capabilities": {"opaque_config": True, "extended_resource_name": "example.com/gpu"},
         }
     )

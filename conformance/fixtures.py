@@ -265,3 +265,17 @@ def upgradable_driver(k8s, driver):
     yield driver
     driver.upgrade_driver()
     waits.slices_published(k8s, driver.name, nodes=nodes, timeout=timeouts.REPUBLISH_AFTER_RESTART)
+
+
+@pytest.fixture
+def health_switch(k8s, profile, driver):
+    """The profile's runtime health switch (:class:`conformance.dra.health_switch.HealthSwitch`, KEP-4680);
+    teardown turns every touched node Healthy again. Skips as a coverage gap when the profile gives no
+    ``health_switch`` (the health-transition test cannot drive the driver)."""
+    from conformance.dra.health_switch import HealthSwitch  # noqa: PLC0415
+
+    if not profile.health_annotation:
+        pytest.skip(f"health switch not available: profile {profile.name} gives no health_switch.node_annotation")
+    switch = HealthSwitch(k8s, profile.health_annotation.replace("{driver}", driver.name))
+    yield switch
+    switch.restore()

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     # grpc and kubernetes are imported only here, keeping the pure modules importable without them
     from .claimstatus import BindingController, DeviceStatusReporter  # noqa: PLC0415
-    from .kube import ApiClaimSource, ClaimStatusWriter, api_client  # noqa: PLC0415
+    from .kube import ApiClaimSource, ClaimStatusWriter, api_client, unhealthy_switch  # noqa: PLC0415
     from .plugin.server import PluginServer, SocketPaths  # noqa: PLC0415
     from .publisher import SlicePublisher  # noqa: PLC0415
     from .state import DeviceState  # noqa: PLC0415
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             pool=cfg.node_name,
             faults=cfg.faults,
             after_prepare=reporter,
+            unhealthy=unhealthy_switch(api, cfg.node_name, cfg.driver_name),
         )
         server.start()
     except (CheckpointError, OSError, ValueError) as err:

@@ -142,6 +142,9 @@ FAULTS: dict[str, str] = {
     "restart (driver contract: unprepare touches only its own claim).",
     "slices-churn": "The node's ResourceSlices are republished every few seconds with a new pool generation "
     "although nothing changed (PUB-01 'stable (no churn)'; upstream 'kubelet must manage ResourceSlices').",
+    "health-never-unhealthy": "The DRAResourceHealth stream ignores the runtime health switch (the Node "
+    "annotation <driver>/unhealthy) and reports every device HEALTHY, so a device that failed never shows "
+    "Unhealthy in the pod status (KEP-4680; upstream test/e2e_node/dra_test.go ResourceHealthStatus).",
     "unprepare-needs-claim-cdi-only": "NodeUnprepareResources of a claim whose ResourceClaim is gone from the API "
     "server removes its CDI spec and answers success but keeps its devices held (its release needs the API "
     "object), so a later claim allocated the same device fails to prepare with 'already held by' (upstream 'must "

@@ -8,11 +8,14 @@ Python client's models (e.g. ``shareID``, ``consumedCapacity``) are never droppe
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+log = logging.getLogger(__name__)
 REQUEST_TIMEOUT = 10.0
 """Seconds per API call; well under the kubelet's 45 s NodePrepareResources deadline."""
 
@@ -51,6 +54,24 @@ class ApiClaimSource:
 def node_uid(api: client.ApiClient, node: str) -> str:
     """UID of Node ``node``. Raises ApiException (404 when the node does not exist)."""
     return client.CoreV1Api(api).read_node(node, _request_timeout=REQUEST_TIMEOUT).metadata.uid
+
+
+def unhealthy_switch(api: client.ApiClient, node: str, driver: str) -> Callable[[], frozenset[str]]:
+    """The runtime health switch: a callable returning the device names listed (comma-separated) in the Node
+    annotation ``<driver>/unhealthy`` of ``node`` (empty when absent or unreadable: an API error logs and
+    reads as no switch). Read by the health stream (KEP-4680) once per response."""
+    key = f"{driver}/unhealthy"
+
+    def read() -> frozenset[str]:
+        try:
+            meta = client.CoreV1Api(api).read_node(node, _request_timeout=REQUEST_TIMEOUT).metadata
+        except ApiException as err:
+            log.warning("health switch: reading node %s failed: %s", node, err.reason)
+            return frozenset()
+        value = (meta.annotations or {}).get(key) or ""
+        return frozenset(n.strip() for n in value.split(",") if n.strip())
+
+    return read
 
 
 class ClaimStatusWriter:

@@ -108,6 +108,7 @@ TOP_KEYS = {
     "admin_access_signal",
     "deploy_alternatives",
     "binding_failure_device",
+    "health_switch",
 }
 
 
@@ -186,6 +187,9 @@ class DriverProfile:
     deploy_alternatives: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     # a device name whose attach this deployment makes fail (bindingFailureConditions, KEP-5007); "" = none
     binding_failure_device: str = ""
+    # health_switch.node_annotation: the Node annotation key ({driver}: the driver name) whose device names the
+    # driver reports Unhealthy (KEP-4680 health transition); "" = no switch
+    health_annotation: str = ""
 
     def for_mode(self, mode: str) -> DriverProfile:
         """This profile deployed by ``mode`` (``--driver-deploy``): its ``deploy_alternatives[mode]`` replaces
@@ -264,6 +268,7 @@ def parse(
         version=str(raw.get("version") or ""),
         admin_access_signal=_regex(raw, "admin_access_signal", src),
         binding_failure_device=_device_name(raw, "binding_failure_device", src),
+        health_annotation=profile_checks.health_switch(raw, src),
         source=source,
     )
 

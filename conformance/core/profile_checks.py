@@ -165,3 +165,25 @@ def extended_resource_name(value: Any, src: str) -> str:
             fix="extended_resource_name: example.com/gpu (the name the DeviceClass spec.extendedResourceName maps)",
         )
     return value
+
+
+def health_switch(raw: Mapping, src: str) -> str:
+    """The Node annotation key template of ``health_switch`` (``""`` when absent): ``{node_annotation:
+    '{driver}/unhealthy'}`` says the driver reports the devices named (comma-separated) in that annotation of
+    their node Unhealthy in its DRAResourceHealth stream, and Healthy again once it is removed (the
+    health-transition test, KEP-4680). ``{driver}`` becomes the driver name. Raises ConfigError naming the key
+    and the fix."""
+    section = raw.get("health_switch") or {}
+    fix = "health_switch: {node_annotation: '{driver}/unhealthy'}  (a key the driver reads; or leave it out)"
+    if not section:
+        return ""
+    if not isinstance(section, Mapping) or set(section) != {"node_annotation"}:
+        raise ConfigError(
+            f"must be a mapping with only node_annotation, got {section!r}", source=src, field="health_switch", fix=fix
+        )
+    key = section["node_annotation"]
+    if not isinstance(key, str) or not re.fullmatch(r"([a-z0-9{}.-]+/)?[A-Za-z0-9{}._-]+", key):
+        raise ConfigError(
+            f"not an annotation key (prefix/name): {key!r}", source=src, field="health_switch.node_annotation", fix=fix
+        )
+    return key

@@ -47,6 +47,18 @@ _TOP = {
         "pattern": r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
         "description": "a device (in every pool) whose attach this deployment makes fail (KEP-5007)",
     },
+    "health_switch": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "node_annotation": {
+                **_STR,
+                "description": "a Node annotation key ({driver}: the driver name) whose comma-separated device "
+                "names the driver reports Unhealthy until it is removed (KEP-4680 health transition)",
+            }
+        },
+        "required": ["node_annotation"],
+    },
 }
 _VISIBILITY_TYPES = {"names_devices": {"type": "boolean"}}
 

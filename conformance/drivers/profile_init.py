@@ -195,5 +195,6 @@ def _todo_optional() -> list[str]:
         "# opaque_config:",
         "#   parameters: {apiVersion: VENDOR/v1, kind: Config, ...}",
         "#   shows_as: '^REGEX$'",
+        "#   override: {parameters: {...another value...}, shows_as: '^REGEX$'}  # required with shows_as",
         "# TODO (optional): admin_access_signal: '^REGEX$' -- what a container of an adminAccess claim shows",
     ]

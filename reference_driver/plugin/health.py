@@ -1,7 +1,8 @@
 """DRA device health (KEP-4680): ``NodeWatchResources`` streams the complete device list of this node's
-pool, each HEALTHY (UNHEALTHY with the fault ``unhealthy-devices``), right away and then every
-``interval`` seconds, with a ``health_check_timeout_seconds`` of three intervals. Served as v1alpha1 and
-v1 (identical messages, different packages). Source: dra-protocols.md §2.4; k8s.io/kubelet
+pool, each HEALTHY (UNHEALTHY with the fault ``unhealthy-devices``, or while the runtime switch ``unhealthy``
+names it: the Node annotation ``<driver>/unhealthy``, ignored under the fault ``health-never-unhealthy``),
+right away and then every ``interval`` seconds, with a ``health_check_timeout_seconds`` of three intervals.
+Served as v1alpha1 and v1 (identical messages, different packages). Source: dra-protocols.md §2.4; k8s.io/kubelet
 pkg/apis/dra-health/{v1alpha1,v1}; upstream test/e2e/dra/health.go.
 """
 
@@ -32,24 +33,30 @@ class HealthService:
         stop: threading.Event,
         faults: Faults = Faults(),
         interval: float = 10.0,
+        unhealthy: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self.msgs, self.pool, self._snapshot, self._stop = msgs, pool, snapshot, stop
-        self.faults, self.interval = faults, interval
+        self.faults, self.interval, self._unhealthy = faults, interval, unhealthy
         self.streams = 0
 
+    def _message(self, device: str, switched: frozenset[str]) -> str:
+        if self.faults.on("unhealthy-devices"):
+            return "injected fault unhealthy-devices"
+        return "turned unhealthy by the runtime switch" if device in switched else ""
+
     def response(self):
-        """One NodeWatchResourcesResponse with every device of the pool."""
+        """One NodeWatchResourcesResponse with every device of the pool (read the switch once per response)."""
         m = self.msgs
-        health = m.HealthStatus.Value("UNHEALTHY" if self.faults.on("unhealthy-devices") else "HEALTHY")
+        switched = frozenset() if self.faults.on("health-never-unhealthy") else self._unhealthy()
         now = int(time.time())
         return m.NodeWatchResourcesResponse(
             devices=[
                 m.DeviceHealth(
                     device=m.DeviceIdentifier(pool_name=self.pool, device_name=d.name),
-                    health=health,
+                    health=m.HealthStatus.Value("UNHEALTHY" if self._message(d.name, switched) else "HEALTHY"),
                     last_updated_time=now,
                     health_check_timeout_seconds=max(1, math.ceil(3 * self.interval)),
-                    message="injected fault unhealthy-devices" if self.faults.on("unhealthy-devices") else "",
+                    message=self._message(d.name, switched),
                 )
                 for d in self._snapshot().devices
             ]

@@ -82,6 +82,7 @@ class PluginServer:
     With ``health`` (a callable returning the inventory snapshot) the DRA socket also serves
     DRAResourceHealth v1 and v1alpha1, and GetInfo advertises them after the DRA services.
     ``after_prepare(ref, devices)``: called after each successfully prepared claim (device status).
+    ``unhealthy()``: the device names the health stream reports UNHEALTHY (the runtime switch).
     """
 
     def __init__(
@@ -95,16 +96,15 @@ class PluginServer:
         faults: Faults = Faults(),
         health_interval: float = 10.0,
         after_prepare: Callable | None = None,
+        unhealthy: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self.driver, self.state, self.paths = driver, state, paths
         self._stopping = threading.Event()
         self.health: dict[str, HealthService] = {}
         if health is not None:
             self.health = {
-                "v1": HealthService(wire.health_v1(), pool, health, self._stopping, faults, health_interval),
-                "v1alpha1": HealthService(
-                    wire.health_v1alpha1(), pool, health, self._stopping, faults, health_interval
-                ),
+                version: HealthService(msgs, pool, health, self._stopping, faults, health_interval, unhealthy)
+                for version, msgs in (("v1", wire.health_v1()), ("v1alpha1", wire.health_v1alpha1()))
             }
         versions = dra_versions(faults) + (HEALTH_VERSIONS if self.health else ())
         self.registration = RegistrationService(driver, str(paths.dra.absolute()), versions)

@@ -6,6 +6,9 @@ dra-example-driver v0.4.0 does not serve it.
 Sources: KEP-4680 "Add Resource Health Status to the Pod Status"; core/v1
 ContainerStatus.allocatedResourcesStatus; kubelet pkg/kubelet/cm/dra (healthinfo.go, manager.go
 UpdateAllocatedResourcesStatus); upstream test/e2e_node/dra_test.go (ResourceHealthStatus).
+
+The transition test needs the profile's runtime switch (``health_switch``, conformance/dra/health_switch.py)
+to turn a device Unhealthy; without it the test skips as a coverage gap.
 """
 
 import pytest
@@ -36,3 +39,24 @@ def test_running_pod_reports_its_allocated_devices_healthy(k8s, tracker, builder
     assert [s.get("name") for s in statuses] == [f"claim:{claim.name}"], statuses
     assert len(health) == len(allocated.results), (health, allocated.describe())
     assert set(health.values()) == {"Healthy"}, f"devices not Healthy: {health}"
+
+
+@pytest.mark.scenario("HLTH-02")
+def test_device_turning_unhealthy_shows_in_the_pod_status_then_recovers(k8s, tracker, builder, health_switch):
+    """A running pod's device that the driver turns Unhealthy (the profile's runtime switch) shows Unhealthy in
+    the container's health entry of its claim, and Healthy again once the switch is off.
+    Source: KEP-4680 (Healthy -> Unhealthy -> Healthy reaches the pod status); upstream e2e_node "DRA
+    ResourceHealthStatus"; kubelet pkg/kubelet/cm/dra/manager.go UpdateAllocatedResourcesStatus."""
+    # given: a running pod whose claim's one device is reported Healthy
+    claim = tracker.create(builder.claim())
+    pod = tracker.create(builder.pod(uses=claim, claim_entries_named_as_objects=True))
+    pod = waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    device = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION).results[0].device
+    waits.device_health_is(k8s, pod, "Healthy", timeout=timeouts.DEVICE_HEALTH)
+    # when: the driver turns that device Unhealthy
+    health_switch.turn_unhealthy(pod.spec.node_name, [device])
+    # then: the claim's one resource shows Unhealthy, and Healthy again after the switch is off
+    statuses = waits.device_health_is(k8s, pod, "Unhealthy", timeout=timeouts.DEVICE_HEALTH)
+    assert [(s.get("name"), len(s.get("resources") or [])) for s in statuses] == [(f"claim:{claim.name}", 1)]
+    health_switch.turn_healthy(pod.spec.node_name)
+    waits.device_health_is(k8s, pod, "Healthy", timeout=timeouts.DEVICE_HEALTH)

@@ -14,7 +14,7 @@ from conformance.k8s.waits.claims import (
     pod_claims,
 )
 from conformance.k8s.waits.core import poll, recent_events, stays_equal, until
-from conformance.k8s.waits.health import device_health_reported
+from conformance.k8s.waits.health import device_health_is, device_health_reported
 from conformance.k8s.waits.objects import default_service_account, object_gone, object_matches
 from conformance.k8s.waits.pods import (
     event,
@@ -63,6 +63,7 @@ __all__ = [
     "claim_gone",
     "complete_pools",
     "default_service_account",
+    "device_health_is",
     "device_health_reported",
     "device_count",
     "devices_by_node",

@@ -53,3 +53,32 @@ def device_health_reported(k8s: K8s, pod: Obj, *, timeout: float, container: str
         awaited=f"device health (not {UNKNOWN}) in allocatedResourcesStatus of pod {pod.namespace}/{pod.name}",
     )
     return _statuses(found, container)
+
+
+def device_health_is(k8s: K8s, pod: Obj, health: str, *, timeout: float, container: str | None = None) -> list[dict]:
+    """Wait until every device in the ``allocatedResourcesStatus`` of ``container`` (default: the first), and at
+    least one, reports ``health`` (``Healthy`` | ``Unhealthy``); return those entries (as
+    :func:`device_health_reported`). ``timeout``: seconds. Fails early when the pod is deleted or ends. Raises
+    WaitFailed / WaitTimeout ("waiting for every device <health> in allocatedResourcesStatus of pod ...") with
+    the last pod status. Source: KEP-4680 (a health change reaches the pod status)."""
+
+    def done(obj: Obj | None) -> bool:
+        healths = [r.get("health") for s in _statuses(obj, container) for r in s.get("resources") or []]
+        return bool(healths) and set(healths) == {health}
+
+    def failed(obj: Obj | None, _events: list[Obj]) -> str | None:
+        if obj is None:
+            return "the pod was deleted"
+        return f"the pod ended ({obj.phase})" if obj.phase in ("Failed", "Succeeded") else None
+
+    found = until(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        done=done,
+        failed=failed,
+        timeout=timeout,
+        awaited=f"every device {health} in allocatedResourcesStatus of pod {pod.namespace}/{pod.name}",
+    )
+    return _statuses(found, container)

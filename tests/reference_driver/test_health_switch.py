@@ -1,0 +1,53 @@
+"""The reference driver's runtime health switch (KEP-4680 health transition): the DRAResourceHealth response
+reports UNHEALTHY exactly the devices the switch names, HEALTHY again once it names none; the fault
+``health-never-unhealthy`` ignores the switch. The profile key ``health_switch`` parses and refuses mistakes
+naming the key. Sources: KEP-4680; upstream test/e2e_node/dra_test.go ResourceHealthStatus."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from conformance.core import profile
+from conformance.core.errors import ConfigError
+from reference_driver.faults import FAULTS, Faults
+from reference_driver.inventory import SimulatedInventory, SimulatedSpec
+from reference_driver.plugin import wire
+from reference_driver.plugin.health import HealthService
+
+GOOD = {
+    "name": "mine",
+    "driver": "gpu.example.com",
+    "device_classes": ["gpu.example.com"],
+    "visibility": {"env_regex": "^GPU_DEVICE_\\d+="},
+    "deploy": {"mode": "preinstalled"},
+}
+
+
+def _healths(faults: Faults, switched: set[str]) -> dict[str, str]:
+    msgs = wire.health_v1()
+    snapshot = SimulatedInventory(SimulatedSpec(count=3), "node-a").snapshot
+    service = HealthService(msgs, "node-a", snapshot, threading.Event(), faults, 0.1, lambda: frozenset(switched))
+    return {d.device.device_name: msgs.HealthStatus.Name(d.health) for d in service.response().devices}
+
+
+@pytest.mark.parametrize("faults", ["", "health-never-unhealthy"])
+def test_switch_turns_the_named_device_unhealthy_unless_the_fault_ignores_it(faults):
+    """Given the switch naming gpu-1, then gpu-1 alone is UNHEALTHY (all HEALTHY under the fault); given it
+    naming none, all are HEALTHY."""
+    got = _healths(Faults.parse(faults), {"gpu-1"})
+    assert got == {"gpu-0": "HEALTHY", "gpu-1": "HEALTHY" if faults else "UNHEALTHY", "gpu-2": "HEALTHY"}
+    assert set(_healths(Faults.parse(faults), set()).values()) == {"HEALTHY"}
+    assert len(FAULTS["health-never-unhealthy"]) > 30
+
+
+def test_profile_health_switch_parses_and_refuses_mistakes_naming_the_key():
+    """A node_annotation key parses; a missing section is no switch; another key or a bad annotation key is a
+    ConfigError naming health_switch with a fix."""
+    assert profile.parse({**GOOD, "health_switch": {"node_annotation": "{driver}/unhealthy"}}).health_annotation
+    assert profile.parse(dict(GOOD)).health_annotation == ""
+    for bad in ({"annotation": "x/y"}, {"node_annotation": "bad key/with space"}):
+        with pytest.raises(ConfigError) as info:
+            profile.parse({**GOOD, "health_switch": bad}, source="mine.yaml")
+        assert info.value.field.startswith("health_switch") and info.value.fix

@@ -5,8 +5,8 @@ device is free again: a new claim pinned to it (a CEL selector matching only tha
 
 Sources: upstream test/e2e/dra/dra.go "must unprepare resources for force-deleted pod"; dra-protocols.md §2.4
 (unprepare needs only the claim UID; the driver must not depend on the API object); KEP-4381; kubelet
-pkg/kubelet/pod_workers.go calculateEffectiveGracePeriod (a force-deleted pod's containers still get the pod's
-terminationGracePeriodSeconds on the node, so its unprepare comes after that wait).
+pkg/kubelet/pod_workers.go (a force-deleted pod's containers are still stopped on the node before its
+NodeUnprepareResources).
 """
 
 import pytest
@@ -15,8 +15,8 @@ from conformance.api import cdi, timeouts, unprepared, waits, with_field
 
 pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.scenario("PREP-10")]
 
-# seconds the kubelet waits for the force-deleted pod's containers (they ignore SIGTERM) before its unprepare:
-# far longer than the claim takes to go, so the claim is gone first
+# the pod's terminationGracePeriodSeconds: the kubelet stops the force-deleted pod's containers (up to this long)
+# before its unprepare, while the claim goes in about a second; the test checks the order happened
 UNPREPARE_AFTER_S = 20
 
 
@@ -43,9 +43,9 @@ def test_force_deleted_pod_has_its_claim_unprepared(k8s, tracker, builder, node_
 @pytest.mark.requires("driver.cdi", "node_access")
 def test_claim_deleted_before_its_unprepare_is_still_unprepared(k8s, tracker, builder, node_access, inventory):
     """A running pod force-deleted and its claim deleted right after: the claim object is gone while the
-    kubelet still waits for the containers (they ignore SIGTERM for the pod's grace period), so the claim is
-    shown still prepared on the node when it is gone, and NodeUnprepareResources comes later. The node then
-    holds nothing of the claim and its device runs a new claim's pod.
+    kubelet still stops the containers, which the test checks (the claim's CDI spec is still on the node when
+    the claim is gone, so NodeUnprepareResources came later). The node then holds nothing of the claim and its
+    device runs a new claim's pod.
     Source: upstream "must unprepare resources for force-deleted pod"; dra-protocols.md §2.4."""
     # given: a running pod (grace period UNPREPARE_AFTER_S) whose claim is prepared on its node
     claim = tracker.create(builder.claim())
@@ -56,7 +56,7 @@ def test_claim_deleted_before_its_unprepare_is_still_unprepared(k8s, tracker, bu
     k8s.delete("Pod", pod.name, pod.namespace, grace_seconds=0)
     k8s.delete("ResourceClaim", claim.name, claim.namespace)
     waits.claim_gone(k8s, claim, timeout=timeouts.DEALLOCATION)
-    assert cdi.claim_specs(node_access, node, claim), "unprepared before the claim was gone: ordering not tested"
+    assert cdi.claim_specs(node_access, node, claim), f"claim {claim.name} was unprepared on {node} before it was gone"
     # then: the node holds nothing of it, and its device is free again
     left = unprepared(node_access, node, claim, timeout=timeouts.DEALLOCATION)
     assert left.found == [], left.describe()

@@ -12,6 +12,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
 
 
 @pytest.mark.scenario("SEC-02")
+@pytest.mark.shard_devices()
 def test_pod_without_claim_sees_no_device(k8s, tracker, builder, inventory, probe):
     """A pod without any ResourceClaim on a driver node sees no device.
     Source: ai-conformance KAR-0049 NegativeIsolationTest."""

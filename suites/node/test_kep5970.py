@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-1", "REG-01")
+@pytest.mark.shard_devices()
 def test_driver_registers_with_every_kubelet(k8s, tracker, builder, driver, inventory, driver_nodes):
     """Every driver node (the nodes its deployment asks for, not those it happens to publish on) serves the
     driver: its devices are published there, the kubelet accepted the plugin and prepares its claims through

@@ -8,8 +8,10 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   tests and those requiring a capability of ``SERIAL_CAPS`` there: kubelet/plugin restarts, DeviceTaintRules,
   fault injection; suites put whole-node tests there) -- take the *run lock* exclusively; every other test
   takes it shared. So an exclusive test never overlaps any other test, as in a serial run; the group keeps
-  them on one worker, one after another. (``flock`` lets new shared holders in while an exclusive one
-  waits, so in practice the exclusive tests run once the others are done.)
+  them on one worker, one after another. Every test waits for the run lock through a *turnstile* (held
+  exclusively by an exclusive waiter), so once an exclusive test waits no new test starts (``flock`` alone
+  would let new shared holders in ahead of it), and a worker whose next test is exclusive too keeps the run
+  lock: the group runs as one block, not one quiet moment per test.
 * **tests that start pods** take the *device lock* (exclusive) right before their first Pod is created
   (:attr:`conformance.k8s.tracker.Tracker.before_create`) until their teardown ends: the driver's devices
   are few (4 per node on the reference driver) and a test's outcome may depend on which are free (a
@@ -51,6 +53,7 @@ from conformance.dra import shards
 
 EXCLUSIVE_GROUP = "dra-cluster-state"
 RUN_LOCK, DEVICE_LOCK = ".dra-run-tests.lock", ".dra-devices.lock"
+TURNSTILE = ".dra-run-turnstile.lock"  # held while waiting for the run lock: an exclusive waiter goes first
 DEVICE_KINDS = frozenset({"Pod"})  # creating one of these may take devices from another test
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
 SHARD_MARK = "shard_devices"
@@ -96,13 +99,23 @@ class RunLocks:
 
     def begin(self, exclusive: bool, shard: str = "") -> None:
         """Before a test's setup: take the run lock (exclusive or shared); blocks until granted. ``shard``: the
-        test's shard selector (its device lock will be shared; ignored for an exclusive test)."""
-        self.end()
+        test's shard selector (its device lock will be shared; ignored for an exclusive test). The wait goes
+        through the turnstile (exclusive for an exclusive test), so once an exclusive test waits, no other
+        test starts: it waits only for the running ones. An exclusive test after one that kept the run lock
+        (:meth:`end` with ``keep``) starts at once."""
+        if not (exclusive and self._exclusive and self._run_fd is not None):
+            self.end()
+            before = self.queued_s
+            turn = self._take(TURNSTILE, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                self._run_fd = self._take(RUN_LOCK, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            finally:
+                os.close(turn)
+            self.queued_before_s = self.queued_s - before
+        else:
+            self.queued_before_s = 0.0
         self._exclusive = exclusive
         self.shard = "" if exclusive else shard
-        before = self.queued_s
-        self._run_fd = self._take(RUN_LOCK, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        self.queued_before_s = self.queued_s - before
         self.kind, self.devices_at = ("exclusive" if exclusive else "shared"), 0.0
 
     def need_devices(self) -> None:
@@ -113,14 +126,18 @@ class RunLocks:
         self._device_fd = self._take(DEVICE_LOCK, fcntl.LOCK_SH if self.shard else fcntl.LOCK_EX)
         self.kind, self.devices_at = ("shard" if self.shard else "devices"), time.time()
 
-    def end(self) -> None:
-        """After a test's teardown: release the device lock, then the run lock (closing drops the flock)."""
-        for attr in ("_device_fd", "_run_fd"):
+    def end(self, keep: bool = False) -> None:
+        """After a test's teardown: release the device lock, then the run lock (closing drops the flock).
+        ``keep``: an exclusive test whose worker runs another exclusive test next keeps the run lock, so the
+        ``dra-cluster-state`` group runs as one block instead of waiting for a quiet moment per test."""
+        for attr in ("_device_fd",) if (keep and self._exclusive) else ("_device_fd", "_run_fd"):
             fd = getattr(self, attr)
             if fd is not None:
                 setattr(self, attr, None)
                 os.close(fd)
-        self._exclusive, self.shard = False, ""
+        if not (keep and self._exclusive):
+            self._exclusive = False
+        self.shard = ""
 
 
 LOCKS = pytest.StashKey[RunLocks]()
@@ -161,7 +178,7 @@ class ParallelGuard:
         try:
             return (yield)
         finally:
-            self.locks.end()
+            self.locks.end(keep=nextitem is not None and is_exclusive(nextitem))
 
 
 class GroupIds:
@@ -198,7 +215,7 @@ class LockFilesCleanup:
         self.folder = Path(folder)
 
     def pytest_sessionfinish(self, session):
-        for name in (RUN_LOCK, DEVICE_LOCK):
+        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE):
             (self.folder / name).unlink(missing_ok=True)
 
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -135,6 +136,42 @@ def test_an_exclusive_test_is_never_sharded(tmp_path):
     locks.begin(True, "s0")
     assert locks.shard == "" and locks.kind == "exclusive"
     locks.end()
+
+
+def _in_thread(fn) -> threading.Event:
+    done = threading.Event()
+    threading.Thread(target=lambda: (fn(), done.set()), daemon=True).start()
+    return done
+
+
+def test_once_an_exclusive_test_waits_no_new_test_starts_before_it(tmp_path):
+    running = _locked(tmp_path, "")  # a test running (run lock shared)
+    exclusive, late = parallel.RunLocks(tmp_path), parallel.RunLocks(tmp_path)
+    exclusive_in = _in_thread(lambda: exclusive.begin(True))
+    assert not exclusive_in.wait(0.3)  # waits for the running test
+    late_in = _in_thread(lambda: late.begin(False))
+    assert not late_in.wait(0.3)  # the turnstile: a new test waits behind the exclusive one
+    running.end()
+    assert exclusive_in.wait(5) and not late_in.wait(0.3)
+    exclusive.end()
+    assert late_in.wait(5)
+    late.end()
+
+
+def test_consecutive_exclusive_tests_of_a_worker_keep_the_run_lock(tmp_path):
+    worker, other = parallel.RunLocks(tmp_path), parallel.RunLocks(tmp_path)
+    worker.begin(True)
+    worker.end(keep=True)  # the next test of this worker is exclusive too
+    other_in = _in_thread(lambda: other.begin(False))
+    assert not other_in.wait(0.3)
+    worker.begin(True)  # at once: the lock was kept
+    assert worker.kind == "exclusive" and worker.queued_before_s == 0.0
+    worker.end(keep=False)
+    assert other_in.wait(5)
+    other.end()
+    shared = _locked(tmp_path, "")
+    shared.end(keep=True)  # only an exclusive test keeps anything
+    assert shared._run_fd is None
 
 
 def _guarded(tmp_path, shard: str):

@@ -137,7 +137,7 @@ def pytest_configure(config):
     config.stash[HARNESS] = harness = Harness(config, cfg, registry)
     config.pluginmanager.register(harness, PLUGIN_NAME)
     if not listing:
-        parallel.register(config, harness.report_dir)  # xdist workers: the run and device locks
+        parallel.register(config, harness.report_dir, harness.devices)  # xdist workers: locks, device shards
         timings.register(config, harness.report_dir, lambda: config.stash.get(parallel.LOCKS, None))
 
 
@@ -151,6 +151,11 @@ class Harness:
         self.planned = None  # run --plan, list --kubeconfig: capabilities surveyed read-only (runner/plan.py)
         self.is_worker = hasattr(config, "workerinput")
         self.owner = False
+
+    def devices(self) -> tuple | None:
+        """``(driver name, devices discovered at the run's start)`` (``facts["devices"]``); None before then."""
+        s = self.session
+        return (s.driver.name, s.facts.get("devices") or []) if s is not None and s.driver is not None else None
 
     def _say(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -364,6 +369,7 @@ def builder(request, namespace, run_config, driver, profile, cluster, capabiliti
             image=image,
             probe_command=profile.visibility.command,
             taint_rule_version=rule_version,
+            shard_selector=parallel.shard_selector(request.node),  # under xdist: the test's device shard
         )
     )
 

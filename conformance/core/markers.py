@@ -87,6 +87,12 @@ META = (
     Marker("requires", "meta", "requires(*capabilities): skip with evidence when the cluster/driver lacks one"),
     Marker("scenario", "meta", "scenario(*ids): feature-catalog scenario IDs this test covers"),
     Marker("kep", "meta", "kep(number): the KEP the behaviour comes from"),
+    Marker(
+        "shard_devices",
+        "meta",
+        "shard_devices(n=1): the outcome depends only on n devices per node of the test's own; under xdist it "
+        "runs in its worker's device shard beside other sharded tests (conformance.runner.parallel)",
+    ),
 )
 
 ALL = AREAS + PROFILES + META

@@ -8,31 +8,60 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   tests and those requiring a capability of ``SERIAL_CAPS`` there: kubelet/plugin restarts, DeviceTaintRules,
   fault injection; suites put whole-node tests there) -- take the *run lock* exclusively; every other test
   takes it shared. So an exclusive test never overlaps any other test, as in a serial run; the group keeps
-  them on one worker, one after another. (``flock`` lets new shared holders in while an exclusive one
-  waits, so in practice the exclusive tests run once the others are done.)
+  them on one worker, one after another. Every test waits for the run lock through a *turnstile* (held
+  exclusively by an exclusive waiter), so once an exclusive test waits no new test starts (``flock`` alone
+  would let new shared holders in ahead of it), and a worker whose next test is exclusive too keeps the run
+  lock: the group runs as one block, not one quiet moment per test.
 * **tests that start pods** take the *device lock* (exclusive) right before their first Pod is created
   (:attr:`conformance.k8s.tracker.Tracker.before_create`) until their teardown ends: the driver's devices
   are few (4 per node on the reference driver) and a test's outcome may depend on which are free (a
   prioritized list falls back when its first choice does not fit, PodResources lists every pod of a node).
   Tests that only talk to the API server (most of api_v1) run beside them and beside each other.
 
+* **device shards** (issue 26 §1): a test marked ``shard_devices(n)`` (its outcome depends only on ``n``
+  devices per node of its own) runs in its worker's shard of every node's devices
+  (:mod:`conformance.dra.shards`: a CEL selector the Builder adds to every request of its claims) and takes
+  the device lock *shared*: sharded tests run beside each other, on disjoint devices, and never beside a test
+  holding it exclusively (which sees every device free, as in a serial run). A test needing more devices per
+  node than a shard has, or run where no shard plan exists, takes it exclusively as before. A sharded test
+  that creates a claim without the shard selector, or a Pod asking for extended resources (KEP-5004: any
+  device), fails with :class:`ShardError` instead of racing.
+
 Locks are taken in one order (run lock, then device lock) and an exclusive holder never asks for the
 device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent waiting for a lock are
 counted (:attr:`RunLocks.queued_s`) and shown apart from the test's own time in the run's timings.
+
+pytest-xdist 3.8 under pytest 9 groups nothing by itself: its ``loadgroup`` suffixes ``item._nodeid``, which
+pytest 9 no longer reads. :class:`GroupIds` sends the suffixed node IDs (``<id>@<group>``, what the
+``loadgroup`` scheduler splits on) to the controller and restores the plain IDs right after, so reports,
+evidence and fault expectations keep the test's own node ID.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from conformance.core.errors import ConformanceError
+from conformance.dra import shards
+
 EXCLUSIVE_GROUP = "dra-cluster-state"
 RUN_LOCK, DEVICE_LOCK = ".dra-run-tests.lock", ".dra-devices.lock"
+TURNSTILE = ".dra-run-turnstile.lock"  # held while waiting for the run lock: an exclusive waiter goes first
 DEVICE_KINDS = frozenset({"Pod"})  # creating one of these may take devices from another test
+CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
+SHARD_MARK = "shard_devices"
+SHARD = pytest.StashKey[str]()  # the test's shard selector ("" when it holds the device lock exclusively)
+
+
+class ShardError(ConformanceError):
+    """A sharded test created an object that could take devices outside its shard."""
 
 
 def is_exclusive(item) -> bool:
@@ -53,8 +82,9 @@ class RunLocks:
         self._run_fd: int | None = None
         self._device_fd: int | None = None
         self._exclusive = False
-        self.kind = ""  # what the current test holds: "exclusive", "devices" or "shared" ("" outside a test)
+        self.kind = ""  # what the current test holds: "exclusive", "devices", "shard" or "shared" ("" outside)
         self.devices_at = 0.0  # epoch seconds when the current test got the device lock (0: it has not)
+        self.shard = ""  # the current test's shard selector ("": none, the device lock is taken exclusively)
 
     def _take(self, name: str, mode: int) -> int:
         fd = os.open(self.folder / name, os.O_RDWR | os.O_CREAT, 0o644)
@@ -67,13 +97,25 @@ class RunLocks:
         self.queued_s += time.monotonic() - start
         return fd
 
-    def begin(self, exclusive: bool) -> None:
-        """Before a test's setup: take the run lock (exclusive or shared); blocks until granted."""
-        self.end()
+    def begin(self, exclusive: bool, shard: str = "") -> None:
+        """Before a test's setup: take the run lock (exclusive or shared); blocks until granted. ``shard``: the
+        test's shard selector (its device lock will be shared; ignored for an exclusive test). The wait goes
+        through the turnstile (exclusive for an exclusive test), so once an exclusive test waits, no other
+        test starts: it waits only for the running ones. An exclusive test after one that kept the run lock
+        (:meth:`end` with ``keep``) starts at once."""
+        if not (exclusive and self._exclusive and self._run_fd is not None):
+            self.end()
+            before = self.queued_s
+            turn = self._take(TURNSTILE, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                self._run_fd = self._take(RUN_LOCK, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            finally:
+                os.close(turn)
+            self.queued_before_s = self.queued_s - before
+        else:
+            self.queued_before_s = 0.0
         self._exclusive = exclusive
-        before = self.queued_s
-        self._run_fd = self._take(RUN_LOCK, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        self.queued_before_s = self.queued_s - before
+        self.shard = "" if exclusive else shard
         self.kind, self.devices_at = ("exclusive" if exclusive else "shared"), 0.0
 
     def need_devices(self) -> None:
@@ -81,35 +123,89 @@ class RunLocks:
         (no-op when the test holds the run lock exclusively, or outside :meth:`begin`/:meth:`end`)."""
         if self._run_fd is None or self._exclusive or self._device_fd is not None:
             return
-        self._device_fd = self._take(DEVICE_LOCK, fcntl.LOCK_EX)
-        self.kind, self.devices_at = "devices", time.time()
+        self._device_fd = self._take(DEVICE_LOCK, fcntl.LOCK_SH if self.shard else fcntl.LOCK_EX)
+        self.kind, self.devices_at = ("shard" if self.shard else "devices"), time.time()
 
-    def end(self) -> None:
-        """After a test's teardown: release the device lock, then the run lock (closing drops the flock)."""
-        for attr in ("_device_fd", "_run_fd"):
+    def end(self, keep: bool = False) -> None:
+        """After a test's teardown: release the device lock, then the run lock (closing drops the flock).
+        ``keep``: an exclusive test whose worker runs another exclusive test next keeps the run lock, so the
+        ``dra-cluster-state`` group runs as one block instead of waiting for a quiet moment per test."""
+        for attr in ("_device_fd",) if (keep and self._exclusive) else ("_device_fd", "_run_fd"):
             fd = getattr(self, attr)
             if fd is not None:
                 setattr(self, attr, None)
                 os.close(fd)
-        self._exclusive = False
+        if not (keep and self._exclusive):
+            self._exclusive = False
+        self.shard = ""
 
 
 LOCKS = pytest.StashKey[RunLocks]()
 
 
 class ParallelGuard:
-    """The pytest glue on an xdist worker: each test runs inside :meth:`RunLocks.begin` / :meth:`RunLocks.end`."""
+    """The pytest glue on an xdist worker: each test runs inside :meth:`RunLocks.begin` / :meth:`RunLocks.end`,
+    sharded (:data:`SHARD` on the item) when it is marked ``shard_devices(n)`` and the run's shard plan gives
+    every shard at least ``n`` devices per node. ``devices``: a callable returning ``(driver name, the
+    devices the run discovered)`` (``facts["devices"]``) or None before the session exists."""
 
-    def __init__(self, locks: RunLocks) -> None:
-        self.locks = locks
+    def __init__(self, locks: RunLocks, worker: int, workers: int, devices: Callable[[], tuple | None]) -> None:
+        self.locks, self.worker, self.workers, self.devices = locks, worker, workers, devices
+        self._plan: shards.ShardPlan | None | bool = False  # False: not made yet
+
+    def plan(self) -> shards.ShardPlan | None:
+        """The run's shard plan (one shard per worker), made once from the discovered devices."""
+        if self._plan is False:
+            found = self.devices()
+            if found is None:
+                return None
+            self._plan = shards.plan(found[0], list(found[1]), self.workers)
+        return self._plan or None
+
+    def shard_of(self, item) -> str:
+        """``item``'s shard selector, or "" when it must hold the device lock exclusively (or runs alone)."""
+        mark = item.get_closest_marker(SHARD_MARK)
+        if mark is None or is_exclusive(item):
+            return ""
+        need = int(mark.args[0]) if mark.args else 1
+        plan = self.plan()
+        return plan.selector(self.worker) if plan is not None and plan.size >= need else ""
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        self.locks.begin(is_exclusive(item))
+        item.stash[SHARD] = shard = self.shard_of(item)
+        self.locks.begin(is_exclusive(item), shard)
         try:
             return (yield)
         finally:
-            self.locks.end()
+            self.locks.end(keep=nextitem is not None and is_exclusive(nextitem))
+
+
+class GroupIds:
+    """On an xdist worker with ``--dist loadgroup``: the node IDs sent to the controller carry the test's
+    xdist group (``<id>@<group>``, names sorted and joined by ``_`` as xdist does), for the collection
+    message only."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection_finish(self, session):
+        from _pytest.nodeid import coerce_node_id  # noqa: PLC0415 - pytest >= 9: the node ID object
+
+        plain = {}
+        for item in session.items:
+            names = sorted(
+                {
+                    str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")
+                }
+            )
+            if names and hasattr(item, "_id") and "@" not in item.nodeid:
+                plain[item] = item._id
+                item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
+        try:
+            return (yield)
+        finally:
+            for item, node_id in plain.items():
+                item._id = node_id
 
 
 class LockFilesCleanup:
@@ -119,29 +215,80 @@ class LockFilesCleanup:
         self.folder = Path(folder)
 
     def pytest_sessionfinish(self, session):
-        for name in (RUN_LOCK, DEVICE_LOCK):
+        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE):
             (self.folder / name).unlink(missing_ok=True)
 
 
-def register(config, report_dir: Path) -> None:
-    """On an xdist worker, register the guard and keep the locks on ``config.stash`` (for :func:`guard`); in
-    the controller, the removal of the lock files at the end."""
-    if not hasattr(config, "workerinput"):
+def register(config, report_dir: Path, devices: Callable[[], tuple | None] = lambda: None) -> None:
+    """On an xdist worker, register the guard (``devices``: see :class:`ParallelGuard`), the group IDs under
+    ``--dist loadgroup``, and keep the locks on ``config.stash`` (for :func:`guard`); in the controller, the
+    removal of the lock files at the end."""
+    worker = getattr(config, "workerinput", None)
+    if worker is None:
         config.pluginmanager.register(LockFilesCleanup(report_dir), "dra_conformance_parallel_cleanup")
         return
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     config.stash[LOCKS] = locks = RunLocks(report_dir)
-    config.pluginmanager.register(ParallelGuard(locks), "dra_conformance_parallel")
+    index, count = int(str(worker.get("workerid", "gw0"))[2:] or 0), int(worker.get("workercount", 1))
+    config.pluginmanager.register(ParallelGuard(locks, index, count, devices), "dra_conformance_parallel")
+    if config.getvalue("loadgroup"):
+        config.pluginmanager.register(GroupIds(), "dra_conformance_group_ids")
+
+
+def shard_selector(item) -> str:
+    """The CEL selector of ``item``'s device shard ("" when it is not sharded, or outside xdist)."""
+    return item.stash.get(SHARD, "")
+
+
+def _unscoped(obj, selector: str) -> list[str]:
+    """Names of ``obj``'s requests (a claim or template, any API version) whose text lacks ``selector``."""
+    spec = obj.get("spec") or {}
+    spec = spec.get("spec", spec) if obj.get("kind") == "ResourceClaimTemplate" else spec
+    needle = json.dumps(selector)[1:-1]
+    out = []
+    for req in (spec.get("devices") or {}).get("requests") or []:
+        subs = req.get("firstAvailable")
+        if not subs:
+            out += [] if needle in json.dumps(req) else [req.get("name")]
+            continue
+        out += [f"{req.get('name')}/{sub.get('name')}" for sub in subs if needle not in json.dumps(sub)]
+    return out
+
+
+def _extended(pod) -> list[str]:
+    """Extended resources (``<domain>/<name>``, not ``kubernetes.io``) a Pod's containers ask for."""
+    spec = pod.get("spec") or {}
+    found = set()
+    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        for key in list(res.get("requests") or {}) + list(res.get("limits") or {}):
+            if "/" in key and not key.split("/", 1)[0].endswith("kubernetes.io"):
+                found.add(key)
+    return sorted(found)
 
 
 def guard(config, tracker) -> None:
-    """Make ``tracker`` take the device lock before it creates a Pod (only on an xdist worker)."""
+    """Make ``tracker`` take the device lock before it creates a Pod (only on an xdist worker); in a sharded
+    test, raise :class:`ShardError` before it creates a claim outside its shard or a Pod asking for extended
+    resources (the test must then not be marked ``shard_devices``)."""
     locks = config.stash.get(LOCKS, None)
     if locks is None:
         return
 
     def before(obj) -> None:
-        if obj.get("kind") in DEVICE_KINDS:  # an Obj or a plain dict
+        kind, shard = obj.get("kind"), locks.shard
+        if shard and kind in CLAIM_KINDS and _unscoped(obj, shard):
+            raise ShardError(
+                f"{kind} {obj.get('metadata', {}).get('name')}: requests {_unscoped(obj, shard)} lack the test's "
+                f"device shard selector {shard!r}; build claims with the `builder` fixture, or drop the test's "
+                f"{SHARD_MARK} mark so it holds the device lock alone"
+            )
+        if shard and kind == "Pod" and _extended(obj):
+            raise ShardError(
+                f"Pod {obj.get('metadata', {}).get('name')} asks for extended resources {_extended(obj)}, which "
+                f"may take any device; drop the test's {SHARD_MARK} mark so it holds the device lock alone"
+            )
+        if kind in DEVICE_KINDS:  # an Obj or a plain dict
             locks.need_devices()
 
     tracker.before_create.append(before)

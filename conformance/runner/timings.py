@@ -12,7 +12,8 @@ Measured in the process that runs the test (an xdist worker, or the only process
   ``queued_before_s`` before the setup (outside ``duration_s``);
 * ``harness_s``: the rest of ``duration_s`` (API calls, building objects, checks, reports);
 * ``lock``: what the test held under xdist: ``exclusive`` (ran alone), ``devices`` (started pods: one such
-  test at a time) or ``shared``. The tests holding ``exclusive`` or ``devices`` run one after another, so
+  test at a time), ``shard`` (started pods in its device shard ``shard``, a CEL selector: beside tests of
+  other shards) or ``shared``. The tests holding ``exclusive`` or ``devices`` run one after another, so
   their own time (``duration_s`` less in-phase queueing) summed is the least wall time any worker count can
   reach (``serialized_s``);
 * ``start``/``stop``: epoch seconds of the setup's start and the teardown's end (the run lock is held over
@@ -36,7 +37,7 @@ from conformance.k8s.waits import clock
 
 FILE = "timings.json"
 TOP_N = 10
-ATTRS = ("dra_wait_s", "dra_queued_s", "dra_queued_before_s", "dra_lock", "dra_devices_at")
+ATTRS = ("dra_wait_s", "dra_queued_s", "dra_queued_before_s", "dra_lock", "dra_devices_at", "dra_shard")
 SYNTHETIC_SUFFIX = "::invariants"  # results the controller makes per module (no phases of their own)
 
 
@@ -55,6 +56,7 @@ def add_report(tests: dict[str, dict], report) -> None:
     rec["queued_before_s"] += float(getattr(report, "dra_queued_before_s", 0.0) or 0.0)
     rec["lock"] = getattr(report, "dra_lock", "") or rec.get("lock", "")
     rec["devices_at"] = float(getattr(report, "dra_devices_at", 0.0) or 0.0) or rec.get("devices_at", 0.0)
+    rec["shard"] = getattr(report, "dra_shard", "") or rec.get("shard", "")
     if report.when == "setup":
         rec["start"] = float(getattr(report, "start", 0.0) or 0.0)
     rec["stop"] = float(getattr(report, "stop", 0.0) or 0.0) or rec.get("stop", 0.0)
@@ -69,18 +71,24 @@ def add_report(tests: dict[str, dict], report) -> None:
 def overlaps(rows) -> list[str]:
     """Pairs of tests that ran at the same time although they must not: a test that held the run lock
     exclusively overlapping any other, or two tests overlapping while both held the device lock (from
-    ``devices_at`` to ``stop``). Uses ``start``/``stop``/``devices_at`` (epoch seconds); tests without them
-    are ignored. Empty in a correct run (the proof that the locks worked; serial runs trivially)."""
+    ``devices_at`` to ``stop``) unless both held it in different device shards (``shard``). Uses
+    ``start``/``stop``/``devices_at`` (epoch seconds); tests without them are ignored. Empty in a correct run
+    (the proof that the locks worked; serial runs trivially)."""
     timed = [r for r in rows if r.get("start") and r.get("stop")]
     found = []
     for i, a in enumerate(timed):
         for b in timed[i + 1 :]:
             if "exclusive" in (a.get("lock"), b.get("lock")) and a["start"] < b["stop"] and b["start"] < a["stop"]:
                 found.append(f"{a['id']} and {b['id']} (one ran alone)")
-            elif a.get("devices_at") and b.get("devices_at"):
+            elif a.get("devices_at") and b.get("devices_at") and not _apart(a, b):
                 if a["devices_at"] < b["stop"] and b["devices_at"] < a["stop"]:
                     found.append(f"{a['id']} and {b['id']} (both started pods)")
     return found
+
+
+def _apart(a: dict, b: dict) -> bool:
+    """Whether two tests held the device lock in different device shards (so they may overlap)."""
+    return a.get("lock") == b.get("lock") == "shard" and bool(a.get("shard")) and a.get("shard") != b.get("shard")
 
 
 def summarize(tests: dict[str, dict], *, wall_s: float, bring_up_s: float, workers: int, top: int = TOP_N) -> dict:
@@ -100,7 +108,7 @@ def summarize(tests: dict[str, dict], *, wall_s: float, bring_up_s: float, worke
         kind: round(
             sum(r["duration_s"] - max(0.0, r["queued_s"] - r["queued_before_s"]) for r in rows if r["lock"] == kind), 2
         )
-        for kind in ("exclusive", "devices")
+        for kind in ("exclusive", "devices", "shard")
     }
 
     def share(x: float) -> float:
@@ -140,7 +148,8 @@ def lines(doc: dict) -> list[str]:
     if doc["workers"]:
         out.append(
             f"one at a time under xdist: tests alone on the cluster {doc['serialized_s']['exclusive']:.0f}s, tests "
-            f"starting pods {doc['serialized_s']['devices']:.0f}s (the least wall time any worker count reaches)"
+            f"starting pods {doc['serialized_s']['devices']:.0f}s (the least wall time any worker count reaches); "
+            f"in device shards, beside each other, {doc['serialized_s'].get('shard', 0):.0f}s"
         )
     out += [
         f"slowest {len(doc['slowest'])} tests (duration, of which waiting on the cluster):",
@@ -192,6 +201,7 @@ class TimingsPlugin:
         report.dra_queued_before_s = locks.queued_before_s if (locks is not None and call.when == "setup") else 0.0
         report.dra_lock = locks.kind if locks is not None else ""
         report.dra_devices_at = locks.devices_at if locks is not None else 0.0
+        report.dra_shard = locks.shard if locks is not None and locks.kind == "shard" else ""
         self._wait_mark, self._queue_mark = wait, queued
         return report
 

@@ -37,6 +37,7 @@ def test_admin_access_is_refused_without_the_namespace_label(tracker, builder, k
 
 
 @pytest.mark.scenario("ADM-01")
+@pytest.mark.shard_devices()
 def test_admin_template_in_labelled_namespace_yields_admin_claim(k8s, tracker, admin_builder, probe):
     """In a labelled namespace an admin template is accepted and a pod using it runs with an admin claim.
     Source: upstream "control plane validate ... for admin access" (accepted after labelling)."""
@@ -82,6 +83,7 @@ def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_bu
 
 @pytest.mark.scenario("ADM-03")
 @pytest.mark.requires("driver.admin_access_signal")
+@pytest.mark.shard_devices()
 def test_driver_signals_admin_access_to_the_container(k8s, tracker, builder, admin_builder, probe):
     """The container of an admin claim shows the driver's admin-access signal; a normal claim's does not.
     Source: dra-example-driver ``DRA_ADMIN_ACCESS`` CDI env (cmd/dra-example-kubeletplugin/cdi.go)."""

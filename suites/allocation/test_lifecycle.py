@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381
 
 @pytest.mark.scenario("ALLOC-14")
 @pytest.mark.requires("driver.shared_claims")
+@pytest.mark.shard_devices()
 def test_reserved_for_drops_each_deleted_pod(k8s, tracker, builder):
     """When one of two pods sharing a claim is deleted, reservedFor lists only the remaining pod and the
     allocation stays.
@@ -38,6 +39,7 @@ def test_reserved_for_drops_each_deleted_pod(k8s, tracker, builder):
 
 
 @pytest.mark.scenario("ALLOC-13")
+@pytest.mark.shard_devices()
 def test_claim_is_deallocated_after_its_last_pod(k8s, tracker, builder):
     """An external claim keeps its object but loses allocation and reservedFor once its only pod is deleted.
     Source: upstream "must deallocate after use"."""

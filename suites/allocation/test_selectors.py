@@ -51,6 +51,7 @@ def test_capacity_selector_compares_quantities(k8s, tracker, builder, probe, spl
 
 
 @pytest.mark.scenario("ALLOC-25")
+@pytest.mark.shard_devices()
 def test_selector_matching_nothing_keeps_pod_unschedulable(k8s, tracker, builder):
     """A claim whose selector matches no device leaves the pod unschedulable with the scheduler's DRA reason
     and the claim unallocated.

@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.allocation, pytest.mark.standard, pytest.mark.kep(4381
 
 
 @pytest.mark.scenario("ALLOC-04")
+@pytest.mark.shard_devices()
 def test_external_claim_is_used_by_its_pod(k8s, tracker, builder, probe):
     """A pre-created claim is allocated, reserved for the pod that uses it, and its device is visible.
     Source: upstream "supports simple pod referencing external resource claim"."""
@@ -29,6 +30,7 @@ def test_external_claim_is_used_by_its_pod(k8s, tracker, builder, probe):
 
 
 @pytest.mark.scenario("ALLOC-03")
+@pytest.mark.shard_devices()
 def test_claim_shared_by_containers_of_one_pod(k8s, tracker, builder, probe):
     """Two containers of one pod referencing the same claim both see the same device.
     Source: upstream "supports inline claim referenced by multiple containers"."""
@@ -45,6 +47,7 @@ def test_claim_shared_by_containers_of_one_pod(k8s, tracker, builder, probe):
 
 @pytest.mark.scenario("ALLOC-05", "ALLOC-09")
 @pytest.mark.requires("driver.shared_claims")
+@pytest.mark.shard_devices()
 def test_claim_shared_by_several_pods(k8s, tracker, builder, probe):
     """Three pods referencing one claim all run at once, the claim is reserved for all three, and all see the
     same device.
@@ -64,6 +67,7 @@ def test_claim_shared_by_several_pods(k8s, tracker, builder, probe):
 
 @pytest.mark.scenario("ALLOC-06")
 @pytest.mark.requires("driver.shared_claims")
+@pytest.mark.shard_devices()
 def test_claim_shared_by_containers_of_several_pods(k8s, tracker, builder, probe):
     """Two pods with two containers each, all referencing one claim, all see the same device.
     Source: upstream "supports external claim referenced by multiple containers of multiple pods"."""

@@ -15,6 +15,7 @@ POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 
 
 @pytest.mark.scenario("ALLOC-02")
+@pytest.mark.shard_devices()
 def test_template_generates_a_claim_owned_by_the_pod(k8s, tracker, builder, probe):
     """A pod referencing a ResourceClaimTemplate gets a generated claim, owned by the pod, annotated with the
     pod claim name, allocated and reserved for the pod; the container sees the device.
@@ -33,6 +34,7 @@ def test_template_generates_a_claim_owned_by_the_pod(k8s, tracker, builder, prob
 
 
 @pytest.mark.scenario("ALLOC-15")
+@pytest.mark.shard_devices()
 def test_generated_claim_is_deleted_when_pod_is_done(k8s, tracker, builder):
     """When a pod using a template exits, its generated claim is deallocated and deleted.
     Source: upstream "deletes generated claims when pod is done"."""
@@ -56,6 +58,7 @@ def test_generated_claim_is_deleted_when_pod_is_done(k8s, tracker, builder):
 
 
 @pytest.mark.scenario("ALLOC-16")
+@pytest.mark.shard_devices()
 def test_generated_claim_survives_container_restarts(k8s, tracker, builder):
     """A crash-looping pod (restartPolicy Always) keeps the same generated claim across restarts.
     Source: upstream "does not delete generated claims when pod is restarting"."""

@@ -73,6 +73,7 @@ def test_driver_slices_read_the_same_through_a_beta_version(k8s, driver, version
 
 @pytest.mark.scenario("VER-01", "VER-02")
 @pytest.mark.parametrize("version", BETAS)
+@pytest.mark.shard_devices()
 def test_pod_runs_with_a_template_written_in_a_beta_version(k8s, tracker, builder, probe, version):
     """A ResourceClaimTemplate created through the beta version works end to end.
     Source: upstream "kubelet with v1beta1 API supports simple ResourceClaim" / "with v1beta2 API"."""

@@ -24,6 +24,7 @@ pytestmark = [
 
 
 @pytest.mark.scenario("HLTH-01")
+@pytest.mark.shard_devices()
 def test_running_pod_reports_its_allocated_devices_healthy(k8s, tracker, builder):
     """A running pod's container lists one health entry per allocated device of its claim, each Healthy.
     Source: KEP-4680; upstream e2e_node "DRA ResourceHealthStatus" (health reaches the pod status)."""

@@ -12,6 +12,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
 
 
 @pytest.mark.scenario("SEC-02")
+@pytest.mark.shard_devices()
 def test_pod_without_claim_sees_no_device(k8s, tracker, builder, inventory, probe):
     """A pod without any ResourceClaim on a driver node sees no device.
     Source: ai-conformance KAR-0049 NegativeIsolationTest."""
@@ -26,6 +27,7 @@ def test_pod_without_claim_sees_no_device(k8s, tracker, builder, inventory, prob
 
 @pytest.mark.scenario("SEC-03", "PREP-02")
 @pytest.mark.requires("driver.container_isolation")
+@pytest.mark.shard_devices()
 def test_container_not_referencing_the_claim_sees_no_device(k8s, tracker, builder, probe):
     """In one pod, the container that references the claim sees the device and its sibling does not.
     Source: ai-conformance KAR-0049 MultiContainerIsolationTest; resource.k8s.io/v1 container resources.claims."""
@@ -42,6 +44,7 @@ def test_container_not_referencing_the_claim_sees_no_device(k8s, tracker, builde
 
 @pytest.mark.scenario("PREP-02")
 @pytest.mark.requires("driver.container_isolation", "driver.multiple_devices")
+@pytest.mark.shard_devices(2)
 def test_container_sees_only_the_request_it_references(k8s, tracker, builder, probe):
     """Two containers referencing different requests of one claim each see only their request's device.
     Source: upstream "must map configs and devices to the right containers"; PodResourceClaim request field."""
@@ -62,6 +65,7 @@ def test_container_sees_only_the_request_it_references(k8s, tracker, builder, pr
 
 @pytest.mark.scenario("PREP-02", "ALLOC-01")
 @pytest.mark.requires("driver.multiple_devices", "driver.opaque_config")
+@pytest.mark.shard_devices(2)
 def test_request_scoped_config_reaches_only_that_request(k8s, tracker, builder, profile, probe):
     """An opaque config scoped to one request reaches the container of that request, not the other one.
     Source: resource.k8s.io/v1 DeviceClaimConfiguration.requests; upstream "must map configs and devices to
@@ -91,6 +95,7 @@ def test_request_scoped_config_reaches_only_that_request(k8s, tracker, builder, 
 
 @pytest.mark.scenario("ALLOC-01")
 @pytest.mark.requires("driver.multiple_devices", "driver.opaque_config")
+@pytest.mark.shard_devices(2)
 def test_claim_wide_config_reaches_every_request(k8s, tracker, builder, profile, probe):
     """An opaque config without a request list applies to every request of the claim.
     Source: resource.k8s.io/v1 DeviceClaimConfiguration (empty requests = all); upstream "supports claim and
@@ -113,6 +118,7 @@ def test_claim_wide_config_reaches_every_request(k8s, tracker, builder, profile,
 
 @pytest.mark.scenario("SEC-04")
 @pytest.mark.requires("driver.multiple_devices")
+@pytest.mark.shard_devices(2)
 def test_pods_on_one_node_do_not_see_each_others_devices(k8s, tracker, builder, probe):
     """Two pods with their own claims on the same node each see only their own device.
     Source: ai-conformance KAR-0049 test plan item 2 (pod A cannot reach pod B's device)."""

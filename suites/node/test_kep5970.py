@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.core, pytest.mark.kep(5970)]
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-1", "REG-01")
+@pytest.mark.shard_devices()
 def test_driver_registers_with_every_kubelet(k8s, tracker, builder, driver, inventory, driver_nodes):
     """Every driver node (the nodes its deployment asks for, not those it happens to publish on) serves the
     driver: its devices are published there, the kubelet accepted the plugin and prepares its claims through
@@ -91,6 +92,7 @@ def test_driver_publishes_slices_with_devices(k8s, driver, profile, driver_nodes
 
 @pytest.mark.allocation
 @pytest.mark.scenario("KEP5970-3", "ALLOC-04", "ALLOC-25")
+@pytest.mark.shard_devices()
 def test_claim_is_allocated_when_its_pod_is_scheduled(k8s, tracker, builder, inventory):
     """A ResourceClaim gets status.allocation with one published device of the driver once its pod is
     scheduled, and the allocation is limited to the pod's node.
@@ -108,6 +110,7 @@ def test_claim_is_allocated_when_its_pod_is_scheduled(k8s, tracker, builder, inv
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-4", "PREP-10", "FAIL-07")
+@pytest.mark.shard_devices()
 def test_pod_passes_resource_preparation_without_errors(k8s, tracker, builder):
     """The kubelet prepares the pod's claim through NodePrepareResources: the pod starts and no
     FailedPrepareDynamicResources event is recorded.
@@ -124,6 +127,7 @@ def test_pod_passes_resource_preparation_without_errors(k8s, tracker, builder):
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-5", "SEC-01")
+@pytest.mark.shard_devices()
 def test_running_pod_sees_driver_injected_device(k8s, tracker, builder, probe):
     """The pod reaches Running and its container shows the driver-injected device (CDI env or the
     profile's command).
@@ -142,6 +146,7 @@ def test_running_pod_sees_driver_injected_device(k8s, tracker, builder, probe):
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-6", "ALLOC-13", "ALLOC-15")
 @pytest.mark.requires("driver.cdi", "node_access")
+@pytest.mark.shard_devices()
 def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, node_access):
     """Deleting a running pod completes (NodeUnprepareResources succeeded), its generated claim is
     deallocated and removed, and the node keeps nothing of the claim: no CDI spec naming it, no PodResources

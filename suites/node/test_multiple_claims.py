@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pyt
 
 
 @pytest.mark.requires("driver.multiple_devices")
+@pytest.mark.shard_devices(2)
 def test_pod_with_two_claims_maps_each_claim_to_its_container(k8s, tracker, builder, probe):
     """A pod listing two claims, each referenced by one of its containers, runs (one prepare call named both
     and both were answered), and each container sees exactly the device of its own claim.
@@ -31,6 +32,7 @@ def test_pod_with_two_claims_maps_each_claim_to_its_container(k8s, tracker, buil
 
 
 @pytest.mark.requires("driver.multiple_devices", "node_access")
+@pytest.mark.shard_devices(2)
 def test_one_call_naming_several_claims_answers_each_claim(k8s, tracker, builder, dra_plugin):
     """One NodePrepareResources call naming two prepared claims answers each with its own allocated devices,
     and one NodeUnprepareResources call naming two claims the driver never prepared answers each with success

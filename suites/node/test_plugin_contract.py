@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pyt
 
 
 @pytest.mark.requires("driver.cdi", "node_access")
+@pytest.mark.shard_devices()
 def test_repeated_prepare_returns_the_same_devices_and_cdi_ids(k8s, tracker, builder, node_access, dra_plugin):
     """NodePrepareResources for a claim the kubelet already prepared answers, without error, the allocated
     devices and the CDI IDs of the claim's own spec (plus driver-wide ones), the same on every repeat."""
@@ -53,6 +54,7 @@ def test_unprepare_of_a_claim_never_prepared_succeeds(k8s, tracker, builder, inv
 
 
 @pytest.mark.requires("driver.cdi", "node_access")
+@pytest.mark.shard_devices()
 def test_prepare_with_a_replaced_uid_fails_for_that_claim(k8s, tracker, builder, node_access, dra_plugin):
     """NodePrepareResources naming an allocated claim by namespace and name but with a UID the API object
     does not have fails for that claim: no device, and no CDI spec for that UID on the node."""

@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
 
 @pytest.mark.scenario("PREP-01")
 @pytest.mark.requires("driver.cdi", "node_access")
+@pytest.mark.shard_devices()
 def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, builder, probe, node_access):
     """A claim listed in the pod's resourceClaims but referenced by no container is still prepared (a CDI spec
     for it exists on the node) while no container sees its device.
@@ -31,6 +32,7 @@ def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, b
 
 @pytest.mark.scenario("PREP-10")
 @pytest.mark.requires("driver.cdi", "node_access")
+@pytest.mark.shard_devices()
 def test_cdi_spec_exists_while_prepared_and_is_removed_after(k8s, tracker, builder, node_access):
     """The driver's CDI spec for a claim exists on the node while its pod runs; after the pod is deleted and
     the claim unprepared the node keeps nothing of it (no CDI spec naming it, no PodResources entry).
@@ -49,6 +51,7 @@ def test_cdi_spec_exists_while_prepared_and_is_removed_after(k8s, tracker, build
 
 @pytest.mark.scenario("PREP-10")
 @pytest.mark.requires("driver.cdi", "node_access")
+@pytest.mark.shard_devices(2)
 def test_unprepare_of_one_claim_leaves_the_other_claims_cdi_spec(k8s, tracker, builder, node_access):
     """Two claims prepared on one node: unpreparing the first (its pod deleted) leaves the second claim's CDI
     spec on the node, so the second pod's containers still get their device when they restart.
@@ -74,6 +77,7 @@ def test_unprepare_of_one_claim_leaves_the_other_claims_cdi_spec(k8s, tracker, b
 
 
 @pytest.mark.scenario("PREP-03")
+@pytest.mark.shard_devices()
 def test_pod_bound_to_node_with_unallocated_claim_does_not_run(k8s, tracker, builder, inventory):
     """A pod bound to a node by spec.nodeName (scheduler bypassed) whose claim is not allocated stays
     Pending: the kubelet never starts a pod its claim is not reserved for.
@@ -91,6 +95,7 @@ def test_pod_bound_to_node_with_unallocated_claim_does_not_run(k8s, tracker, bui
 
 
 @pytest.mark.scenario("ALLOC-07")
+@pytest.mark.shard_devices()
 def test_init_container_sees_the_claim(k8s, tracker, builder, probe):
     """An init container referencing the claim sees the device before the main container starts.
     Source: upstream "supports init containers" / "supports init containers with external claims"."""
@@ -107,6 +112,7 @@ def test_init_container_sees_the_claim(k8s, tracker, builder, probe):
 
 
 @pytest.mark.scenario("ALLOC-07")
+@pytest.mark.shard_devices()
 def test_sidecar_container_sees_the_claim(k8s, tracker, builder, probe):
     """A sidecar (an init container with restartPolicy Always, which keeps running next to the main
     container) referencing the claim sees the device, as does the main container.

@@ -25,6 +25,7 @@ def _fallback_request():
 
 @pytest.mark.scenario("PL-02")
 @pytest.mark.parametrize("scope", [["gpu"], ["gpu/one"]], ids=["parent-request", "chosen-subrequest"])
+@pytest.mark.shard_devices()
 def test_config_for_parent_or_chosen_subrequest_reaches_container(k8s, tracker, builder, profile, probe, scope):
     """An opaque config scoped to the parent request, or to the subrequest that was chosen, reaches the
     container referencing the parent request.
@@ -45,6 +46,7 @@ def test_config_for_parent_or_chosen_subrequest_reaches_container(k8s, tracker, 
 
 
 @pytest.mark.scenario("PL-02", "PL-04")
+@pytest.mark.shard_devices()
 def test_config_for_an_unchosen_subrequest_does_not_reach_container(k8s, tracker, builder, profile, probe):
     """An opaque config scoped to a subrequest the scheduler did not choose is not applied.
     Source: upstream "uses the config for the selected subrequest" (configs of unchosen subrequests don't

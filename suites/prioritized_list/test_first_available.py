@@ -18,6 +18,7 @@ pytestmark = [
 
 
 @pytest.mark.scenario("PL-01")
+@pytest.mark.shard_devices()
 def test_first_subrequest_is_chosen_when_it_fits(k8s, tracker, builder, probe):
     """When the first subrequest can be satisfied it is chosen, even though later ones could be too.
     Source: resource.k8s.io/v1 DeviceRequest.firstAvailable (order is preference)."""

@@ -32,6 +32,7 @@ def test_driver_publishes_devices_on_every_node(k8s, driver, profile, driver_nod
 
 @pytest.mark.core
 @pytest.mark.allocation
+@pytest.mark.shard_devices()
 def test_pod_with_claim_runs_and_sees_its_device(k8s, tracker, builder, probe):
     """A pod using a ResourceClaim for one device runs, its claim is allocated and reserved for it, and the
     container sees the device. Source: KEP-5970 behaviours 3-5; upstream "supports simple pod referencing

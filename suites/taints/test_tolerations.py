@@ -20,6 +20,7 @@ TAINT_KEY = "dra-conformance.test/tolerated"
 
 
 @pytest.mark.scenario("TAINT-02")
+@pytest.mark.shard_devices()
 def test_allocation_result_carries_the_request_tolerations(k8s, tracker, builder):
     """A claim whose request carries tolerations is allocated with those tolerations in its result.
     Source: resource.k8s.io/v1 DeviceRequestAllocationResult.tolerations (KEP-5055)."""

@@ -27,6 +27,7 @@ from conformance_lab.local.config import RUN_ROOT
 from conformance_lab.local.processes import alive
 
 from conformance.core.errors import ConformanceError
+from conformance.runner.parallel import GroupIds
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_NAME = "e2e"
@@ -37,6 +38,8 @@ K8S_VERSION = os.environ.get("E2E_K8S_VERSION") or None
 
 
 def pytest_configure(config):
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):  # the groups reach xdist's scheduler
+        config.pluginmanager.register(GroupIds(), "dra_e2e_group_ids")
     config.addinivalue_line(
         "markers", f"{LIFECYCLE_MARK}: brings up and tears down its own cluster; runs before the shared cluster starts"
     )
@@ -64,18 +67,6 @@ def pytest_collection_modifyitems(session, config, items):
             group = _scope_group(item)
             if group:
                 item.add_marker(pytest.mark.xdist_group(group))
-                if config.getoption("loadgroup", False):
-                    _suffix_group(item, group)
-
-
-def _suffix_group(item, group: str) -> None:
-    """What xdist's loadgroup does to a grouped test's node id (``<id>@<group>``: the scheduler keeps one group on
-    one worker), done here because xdist 3.8 sets ``item._nodeid``, which pytest 9 no longer reads (its node id
-    is ``item._id``): without this every test is scheduled alone and a module fixture is made on every worker."""
-    if hasattr(item, "_id") and "@" not in item.nodeid:
-        from _pytest.nodeid import coerce_node_id  # pytest >= 9: the node id object
-
-        item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 @contextmanager

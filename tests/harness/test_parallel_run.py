@@ -238,7 +238,7 @@ def test_summary_gives_shares_of_test_time_and_the_slowest_first():
     assert doc["wait_share"] == pytest.approx(7.9 / 11, abs=1e-4)
     assert doc["queued_share"] == pytest.approx(1 / 11, abs=1e-4) and doc["queued_s"] == 3.0
     assert doc["parallelism"] == 2.0
-    assert doc["serialized_s"] == {"devices": 9.0, "exclusive": 1.0}  # own time: duration less in-phase queueing
+    assert doc["serialized_s"] == {"devices": 9.0, "exclusive": 1.0, "shard": 0.0}  # own time less in-phase queueing
     assert [r["id"] for r in doc["slowest"]] == ["a.py::slow", "b.py::fast"]
     assert [r["id"] for r in doc["all"]] == ["a.py::slow", "b.py::fast", "c.py::skipped"]
     text = "\n".join(timings.lines(doc))

@@ -25,7 +25,9 @@ _SHORT = {"ResourceClaim": "claim", "ResourceClaimTemplate": "template", "Pod": 
 class BuilderContext:
     """What a Builder binds: ``namespace``, ``run_id``, ``test_id``, ``driver`` (name), ``device_class``,
     ``image`` (busybox-like, has ``sh``), ``probe_command`` (shell text printing what proves device visibility,
-    e.g. ``env``), ``api_version`` (default version for DRA kinds), ``taint_rule_version``."""
+    e.g. ``env``), ``api_version`` (default version for DRA kinds), ``taint_rule_version``, ``shard_selector``
+    (a CEL expression added to every request and subrequest of the claims built: the test's device shard
+    under a parallel run, :mod:`conformance.runner.parallel`; "" for none)."""
 
     namespace: str
     run_id: str
@@ -36,6 +38,7 @@ class BuilderContext:
     probe_command: str = "env"
     api_version: str = "v1"
     taint_rule_version: str = "v1"
+    shard_selector: str = ""
 
 
 class Builder:
@@ -89,6 +92,8 @@ class Builder:
         for spec in [req.get("exactly")] + list(req.get("firstAvailable") or []):
             if spec is not None and not spec.get("deviceClassName"):
                 spec["deviceClassName"] = self.ctx.device_class
+            if spec is not None and self.ctx.shard_selector:
+                spec["selectors"] = list(spec.get("selectors") or []) + parts.cel_selectors(self.ctx.shard_selector)
         return req
 
     def _claim_spec(

@@ -19,6 +19,8 @@ from conformance_lab.registry import server
 from conformance_lab.toolchain import cache
 
 from conformance import images as refs
+from conformance.drivers.readiness import daemonset_ready
+from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from tests.e2e.existing.common import NAMESPACE, RELEASE, _cli, _release
 
@@ -30,6 +32,14 @@ CHART = "dra-reference-driver"
 
 def _run(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+
+
+def _settled(k8s: K8s) -> bool:
+    """The driver's DaemonSet ready and available on every node: its controller writes no more status."""
+    found = k8s.list("DaemonSet", NAMESPACE)
+    return bool(found) and all(
+        daemonset_ready(d) and d.get("status.numberAvailable") == d.get("status.desiredNumberScheduled") for d in found
+    )
 
 
 def _node_images(name: str) -> set[str]:
@@ -71,6 +81,7 @@ def test_a_cluster_pulling_from_the_registry_qualifies_the_driver_helm_installed
                    "--create-namespace", "--wait", "--timeout", "240s", "--kubeconfig", kubeconfig)  # fmt: skip
     assert install.returncode == 0, install.stdout + install.stderr
     k8s = K8s.from_kubeconfig(kubeconfig)
+    assert waits.poll(lambda: _settled(k8s), timeout=120, interval=1.0), k8s.list("DaemonSet", NAMESPACE)
     release = _release(k8s)
     # when: the existing-cluster path runs the core profile with every suite image from the registry
     argv = ["run", "--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference", "--profile", "core"]

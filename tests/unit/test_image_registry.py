@@ -61,3 +61,33 @@ def test_run_values_file_must_exist_and_is_named_in_the_error(tmp_path):
     assert cli_values_file(str(given)) == str(given)
     with pytest.raises(ConfigError, match="--values"):
         cli_values_file(str(tmp_path / "absent.yaml"))
+
+
+def test_pull_failures_name_the_node_container_image_and_reason():
+    from conformance.core.objects import Obj
+    from conformance.node.helper_pod import pull_failures
+
+    waiting = {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}
+    pod = Obj(
+        {
+            "kind": "Pod",
+            "metadata": {"name": "helper-0", "namespace": "ns"},
+            "spec": {"nodeName": "n1"},
+            "status": {
+                "containerStatuses": [
+                    {"name": "helper", "image": "127.0.0.1:1/busybox:1", "state": {"running": {}}},
+                    {"name": "grpc", "image": "127.0.0.1:1/library/dra-reference-driver:dev", "state": waiting},
+                ]
+            },
+        }
+    )
+
+    class Listing:  # the one read pull_failures makes: list the helper namespace's pods
+        def list(self, kind, namespace):
+            assert (kind, namespace) == ("Pod", "ns")
+            return [pod]
+
+    assert pull_failures(Listing(), "ns") == [
+        "node n1: container grpc could not pull 127.0.0.1:1/library/dra-reference-driver:dev: ImagePullBackOff: "
+        "Back-off pulling image"
+    ]

@@ -260,7 +260,8 @@ class LocalCluster:
             if np.name in holders:  # root dir at the standard path: plugins' socket paths stay short and real
                 argv = node_mounts.enter(holders[np.name], node_mounts.kubelet_argv(argv))
             kubelets.append(self._spawn(state, "kubelet", np.name, argv))
-        self._say(f"images imported, {len(kubelets)} kubelet(s) started")
+        pulled = f"nothing imported: images pulled through {cfg.registry_mirror}"
+        self._say(f"{'images imported' if archives else pulled}, {len(kubelets)} kubelet(s) started")
         names = [lay.node_name(i) for i in range(lay.nodes)]
         self._wait(
             f"nodes {names} Ready",

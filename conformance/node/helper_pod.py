@@ -127,7 +127,8 @@ class HelperPodNodeAccess:
                 waits.pod_running(self.k8s, pod, timeout=timeouts.POD_START)
                 self.pods[node] = pod.name
         except errors.ConformanceError as exc:
-            self._error = "; ".join([str(exc).splitlines()[0], *pull_failures(self.k8s, self.namespace)])
+            pulls = pull_failures(self.k8s, self.namespace) if isinstance(exc, errors.WaitError) else []
+            self._error = "; ".join([str(exc).splitlines()[0], *pulls])
 
     @property
     def failure(self) -> str:

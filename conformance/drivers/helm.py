@@ -197,6 +197,7 @@ class HelmDeployer:
         over the release, then the DeviceClasses and a slice on every node; returns the chart helm took. Raises
         DriverNotReady or ConfigError (removes nothing: :meth:`deploy` and the upgrade lane decide)."""
         chart = str(d["chart"]) if d.get("repo") else resolve_chart(d["chart"], profile_source=self.profile.source)
+        source = chart_source_args(d, chart, self.profile.source)  # before the temporary file: may raise
         values = chartvalues.chart_values(d, os.environ, self.image_repo)  # values, env_values, --image-repo
         self.load_images(d)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
@@ -204,8 +205,7 @@ class HelmDeployer:
             values_file = fh.name
         timeout_s = int(d.get("timeout_s", 300))
         args = ["upgrade", "--install", self.release, chart, "--namespace", self.namespace, "--create-namespace"]
-        args += chart_source_args(d, chart, self.profile.source)
-        args += ["--values", values_file] + (["--values", self.values_file] if self.values_file else [])
+        args += [*source, "--values", values_file] + (["--values", self.values_file] if self.values_file else [])
         args += ["--wait", "--timeout", f"{timeout_s}s"]
         if d.get("version"):
             args += ["--version", str(d["version"])]

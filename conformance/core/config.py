@@ -173,6 +173,12 @@ class RunConfig:
             )
         if self.image_registry is not None:
             registry_host("--image-registry", self.image_registry)
+            if self.cluster in ("local", "kind"):
+                raise ConfigError(
+                    f"a --cluster {self.cluster} cluster loads the suite's images itself",
+                    source="--image-registry",
+                    fix="use it with --cluster existing (nodes that pull from that registry), or drop it",
+                )
         if self.kind_name and self.cluster != "kind":
             raise ConfigError(
                 f"names a kind cluster, but --cluster is {self.cluster}",

@@ -12,6 +12,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+from conformance.core.config import REGISTRY_FORM
+
 # Names of the helper images the lab's offline catalog serves (conformance_lab.toolchain.images.catalog builds
 # them); a cluster whose every node lists one of them gets it instead of the public fallback.
 OFFLINE = {"pause": "dra-conformance.local/pause:1", "busybox": "dra-conformance.local/busybox:1"}
@@ -82,3 +84,25 @@ def chart_image(chart_dir: Path) -> str:
     if not repo or not tag:
         raise ImageError(f"{values}: no image.repository/image.tag (or {chart.name} appVersion) found")
     return f"{repo}:{tag}"
+
+
+def check_registry(registry: str) -> str:
+    """``HOST[:PORT][/PREFIX]`` as given to ``--image-registry`` / ``images push --registry``, without a trailing
+    slash. Raises ImageError naming the value and the accepted form (no scheme: ``127.0.0.1:5000/dra``)."""
+    value = registry.strip().rstrip("/")
+    if not REGISTRY_FORM.match(value):
+        raise ImageError(
+            f"registry {registry!r} is not HOST[:PORT][/PREFIX] (lower case, no http:// scheme), "
+            "e.g. 127.0.0.1:5000 or registry.example.com/dra"
+        )
+    return value
+
+
+def in_registry(ref: str, registry: str) -> str:
+    """Where ``ref`` lives in ``registry`` (``HOST[:PORT][/PREFIX]``): the normalized reference with its own
+    registry host replaced, its path kept (``dra-conformance.local/busybox:1`` -> ``REG/busybox:1``,
+    ``dra-reference-driver:dev`` -> ``REG/library/dra-reference-driver:dev``). The one mapping both
+    ``images push`` and ``--image-registry`` use, so a containerd mirror of the original host (hosts.toml) finds
+    the same path. Raises ImageError on a malformed reference or registry."""
+    path = normalize(ref).split("/", 1)[1]
+    return f"{check_registry(registry)}/{path}"

@@ -6,7 +6,9 @@ Images: the offline images (``dra-conformance images``: busybox for probe and he
 image as the helpers' gRPC relay) are used when every node lists them in ``Node.status.images`` (the kubelet
 reports its runtime's images there), so an air-gapped cluster loaded with ``dra-conformance images import``
 needs no registry; otherwise ``busybox:1.36`` from the nodes' registry, and no gRPC relay (the node checks that
-need one are skipped with that evidence).
+need one are skipped with that evidence). With ``--image-registry HOST[:PORT][/PREFIX]`` both come from that
+registry (where ``dra-conformance images push`` put them; conformance.images.in_registry) whatever the nodes list:
+the nodes pull them, and a pull that fails is named in the helper pods' failure (image, node, reason).
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ def images_on_every_node(nodes: list[Obj]) -> set[str]:
     return set.intersection(*per_node) if per_node else set()
 
 
-def choose_images(nodes: list[Obj]) -> dict[str, str]:
-    """``{"busybox": ref, "grpc": ref or ""}``: the offline images where every node has them (module docstring)."""
-    present = images_on_every_node(nodes)
+def choose_images(nodes: list[Obj], registry: str | None = None) -> dict[str, str]:
+    """``{"busybox": ref, "grpc": ref or ""}``: with ``registry`` (``--image-registry``) both from there; else
+    the offline images where every node has them (module docstring). Raises ImageError on a bad registry."""
     offline, relay = refs.normalize(refs.OFFLINE["busybox"]), refs.reference_driver_ref()  # relay: Python + grpcio
+    if registry:
+        return {"busybox": refs.in_registry(offline, registry), "grpc": refs.in_registry(relay, registry)}
+    present = images_on_every_node(nodes)
     return {
         "busybox": refs.OFFLINE["busybox"] if offline in present else DEFAULT_IMAGES["busybox"],
         "grpc": relay if relay in present else "",
@@ -100,7 +105,7 @@ class ExistingProvider:
             version,
             [ExistingNode(n.name) for n in nodes],
             feature_gates=gate_list("--cluster-feature-gates", self.ctx.cfg.cluster_feature_gates),
-            images=choose_images(nodes),
+            images=choose_images(nodes, self.ctx.cfg.image_registry),
         )
         return self.handle
 

@@ -17,6 +17,8 @@ from conformance.core.markers import PROFILE_ORDER
 
 FEATURE_GATE_MODES = ("defaults", "all")
 NODE_ACCESS_MODES = ("auto", "none", "privileged-pod")
+# HOST[:PORT][/PREFIX] of an image registry, no scheme (``--image-registry``, ``images push --registry``).
+REGISTRY_FORM = re.compile(r"^(?:[a-z0-9.-]+|\[[0-9a-f:]+\])(?::\d{1,5})?(?:/[a-z0-9._-]+)*$")
 
 
 def choice(option: str, value: Any, allowed: tuple[str, ...]) -> str:
@@ -36,6 +38,18 @@ def registry_name(option: str, value: Any) -> str:
             fix="lower-case letters, digits, '.', '_' and '-', e.g. local or helm",
         )
     return value
+
+
+def registry_host(option: str, value: Any) -> str:
+    """``HOST[:PORT][/PREFIX]`` without a trailing slash; ConfigError naming ``option`` and the accepted form."""
+    text = str(value).strip().rstrip("/")
+    if not REGISTRY_FORM.match(text):
+        raise ConfigError(
+            f"{value!r} is not HOST[:PORT][/PREFIX] (lower case, no http:// scheme)",
+            source=option,
+            fix="e.g. 127.0.0.1:5000 or registry.example.com/dra",
+        )
+    return text
 
 
 def k8s_minor(option: str, value: str | None, known: tuple[str, ...] = ()) -> str | None:
@@ -106,7 +120,10 @@ class RunConfig:
     running; cluster_feature_gates: ``Name=true,...`` the admin of an existing cluster states (used for a gate
     the cluster's metrics do not report; only with ``--cluster existing``); kind_name: the kind cluster's name
     (an existing one is reused and left running); allow_install: let ``--driver-deploy`` install a driver on
-    a cluster the run does not own (:func:`deploy_mode`).
+    a cluster the run does not own (:func:`deploy_mode`); image_registry: ``HOST[:PORT][/PREFIX]`` the test,
+    probe and helper pods pull the suite's own images from (pushed there by ``dra-conformance images push``;
+    conformance.images.in_registry maps each name), None: the nodes' images or public fallbacks; values: a Helm
+    values file for ``--driver-deploy helm`` (helm ``--values``, applied last: it wins over the profile's).
     """
 
     cluster: str = "local"
@@ -128,6 +145,8 @@ class RunConfig:
     cluster_feature_gates: str = ""
     kind_name: str | None = None
     allow_install: bool = False
+    image_registry: str | None = None
+    values: str | None = None
 
     def __post_init__(self) -> None:
         registry_name("--cluster", self.cluster)
@@ -152,6 +171,14 @@ class RunConfig:
                 source="--cluster-feature-gates",
                 fix="drop it (use --feature-gates defaults|all), or use it with --cluster existing",
             )
+        if self.image_registry is not None:
+            registry_host("--image-registry", self.image_registry)
+            if self.cluster in ("local", "kind"):
+                raise ConfigError(
+                    f"a --cluster {self.cluster} cluster loads the suite's images itself",
+                    source="--image-registry",
+                    fix="use it with --cluster existing (nodes that pull from that registry), or drop it",
+                )
         if self.kind_name and self.cluster != "kind":
             raise ConfigError(
                 f"names a kind cluster, but --cluster is {self.cluster}",

@@ -71,6 +71,13 @@ OPTIONS: tuple[RunOption, ...] = (
     RunOption("--profile", "test profile: core | standard | full | disruptive", run_default="standard"),
     RunOption("--allow-disruptive", "allow the disruptive profile (restarts kubelets and driver plugins)", switch=True),
     RunOption("--image-repo", "registry prefix replacing the driver images' repository", "the profile's images"),
+    RunOption(
+        "--image-registry",
+        "HOST[:PORT][/PREFIX] the test, probe and helper pods pull the suite's images from (dra-conformance images "
+        "push --registry)",
+        "the nodes' offline images, else public busybox",
+    ),
+    RunOption("--values", "a Helm values file for --driver-deploy helm, applied after the profile's values", "none"),
     RunOption("--report-dir", "report directory", "reports/<run-id>", forward=False),
     RunOption("--timeout-scale", "multiply every wait timeout (slow clusters)", "1"),
     RunOption("--nodes", "node count of a local/kind cluster"),

@@ -87,6 +87,8 @@ DEPLOY_KEYS = {
         "images",
         "env_values",
         "upgrade_from",
+        "repo",
+        "values_files",
     },
     "manifests": {"dir", "namespace", "chart", "release", "values", "env_values", "images", "timeout_s"},
     "preinstalled": set(),

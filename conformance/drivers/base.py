@@ -27,7 +27,8 @@ class DeployContext:
     cluster: the cluster handle; profile: the validated driver profile; k8s: a client without the write guard
     (drivers create cluster-scoped objects the run does not label); run_id; state_root: a directory of its own
     under the report dir; image_repo: ``--image-repo`` or None; kubeconfig: the run's resolved kubeconfig and
-    context (conformance.k8s.kubeconfig) for helm/kubectl (None: the cluster handle's file, current context).
+    context (conformance.k8s.kubeconfig) for helm/kubectl (None: the cluster handle's file, current context);
+    values_file: ``--values FILE`` or None (helm deployers apply it last).
     """
 
     mode: str
@@ -38,6 +39,7 @@ class DeployContext:
     state_root: Path
     image_repo: str | None = None
     kubeconfig: Kubeconfig | None = None
+    values_file: str | None = None
 
 
 @runtime_checkable

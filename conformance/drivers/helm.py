@@ -3,12 +3,17 @@ teardown. The helm binary comes from the toolchain cache (versions.toml ``go.hel
 
 Profile keys (``deploy`` with ``mode: helm``, or ``deploy_alternatives.helm``): ``chart`` -- a chart directory
 (relative paths resolve against the repository when they exist there), a packaged ``.tgz``, a repo reference
-(``repo/name``, ``oci://...``), or ``{go_module: TOOL, path: DIR}``: DIR inside the pinned Go tool's module in
-the Go module cache (read in place); ``release``, ``namespace`` (default: the profile name), ``values``,
+(``repo/name``, ``oci://HOST/PATH/CHART`` with ``version``; a loopback OCI registry is reached with helm's
+``--plain-http``), a chart name in the classic chart repository ``repo: URL`` (its ``index.yaml``; helm's
+``--repo``), or ``{go_module: TOOL, path: DIR}``: DIR inside the pinned Go tool's module in
+the Go module cache (read in place); ``values_files`` (values files as vendors document them, relative to the
+profile; helm ``--values`` each, before the harness's own values); ``release``, ``namespace`` (default: the
+profile name), ``values``,
 ``set`` (``--set`` items), ``version``, ``timeout_s``; ``env_values`` (chart values from the environment,
 :mod:`.chartvalues`); ``images``: names from ``dra-conformance images cache``
 imported into every node before the install when the cluster takes archives (core.handles.LoadsImages);
 ``upgrade_from``: the driver's previous version for the upgrade lane (conformance.drivers.helm_upgrade).
+The run's ``--values FILE`` is helm's last ``--values`` (it wins over the profile's values).
 
 Ready means: ``helm --wait`` returned, every DaemonSet of the namespace runs its current generation Ready on
 every node (helm's own wait lets ``maxUnavailable`` pods lag), every kubelet whose metrics are readable holds
@@ -63,6 +68,37 @@ def resolve_chart(chart: Any, source: str = "deploy.chart", profile_source: str 
     return str(local) if local is not None and not text.startswith("oci://") else text
 
 
+def chart_source_args(deploy: Mapping[str, Any], chart: str, profile_source: str | None = None) -> list[str]:
+    """helm flags for where ``chart`` comes from and the vendor's values files: ``--repo URL`` (``deploy.repo``,
+    a classic chart repository), ``--plain-http`` for an ``oci://`` chart on a loopback registry (127.0.0.0/8,
+    localhost, [::1]: the lab's, served without TLS), ``--values FILE`` per ``deploy.values_files`` (resolved like
+    every profile path: conformance.shipped.resolve_path). Raises ConfigError naming a values file that does not
+    exist. Source: helm install ``--repo``, ``--plain-http``, ``--values``."""
+    args = ["--repo", str(deploy["repo"])] if deploy.get("repo") else []
+    host = chart[len("oci://") :].split("/", 1)[0] if chart.startswith("oci://") else ""
+    if host.startswith(("127.", "localhost", "[::1]")):
+        args.append("--plain-http")
+    files = deploy.get("values_files") or []
+    for i, name in enumerate(files if isinstance(files, list) else [files]):
+        path = shipped.resolve_path(str(name), profile_source)
+        if path is None:
+            raise errors.ConfigError(
+                f"values file {name!r} does not exist (beside the profile, in the current directory or the package)",
+                field=f"deploy.values_files[{i}]",
+                fix="give a path relative to the profile file or an absolute path",
+            )
+        args += ["--values", str(path)]
+    return args
+
+
+def cli_values_file(path: str) -> str:
+    """The absolute path of ``--values FILE``; ConfigError naming it when it is not a readable file."""
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.is_file():
+        raise errors.ConfigError(f"values file {path!r} does not exist", source="--values", fix="give a YAML file")
+    return str(resolved)
+
+
 class HelmDeployer:
     """Installs a chart (``deploy.chart``, ``release``, ``namespace``, ``values``, ``version``, ``images``)."""
 
@@ -75,9 +111,11 @@ class HelmDeployer:
         image_repo: str | None = None,
         ready_timeout: float = timeouts.SLICES_PUBLISHED * 5,
         kube: kubeconfig.Kubeconfig | None = None,
+        values_file: str | None = None,
     ) -> None:
         self.cluster, self.profile, self.k8s = cluster, profile, k8s
         self._kube = kube
+        self.values_file = cli_values_file(values_file) if values_file else None  # --values FILE: applied last
         self.image_repo, self.ready_timeout = image_repo, ready_timeout
         d = profile.deploy
         self.release = d.get("release") or profile.name
@@ -94,7 +132,8 @@ class HelmDeployer:
                 source="--driver-deploy",
                 fix="add deploy.chart (or deploy_alternatives.helm.chart) to the profile or use another mode",
             )
-        return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo, kube=ctx.kubeconfig)
+        return cls(ctx.cluster, ctx.profile, ctx.k8s, image_repo=ctx.image_repo, kube=ctx.kubeconfig,
+                   values_file=ctx.values_file)  # fmt: skip
 
     @property
     def kube(self) -> kubeconfig.Kubeconfig:
@@ -157,7 +196,8 @@ class HelmDeployer:
         """``helm upgrade --install`` of the deploy spec ``d`` (chart, values, set, version, images, timeout_s)
         over the release, then the DeviceClasses and a slice on every node; returns the chart helm took. Raises
         DriverNotReady or ConfigError (removes nothing: :meth:`deploy` and the upgrade lane decide)."""
-        chart = resolve_chart(d["chart"], profile_source=self.profile.source)
+        chart = str(d["chart"]) if d.get("repo") else resolve_chart(d["chart"], profile_source=self.profile.source)
+        source = chart_source_args(d, chart, self.profile.source)  # before the temporary file: may raise
         values = chartvalues.chart_values(d, os.environ, self.image_repo)  # values, env_values, --image-repo
         self.load_images(d)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
@@ -165,7 +205,8 @@ class HelmDeployer:
             values_file = fh.name
         timeout_s = int(d.get("timeout_s", 300))
         args = ["upgrade", "--install", self.release, chart, "--namespace", self.namespace, "--create-namespace"]
-        args += ["--values", values_file, "--wait", "--timeout", f"{timeout_s}s"]
+        args += [*source, "--values", values_file] + (["--values", self.values_file] if self.values_file else [])
+        args += ["--wait", "--timeout", f"{timeout_s}s"]
         if d.get("version"):
             args += ["--version", str(d["version"])]
         for item in d.get("set") or []:

@@ -77,8 +77,10 @@ def check_file(profile: schema.DriverProfile, path: Path) -> None:
         f"deploy_alternatives.{m}": d for m, d in profile.deploy_alternatives.items()
     }
     for where, deploy in blocks.items():
-        for key in PATH_KEYS:
-            value = deploy.get(key)
+        files = deploy.get("values_files") or []
+        items = [(key, deploy.get(key)) for key in PATH_KEYS if not (key == "chart" and deploy.get("repo"))]
+        items += [(f"values_files[{i}]", f) for i, f in enumerate(files if isinstance(files, list) else [files])]
+        for key, value in items:  # a chart with ``repo`` is a name in that repository, not a path
             if not isinstance(value, str) or not value or "://" in value:
                 continue
             if shipped.resolve_path(value, str(path)) is None and not (key == "chart" and _REPO_CHART.match(value)):

@@ -78,6 +78,29 @@ def helper_namespace(name: str, run_id: str) -> dict:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
+PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+
+
+def pull_failures(k8s: K8s, namespace: str) -> list[str]:
+    """``"node N: container C could not pull IMAGE: REASON: MESSAGE"`` for each container of the pods in
+    ``namespace`` that waits in an image pull failure (Pod ``status.containerStatuses[].state.waiting.reason``:
+    ErrImagePull, ImagePullBackOff, ...); [] when none or the pods cannot be listed."""
+    try:
+        pods = k8s.list("Pod", namespace)
+    except errors.ConformanceError:
+        return []
+    out = []
+    for pod in pods:
+        for status in pod.get("status.containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in PULL_FAILURES:
+                out.append(
+                    f"node {pod.get('spec.nodeName')}: container {status.get('name')} could not pull "
+                    f"{status.get('image')}: {waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+                )
+    return out
+
+
 class HelperPodNodeAccess:
     """Node access through privileged helper pods (created by :meth:`start`, removed by :meth:`stop`)."""
 
@@ -104,7 +127,8 @@ class HelperPodNodeAccess:
                 waits.pod_running(self.k8s, pod, timeout=timeouts.POD_START)
                 self.pods[node] = pod.name
         except errors.ConformanceError as exc:
-            self._error = str(exc).splitlines()[0]
+            pulls = pull_failures(self.k8s, self.namespace) if isinstance(exc, errors.WaitError) else []
+            self._error = "; ".join([str(exc).splitlines()[0], *pulls])
 
     @property
     def failure(self) -> str:
@@ -158,7 +182,8 @@ class HelperPodNodeAccess:
         if not self.grpc_image:
             raise NodeAccessUnavailable(
                 "the privileged helper pods have no gRPC relay: no image with Python and grpcio on every node "
-                "(import the reference-driver image: `dra-conformance images export`/`import`)"
+                "(import the reference-driver image: `dra-conformance images export`/`import`, or push it with "
+                "`dra-conformance images push --registry R` and run with --image-registry R)"
             )
 
         def run(argv: list[str]) -> str:

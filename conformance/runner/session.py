@@ -88,6 +88,7 @@ class Session:
                 state_root=self.report_dir / "driver-state",
                 image_repo=self.cfg.image_repo,
                 kubeconfig=self.kube,
+                values_file=self.cfg.values,
             )
         )
 

@@ -1,10 +1,12 @@
-"""`dra-conformance images cache|build|export|import`: the lab's offline images (the plugin owns ``images list``,
+"""`dra-conformance images cache|build|export|import|push`: the lab's offline images (the plugin owns ``images list``,
 every image a run may pull; both fill the one ``images`` command through conformance.core.commands.group).
 
 ``cache`` prints every offline image (name, image reference, where it comes from, whether it is cached); ``build``
 builds the named ones (all by default) into the cache; ``export --to DIR`` writes their archives and an
 ``images.json`` index; ``import`` loads archives (``--from DIR`` of an export, else the cache) into every node
-of a running local cluster, or into the containerd sockets given with ``--socket``. Exit codes: 0 done,
+of a running local cluster, or into the containerd sockets given with ``--socket``; ``push --registry
+HOST[:PORT][/PREFIX]`` pushes them to a registry under their own paths (conformance.images.in_registry, the
+mapping ``--image-registry`` reads them back with; conformance_lab.registry.push). Exit codes: 0 done,
 1 an image could not be built or loaded, 4 bad input.
 """
 
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 
 from conformance.core import commands
+from conformance.images import check_registry
 from conformance_lab.toolchain.cache import CacheMiss
 from conformance_lab.toolchain.images import catalog
 from conformance_lab.toolchain.images.ctr import image_names, import_image
@@ -121,6 +124,26 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _push(args: argparse.Namespace) -> int:
+    from conformance_lab.registry.push import push_archive  # noqa: PLC0415 - HTTP client only when pushing
+
+    try:
+        registry = check_registry(args.registry)
+        loaded = _archives(args)
+    except ImageError as exc:
+        return _fail(exc, 4 if "registry" in str(exc) or "unknown image" in str(exc) else 1)
+    except CacheMiss as exc:
+        return _fail(exc)
+    for name, _, path in loaded:
+        t0 = time.monotonic()
+        try:
+            pushed = push_archive(path, registry)
+        except ImageError as exc:
+            return _fail(f"image {name}: {exc}")
+        print(f"{name:<19} {pushed}  ({time.monotonic() - t0:.1f} s)")
+    return 0
+
+
 def register(subparsers) -> None:
     """Add build|export|import|cache to the shared `images` command; each parser sets ``func(args) -> int``."""
     sub = commands.group(
@@ -147,3 +170,8 @@ def register(subparsers) -> None:
     imp.add_argument("--socket", action="append", default=[], help="a containerd socket instead (repeatable)")
     imp.add_argument("--ctr", help="ctr client for --socket")
     imp.set_defaults(func=_import)
+    push = sub.add_parser("push", help="push archives (the cache, or --from DIR) to a registry, under their own paths")
+    push.add_argument("names", nargs="*", help=names_help)
+    push.add_argument("--registry", required=True, metavar="HOST[:PORT][/PREFIX]", help="e.g. 127.0.0.1:5000/dra")
+    push.add_argument("--from", dest="from_dir", metavar="DIR", help="an `images export` directory (default: cache)")
+    push.set_defaults(func=_push)

@@ -187,7 +187,7 @@ def test_images_list_names_the_run_and_driver_images(capsys):
 
 def test_the_lab_actions_share_the_images_command():
     names = {p[2] for p, _ in _walk(build_parser()) if len(p) == 3 and p[1] == "images"}
-    assert names == {"list", "cache", "build", "export", "import"}
+    assert names == {"list", "cache", "build", "export", "import", "push"}
 
 
 @pytest.mark.parametrize("argv", [["list", "--driver", "reference"], ["--help"], ["images", "list"]])

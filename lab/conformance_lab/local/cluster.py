@@ -211,10 +211,14 @@ class LocalCluster:
             cp.apiserver(b["kube-apiserver"], lay, Pki(lay.pki_dir), state.node_ip, gates, state.runtime_config),
         )
         ctrds = self._start_containerds(state, facts)
-        archives = {
-            "pause": images.pause_archive(state.images["pause"]),
-            "busybox": images.busybox_archive(state.images["busybox"]),
-        }
+        archives = (
+            {}
+            if cfg.registry_mirror
+            else {  # a mirror: every image comes from a pull
+                "pause": images.pause_archive(state.images["pause"]),
+                "busybox": images.busybox_archive(state.images["busybox"]),
+            }
+        )
         pki = Pki(lay.pki_dir)
         api = apilib.Api(f"https://127.0.0.1:{lay.apiserver_port}", pki.ca_cert, pki.cert("admin"), pki.key("admin"))
         self._wait("kube-apiserver /readyz", lambda: apilib.readyz(api), 90, [etcd, apiserver])
@@ -256,7 +260,8 @@ class LocalCluster:
             if np.name in holders:  # root dir at the standard path: plugins' socket paths stay short and real
                 argv = node_mounts.enter(holders[np.name], node_mounts.kubelet_argv(argv))
             kubelets.append(self._spawn(state, "kubelet", np.name, argv))
-        self._say(f"images imported, {len(kubelets)} kubelet(s) started")
+        pulled = f"nothing imported: images pulled through {cfg.registry_mirror}"
+        self._say(f"{'images imported' if archives else pulled}, {len(kubelets)} kubelet(s) started")
         names = [lay.node_name(i) for i in range(lay.nodes)]
         self._wait(
             f"nodes {names} Ready",
@@ -316,7 +321,12 @@ class LocalCluster:
             hostsys.create_cgroup_root(lay.cgroup_root(i))
             node_config.cni_config(lay, np)
             conf = node_config.containerd_config(
-                np, facts.runc, facts.cni_bin_dir, state.images["pause"], nri=self.config.nri
+                np,
+                facts.runc,
+                facts.cni_bin_dir,
+                state.images["pause"],
+                nri=self.config.nri,
+                mirror=self.config.registry_mirror,
             )
             bin_dir = str(Path(facts.binaries["containerd"]).parent)  # containerd-shim-runc-v2 lives there
             env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}

@@ -40,6 +40,9 @@ class LocalClusterConfig:
     of the image references (``busybox``, ``pause``); daemonset_paths: run each node's containerd and kubelet
     in a mount namespace where the node's directories appear at ``/var/lib/kubelet``, ``/var/run/cdi`` and
     ``/etc/cdi``, so a driver chart's DaemonSet works unchanged (``node_mounts``; off: host processes only);
+    registry_mirror: ``127.0.0.1:PORT`` of a loopback registry (conformance_lab.registry) every node's containerd
+    pulls through (hosts.toml mirrors of docker.io, registry.k8s.io, dra-conformance.local and of itself); the
+    harness then imports no image at all, not even pause or busybox (empty: the offline images are imported);
     timeouts in seconds.
     Raises ConfigError (field + fix) from :meth:`validate`.
     """
@@ -53,6 +56,7 @@ class LocalClusterConfig:
     slot: int = 0
     kube_proxy: bool | None = None
     images: dict[str, str] = dataclasses.field(default_factory=dict)
+    registry_mirror: str = ""
     ready_timeout: float = 120.0
     extra_feature_gates: dict[str, bool] = dataclasses.field(default_factory=dict)
     extra_args: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
@@ -91,6 +95,12 @@ class LocalClusterConfig:
             raise ConfigError(f"unknown image names {sorted(unknown)}", field="images", fix="use busybox, pause")
         if self.ready_timeout <= 0:
             raise ConfigError("ready_timeout must be positive", field="ready_timeout", fix="e.g. 120")
+        if self.registry_mirror and not re.fullmatch(r"(127\.\d+\.\d+\.\d+|localhost):\d{1,5}", self.registry_mirror):
+            raise ConfigError(
+                f"registry_mirror {self.registry_mirror!r} is not a loopback HOST:PORT",
+                field="registry_mirror",
+                fix="the address of a lab registry, e.g. 127.0.0.1:5000 (conformance_lab.registry.server)",
+            )
         return self
 
 

@@ -83,13 +83,38 @@ def nri_toml(np: NodePaths, enabled: bool) -> str:
     )
 
 
-def containerd_config(np: NodePaths, runc: str, cni_bin_dir: str, pause_ref: str, nri: bool = False) -> Path:
+MIRRORED_HOSTS = ("docker.io", "registry.k8s.io", "dra-conformance.local")
+
+
+def registry_hosts(np: NodePaths, mirror: str) -> Path:
+    """Write ``<node>/certs.d/<host>/hosts.toml`` for each of :data:`MIRRORED_HOSTS` and ``mirror`` itself, each
+    resolving and pulling only from ``http://<mirror>`` (a loopback registry, no TLS; no fall-back to the
+    upstream host); return the ``certs.d`` directory (containerd's registry ``config_path``). Source: containerd
+    docs/hosts.md (``server``, ``[host."..."] capabilities``)."""
+    root = np.dir / "certs.d"
+    for host in (*MIRRORED_HOSTS, mirror):
+        (root / host).mkdir(parents=True, exist_ok=True)
+        (root / host / "hosts.toml").write_text(
+            f'server = "http://{mirror}"\n\n[host."http://{mirror}"]\n  capabilities = ["pull", "resolve"]\n'
+        )
+    return root
+
+
+def containerd_config(
+    np: NodePaths, runc: str, cni_bin_dir: str, pause_ref: str, nri: bool = False, mirror: str = ""
+) -> Path:
     """Write the node's containerd config.toml (version 3) and return its path.
 
     CDI on with only this node's spec dir; restrict_oom_score_adj (no CAP_SYS_RESOURCE on the target VM);
     runc from Debian; cgroupfs; netns mounts under the state dir; NRI off unless ``nri`` (then on this node's
-    own socket, :func:`nri_toml`).
+    own socket, :func:`nri_toml`); with ``mirror`` (``127.0.0.1:PORT``) images are pulled through that registry
+    (:func:`registry_hosts`).
     """
+    registry = (
+        f"  [plugins.'io.containerd.cri.v1.images'.registry]\n    config_path = '{registry_hosts(np, mirror)}'\n"
+        if mirror
+        else ""
+    )
     toml = f"""version = 3
 root = '{np.containerd_root}'
 state = '{np.containerd_state}'
@@ -108,7 +133,7 @@ state = '{np.containerd_state}'
   snapshotter = 'overlayfs'
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = '{pause_ref}'
-
+{registry}
 [plugins.'io.containerd.cri.v1.runtime']
   enable_cdi = true
   cdi_spec_dirs = ['{np.cdi_dir}']

@@ -83,6 +83,9 @@ NEEDED: tuple[Permission, ...] = (
     Permission(  # the exec stream is a WebSocket upgrade of a GET: RBAC asks for get (and create on newer API servers)
         ("create", "get"), "pods/exec", why="reading node state through the helper pods", when=NODE_ACCESS
     ),
+    Permission(  # the helper pods' owner (conformance/node/helper_pod.py run_anchor): they end after SIGKILL too
+        ("create", "get", "delete"), "jobs", "batch", why="the helper pods' anchor Job", when=NODE_ACCESS
+    ),
     Permission(  # without it the expected driver nodes fall back to the nodes with slices (issue 24 §2)
         ("list",),
         "daemonsets",

@@ -71,7 +71,7 @@ def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_ch
                 raise errors.Forbidden(
                     403, "Forbidden", 'pods "helper-0" is forbidden: violates PodSecurity "baseline:latest"'
                 )
-            return SimpleNamespace(name=obj["metadata"]["name"])
+            return SimpleNamespace(name=obj["metadata"]["name"], uid="u")
 
         def get(self, kind, name, namespace=None):
             return SimpleNamespace(name=name, uid="u")
@@ -91,3 +91,23 @@ def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_ch
     assert deleted == [("Namespace", "dra-node-access-r1")]
     ns = next(o for o in created if o["kind"] == "Namespace")
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+def test_helper_pods_end_at_the_deadline_and_are_owned_by_the_anchor_job():
+    """Issue 27 §4: a helper pod has activeDeadlineSeconds and an owner reference to the run's anchor Job, which
+    ends at the same deadline (never earlier: its pod sleeps longer) and is deleted right after it (TTL 0)."""
+    from conformance.node.helper_pod import ANCHOR, HELPER_POD_DEADLINE, run_anchor
+
+    pod = helper_pod("helper-0", "ns", "node-a", "busybox:1.36", "r1", deadline=90, owner=(ANCHOR, "uid-1"))
+    assert pod["spec"]["activeDeadlineSeconds"] == 90
+    assert pod["metadata"]["ownerReferences"] == [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": ANCHOR, "uid": "uid-1"}
+    ]
+    assert helper_pod("h", "ns", "n", "busybox:1.36", "r1")["spec"]["activeDeadlineSeconds"] == HELPER_POD_DEADLINE
+    job = run_anchor("ns", "r1", "busybox:1.36", deadline=90)
+    spec = job["spec"]
+    assert (spec["activeDeadlineSeconds"], spec["ttlSecondsAfterFinished"], spec["backoffLimit"]) == (90, 0, 0)
+    assert job["metadata"]["labels"][names.RUN_LABEL] == "r1" and job["metadata"]["namespace"] == "ns"
+    sleeps = spec["template"]["spec"]["containers"][0]["command"]
+    assert sleeps[0] == "sleep" and int(sleeps[1]) > 90
+    assert "securityContext" not in spec["template"]["spec"]["containers"][0]  # the anchor is not privileged

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,12 @@ from conformance.k8s.client import K8s
 from conformance.node.helper_pod import HelperPodNodeAccess
 
 DEFAULT_IMAGES = {"busybox": "busybox:1.36"}
+RBAC_DENIAL = re.compile(r'cannot [a-z]+ resource "')  # RBAC's 403: 'User "u" cannot create resource "jobs" ...'
+RBAC_FIX = (
+    "Grant the run's user that permission (`dra-conformance preflight --print-role --node-access privileged-pod` "
+    "prints the ClusterRole a run needs)"
+)
+ADMISSION_FIX = "Allow privileged pods in the run's helper namespace (Pod Security admission, policy engines)"
 
 
 def images_on_every_node(nodes: list[Obj]) -> set[str]:
@@ -152,8 +159,8 @@ class ExistingProvider:
                 access.stop()
             raise errors.ClusterUnavailable(
                 f"--node-access privileged-pod: the privileged helper pods did not start: {access.failure}. "
-                "Allow privileged pods in the run's helper namespace (Pod Security admission, policy engines), "
-                "or run with --node-access none (node checks then skip with that reason)"
+                + (RBAC_FIX if RBAC_DENIAL.search(access.failure) else ADMISSION_FIX)
+                + ", or run with --node-access none (node checks then skip with that reason)"
             )
         return access
 

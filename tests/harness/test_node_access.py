@@ -111,3 +111,32 @@ def test_helper_pods_end_at_the_deadline_and_are_owned_by_the_anchor_job():
     sleeps = spec["template"]["spec"]["containers"][0]["command"]
     assert sleeps[0] == "sleep" and int(sleeps[1]) > 90
     assert "securityContext" not in spec["template"]["spec"]["containers"][0]  # the anchor is not privileged
+
+
+def test_a_denied_verb_for_the_helper_pods_names_it_and_the_role_to_grant(monkeypatch, tmp_path):
+    """A user without ``create jobs`` (the helper pods' anchor) gets an error naming the denied verb and resource
+    (the API server's RBAC message) and the command printing the role to grant, not the admission advice."""
+    from conformance.clusters import existing
+    from conformance.core import errors
+    from conformance.node import helper_pod as hp
+
+    denied = (
+        'jobs.batch is forbidden: User "system:serviceaccount:ns:r" cannot create resource "jobs" in API group "batch"'
+    )
+
+    class NoJobs:
+        def create(self, obj):
+            if obj["kind"] == "Job":
+                raise errors.Forbidden(403, "Forbidden", denied)
+            return SimpleNamespace(name=obj["metadata"]["name"], uid="u")
+
+    monkeypatch.setattr(existing.K8s, "from_kubeconfig", staticmethod(lambda *a, **k: NoJobs()))
+    monkeypatch.setattr(hp.waits, "default_service_account", lambda *a, **k: None)
+    monkeypatch.setattr(hp.HelperPodNodeAccess, "stop", lambda self: None)
+    provider = existing.ExistingProvider(SimpleNamespace(cfg=SimpleNamespace(run_id="r1", context=None)))
+    provider.handle = existing.ExistingCluster(tmp_path / "kc", "v1.34.4", [existing.ExistingNode("node-a")])
+    with pytest.raises(errors.ClusterUnavailable) as exc:
+        provider.node_access("privileged-pod")
+    said = str(exc.value)
+    assert 'cannot create resource "jobs" in API group "batch"' in said, said
+    assert "--print-role --node-access privileged-pod" in said and "Pod Security" not in said, said

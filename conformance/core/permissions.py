@@ -7,7 +7,8 @@ verb the api_v1 suite exercises (get, list, watch, create, update, patch, delete
 ``status`` subresource), DeviceClasses, ResourceSlices and DeviceTaintRules the tests create themselves, events
 read by the waits, nodes and the driver's slices read by discovery, kube-apiserver ``/metrics`` read for the
 feature gates (``kubernetes_feature_enabled``, KEP-3498), kubelet metrics through ``nodes/proxy``, and
-``exec`` into the privileged helper pods of ``--node-access privileged-pod``. Sources: Kubernetes RBAC
+``exec`` into the privileged helper pods of ``--node-access privileged-pod`` and their anchor Job (batch/v1; it
+ends and deletes them at the run's deadline, conformance/node/helper_pod.py). Sources: Kubernetes RBAC
 (rbac.authorization.k8s.io/v1 PolicyRule: apiGroups, resources incl. ``resource/subresource``, verbs,
 nonResourceURLs), resource.k8s.io/v1 (KEP-4381), DeviceTaintRule (KEP-5055).
 """

@@ -41,6 +41,7 @@ GRPC_CONTAINER = "grpc"
 GRPC_IDLE = ["python", "-c", "import signal; signal.pause()"]  # the grpc container waits for execs
 HELPER_POD_DEADLINE = 8 * 3600  # seconds a run may use its helper pods (times --timeout-scale): a long full profile
 ANCHOR = "node-access-anchor"  # the Job owning the helper pods
+HELPER_PREFIX = "helper-"  # helper pod i is helper-<i>; the anchor Job's pod is not one
 
 
 def helper_pod(
@@ -156,7 +157,7 @@ class HelperPodNodeAccess:
             anchor = self.k8s.create(run_anchor(self.namespace, self.run_id, self.image, self.deadline))
             for i, node in enumerate(self.node_names):
                 spec = helper_pod(
-                    f"helper-{i}",
+                    f"{HELPER_PREFIX}{i}",
                     self.namespace,
                     node,
                     self.image,
@@ -184,7 +185,8 @@ class HelperPodNodeAccess:
         except errors.ConformanceError as exc:
             self._error = str(exc).splitlines()[0]
             return
-        self.pods = {p.get("spec.nodeName"): p.name for p in pods if p.get("status.phase") == "Running"}
+        running = [p for p in pods if p.name.startswith(HELPER_PREFIX) and p.get("status.phase") == "Running"]
+        self.pods = {p.get("spec.nodeName"): p.name for p in running}  # not the anchor Job's pod
         if len(self.pods) != len(self.node_names):
             self._error = f"helper pods running in {self.namespace}: {sorted(self.pods.values())}"
 

@@ -140,3 +140,21 @@ def test_a_denied_verb_for_the_helper_pods_names_it_and_the_role_to_grant(monkey
     said = str(exc.value)
     assert 'cannot create resource "jobs" in API group "batch"' in said, said
     assert "--print-role --node-access privileged-pod" in said and "Pod Security" not in said, said
+
+
+def test_a_worker_attaches_to_the_helper_pods_not_to_the_anchor_jobs_pod():
+    """An xdist worker maps node -> helper pod from the helper namespace's running pods; the anchor Job's pod
+    runs on a node too and must not replace that node's helper (found by the minimal-RBAC e2e core run: execs
+    went to the anchor's pod, "container helper is not valid")."""
+    from conformance.core.objects import Obj
+    from conformance.node.helper_pod import HelperPodNodeAccess
+
+    def pod(name: str, node: str) -> Obj:
+        return Obj(
+            {"kind": "Pod", "metadata": {"name": name}, "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+        )
+
+    listed = [pod("helper-0", "a"), pod("helper-1", "b"), pod("node-access-anchor-x1", "a")]
+    access = HelperPodNodeAccess(SimpleNamespace(list=lambda kind, ns: listed), ["a", "b"], "r1")
+    access.attach()
+    assert access.pods == {"a": "helper-0", "b": "helper-1"} and access.failure == ""

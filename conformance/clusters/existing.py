@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,12 @@ from conformance.k8s.client import K8s
 from conformance.node.helper_pod import HelperPodNodeAccess
 
 DEFAULT_IMAGES = {"busybox": "busybox:1.36"}
+RBAC_DENIAL = re.compile(r'cannot [a-z]+ resource "')  # RBAC's 403: 'User "u" cannot create resource "jobs" ...'
+RBAC_FIX = (
+    "Grant the run's user that permission (`dra-conformance preflight --print-role --node-access privileged-pod` "
+    "prints the ClusterRole a run needs)"
+)
+ADMISSION_FIX = "Allow privileged pods in the run's helper namespace (Pod Security admission, policy engines)"
 
 
 def images_on_every_node(nodes: list[Obj]) -> set[str]:
@@ -43,6 +50,23 @@ def images_on_every_node(nodes: list[Obj]) -> set[str]:
         for node in nodes
     ]
     return set.intersection(*per_node) if per_node else set()
+
+
+def pinned(nodes: list[Obj], ref: str) -> str:
+    """``ref`` pinned by digest (``repo@sha256:...``) when every node reports the image of ``ref`` with one and
+    the same digest name in ``status.images[].names`` (what the runtime records for a pulled image, or one
+    imported with its digest); else ``ref`` unchanged. Source: core/v1 ContainerImage.names."""
+    want, common = refs.normalize(ref), None
+    for node in nodes:
+        digests = {
+            n
+            for image in node.get("status.images") or []
+            if want in {refs.normalize(x) for x in image.get("names") or [] if "@" not in x}
+            for n in image.get("names") or []
+            if "@sha256:" in n
+        }
+        common = digests if common is None else common & digests
+    return next(iter(common)) if common and len(common) == 1 else ref
 
 
 def choose_images(nodes: list[Obj], registry: str | None = None) -> dict[str, str]:
@@ -118,24 +142,30 @@ class ExistingProvider:
         if choice != "privileged-pod" or self.handle is None:
             return None
         k8s = K8s.from_kubeconfig(self.handle.kubeconfig, self.ctx.cfg.context)
-        access = HelperPodNodeAccess(
-            k8s,
-            [n.name for n in self.handle.nodes],
-            self.ctx.cfg.run_id,
-            image=self.handle.images.get("busybox", DEFAULT_IMAGES["busybox"]),
-            grpc_image=self.handle.images.get("grpc", ""),
+        image, grpc_image = (
+            self.handle.images.get("busybox", DEFAULT_IMAGES["busybox"]),
+            self.handle.images.get("grpc", ""),
         )
+        access = HelperPodNodeAccess(k8s, [n.name for n in self.handle.nodes], self.ctx.cfg.run_id, image, grpc_image)
         if not owner:
             access.attach()
             return access
+        ours = (
+            image != DEFAULT_IMAGES["busybox"] or grpc_image
+        )  # the offline images: pinned where nodes report a digest
+        nodes = discovery.nodes(k8s) if ours else []
+        if image != DEFAULT_IMAGES["busybox"]:
+            access.image = pinned(nodes, image)
+        if grpc_image:
+            access.grpc_image = pinned(nodes, grpc_image)
         access.start()
         if access.failure:  # asked for explicitly: no silent fall-back to "no node checks" (all skipped)
             with contextlib.suppress(errors.ConformanceError):
                 access.stop()
             raise errors.ClusterUnavailable(
                 f"--node-access privileged-pod: the privileged helper pods did not start: {access.failure}. "
-                "Allow privileged pods in the run's helper namespace (Pod Security admission, policy engines), "
-                "or run with --node-access none (node checks then skip with that reason)"
+                + (RBAC_FIX if RBAC_DENIAL.search(access.failure) else ADMISSION_FIX)
+                + ", or run with --node-access none (node checks then skip with that reason)"
             )
         return access
 

@@ -7,7 +7,8 @@ verb the api_v1 suite exercises (get, list, watch, create, update, patch, delete
 ``status`` subresource), DeviceClasses, ResourceSlices and DeviceTaintRules the tests create themselves, events
 read by the waits, nodes and the driver's slices read by discovery, kube-apiserver ``/metrics`` read for the
 feature gates (``kubernetes_feature_enabled``, KEP-3498), kubelet metrics through ``nodes/proxy``, and
-``exec`` into the privileged helper pods of ``--node-access privileged-pod``. Sources: Kubernetes RBAC
+``exec`` into the privileged helper pods of ``--node-access privileged-pod`` and their anchor Job (batch/v1; it
+ends and deletes them at the run's deadline, conformance/node/helper_pod.py). Sources: Kubernetes RBAC
 (rbac.authorization.k8s.io/v1 PolicyRule: apiGroups, resources incl. ``resource/subresource``, verbs,
 nonResourceURLs), resource.k8s.io/v1 (KEP-4381), DeviceTaintRule (KEP-5055).
 """
@@ -82,6 +83,9 @@ NEEDED: tuple[Permission, ...] = (
     Permission(("get",), "nodes/proxy", why="kubelet feature gates and DRA metrics", when=OPTIONAL, cluster=True),
     Permission(  # the exec stream is a WebSocket upgrade of a GET: RBAC asks for get (and create on newer API servers)
         ("create", "get"), "pods/exec", why="reading node state through the helper pods", when=NODE_ACCESS
+    ),
+    Permission(  # the helper pods' owner (conformance/node/helper_pod.py run_anchor): they end after SIGKILL too
+        ("create", "get", "delete"), "jobs", "batch", why="the helper pods' anchor Job", when=NODE_ACCESS
     ),
     Permission(  # without it the expected driver nodes fall back to the nodes with slices (issue 24 §2)
         ("list",),

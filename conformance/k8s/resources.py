@@ -51,6 +51,7 @@ TABLE = {
     "ConfigMap": ("", "v1", "configmaps", True),
     "ServiceAccount": ("", "v1", "serviceaccounts", True),
     "DaemonSet": ("apps", "v1", "daemonsets", True),
+    "Job": ("batch", "v1", "jobs", True),
     "DeviceClass": (RESOURCE_GROUP, "v1", "deviceclasses", False),
     "ResourceClaim": (RESOURCE_GROUP, "v1", "resourceclaims", True),
     "ResourceClaimTemplate": (RESOURCE_GROUP, "v1", "resourceclaimtemplates", True),

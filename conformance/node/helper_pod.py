@@ -7,6 +7,13 @@ kubelet``. Container ``grpc`` (an image with Python and grpcio: the offline ``re
 unary gRPC calls to the node's sockets (registration GetInfo, PodResources, the driver's DRAPlugin service;
 exec_grpc.py); without a ``grpc_image`` those calls raise NodeAccessUnavailable naming the missing image. The
 helper namespace carries the run label, so the session sweep removes it.
+
+Bounded lifetime, also when the run is killed with SIGKILL (no finalizer, nothing of the run's process needed;
+issue 27 §4): every helper pod has ``activeDeadlineSeconds`` (the kubelet stops it at the run's deadline) and an
+owner reference to the run's anchor, a batch/v1 Job (:func:`run_anchor`) with the same ``activeDeadlineSeconds``
+and ``ttlSecondsAfterFinished: 0``: at the deadline the Job controller fails the Job, the TTL-after-finished
+controller deletes it and the garbage collector deletes the helper pods it owns. What is left is the empty helper
+namespace, which ``dra-conformance cleanup`` (the run-label sweep) removes.
 """
 
 from __future__ import annotations
@@ -32,16 +39,31 @@ SPEC_MARK = "\x1e"  # ASCII record separator: between file names and contents in
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
 GRPC_CONTAINER = "grpc"
 GRPC_IDLE = ["python", "-c", "import signal; signal.pause()"]  # the grpc container waits for execs
+HELPER_POD_DEADLINE = 8 * 3600  # seconds a run may use its helper pods (times --timeout-scale): a long full profile
+ANCHOR = "node-access-anchor"  # the Job owning the helper pods
+HELPER_PREFIX = "helper-"  # helper pod i is helper-<i>; the anchor Job's pod is not one
 
 
-def helper_pod(name: str, namespace: str, node: str, image: str, run_id: str, grpc_image: str = "") -> dict:
+def helper_pod(
+    name: str,
+    namespace: str,
+    node: str,
+    image: str,
+    run_id: str,
+    grpc_image: str = "",
+    deadline: int = HELPER_POD_DEADLINE,
+    owner: tuple[str, str] | None = None,
+) -> dict:
     """The privileged helper pod spec for ``node`` (hostPID, host / at /host, tolerates every taint); with
-    ``grpc_image`` a second container :data:`GRPC_CONTAINER` that relays gRPC calls (module docstring)."""
+    ``grpc_image`` a second container :data:`GRPC_CONTAINER` that relays gRPC calls (module docstring).
+    ``deadline``: ``spec.activeDeadlineSeconds``; ``owner``: ``(name, uid)`` of the anchor Job
+    (:func:`run_anchor`), named in ``metadata.ownerReferences``."""
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": names.run_labels(run_id, "node-access")},
         "spec": {
+            "activeDeadlineSeconds": int(deadline),
             "nodeName": node,
             "hostPID": True,
             "restartPolicy": "Never",
@@ -62,7 +84,32 @@ def helper_pod(name: str, namespace: str, node: str, image: str, run_id: str, gr
     if grpc_image:
         relay = {**pod["spec"]["containers"][0], "name": GRPC_CONTAINER, "image": grpc_image, "command": GRPC_IDLE}
         pod["spec"]["containers"].append(relay)
+    if owner:
+        pod["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": owner[0], "uid": owner[1]}
+        ]
     return pod
+
+
+def run_anchor(namespace: str, run_id: str, image: str, deadline: int = HELPER_POD_DEADLINE) -> dict:
+    """The batch/v1 Job :data:`ANCHOR` owning the helper pods: one unprivileged ``sleep`` pod outliving
+    ``deadline``, so the Job ends only by ``activeDeadlineSeconds`` (reason DeadlineExceeded) and is then deleted by
+    the TTL-after-finished controller (``ttlSecondsAfterFinished: 0``, KEP-592), its dependents by the garbage
+    collector. Sources: batch/v1 JobSpec activeDeadlineSeconds, ttlSecondsAfterFinished; metadata.ownerReferences."""
+    labels = names.run_labels(run_id, "node-access")
+    container = {"name": "anchor", "image": image, "command": ["sleep", str(int(deadline) + 3600)]}
+    pod = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "tolerations": [{"operator": "Exists"}]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": ANCHOR, "namespace": namespace, "labels": labels},
+        "spec": {
+            "activeDeadlineSeconds": int(deadline),
+            "ttlSecondsAfterFinished": 0,
+            "backoffLimit": 0,
+            "template": {"metadata": {"labels": labels}, "spec": {**pod, "containers": [container]}},
+        },
+    }
 
 
 PRIVILEGED_NS_LABELS = {  # Pod Security Standards labels (pod-security.kubernetes.io, KEP-2579)
@@ -107,23 +154,42 @@ class HelperPodNodeAccess:
     mode = "privileged-pod"
 
     def __init__(
-        self, k8s: K8s, node_names: list[str], run_id: str, image: str = "busybox:1.36", grpc_image: str = ""
+        self,
+        k8s: K8s,
+        node_names: list[str],
+        run_id: str,
+        image: str = "busybox:1.36",
+        grpc_image: str = "",
+        deadline: float | None = None,
     ) -> None:
+        """``deadline``: seconds the helper pods may live (default :data:`HELPER_POD_DEADLINE` times
+        ``--timeout-scale``); see the module docstring."""
         self.k8s, self.node_names, self.run_id, self.image = k8s, list(node_names), run_id, image
         self.grpc_image = grpc_image
+        self.deadline = int(deadline if deadline is not None else timeouts.scaled(HELPER_POD_DEADLINE))
         self.namespace = names.dns_label(f"dra-node-access-{run_id}")
         self.pods: dict[str, str] = {}
         self._error = ""
 
     def start(self) -> None:
-        """Create the namespace and one helper pod per node; wait until they run (bounded)."""
+        """Create the namespace, the anchor Job and one helper pod per node it owns; wait until they run
+        (bounded)."""
         try:
             self.k8s.create(helper_namespace(self.namespace, self.run_id))
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
+            anchor = self.k8s.create(run_anchor(self.namespace, self.run_id, self.image, self.deadline))
             for i, node in enumerate(self.node_names):
-                pod = self.k8s.create(
-                    helper_pod(f"helper-{i}", self.namespace, node, self.image, self.run_id, self.grpc_image)
+                spec = helper_pod(
+                    f"{HELPER_PREFIX}{i}",
+                    self.namespace,
+                    node,
+                    self.image,
+                    self.run_id,
+                    self.grpc_image,
+                    self.deadline,
+                    owner=(anchor.name, anchor.uid),
                 )
+                pod = self.k8s.create(spec)
                 waits.pod_running(self.k8s, pod, timeout=timeouts.POD_START)
                 self.pods[node] = pod.name
         except errors.ConformanceError as exc:
@@ -143,7 +209,8 @@ class HelperPodNodeAccess:
         except errors.ConformanceError as exc:
             self._error = str(exc).splitlines()[0]
             return
-        self.pods = {p.get("spec.nodeName"): p.name for p in pods if p.get("status.phase") == "Running"}
+        running = [p for p in pods if p.name.startswith(HELPER_PREFIX) and p.get("status.phase") == "Running"]
+        self.pods = {p.get("spec.nodeName"): p.name for p in running}  # not the anchor Job's pod
         if len(self.pods) != len(self.node_names):
             self._error = f"helper pods running in {self.namespace}: {sorted(self.pods.values())}"
 

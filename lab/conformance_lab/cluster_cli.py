@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-from conformance.core.errors import ConformanceError
+from conformance.core.errors import ClusterUnavailable, ConformanceError
 
 DEFAULT_NAME = "dra"
 
@@ -16,23 +17,47 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-def _up(args: argparse.Namespace) -> int:
-    from conformance_lab.local import LocalCluster, LocalClusterConfig  # noqa: PLC0415 - CLI loads the provider on use
+def _config(args: argparse.Namespace, slot: int):
+    from conformance_lab.local import LocalClusterConfig  # noqa: PLC0415 - CLI loads the provider on use
 
+    return LocalClusterConfig(
+        name=args.name,
+        nodes=args.nodes,
+        kwok_nodes=args.kwok_nodes,
+        k8s_version=args.k8s_version,
+        feature_gates=args.feature_gates,
+        log_dir=Path(args.log_dir) if args.log_dir else None,
+        slot=slot,
+        kube_proxy=False if args.no_kube_proxy else None,
+        daemonset_paths=args.daemonset_paths,
+    )
+
+
+def start(args: argparse.Namespace, progress=_print):
+    """Start the cluster ``args`` describe; return its LocalClusterHandle. Without ``--slot`` (``args.slot``
+    None) the lowest slot no other local cluster on this host records (0..9, as a run chooses among 2..9); when
+    another ``cluster up`` records that slot first (SlotTaken, before anything starts) the next free one is
+    tried. Raises ClusterUnavailable (no free slot, host problems) or ConfigError."""
+    from conformance_lab.local import LocalCluster  # noqa: PLC0415 - CLI loads the provider on use
+    from conformance_lab.local.provider import LAST_SLOT, free_slot  # noqa: PLC0415
+    from conformance_lab.local.state import SlotTaken  # noqa: PLC0415
+
+    if args.slot is not None:
+        return LocalCluster(_config(args, args.slot), progress=progress).up()
+    for _attempt in range(LAST_SLOT + 1):
+        slot = free_slot(first=0, exclude=args.name)
+        progress(f"slot {slot}: the lowest no other local cluster on this host records")
+        try:
+            return LocalCluster(_config(args, slot), progress=progress).up()
+        except SlotTaken as exc:
+            progress(f"{exc}: choosing another slot")
+    raise ClusterUnavailable("no free local cluster slot: every slot was taken while choosing one")
+
+
+def _up(args: argparse.Namespace) -> int:
     try:
-        cfg = LocalClusterConfig(
-            name=args.name,
-            nodes=args.nodes,
-            kwok_nodes=args.kwok_nodes,
-            k8s_version=args.k8s_version,
-            feature_gates=args.feature_gates,
-            log_dir=Path(args.log_dir) if args.log_dir else None,
-            slot=args.slot,
-            kube_proxy=False if args.no_kube_proxy else None,
-            daemonset_paths=args.daemonset_paths,
-        )
         t0 = time.monotonic()
-        handle = LocalCluster(cfg, progress=_print).up()
+        handle = start(args)
     except ConformanceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -44,6 +69,32 @@ def _up(args: argparse.Namespace) -> int:
     print(f"export KUBECONFIG={handle.kubeconfig}")
     print(f"logs: {handle.log_dir}")
     return 0
+
+
+def _preflight(args: argparse.Namespace) -> int:
+    """`cluster preflight`: the host limits, ports and cached binaries the cluster ``args`` describe needs,
+    checked without starting or changing anything. Exit 0 when it could start, 1 naming each fix, 4 bad input."""
+    from conformance_lab.local import hostlimits, preflight  # noqa: PLC0415 - CLI loads the provider on use
+    from conformance_lab.local.cluster import resolve_version  # noqa: PLC0415
+    from conformance_lab.local.config import layout_for  # noqa: PLC0415
+    from conformance_lab.local.provider import free_slot  # noqa: PLC0415
+
+    try:
+        slot = args.slot if args.slot is not None else free_slot(first=0, exclude=args.name)
+        cfg = _config(args, slot).validate()
+        tag = resolve_version(cfg.k8s_version)
+    except ConformanceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    limits, usage = hostlimits.read_limits(), hostlimits.read_usage(os.geteuid())
+    for line in [f"slot {slot}, Kubernetes {tag}", *hostlimits.summary(cfg.nodes, limits, usage)]:
+        print(f"info    {line}")
+    problems = hostlimits.problems(cfg.nodes, limits, usage) + preflight.check_ports(layout_for(cfg).all_ports())
+    problems += preflight.find_binaries(tag)[1]
+    for line in problems:
+        print(f"missing {line}")
+    print("ok: the host can start this cluster" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -124,7 +175,12 @@ def register(subparsers) -> None:
     up.add_argument(
         "--k8s-version", default=None, help="Kubernetes minor (1.34) or pinned tag; default: pinned default"
     )
-    up.add_argument("--slot", type=int, default=0, help="0-9: port/subnet offset for a second cluster on this host")
+    up.add_argument(
+        "--slot",
+        type=int,
+        default=None,
+        help="0-9: port/subnet offset of this cluster (default: the lowest slot no other local cluster uses)",
+    )
     up.add_argument(
         "--no-kube-proxy",
         action="store_true",
@@ -137,6 +193,15 @@ def register(subparsers) -> None:
     )
     up.add_argument("--log-dir", default=None, help="component logs (default reports/cluster-logs/<name>)")
     up.set_defaults(func=_up)
+    check = sub.add_parser(
+        "preflight", help="check host limits (inotify, tasks), ports and cached binaries for `up`; starts nothing"
+    )
+    check.add_argument("--nodes", type=int, default=2, help="real kubelet nodes (1-8, default 2)")
+    check.add_argument("--k8s-version", default=None, help="Kubernetes minor or pinned tag; default: pinned default")
+    check.add_argument("--slot", type=int, default=None, help="0-9 (default: the lowest free slot)")
+    check.set_defaults(
+        func=_preflight, kwok_nodes=0, feature_gates="all", log_dir=None, no_kube_proxy=False, daemonset_paths=False
+    )
     for name, func, text in (
         ("down", _down, "stop the cluster and remove everything it created (logs kept)"),
         ("status", _status, "show phase, versions, feature gates and processes"),

@@ -118,6 +118,30 @@ def test_templates_parse_as_yaml_and_the_jenkinsfile_has_its_sections():
     assert text.count("{") == text.count("}"), f"{JENKINS}: unbalanced braces"
 
 
+def test_the_in_cluster_role_grants_every_permission_a_run_needs():
+    """ci/in-cluster/rbac.yaml (a wider role) covers each row of conformance/core/permissions.py NEEDED, so a new
+    row (e.g. the helper pods' anchor Job) cannot be forgotten there."""
+    from conformance.core import permissions  # noqa: PLC0415
+
+    role = next(
+        d for d in yaml.safe_load_all((CI / "in-cluster" / "rbac.yaml").read_text()) if d["kind"] == "ClusterRole"
+    )
+
+    def granted(row, verb: str) -> bool:
+        for rule in role["rules"]:
+            if row.url:
+                ok = row.url in rule.get("nonResourceURLs", [])
+            else:
+                groups, resources = rule.get("apiGroups", []), rule.get("resources", [])
+                ok = row.group in groups and (row.resource in resources or "*" in resources)
+            if ok and (verb in rule["verbs"] or "*" in rule["verbs"]):
+                return True
+        return False
+
+    missing = [f"{verb} {row.subject}" for row in permissions.NEEDED for verb in row.verbs if not granted(row, verb)]
+    assert missing == [], f"ci/in-cluster/rbac.yaml lacks: {missing}"
+
+
 @pytest.mark.parametrize("template", sorted(ALL))
 def test_make_targets_and_variables_exist(template):
     targets, variables = _make_targets(), _make_variables()

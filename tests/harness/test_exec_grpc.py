@@ -125,3 +125,21 @@ def test_kubelet_restart_is_offered_only_for_an_active_systemd_unit(answer, able
     access._exec = lambda node, script: (answer if "is-active kubelet" in script else "") + "\n"
     ok, evidence = access.can_restart_kubelet()
     assert ok is able and answer in evidence, evidence
+
+
+def test_our_helper_images_are_pinned_by_the_digest_every_node_reports():
+    """Issue 27 §4: the helper pods' images (ours) are pinned by digest when every node reports the same digest
+    name for them in Node.status.images; a digest that differs between nodes, or none, keeps the tag."""
+    from conformance.clusters.existing import pinned  # noqa: PLC0415
+    from conformance.core.objects import Obj  # noqa: PLC0415
+
+    def node(digest: str):
+        names = [f"dra-conformance.local/busybox@sha256:{digest}", "dra-conformance.local/busybox:1"]
+        return Obj(
+            {"kind": "Node", "status": {"images": [{"names": names}, {"names": ["other@sha256:ff", "other:1"]}]}}
+        )
+
+    tag = "dra-conformance.local/busybox:1"
+    assert pinned([node("aa"), node("aa")], tag) == "dra-conformance.local/busybox@sha256:aa"
+    assert pinned([node("aa"), node("bb")], tag) == tag
+    assert pinned([_node(tag), Obj({"kind": "Node", "status": {}})], tag) == tag

@@ -71,7 +71,7 @@ def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_ch
                 raise errors.Forbidden(
                     403, "Forbidden", 'pods "helper-0" is forbidden: violates PodSecurity "baseline:latest"'
                 )
-            return SimpleNamespace(name=obj["metadata"]["name"])
+            return SimpleNamespace(name=obj["metadata"]["name"], uid="u")
 
         def get(self, kind, name, namespace=None):
             return SimpleNamespace(name=name, uid="u")
@@ -91,3 +91,70 @@ def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_ch
     assert deleted == [("Namespace", "dra-node-access-r1")]
     ns = next(o for o in created if o["kind"] == "Namespace")
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+def test_helper_pods_end_at_the_deadline_and_are_owned_by_the_anchor_job():
+    """Issue 27 §4: a helper pod has activeDeadlineSeconds and an owner reference to the run's anchor Job, which
+    ends at the same deadline (never earlier: its pod sleeps longer) and is deleted right after it (TTL 0)."""
+    from conformance.node.helper_pod import ANCHOR, HELPER_POD_DEADLINE, run_anchor
+
+    pod = helper_pod("helper-0", "ns", "node-a", "busybox:1.36", "r1", deadline=90, owner=(ANCHOR, "uid-1"))
+    assert pod["spec"]["activeDeadlineSeconds"] == 90
+    assert pod["metadata"]["ownerReferences"] == [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": ANCHOR, "uid": "uid-1"}
+    ]
+    assert helper_pod("h", "ns", "n", "busybox:1.36", "r1")["spec"]["activeDeadlineSeconds"] == HELPER_POD_DEADLINE
+    job = run_anchor("ns", "r1", "busybox:1.36", deadline=90)
+    spec = job["spec"]
+    assert (spec["activeDeadlineSeconds"], spec["ttlSecondsAfterFinished"], spec["backoffLimit"]) == (90, 0, 0)
+    assert job["metadata"]["labels"][names.RUN_LABEL] == "r1" and job["metadata"]["namespace"] == "ns"
+    sleeps = spec["template"]["spec"]["containers"][0]["command"]
+    assert sleeps[0] == "sleep" and int(sleeps[1]) > 90
+    assert "securityContext" not in spec["template"]["spec"]["containers"][0]  # the anchor is not privileged
+
+
+def test_a_denied_verb_for_the_helper_pods_names_it_and_the_role_to_grant(monkeypatch, tmp_path):
+    """A user without ``create jobs`` (the helper pods' anchor) gets an error naming the denied verb and resource
+    (the API server's RBAC message) and the command printing the role to grant, not the admission advice."""
+    from conformance.clusters import existing
+    from conformance.core import errors
+    from conformance.node import helper_pod as hp
+
+    denied = (
+        'jobs.batch is forbidden: User "system:serviceaccount:ns:r" cannot create resource "jobs" in API group "batch"'
+    )
+
+    class NoJobs:
+        def create(self, obj):
+            if obj["kind"] == "Job":
+                raise errors.Forbidden(403, "Forbidden", denied)
+            return SimpleNamespace(name=obj["metadata"]["name"], uid="u")
+
+    monkeypatch.setattr(existing.K8s, "from_kubeconfig", staticmethod(lambda *a, **k: NoJobs()))
+    monkeypatch.setattr(hp.waits, "default_service_account", lambda *a, **k: None)
+    monkeypatch.setattr(hp.HelperPodNodeAccess, "stop", lambda self: None)
+    provider = existing.ExistingProvider(SimpleNamespace(cfg=SimpleNamespace(run_id="r1", context=None)))
+    provider.handle = existing.ExistingCluster(tmp_path / "kc", "v1.34.4", [existing.ExistingNode("node-a")])
+    with pytest.raises(errors.ClusterUnavailable) as exc:
+        provider.node_access("privileged-pod")
+    said = str(exc.value)
+    assert 'cannot create resource "jobs" in API group "batch"' in said, said
+    assert "--print-role --node-access privileged-pod" in said and "Pod Security" not in said, said
+
+
+def test_a_worker_attaches_to_the_helper_pods_not_to_the_anchor_jobs_pod():
+    """An xdist worker maps node -> helper pod from the helper namespace's running pods; the anchor Job's pod
+    runs on a node too and must not replace that node's helper (found by the minimal-RBAC e2e core run: execs
+    went to the anchor's pod, "container helper is not valid")."""
+    from conformance.core.objects import Obj
+    from conformance.node.helper_pod import HelperPodNodeAccess
+
+    def pod(name: str, node: str) -> Obj:
+        return Obj(
+            {"kind": "Pod", "metadata": {"name": name}, "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+        )
+
+    listed = [pod("helper-0", "a"), pod("helper-1", "b"), pod("node-access-anchor-x1", "a")]
+    access = HelperPodNodeAccess(SimpleNamespace(list=lambda kind, ns: listed), ["a", "b"], "r1")
+    access.attach()
+    assert access.pods == {"a": "helper-0", "b": "helper-1"} and access.failure == ""

@@ -35,6 +35,7 @@ from conformance.core.handles import NodeAccess, ProviderContext
 from conformance_lab.kind import host as kindhost
 from conformance_lab.kind.node_access import KindNodeAccess
 from conformance_lab.local import gates as gatelib
+from conformance_lab.local import hostlimits
 from conformance_lab.local.cluster import known_gates_cached
 from conformance_lab.toolchain import cache
 
@@ -167,6 +168,9 @@ class KindProvider:
         self.ctx.report_dir.mkdir(parents=True, exist_ok=True)
         log = self.ctx.report_dir / "kind.log"
         config, gates, runtime = kind_config(name, tag, self.ctx.cfg.feature_gates, self.ctx.cfg.nodes)
+        short = hostlimits.check(self.ctx.cfg.nodes + 1)  # the control plane is a kind node too
+        if short:
+            raise errors.ClusterUnavailable("kind pre-flight failed:\n" + "\n".join(f"  - {p}" for p in short))
         try:
             cli = shutil.which("docker") or "docker"
             if not docker:

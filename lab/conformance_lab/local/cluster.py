@@ -121,7 +121,9 @@ class LocalCluster:
                     fix="tear that cluster down, or use kube_proxy=False for this one",
                 )
             self.run_kube_proxy = bool(self.config.kube_proxy if self.config.kube_proxy is not None else not other)
-            facts = preflight.run(tag, self.layout.all_ports(), need_kwok=self.config.kwok_nodes > 0)
+            facts = preflight.run(
+                tag, self.layout.all_ports(), need_kwok=self.config.kwok_nodes > 0, nodes=self.config.nodes
+            )
             state = ClusterState(
                 name=self.config.name,
                 slot=self.config.slot,

@@ -1,7 +1,8 @@
 """Pre-flight checks of the host before a local cluster starts; each failure names the fix.
 
 Checks (local-cluster.md §3.9 checklist): root, cgroup layout, the six kubelet sysctls, /dev/kmsg, free
-TCP ports, cached binaries for the requested version, runc, CNI plugins, iptables, busybox.
+TCP ports, host limits (inotify instances and watches, task IDs: hostlimits.py), cached binaries for the requested
+version, runc, CNI plugins, iptables, busybox.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import socket
 from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
+from conformance_lab.local import hostlimits
 from conformance_lab.toolchain import cache
 
 # kubelet pkg/kubelet/cm/container_manager_linux.go setupKernelTunables (KernelTunableModify).
@@ -127,8 +129,9 @@ def find_kwok() -> tuple[str | None, list[str]]:
         return None, [str(exc)]
 
 
-def run(tag: str, ports: dict[str, int], need_kwok: bool = False) -> HostFacts:
-    """Run every check; raises PreflightError listing all problems at once."""
+def run(tag: str, ports: dict[str, int], need_kwok: bool = False, nodes: int = 0) -> HostFacts:
+    """Run every check (host limits for ``nodes`` real nodes when ``nodes``); raises PreflightError listing all
+    problems at once."""
     problems: list[str] = []
     if os.geteuid() != 0:
         problems.append("not running as root: the kubelet, containerd and kube-proxy need root; run with sudo")
@@ -150,6 +153,8 @@ def run(tag: str, ports: dict[str, int], need_kwok: bool = False) -> HostFacts:
             f"(workaround: `mount --bind /dev/null /dev/kmsg`)"
         )
     problems += check_ports(ports)
+    if nodes:
+        problems += hostlimits.check(nodes)
     binaries, missing = find_binaries(tag)
     problems += missing
     if need_kwok:

@@ -29,12 +29,13 @@ def cluster_name(run_id: str) -> str:
     return "c" + run_id.rsplit("-", 1)[-1][-4:]
 
 
-def free_slot() -> int:
-    """The lowest conformance slot no local cluster on this host uses. Raises ClusterUnavailable naming the
-    clusters and their slots when all are taken."""
+def free_slot(first: int = FIRST_SLOT, exclude: str = "") -> int:
+    """The lowest slot in ``first``..:data:`LAST_SLOT` no local cluster on this host uses (``first``: 2 for a
+    conformance run, 0 for ``cluster up``; ``exclude``: a cluster name whose stale record does not count).
+    Raises ClusterUnavailable naming the clusters and their slots when all are taken."""
     others = existing_clusters()
-    used = set(slots_in_use())
-    free = [s for s in range(FIRST_SLOT, LAST_SLOT + 1) if s not in used]
+    used = set(slots_in_use(exclude=exclude))
+    free = [s for s in range(first, LAST_SLOT + 1) if s not in used]
     if not free:
         raise errors.ClusterUnavailable(
             f"no free local cluster slot: clusters {others} use slots "

@@ -15,7 +15,19 @@ import logging
 import pathlib
 
 from conformance.node import kubelet_latency
-from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, scope, summary
+from conformance.reporting import (
+    browser,
+    dra_latency,
+    history,
+    html,
+    junit,
+    markdown,
+    narrowed,
+    results,
+    runinfo,
+    scope,
+    summary,
+)
 
 Verdict = summary.Verdict
 log = logging.getLogger(__name__)
@@ -77,7 +89,8 @@ def generate(
     latency = kubelet_latency.summary_line(run_dir)  # NodePrepare/Unprepare latency recorded at the run's end
     timings = run_dir / "timings.json"  # written by `dra-conformance run` (conformance.runner.timings)
     doc = json.loads(timings.read_text(encoding="utf-8")) if timings.is_file() else None
-    (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency, encoding="utf-8")
+    calls, plots = dra_latency.write(run_dir)  # per-driver NodePrepare/Unprepare p50..max (issue 26 §4)
+    (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency + calls, encoding="utf-8")
     write_junit(run_dir, run, records)
     html.write_side_files(run_dir / "allure-results", run, scope_properties(data))
     if html_report:
@@ -93,7 +106,7 @@ def generate(
             hist,
             name,
             [runinfo.k8s_minor(run)],
-            ["summary.md", "summary.json"],
+            ["summary.md", "summary.json", *plots],
             single_file,
         )
         log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")

@@ -41,14 +41,15 @@ def _resp(uid: str) -> str:
 
 PREPARE, DONE_PREPARE = "Calling NodePrepareResources rpc", "Done calling NodePrepareResources rpc"
 GONE = 'response="nil" err="rpc error: code = Unavailable desc = gone"'
-# what kubernetes v1.34 dra_plugin.go logs at V(4): two prepares overlapping, one failed unprepare over midnight
+# what kubernetes v1.34 dra_plugin.go logs at V(4) (err=null as seen from a v1.34.4 kubelet): two prepares
+# overlapping, one failed unprepare over midnight
 LOG = [
     "==== 09:23:16 start: kubelet --v=1 --vmodule=dra_plugin=4",
     _line("1205 09:24:34.100000", "dra_plugin.go:144", PREPARE, f"{PLUGIN} {_req(U1)}"),
     _line("1205 09:24:34.150000", "dra_plugin.go:144", PREPARE, f"{PLUGIN} {_req(U2)}"),
     _line("1205 09:24:34.160000", "reconciler_common.go:251", "operationExecutor.MountVolume started", ""),
     _line("1205 09:24:34.162500", "dra_plugin.go:163", DONE_PREPARE, f"{PLUGIN} {_resp(U2)} err=<nil>"),
-    _line("1205 09:24:34.103250", "dra_plugin.go:163", DONE_PREPARE, f"{PLUGIN} {_resp(U1)} err=<nil>"),
+    _line("1205 09:24:34.103250", "dra_plugin.go:163", DONE_PREPARE, f"{PLUGIN} {_resp(U1)} err=null"),
     _line("1205 23:59:59.990000", "dra_plugin.go:173", "Calling NodeUnprepareResource rpc", _req(U1, "Unprepare")),
     _line("1206 00:00:00.010000", "dra_plugin.go:194", "Done calling NodeUnprepareResources rpc", f"{PLUGIN} {GONE}"),
 ]

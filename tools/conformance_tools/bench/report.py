@@ -203,6 +203,16 @@ def markdown(data: dict, plots: list[Path]) -> str:
         "(shared: the group's claim; 0 when it was allocated before the pod existed) and the pod bound.",
         "",
     ]
+    mirrored = data["cluster"].get("mirror")
+    if mirrored:  # bench --mirror: the fleet carries a driver's own slice layout (bench/mirror.py)
+        lines[3:3] = [
+            "",
+            f"Mirrored device model: {mirrored['driver']} as published on node {mirrored['source_node']}: "
+            f"{mirrored['slices_per_node']} slice(s), {mirrored['devices_per_node']} device(s), "
+            f"{mirrored['counter_sets_per_node']} counter set(s) per node (partitioned: {mirrored['partitioned']}); "
+            f"pods sized to {mirrored['units_per_node']} device(s) at once per node, the classic extended "
+            "resource likewise.",
+        ]
     if data.get("interrupted"):
         lines[1:1] = ["", "**Interrupted (Ctrl-C): partial results.**"]
     if data["dra_over_classic"]:

@@ -72,15 +72,21 @@ def section(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _label(row: dict) -> str:
+    by = "kubelet" if row["source"] == "kubelet" else f"suite/{row['via']}"
+    return f"{by} {row['driver']} {row['method'].replace('Resources', '')} (n={row['count']})"
+
+
 def svg(doc: dict) -> str:
     """An SVG plot of the rows: per row a bar from p50 to p99 on a log10 millisecond axis, ticks at p90 and
-    max, labels with the figures. Raises ValueError when there is no row."""
+    max, the figures at the right. Raises ValueError when there is no row."""
     data = [r for r in doc["rows"] if r["count"]]
     if not data:
         raise ValueError("no latency rows to plot")
     low = math.floor(math.log10(max(min(r["p50"] for r in data) * 1000, 1e-3)))
     high = math.ceil(math.log10(max(max(r["max"] for r in data) * 1000, 10 ** (low + 1))))
-    left, width, row_h = 330, 460, 28
+    labels = [_label(r) for r in data]
+    left, width, row_h, right = 16 + round(6.4 * max(len(label) for label in labels)), 420, 28, 260
     height = 50 + row_h * len(data)
 
     def x(seconds: float) -> float:
@@ -88,7 +94,7 @@ def svg(doc: dict) -> str:
         return left + width * (math.log10(ms) - low) / (high - low)
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 20}" height="{height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + right}" height="{height}" '
         'font-family="sans-serif" font-size="11">',
         '<text x="10" y="16" font-size="13">DRA plugin call latency (ms, log scale): bar p50-p99, | p90, x max</text>',
     ]
@@ -96,19 +102,18 @@ def svg(doc: dict) -> str:
         gx = x(10**decade / 1000)
         parts.append(f'<line x1="{gx:.1f}" y1="24" x2="{gx:.1f}" y2="{height - 14}" stroke="#ddd"/>')
         parts.append(f'<text x="{gx:.1f}" y="{height - 2}" text-anchor="middle">{10**decade:g}</text>')
-    for i, r in enumerate(data):
+    for i, (r, label) in enumerate(zip(data, labels, strict=True)):
         y = 34 + i * row_h
-        by = "kubelet" if r["source"] == "kubelet" else f"suite/{r['via']}"
-        label = escape(f"{by} {r['driver']} {r['method'].replace('Resources', '')} (n={r['count']})")
+        figures = f"p50 {_ms(r['p50'])} p90 {_ms(r['p90'])} p99 {_ms(r['p99'])} max {_ms(r['max'])} ms"
         color = "#4a7fb5" if r["source"] == "suite" else "#d08a2e"
-        tip = f"{label}: p50 {_ms(r['p50'])} p90 {_ms(r['p90'])} p99 {_ms(r['p99'])} max {_ms(r['max'])} ms"
         parts += [
-            f"<g><title>{tip}</title>",
-            f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{label}</text>',
+            f"<g><title>{escape(label)}: {figures}</title>",
+            f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">{escape(label)}</text>',
             f'<rect x="{x(r["p50"]):.1f}" y="{y + 3}" width="{max(x(r["p99"]) - x(r["p50"]), 2):.1f}" '
             f'height="12" fill="{color}"/>',
             f'<line x1="{x(r["p90"]):.1f}" y1="{y}" x2="{x(r["p90"]):.1f}" y2="{y + 18}" stroke="#000"/>',
             f'<text x="{x(r["max"]):.1f}" y="{y + 13}" text-anchor="middle">x</text>',
+            f'<text x="{left + width + 8}" y="{y + 12}" fill="#555">{figures}</text>',
             "</g>",
         ]
     return "\n".join(parts + ["</svg>"]) + "\n"

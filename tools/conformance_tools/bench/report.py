@@ -215,6 +215,8 @@ def markdown(data: dict, plots: list[Path]) -> str:
         ]
     if data.get("interrupted"):
         lines[1:1] = ["", "**Interrupted (Ctrl-C): partial results.**"]
+    if data.get("cut_short"):
+        lines[1:1] = ["", "**Cut short by an error (see the bench's output): partial results.**"]
     if data["dra_over_classic"]:
         lines += ["## DRA / classic extended resource", "", "| nodes | throughput | bound p50 | bound p99 |"]
         lines += ["| --- | --- | --- | --- |"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from conformance_lab.local import LocalCluster, LocalClusterConfig
 from conformance_lab.local.provider import free_slot
 from conformance_lab.local.state import SlotTaken
+from urllib3.exceptions import HTTPError as TransportError
 
 from conformance.core import errors
 from conformance.k8s.client import K8s
@@ -153,12 +154,15 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
     except errors.ConformanceError as exc:  # cluster, fleet, waits, API errors: cleaned up below
         progress(f"error: {exc}")
         code = 3
+    except (OSError, TransportError) as exc:  # the API server stopped answering: the partial report below
+        progress(f"error: the cluster stopped answering: {str(exc)[:300]}")
+        code = 3
     finally:
         code = _teardown(k8s, fleet, cluster, bench_id, progress, code, driver)
         signal.signal(signal.SIGTERM, previous)
-        if code == 2 and results:  # interrupted: keep what was measured (JSON, plots, summary; no HTML)
+        if code in (2, 3) and results:  # interrupted or cut short: keep what was measured (no HTML)
             data = report.build(bench_id, dataclasses.asdict(cfg), cluster_info, results, started, time.time())
-            data["interrupted"] = True
+            data["interrupted" if code == 2 else "cut_short"] = True
             report.write(out, data, html=False)
             progress(f"partial report: {out / 'summary.md'}")
     return code

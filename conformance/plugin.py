@@ -32,6 +32,7 @@ from conformance.drivers import builtin as builtin_drivers
 from conformance.k8s.builders.builder import Builder, BuilderContext
 from conformance.k8s.namespaces import make_namespace
 from conformance.k8s.tracker import Tracker
+from conformance.node import call_timing
 from conformance.node.prepared import PreparedClaims
 from conformance.runner import evidence, narrowing, parallel, timings
 from conformance.runner.registry import Registry
@@ -139,6 +140,8 @@ def pytest_configure(config):
     if not listing:
         parallel.register(config, harness.report_dir, harness.devices)  # xdist workers: locks, device shards
         timings.register(config, harness.report_dir, lambda: config.stash.get(parallel.LOCKS, None))
+        call_timing.configure(harness.report_dir)  # the suite's own DRAPlugin calls, timed (issue 26 §4)
+        config.add_cleanup(lambda: call_timing.configure(None))
 
 
 class Harness:

@@ -14,7 +14,9 @@ reports "NodePrepareResources skipped N ResourceClaims" when entries are missing
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +24,7 @@ from pathlib import Path
 import grpc
 
 from conformance.core import errors
-from conformance.node import unixsock
+from conformance.node import call_timing, unixsock
 
 PLUGIN_TYPE = "DRAPlugin"
 SERVICE_VERSIONS = ("v1", "v1beta1")  # preference order, as the kubelet (>= 1.34) picks
@@ -157,13 +159,33 @@ class DraPluginClient:
                     request_serializer=type(request).SerializeToString,
                     response_deserializer=response_type.FromString,
                 )
-                return call(request, timeout=self.timeout)
+                with self._timed(method, len(request.claims), channel):
+                    return call(request, timeout=self.timeout)
         except grpc.RpcError as exc:
             detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.Call) else str(exc)
             transport = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED)
             if refusal_as_reply and isinstance(exc, grpc.Call) and exc.code() not in transport:
                 return f"the whole call failed with {detail}"
             raise DraPluginError(f"{path} on {self!r} failed: {detail}") from exc
+
+    @contextlib.contextmanager
+    def _timed(self, method: str, claims: int, channel):
+        """Record the call's duration (:mod:`conformance.node.call_timing`; calls naming no claim, the
+        :meth:`serving` probe, are not driver work and are not recorded): the relay's own in-pod figure when the
+        channel carries one (``seconds``), else this host's round trip (``relay-exec`` when that includes an
+        exec into a helper pod)."""
+        start, ok = time.perf_counter(), False
+        try:
+            yield
+            ok = True
+        finally:
+            took = time.perf_counter() - start
+            relayed = getattr(channel, "seconds", None)
+            if claims:
+                via = "relay" if relayed is not None else "relay-exec" if hasattr(channel, "seconds") else "direct"
+                call_timing.record(
+                    self.driver, self.node, method, claims, took if relayed is None else relayed, ok, via
+                )
 
     def _entry(self, reply, uid: str, method: str):
         if uid not in reply.claims:

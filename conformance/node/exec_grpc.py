@@ -19,19 +19,24 @@ import grpc
 
 PYTHON = "python"  # the reference-driver image's interpreter (its Dockerfile ENTRYPOINT)
 RELAY = """
-import base64, os, sys, grpc
+import base64, os, sys, time, grpc
 sock, method, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
 if len(sock) > 100:  # sun_path limit: dial through the directory's fd
     sock = "/proc/self/fd/%d/%s" % (os.open(os.path.dirname(sock), os.O_RDONLY), os.path.basename(sock))
-req = base64.b64decode(sys.argv[4])
+req, took = base64.b64decode(sys.argv[4]), ""
 try:
     with grpc.insecure_channel("unix://" + sock, options=[("grpc.max_receive_message_length", 16 << 20)]) as ch:
-        out = ch.unary_unary(method)(req, timeout=timeout)
-    print("DRA-RELAY OK " + base64.b64encode(out).decode())
+        call = ch.unary_unary(method)
+        t0 = time.perf_counter()
+        try:
+            out = call(req, timeout=timeout)
+        finally:
+            took = " %.6f" % (time.perf_counter() - t0)
+    print("DRA-RELAY OK " + base64.b64encode(out).decode() + took)
 except grpc.RpcError as e:
     detail = (e.details() or "") if isinstance(e, grpc.Call) else str(e)
     name = e.code().name if isinstance(e, grpc.Call) else "UNKNOWN"
-    print("DRA-RELAY ERR " + name + " " + base64.b64encode(detail.encode()).decode())
+    print("DRA-RELAY ERR " + name + " " + base64.b64encode(detail.encode()).decode() + took)
 """
 MARK = "DRA-RELAY "
 
@@ -72,6 +77,21 @@ class RelayError(grpc.RpcError, grpc.Call):
         return False
 
 
+def relay_seconds(output: str) -> float | None:
+    """Seconds the relay measured around the gRPC call inside the helper pod (the last field of its answer
+    line: ``OK <reply> <s>`` or ``ERR <code> <detail> <s>``); None when the line has no such field (an older
+    relay, or no answer)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(MARK):
+            parts = line[len(MARK) :].split(" ")
+            want = {"OK": 3, "ERR": 4}.get(parts[0])
+            try:
+                return float(parts[-1]) if len(parts) == want else None
+            except ValueError:
+                return None
+    return None
+
+
 def parse_reply(output: str) -> bytes:
     """The reply bytes from the relay's output. Raises :class:`RelayError` with the relayed status, or UNKNOWN
     naming the output (last 500 characters) when there is no relay line."""
@@ -90,10 +110,12 @@ def parse_reply(output: str) -> bytes:
 
 class ExecChannel:
     """A ``grpc.Channel`` stand-in for unary calls to ``socket`` (a path inside the helper container) through
-    ``exec`` (argv -> output). Usable as a context manager, like a channel."""
+    ``exec`` (argv -> output). Usable as a context manager, like a channel. ``seconds``: what the relay
+    measured around the last call inside the pod (None before a call or when it could not say)."""
 
     def __init__(self, exec_: Exec, socket: str) -> None:
         self.exec, self.socket = exec_, socket
+        self.seconds: float | None = None
 
     def __enter__(self) -> ExecChannel:
         return self
@@ -111,7 +133,9 @@ class ExecChannel:
             data = request_serializer(request) if request_serializer else request
             argv = [PYTHON, "-c", RELAY, self.socket, method, str(timeout or 10.0)]
             argv.append(base64.b64encode(data).decode())
-            reply = parse_reply(self.exec(argv))
+            output = self.exec(argv)
+            self.seconds = relay_seconds(output)
+            reply = parse_reply(output)
             return response_deserializer(reply) if response_deserializer else reply
 
         return call

@@ -16,6 +16,7 @@ import pathlib
 
 from conformance.node import kubelet_latency
 from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, scope, summary
+from conformance.reporting.dra_latency import write as write_dra_latency
 
 Verdict = summary.Verdict
 log = logging.getLogger(__name__)
@@ -77,7 +78,8 @@ def generate(
     latency = kubelet_latency.summary_line(run_dir)  # NodePrepare/Unprepare latency recorded at the run's end
     timings = run_dir / "timings.json"  # written by `dra-conformance run` (conformance.runner.timings)
     doc = json.loads(timings.read_text(encoding="utf-8")) if timings.is_file() else None
-    (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency, encoding="utf-8")
+    calls, plots = write_dra_latency(run_dir)  # per-driver NodePrepare/Unprepare p50..max (issue 26 §4)
+    (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency + calls, encoding="utf-8")
     write_junit(run_dir, run, records)
     html.write_side_files(run_dir / "allure-results", run, scope_properties(data))
     if html_report:
@@ -93,7 +95,7 @@ def generate(
             hist,
             name,
             [runinfo.k8s_minor(run)],
-            ["summary.md", "summary.json"],
+            ["summary.md", "summary.json", *plots],
             single_file,
         )
         log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")

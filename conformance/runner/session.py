@@ -33,7 +33,7 @@ from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
 from conformance.k8s import discovery, kubeconfig, sweep, waits
 from conformance.k8s.client import K8s
-from conformance.node import kubelet_latency
+from conformance.node import kubelet_latency, kubelet_spans
 from conformance.runner import facts as facts_mod
 from conformance.runner import narrowing
 from conformance.runner.registry import Registry
@@ -231,6 +231,7 @@ class Session:
         if self.k8s is not None and self.cluster is not None and self.driver is not None:
             try:  # per-driver NodePrepare/Unprepare latency from the kubelets, before anything is removed
                 kubelet_latency.record(self.k8s, [n.name for n in self.cluster.nodes], self.report_dir, self.progress)
+                kubelet_spans.record(self.cluster, self.report_dir)  # the kubelet's own prepare spans (its log)
             except KeyboardInterrupt:
                 self.interrupted = True
         if isinstance(self.node_access, Stoppable):

@@ -71,3 +71,21 @@ def test_write_puts_json_plots_summary_and_allure_results(tmp_path):
         "template @ 100 nodes",
     ]
     assert {a["name"] for a in results[0]["attachments"]} == {"bench.json", "variants.png", "scale.png"}
+
+
+def test_summary_names_a_mirrored_model_and_a_run_cut_short():
+    data = _data()
+    data["cluster"]["mirror"] = {
+        "driver": "gpu.example.com",
+        "source_node": "n0",
+        "slices_per_node": 1,
+        "devices_per_node": 12,
+        "counter_sets_per_node": 2,
+        "partitioned": True,
+        "units_per_node": 2,
+    }
+    data["cut_short"] = True
+    text = report.markdown(data, [])
+    assert "12 mirrored devices per node" in text and "Cut short by an error" in text
+    assert "Mirrored device model: gpu.example.com as published on node n0: 1 slice(s), 12 device(s)" in text
+    assert "Mirrored" not in report.markdown(_data(), [])

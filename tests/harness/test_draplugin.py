@@ -122,3 +122,26 @@ def test_prepare_all_and_unprepare_all_answer_each_claim_of_one_call(plugin):
     plugin.state.faults = Faults.parse("multi-claim-first-only")
     with pytest.raises(DraPluginError, match="no entry for claim UID uid-2"):
         client.prepare_all([CLAIM, other])
+
+
+def test_calls_are_timed_in_one_place_direct_and_relayed(plugin, tmp_path):
+    # given: the suite's timing sink on; when: prepare/unprepare go to a real plugin, dialed and relayed
+    from conformance.node import call_timing  # noqa: PLC0415
+    from tests.harness.test_exec_grpc import _dial as relay_dial  # noqa: PLC0415
+
+    call_timing.configure(tmp_path)
+    try:
+        client = DraPluginClient(plugin.paths.dra, "v1", driver=DRIVER_NAME, node=NODE)
+        assert client.serving()  # a probe naming no claim: not driver work, not timed
+        client.prepare(CLAIM)
+        relayed = DraPluginClient(plugin.paths.dra, "v1", driver=DRIVER_NAME, node=NODE, dial=relay_dial)
+        relayed.unprepare(CLAIM)
+    finally:
+        call_timing.configure(None)
+    # then: one line per call; the relayed figure is the relay's in-process one, not the exec round trip
+    rows = call_timing.load(tmp_path)
+    assert [(r["method"], r["via"], r["ok"], r["driver"], r["node"]) for r in rows] == [
+        ("NodePrepareResources", "direct", True, DRIVER_NAME, NODE),
+        ("NodeUnprepareResources", "relay", True, DRIVER_NAME, NODE),
+    ]
+    assert all(0 < r["s"] < 5 for r in rows), rows

@@ -245,6 +245,7 @@ def kubelet_argv(bin_: str, np: NodePaths, config: Path, node_ip: str) -> list[s
         f"--node-ip={node_ip}",
         "--node-labels=dra-conformance.test/node=real",
         "--v=1",
+        "--vmodule=dra_plugin=4",  # its DRAPlugin call lines: conformance.node.kubelet_spans reads them
     ]
 
 

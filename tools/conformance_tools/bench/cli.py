@@ -40,6 +40,18 @@ def register(subparsers) -> None:
         default=1000,
         help="kube-scheduler and kube-controller-manager API QPS/burst (default 1000; 0 = component defaults)",
     )
+    p.add_argument(
+        "--mirror",
+        default="",
+        metavar="DRIVER",
+        help="mirror the ResourceSlices DRIVER published on one node onto every fake node (its device model: "
+        "devices, attributes, counters, partitions) instead of the reference fleet; variants template, shared "
+        "(and cel with --mirror-selector), classic on the same fleet",
+    )
+    p.add_argument("--mirror-slices", default="", help="read the slices from this YAML/JSON file (default: live)")
+    p.add_argument("--mirror-kubeconfig", default="", help="cluster to read them from (default $KUBECONFIG)")
+    p.add_argument("--mirror-node", default="", help="node whose slices to copy (default: first with slices)")
+    p.add_argument("--mirror-selector", default="", help="CEL selector of the cel variant (e.g. the profile's)")
     p.add_argument("--out", default="", help="report directory (default reports/bench/<id>)")
     p.add_argument("--no-html", action="store_true", help="skip the Allure HTML")
     p.set_defaults(func=bench_command)
@@ -62,6 +74,11 @@ def bench_command(args: argparse.Namespace) -> int:
             client_qps=args.client_qps,
             out_dir=args.out,
             html=not args.no_html,
+            mirror=args.mirror,
+            mirror_slices=args.mirror_slices,
+            mirror_kubeconfig=args.mirror_kubeconfig,
+            mirror_node=args.mirror_node,
+            mirror_selector=args.mirror_selector,
         ).validate()
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

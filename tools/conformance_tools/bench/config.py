@@ -12,6 +12,9 @@ devices with a ``matchAttribute`` constraint on the PCIe root; a ``firstAvailabl
 subrequest never matches; pods sharing one ResourceClaim in groups of ``share``."""
 CLASSIC = "classic"
 """The same one-device workload with a classic extended resource (``example.com/gpu``)."""
+MIRROR_VARIANTS = ("template", "cel", "shared")
+"""The variants a mirrored device model runs (the others use the reference driver's attributes); ``cel`` only
+with ``mirror_selector``, which replaces the reference driver's selector."""
 MAX_NODES = 5000
 MAX_DEVICES = 128
 
@@ -25,7 +28,11 @@ class BenchConfig:
     may take to bind every pod; client_qps: API client QPS and burst of kube-scheduler and
     kube-controller-manager (``--kube-api-qps/--kube-api-burst``; 0 keeps their defaults, 50/100 and 20/30,
     which cap DRA throughput: the resourceclaim controller writes a claim and a pod status per pod, the
-    scheduler a claim status and a binding); out_dir: report directory; html: build the Allure HTML."""
+    scheduler a claim status and a binding); out_dir: report directory; html: build the Allure HTML.
+    mirror: a driver name: mirror the slices it published on one node (``mirror_node``, default the first)
+    onto every fake node instead of the reference fleet (:mod:`conformance_tools.bench.mirror`), read from
+    ``mirror_slices`` (a file) or else the cluster of ``mirror_kubeconfig`` ("" = $KUBECONFIG or
+    ~/.kube/config); ``mirror_selector``: a CEL expression for the ``cel`` variant of the mirror."""
 
     nodes: int = 100
     devices: int = 8
@@ -40,6 +47,11 @@ class BenchConfig:
     client_qps: int = 1000
     out_dir: str = ""
     html: bool = True
+    mirror: str = ""
+    mirror_slices: str = ""
+    mirror_kubeconfig: str = ""
+    mirror_node: str = ""
+    mirror_selector: str = ""
 
     def validate(self) -> BenchConfig:
         """Check every option; returns self. Raises ConfigError naming the option and the fix."""
@@ -67,6 +79,14 @@ class BenchConfig:
         if self.timeout <= 0:
             raise ConfigError(f"{self.timeout!r} must be positive", field="--timeout", fix="e.g. 600")
         return self
+
+    def run_variants(self) -> tuple[str, ...]:
+        """The DRA variants this run measures at the main point: with a mirror only those of
+        :data:`MIRROR_VARIANTS` (``cel`` only with ``mirror_selector``)."""
+        if not self.mirror:
+            return self.variants
+        keep = {"template", "shared", *(("cel",) if self.mirror_selector else ())}
+        return tuple(v for v in self.variants if v in keep)
 
     def points(self) -> list[int]:
         """Fleet sizes to run, ascending, always including the main point ``nodes``."""

@@ -103,14 +103,16 @@ def run_workload(
     share: int,
     timeout: float,
     stop: threading.Event,
+    selector: str = "",
 ) -> dict:
     """Run ``pods`` pods of ``variant`` in a fresh namespace ``ns``; returns the measurements (JSON-able):
     pods, bound, wall/create seconds, throughput (pods/s), latency summaries (seconds) from creation to claim
     allocated (None for classic) and to bound, and why the first unbound pod is pending. Raises
-    KeyboardInterrupt when ``stop`` is set mid-way (the caller cleans up)."""
+    KeyboardInterrupt when ``stop`` is set mid-way (the caller cleans up). ``selector``: the ``cel`` variant's
+    CEL expression (:func:`workload.claim_spec`)."""
     k8s.create(workload.namespace(ns, bench_id))
     _wait_default_sa(k8s, ns)
-    for obj in workload.claim_objects(variant, driver, pods, share):
+    for obj in workload.claim_objects(variant, driver, pods, share, selector):
         k8s.create(obj, namespace=ns)
     timings = _Timings(share)
     watchers = [_Watcher(k8s, "Pod", ns, k8s.list_with_version("Pod", ns)[1], timings.on_pod)]

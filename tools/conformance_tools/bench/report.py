@@ -176,14 +176,15 @@ def _fmt(v) -> str:
 
 def markdown(data: dict, plots: list[Path]) -> str:
     """summary.md: the results table, the DRA/classic ratios, the upstream figures and the machine."""
-    m, up = data["machine"], data["upstream"]
+    m, up, mirrored = data["machine"], data["upstream"], data["cluster"].get("mirror")
+    per_node = f"{mirrored['devices_per_node']} mirrored" if mirrored else data["config"]["devices"]
     lines = [
         f"# DRA scheduling benchmark {data['id']}",
         "",
         f"Machine: {m['cpus']} CPUs ({m['cpu_model'] or 'unknown model'}), {m['memory_gib']} GiB, "
         f"kernel {m['kernel']}; "
         f"Kubernetes {data['cluster'].get('kubernetes', '?')} (gates: {data['cluster'].get('feature_gates', '?')}), "
-        f"local cluster + kwok fake nodes; {data['config']['devices']} devices per node; scheduler and controller-"
+        f"local cluster + kwok fake nodes; {per_node} devices per node; scheduler and controller-"
         f"manager client QPS {data['cluster'].get('client_qps', '?')}; wall {data['wall_s']} s.",
         "",
         "| nodes | workload | pods | bound | pods/s | alloc p50 | alloc p90 | alloc p99 | bound p50 | bound p90 "
@@ -203,8 +204,19 @@ def markdown(data: dict, plots: list[Path]) -> str:
         "(shared: the group's claim; 0 when it was allocated before the pod existed) and the pod bound.",
         "",
     ]
+    if mirrored:  # bench --mirror: the fleet carries a driver's own slice layout (bench/mirror.py)
+        lines[3:3] = [
+            "",
+            f"Mirrored device model: {mirrored['driver']} as published on node {mirrored['source_node']}: "
+            f"{mirrored['slices_per_node']} slice(s), {mirrored['devices_per_node']} device(s), "
+            f"{mirrored['counter_sets_per_node']} counter set(s) per node (partitioned: {mirrored['partitioned']}); "
+            f"pods sized to {mirrored['units_per_node']} device(s) at once per node, the classic extended "
+            "resource likewise.",
+        ]
     if data.get("interrupted"):
         lines[1:1] = ["", "**Interrupted (Ctrl-C): partial results.**"]
+    if data.get("cut_short"):
+        lines[1:1] = ["", "**Cut short by an error (see the bench's output): partial results.**"]
     if data["dra_over_classic"]:
         lines += ["## DRA / classic extended resource", "", "| nodes | throughput | bound p50 | bound p99 |"]
         lines += ["| --- | --- | --- | --- |"]

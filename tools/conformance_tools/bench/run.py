@@ -18,11 +18,13 @@ from pathlib import Path
 from conformance_lab.local import LocalCluster, LocalClusterConfig
 from conformance_lab.local.provider import free_slot
 from conformance_lab.local.state import SlotTaken
+from urllib3.exceptions import HTTPError as TransportError
 
 from conformance.core import errors
 from conformance.k8s.client import K8s
 from conformance.reporting.html import ReportError
 from conformance_tools.bench import fleet as fleetlib
+from conformance_tools.bench import mirror as mirrorlib
 from conformance_tools.bench import report, workload
 from conformance_tools.bench.config import CLASSIC, BenchConfig
 from conformance_tools.bench.measure import delete_namespace, run_workload
@@ -32,7 +34,7 @@ Progress = Callable[[str], None]
 
 
 def _workloads(cfg: BenchConfig, nodes: int) -> list[str]:
-    names = list(cfg.variants) if nodes == cfg.nodes else ["template"]
+    names = list(cfg.run_variants()) if nodes == cfg.nodes else ["template"]
     return names + ([CLASSIC] if cfg.classic else [])
 
 
@@ -79,6 +81,8 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
     """Run the benchmark; returns the exit code (0 done, 1 a workload left pods unbound or the tear-down left
     objects, 2 interrupted, 3 cluster or fleet unusable). Raises ConfigError for bad options."""
     cfg.validate()
+    model = mirrorlib.resolve(cfg, progress)  # before the cluster: a bad source fails fast (ConfigError)
+    driver = model.driver if model else REFERENCE_DRIVER
     bench_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
     out = Path(cfg.out_dir) if cfg.out_dir else out_root / bench_id
     out.mkdir(parents=True, exist_ok=True)
@@ -94,33 +98,37 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
             "kubernetes": handle.k8s_version,
             "feature_gates": cfg.feature_gates,
             "real_nodes": len(handle.nodes),
-            "driver": REFERENCE_DRIVER,
+            "driver": driver,
             "client_qps": cfg.client_qps or "component defaults",
+            **({"mirror": model.describe()} if model else {}),
         }
         k8s = K8s.from_kubeconfig(handle.kubeconfig)
-        k8s.create(workload.device_class(REFERENCE_DRIVER, bench_id))
-        fleet = fleetlib.FleetProcess(handle.kubeconfig, cfg.devices, REFERENCE_DRIVER, out / "fleet.log").start()
+        k8s.create(workload.device_class(driver, bench_id))
+        devices = model.units if model else cfg.devices
+        if model is None:
+            fleet = fleetlib.FleetProcess(handle.kubeconfig, cfg.devices, driver, out / "fleet.log").start()
         for nodes in cfg.points():
             t0 = time.monotonic()
-            names = fleetlib.add_fake_nodes(k8s, handle.name, nodes, cfg.devices)
-            slices = fleet.wait_published(k8s, names)
+            names = fleetlib.add_fake_nodes(k8s, handle.name, nodes, devices)
+            slices = fleet.wait_published(k8s, names) if fleet else mirrorlib.publish(k8s, model, names, bench_id)
             progress(f"{nodes} fake nodes Ready, {slices} ResourceSlices published ({time.monotonic() - t0:.1f} s)")
             for variant in _workloads(cfg, nodes):
-                pods = workload.pods_for(variant, nodes, cfg.devices, cfg.pods, cfg.share)
+                pods = workload.pods_for(variant, nodes, devices, cfg.pods, cfg.share)
                 ns = f"bench-{variant}-{nodes}"
                 r = run_workload(
                     k8s,
                     variant=variant,
                     ns=ns,
                     bench_id=bench_id,
-                    driver=REFERENCE_DRIVER,
+                    driver=driver,
                     image=handle.images.get("pause", "pause"),
                     pods=pods,
                     share=cfg.share,
                     timeout=cfg.timeout,
                     stop=stop,
+                    selector=cfg.mirror_selector,
                 )
-                r.update(nodes=nodes, devices_per_node=cfg.devices, pods_requested=cfg.pods)
+                r.update(nodes=nodes, devices_per_node=devices, pods_requested=cfg.pods)
                 results.append(r)
                 progress(_line(r))
                 if r["bound"] < r["pods"]:
@@ -146,27 +154,30 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
     except errors.ConformanceError as exc:  # cluster, fleet, waits, API errors: cleaned up below
         progress(f"error: {exc}")
         code = 3
+    except (OSError, TransportError) as exc:  # the API server stopped answering: the partial report below
+        progress(f"error: the cluster stopped answering: {str(exc)[:300]}")
+        code = 3
     finally:
-        code = _teardown(k8s, fleet, cluster, bench_id, progress, code)
+        code = _teardown(k8s, fleet, cluster, bench_id, progress, code, driver)
         signal.signal(signal.SIGTERM, previous)
-        if code == 2 and results:  # interrupted: keep what was measured (JSON, plots, summary; no HTML)
+        if code in (2, 3) and results:  # interrupted or cut short: keep what was measured (no HTML)
             data = report.build(bench_id, dataclasses.asdict(cfg), cluster_info, results, started, time.time())
-            data["interrupted"] = True
+            data["interrupted" if code == 2 else "cut_short"] = True
             report.write(out, data, html=False)
             progress(f"partial report: {out / 'summary.md'}")
     return code
 
 
-def _teardown(k8s, fleet, cluster, bench_id: str, progress: Progress, code: int) -> int:
-    """Stop the fleet, delete the bench's objects and check them gone, stop the cluster; never raises. A
-    second Ctrl-C skips to the cluster's tear-down."""
+def _teardown(k8s, fleet, cluster, bench_id: str, progress: Progress, code: int, driver: str) -> int:
+    """Stop the fleet, delete the bench's objects (slices of ``driver``: the fleet's or the mirror's) and check
+    them gone, stop the cluster; never raises. A second Ctrl-C skips to the cluster's tear-down."""
     t0 = time.monotonic()
     try:
         if fleet is not None:
             rc = fleet.stop()
             progress(f"fleet stopped (exit {rc}), its slices deleted")
         if k8s is not None:
-            left = fleetlib.remove_fleet_objects(k8s, bench_id, REFERENCE_DRIVER)
+            left = fleetlib.remove_fleet_objects(k8s, bench_id, driver)
             if left:
                 progress(f"TEARDOWN PROBLEM: still present: {left[:10]}")
                 code = code or 1

@@ -48,19 +48,17 @@ def device_class(driver: str, bench_id: str) -> dict:
     }
 
 
-def claim_spec(variant: str, driver: str) -> dict:
-    """The ResourceClaimSpec of one pod's claim for DRA ``variant``."""
+def claim_spec(variant: str, driver: str, selector: str = "") -> dict:
+    """The ResourceClaimSpec of one pod's claim for DRA ``variant``; ``selector``: the CEL expression of the
+    ``cel`` variant (default: one on the reference driver's model and memory; a mirror passes its own)."""
     exactly: dict = {"deviceClassName": CLASS_NAME}
     spec: dict = {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
     if variant == "cel":
-        exactly["selectors"] = [
-            {
-                "cel": {
-                    "expression": f'device.attributes["{driver}"].model.startsWith("DRA") && '
-                    f'device.capacity["{driver}"].memory.compareTo(quantity("40Gi")) >= 0'
-                }
-            }
-        ]
+        expression = selector or (
+            f'device.attributes["{driver}"].model.startsWith("DRA") && '
+            f'device.capacity["{driver}"].memory.compareTo(quantity("40Gi")) >= 0'
+        )
+        exactly["selectors"] = [{"cel": {"expression": expression}}]
     elif variant == "match-attribute":
         exactly["count"] = 2
         spec["devices"]["constraints"] = [{"requests": ["gpu"], "matchAttribute": PCIE_ROOT}]
@@ -83,8 +81,9 @@ def namespace(name: str, bench_id: str) -> dict:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {BENCH_LABEL: bench_id}}}
 
 
-def claim_objects(variant: str, driver: str, pods: int, share: int) -> list[dict]:
-    """The ResourceClaimTemplate ``gpu`` (or, for ``shared``, the claims ``shared-<i>``; none for classic)."""
+def claim_objects(variant: str, driver: str, pods: int, share: int, selector: str = "") -> list[dict]:
+    """The ResourceClaimTemplate ``gpu`` (or, for ``shared``, the claims ``shared-<i>``; none for classic);
+    ``selector``: see :func:`claim_spec`."""
     if variant == CLASSIC:
         return []
     if variant == "shared":
@@ -102,7 +101,7 @@ def claim_objects(variant: str, driver: str, pods: int, share: int) -> list[dict
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaimTemplate",
             "metadata": {"name": "gpu"},
-            "spec": {"spec": claim_spec(variant, driver)},
+            "spec": {"spec": claim_spec(variant, driver, selector)},
         }
     ]
 

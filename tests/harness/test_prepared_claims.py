@@ -77,7 +77,9 @@ def test_a_node_whose_pod_resources_cannot_be_read_adds_nothing():
 @pytest.mark.parametrize("error", [NodeAccessUnavailable("no helper pod on node b"), OSError("exec stream closed")])
 def test_a_node_whose_cdi_specs_cannot_be_read_is_an_error_naming_it(error):
     """A teardown look that could not look is not "nothing prepared" (breaker finding 10)."""
-    access = FakeNodeAccess(specs={"a": {}, "b": error}, pod_resources={"a": FakePodResources([]), "b": FakePodResources([])})
+    access = FakeNodeAccess(
+        specs={"a": {}, "b": error}, pod_resources={"a": FakePodResources([]), "b": FakePodResources([])}
+    )
     with pytest.raises(NodeAccessUnavailable, match=f"could not look at node b \\(fake\\): {error}"):
         PreparedClaims(access, ["a", "b"])([CLAIM])
 

@@ -56,7 +56,7 @@ def recent_events(
             raise EventsUnreadable(
                 f"could not list the core/v1 Events of namespace {namespace} ({selector or 'all'}): {exc}; an "
                 "unreadable event list is not 'no events' (fix: grant the run's user list/watch on events, "
-                "`dra-conformance permissions`, or see why the API server refused)"
+                "`dra-conformance preflight` checks it, or see why the API server refused)"
             ) from exc
         return []
     items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e.get("metadata.creationTimestamp") or "")

@@ -6,7 +6,7 @@ node mismatch, a pod that ran without any CDI device) are *accidents*."""
 from __future__ import annotations
 
 import pytest
-from conformance_tools.validation import faultfile, verdict
+from conformance_tools.validation import faultfile, runs, verdict
 from conformance_tools.validation.verdict import RunResult
 
 from reference_driver.faults import FAULTS
@@ -27,12 +27,14 @@ OTHER_SPECS = (
     "AssertionError: {'dra-conformance.test_claim-0a1b2c3d-0000-4000-8000-000000000001.json': '{\"cdiVersion\": "
     '"0.6.0"}\'}'
 )
-ENV_HEAD = "\n".join(f"  KUBERNETES_VAR_{i}=x" for i in range(14))
+ENV_HEAD = "\n".join(f"  KUBERNETES_VAR_{i}=tcp://10.0.4.1:443" for i in range(24))  # env lines before the marker
 
 
 def _judge(fault: str, text: str, nodeid: str | None = None) -> str:
+    """accident() of ``fault``'s entry over ``text``, cut as runs.read_result cuts a recorded failure."""
     entry = ENTRIES[fault]
     nodeid = nodeid or entry.expect[0]
+    text = "\n".join(text.strip().splitlines()[: runs.DETAIL_LINES])[: runs.DETAIL_CHARS]
     run = RunResult(fault, 1, {nodeid: "failed"}, 1.0, messages={nodeid: text.splitlines()[0]}, details={nodeid: text})
     return verdict.accident(entry, run, nodeid)
 

@@ -63,7 +63,13 @@ def applies(config_requests: list[str] | None, request: str) -> bool:
 
 
 # faults that change how a claim is read (reference_driver/faults.py), passed as ``quirks``
-QUIRKS = ("prepare-unallocated", "class-config-last", "foreign-config-parsed", "invalid-config-ignored")
+QUIRKS = (
+    "prepare-unallocated",
+    "class-config-last",
+    "foreign-config-parsed",
+    "invalid-config-ignored",
+    "config-requests-ignored",
+)
 
 
 def _configs(
@@ -72,7 +78,8 @@ def _configs(
     """This driver's configs as (label, requests, parsed), FromClass first, leaving out the sources in
     ``ignored`` (faults ``ignore-claim-config`` / ``ignore-class-config``). Raises ClaimError on invalid ones.
     ``quirks`` (faults): ``foreign-config-parsed`` parses other drivers' configs too, ``invalid-config-ignored``
-    drops invalid ones, ``class-config-last`` applies FromClass after FromClaim."""
+    drops invalid ones, ``class-config-last`` applies FromClass after FromClaim, ``config-requests-ignored``
+    applies a request-scoped config to every request."""
     out = []
     for index, entry in enumerate(allocation.get("devices", {}).get("config") or []):
         params = entry.get("opaque") or {}
@@ -90,7 +97,8 @@ def _configs(
             if "invalid-config-ignored" in quirks:
                 continue
             raise ClaimError(f"invalid opaque configuration for driver {driver}: {err}") from None
-        out.append((label, list(entry.get("requests") or []), parsed))
+        scoped = [] if "config-requests-ignored" in quirks else list(entry.get("requests") or [])
+        out.append((label, scoped, parsed))
     order = SOURCES[::-1] if "class-config-last" in quirks else SOURCES
     out.sort(key=lambda item: order.index(item[0].split("[", 1)[0]))
     return out

@@ -149,6 +149,17 @@ FAULTS: dict[str, str] = {
     "server removes its CDI spec and answers success but keeps its devices held (its release needs the API "
     "object), so a later claim allocated the same device fails to prepare with 'already held by' (upstream 'must "
     "unprepare resources for force-deleted pod'; dra-protocols.md §2.4: unprepare needs only the claim UID).",
+    "prepare-fails-once": "The first NodePrepareResources of each claim answers a per-claim error; the kubelet's "
+    "retry succeeds, so the pod starts late after a FailedPrepareDynamicResources event (KEP-5970 behaviour 4: "
+    "preparation passes without errors).",
+    "request-names-rotated": "NodePrepareResources of a claim with several results answers each device under the "
+    "next result's request name, so the kubelet hands a container the device of another request (upstream 'must "
+    "map configs and devices to the right containers'; NodePrepareResources Device.request_names).",
+    "config-requests-ignored": "An opaque configuration scoped to some requests (DeviceClaimConfiguration.requests) "
+    "is applied to every request of the claim (resource.k8s.io/v1: a config with requests applies only to them).",
+    "duplicate-device-across-slices": "The node's pool gets one more slice repeating the first device of the pool, "
+    "so one device name is published twice in the pool (resource.k8s.io/v1 Device.name is unique in its pool; "
+    "an allocation result names a device by driver/pool/device).",
 }
 
 

@@ -135,6 +135,8 @@ class SlicePublisher:
                 dataclasses.replace(p, devices=tuple(devicestatus.with_binding_conditions(d) for d in p.devices))
                 for p in planned
             ]
+        if self.faults.on("duplicate-device-across-slices"):
+            planned = slices.with_duplicate_device(planned, self.node, self.driver)
         count = len(planned) + 1 if self.faults.on("wrong-slice-count") else None
         owned = not self.faults.on("slices-no-owner")
         return slices.render(planned, self.node, uid, self.driver, generation, count, owned)

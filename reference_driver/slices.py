@@ -212,3 +212,12 @@ def matches(want: object, have: object, equal_scalars=lambda a, b: a == b, exact
             and all(matches(w, h, equal_scalars, exact) for w, h in zip(want, have, strict=True))
         )
     return want == have or equal_scalars(want, have)
+
+
+def with_duplicate_device(planned: list[PlannedSlice], node: str, driver: str) -> list[PlannedSlice]:
+    """Fault ``duplicate-device-across-slices``: ``planned`` plus one slice repeating the pool's first device
+    that consumes no counters (unchanged when there is none), so that name is published twice in the pool."""
+    first = next((d for p in planned for d in p.devices if not d.get("consumesCounters")), None)
+    if first is None:
+        return planned
+    return [*planned, PlannedSlice(slice_name(node, driver, len(planned)), (dict(first),))]

@@ -110,6 +110,7 @@ class DeviceState:
         self._claims: dict[str, dict] = {}
         self._leaked: dict[str, sharing.Holds] = {}  # fault partition-not-freed: slices of unprepared claims
         self._forgot = False  # fault checkpoint-not-migrated: an old checkpoint was ignored at recovery
+        self._failed_once: set[str] = set()  # fault prepare-fails-once: claim UIDs whose first prepare failed
         self._repeats = 0  # fault cdi-ids-change-on-repeat: how many repeated prepares were answered
 
     def recover(self) -> RecoveryReport:
@@ -188,6 +189,9 @@ class DeviceState:
         """Prepare one claim (idempotent). Raises ClaimError with the message for the kubelet."""
         if self.faults.on("prepare-error"):
             raise ClaimError(f"{ref}: injected fault prepare-error")
+        if self.faults.on("prepare-fails-once") and ref.uid not in self._failed_once:
+            self._failed_once.add(ref.uid)
+            raise ClaimError(f"{ref}: injected fault prepare-fails-once (a retry succeeds)")
         with self._lock:
             done = self._existing(ref)
         if done is not None:
@@ -275,11 +279,15 @@ class DeviceState:
 
     def _faulty_pairs(self, pairs: list) -> list:
         """``(allocation, device)`` pairs to prepare, changed by faults ``fewer-devices-prepared`` (the first
-        only) and ``admin-signal-on-normal-claim`` (every allocation marked adminAccess for its CDI env)."""
+        only), ``admin-signal-on-normal-claim`` (every allocation marked adminAccess for its CDI env) and
+        ``request-names-rotated`` (each allocation under the next one's request name)."""
         if self.faults.on("fewer-devices-prepared"):
             pairs = pairs[:1]
         if self.faults.on("admin-signal-on-normal-claim"):
             pairs = [(replace(a, admin_access=True), d) for a, d in pairs]
+        if self.faults.on("request-names-rotated"):  # each device answered under the next result's request
+            nxt = pairs[1:] + pairs[:1]
+            pairs = [(replace(a, request=b.request), d) for (a, d), (b, _) in zip(pairs, nxt, strict=True)]
         return pairs
 
     def _holds(self, allocs: list[claims.AllocatedDevice], snap: Snapshot) -> sharing.Holds:

@@ -32,6 +32,19 @@ def claim_specs(node_access, node: str, claim) -> dict[str, str]:
     return specs_naming(node_access.cdi_specs(node), claim.uid)
 
 
+def left_behind(node_access, node: str, claim) -> str:
+    """The assertion message of a check that ``claim``'s CDI specs are gone from ``node`` after its unprepare:
+    ``CDI spec(s) [files] of claim ns/name (UID u) left on node N after its unprepare`` (``[]`` when the look
+    now finds none). Names the claim's own files only, never the node's others: a fault symptom anchored here
+    does not match a precondition that lists the node's specs because the claim's own is missing. Raises what
+    ``node_access.cdi_specs`` raises. Source: driver contract §6.4 (NodeUnprepareResources removes the spec)."""
+    files = sorted(claim_specs(node_access, node, claim))
+    return (
+        f"CDI spec(s) {files} of claim {claim.namespace}/{claim.name} (UID {claim.uid}) left on node {node} "
+        "after its unprepare"
+    )
+
+
 def spec_ids(specs: dict[str, str]) -> set[str]:
     """Every fully-qualified CDI device ID (``<kind>=<device>``) the spec files ``{file name: text}`` define."""
     ids = set()

@@ -125,8 +125,10 @@ def _claims_of(pod: dict) -> set[tuple[str, str]]:
 class PreparedClaims:
     """A :data:`conformance.k8s.tracker.PreparedCheck` over ``node_access`` and the real kubelet ``nodes``
     (node names). Calling it with claims returns ``[(claim, node, evidence)]`` for each claim a node still
-    has prepared. A node the access cannot read (NodeAccessUnavailable, OSError, a failed exec or gRPC call)
-    counts as showing nothing: absence of evidence is not a leak, and a teardown look must not fail a test."""
+    has prepared. A node whose CDI specs cannot be read (NodeAccessUnavailable, OSError, a failed exec) raises
+    NodeAccessUnavailable "could not look at node X: ...", which the tracker reports as a teardown problem: a
+    look that did not run is no proof that nothing is left (breaker finding 10). PodResources is a second
+    source only: a node without the socket in this mode (or a kubelet restarting) adds nothing."""
 
     def __init__(self, node_access: NodeAccess, nodes: Sequence[str]) -> None:
         self.node_access, self.nodes = node_access, list(nodes)
@@ -147,8 +149,10 @@ class PreparedClaims:
     def _cdi_specs(self, node: str) -> dict[str, str]:
         try:
             return self.node_access.cdi_specs(node)
-        except Exception:  # noqa: BLE001 - NodeAccessUnavailable, OSError, exec/stream errors of each mode
-            return {}
+        except Exception as exc:  # noqa: BLE001 - NodeAccessUnavailable, OSError, exec/stream errors of each mode
+            raise NodeAccessUnavailable(
+                f"could not look at node {node} ({getattr(self.node_access, 'mode', 'node access')}): {exc}"
+            ) from exc
 
     def _pod_resources_claims(self, node: str) -> set[tuple[str, str]]:
         """``{(claim namespace, claim name)}`` of every DynamicResource the node's kubelet lists."""

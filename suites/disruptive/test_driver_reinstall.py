@@ -47,4 +47,4 @@ def test_driver_removed_while_a_pod_runs_then_reinstalled(k8s, tracker, builder,
     gone = waits.poll(
         lambda: not cdi.claim_specs(node_access, node, claim), timeout=timeouts.KUBELET_RETRY, interval=1.0
     )
-    assert gone, cdi.claim_specs(node_access, node, claim)
+    assert gone, cdi.left_behind(node_access, node, claim)

@@ -62,4 +62,4 @@ def test_pod_keeps_its_device_through_a_driver_upgrade(k8s, tracker, builder, up
     k8s.delete("Pod", pod.name, pod.namespace)
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     gone = waits.poll(lambda: not cdi.claim_specs(node_access, node, claim), timeout=timeouts.KUBELET_RETRY, interval=1)
-    assert gone, cdi.claim_specs(node_access, node, claim)
+    assert gone, cdi.left_behind(node_access, node, claim)

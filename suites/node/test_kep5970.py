@@ -122,7 +122,8 @@ def test_pod_passes_resource_preparation_without_errors(k8s, tracker, builder):
     # then: it runs with its claim allocated, and the kubelet reported no preparation failure
     claims = waits.pod_claims(k8s, pod)
     assert [bool(c.allocation) for c in claims] == [True], [c.describe() for c in claims]
-    assert waits.events_for(k8s, pod, "FailedPrepareDynamicResources") == [], pod.describe()
+    failures = waits.events_for(k8s, pod, "FailedPrepareDynamicResources")
+    assert failures == [], [waits.event_line(e) for e in failures]
 
 
 @pytest.mark.node

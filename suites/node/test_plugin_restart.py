@@ -34,7 +34,7 @@ def test_claim_prepared_before_a_plugin_restart_is_unprepared_after_it(
     unprepared = waits.poll(
         lambda: not cdi.claim_specs(node_access, node, claim), timeout=timeouts.KUBELET_RETRY, interval=1.0
     )
-    assert unprepared, cdi.claim_specs(node_access, node, claim)
+    assert unprepared, cdi.left_behind(node_access, node, claim)
     # and: a new pod with a new claim runs on that node, its claim prepared there
     fresh = tracker.create(builder.claim())
     waits.pod_running(k8s, tracker.create(builder.pod(uses=fresh, node_name=node)), timeout=timeouts.POD_START)

@@ -1,11 +1,13 @@
 """Unit tests of PreparedClaims: which claims a node still has prepared, from a fake NodeAccess (CDI spec
 files naming the claim UID; PodResources ``List`` still reporting the claim)."""
 
+import time
+
 import grpc
 import pytest
 
 from conformance.core import errors
-from conformance.k8s.tracker import Tracked
+from conformance.k8s.tracker import Tracked, Tracker
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.prepared import PreparedClaims, leftovers, unprepared
 
@@ -61,15 +63,35 @@ def test_cdi_spec_naming_the_uid_and_pod_resources_listing_the_claim_are_both_ev
     assert "driver-uid-1.json" in found[1][2]
 
 
-def test_nodes_that_cannot_be_read_show_nothing():
+def test_a_node_whose_pod_resources_cannot_be_read_adds_nothing():
     access = FakeNodeAccess(
-        specs={"a": NodeAccessUnavailable("no access"), "b": OSError("gone")},
+        specs={"a": {}, "b": {}},
         pod_resources={
             "a": NodeAccessUnavailable("no socket"),
             "b": FakePodResources([], error=grpc.RpcError("unavailable")),
         },
     )
     assert PreparedClaims(access, ["a", "b"])([CLAIM]) == []
+
+
+@pytest.mark.parametrize("error", [NodeAccessUnavailable("no helper pod on node b"), OSError("exec stream closed")])
+def test_a_node_whose_cdi_specs_cannot_be_read_is_an_error_naming_it(error):
+    """A teardown look that could not look is not "nothing prepared" (breaker finding 10)."""
+    access = FakeNodeAccess(
+        specs={"a": {}, "b": error}, pod_resources={"a": FakePodResources([]), "b": FakePodResources([])}
+    )
+    with pytest.raises(NodeAccessUnavailable, match=f"could not look at node b \\(fake\\): {error}"):
+        PreparedClaims(access, ["a", "b"])([CLAIM])
+
+
+def test_the_tracker_reports_a_node_it_could_not_look_at_as_a_teardown_problem():
+    """The tracker's poll over PreparedClaims turns the failed look into a LeakError problem naming the node."""
+    access = FakeNodeAccess(specs={"a": OSError("exec failed")}, pod_resources={"a": FakePodResources([])})
+    problems: list[str] = []
+    tracker = Tracker.__new__(Tracker)
+    tracker.prepared = PreparedClaims(access, ["a"])
+    assert tracker._wait_unprepared([CLAIM], time.monotonic() + 1, problems) == []
+    assert problems and "could not look at node a (fake): exec failed" in problems[0], problems
 
 
 def test_nothing_prepared_gives_an_empty_list():

@@ -123,6 +123,7 @@ def test_run_refused_before_any_test_is_a_setup_result(tmp_path: Path):
 LEAK = "conformance.core.errors.LeakError: 1 object(s) survived the test's teardown: ResourceClaim t/c"
 TIMEOUT = "conformance.core.errors.WaitTimeout: timed out after 60s waiting for pod t/p Running"
 PREPARE = "conformance.core.errors.WaitFailed: while waiting for pod t/p Running: kubelet could not prepare"
+SURVIVED = "AssertionError: the claim's CDI spec survived its unprepare"
 
 
 @pytest.mark.parametrize(
@@ -130,7 +131,7 @@ PREPARE = "conformance.core.errors.WaitFailed: while waiting for pod t/p Running
     [
         (PREPARE, "driver-defect", "caught", ""),
         (PREPARE.upper(), "driver-defect", "caught", ""),  # case-insensitive
-        (LEAK, "driver-defect", "caught-by-accident", "teardown leak: the failure does not show the symptom"),
+        (LEAK, "driver-defect", "caught-by-accident", "teardown leak: the test's own checks passed"),
         (TIMEOUT, "infrastructure", "caught-by-accident", "timeout: the failure does not show the symptom"),
         ("KeyError: 'items'", "suite-error", "caught-by-accident", "crash: the failure does not show"),
         ("AssertionError: other", "driver-defect", "caught-by-accident", "other message: the failure"),
@@ -146,7 +147,7 @@ def test_only_a_failure_with_the_symptom_is_caught(message, cls, cell, why):
 
 def test_symptom_class_and_per_test_symptom_are_judged():
     run = RunResult(
-        "p", 1, {A: "failed", B: "broken"}, 3.0, messages={A: TIMEOUT, B: LEAK}, classes={A: "infrastructure"}
+        "p", 1, {A: "failed", B: "broken"}, 3.0, messages={A: TIMEOUT, B: SURVIVED}, classes={A: "infrastructure"}
     )
     entry = _entry(expect=(A, B), symptom="timed out", symptom_class="driver-defect", symptoms={B: "survived"})
     assert verdict.cells(entry, run) == {A: "caught-by-accident", B: "caught"}
@@ -170,8 +171,8 @@ def test_fault_caught_only_by_accident_does_not_count(tmp_path: Path):
     (plan.report_dir / "allure-results" / "1-result.json").write_text(json.dumps(record))
     result = runs.read_result(plan, 1, 9.0, "", ["dra-conformance", "run"])
     assert result.messages[A] == LEAK and result.classes == {A: "driver-defect"}
-    assert result.details[A].endswith("kubelet could not prepare")  # later lines count: caught
-    assert verdict.fault_row(entry, result)["status"] == "caught"
+    assert result.details[A].endswith("kubelet could not prepare")  # later lines are searched, but:
+    assert verdict.fault_row(entry, result)["status"] == "caught-by-accident"  # a teardown leak is never a catch
     strict = _entry(expect=(A,), symptom="^conformance.core.errors.WaitFailed")
     data = verdict.decide([strict], {"prepare-error": result}, [RunResult("healthy", 0, {A: "passed"}, 1.0)])
     assert data["faults"][0]["status"] == "caught-by-accident" and data["verdict"] == "FAIL"

@@ -13,7 +13,7 @@ from conformance.k8s.waits.claims import (
     claim_gone,
     pod_claims,
 )
-from conformance.k8s.waits.core import poll, recent_events, stays_equal, until
+from conformance.k8s.waits.core import EventsUnreadable, event_line, poll, recent_events, stays_equal, until
 from conformance.k8s.waits.health import device_health_is, device_health_reported
 from conformance.k8s.waits.objects import default_service_account, object_gone, object_matches
 from conformance.k8s.waits.pods import (
@@ -68,8 +68,10 @@ __all__ = [
     "device_count",
     "devices_by_node",
     "event",
+    "event_line",
     "prepare_failed",
     "events_for",
+    "EventsUnreadable",
     "object_gone",
     "object_matches",
     "pod_claims",

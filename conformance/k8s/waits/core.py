@@ -29,21 +29,42 @@ RECONNECT_PAUSE_S = 0.5  # seconds before a watch resumes after a disconnect
 
 
 def recent_events(
-    k8s: K8s, namespace: str | None, name: str | None = None, kind: str | None = None, limit: int = 20
+    k8s: K8s,
+    namespace: str | None,
+    name: str | None = None,
+    kind: str | None = None,
+    limit: int = 20,
+    *,
+    strict: bool = False,
 ) -> list[Obj]:
     """The newest core/v1 Events in ``namespace`` (about object ``name`` of ``kind`` when given), oldest
-    first. API errors yield an empty list (events are evidence, never the state itself)."""
+    first. API errors yield an empty list when the events are only evidence beside a message; with ``strict``
+    (a check that needs the events: "no FailedPrepareDynamicResources", a fail-fast predicate) they raise
+    :class:`EventsUnreadable`, since a list that could not be read is not "no events" (breaker finding 10).
+    Source: core/v1 Event (involvedObject field selectors)."""
     if not namespace:
+        if strict:
+            raise EventsUnreadable(f"events about {kind or 'object'} {name}: no namespace to list them in")
         return []
     selector = ",".join(
         f for f in (f"involvedObject.name={name}" if name else "", f"involvedObject.kind={kind}" if kind else "") if f
     )
     try:
         items = k8s.list("Event", namespace, field_selector=selector)
-    except (errors.ApiError, OSError):
+    except (errors.ApiError, OSError) as exc:
+        if strict:
+            raise EventsUnreadable(
+                f"could not list the core/v1 Events of namespace {namespace} ({selector or 'all'}): {exc}; an "
+                "unreadable event list is not 'no events' (fix: grant the run's user list/watch on events, "
+                "`dra-conformance preflight` checks it, or see why the API server refused)"
+            ) from exc
         return []
     items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or e.get("metadata.creationTimestamp") or "")
     return items[-limit:]
+
+
+class EventsUnreadable(errors.ConformanceError):
+    """A check that needs the events of an object could not list them (:func:`recent_events` ``strict``)."""
 
 
 def event_line(event: Obj) -> str:
@@ -123,7 +144,11 @@ class _Watch:
     def check(self, obj: Obj | None) -> bool:
         """Record ``obj`` as the last seen; raise WaitFailed when ``failed`` names a failure; else ``done(obj)``."""
         self.last, self.observed = obj, True
-        events = recent_events(self.k8s, self.namespace, self.name) if (self.with_events and self.failed) else []
+        events = (
+            recent_events(self.k8s, self.namespace, self.name, strict=True)
+            if (self.with_events and self.failed)
+            else []
+        )
         if self.failed:
             msg = self.failed(obj, events)
             if msg:

@@ -158,8 +158,10 @@ def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
 
 
 def events_for(k8s: K8s, obj: Obj, reason: str | None = None) -> list[Obj]:
-    """Events about ``obj`` (optionally only ``reason``), oldest first."""
-    events = recent_events(k8s, obj.namespace, obj.name, limit=200)
+    """Events about ``obj`` (optionally only ``reason``), oldest first. Read strictly: raises
+    EventsUnreadable when the list fails, so an empty answer means the API holds no such event (a negative
+    check such as "no FailedPrepareDynamicResources" proves its look ran). Source: core/v1 Event."""
+    events = recent_events(k8s, obj.namespace, obj.name, limit=200, strict=True)
     return [e for e in events if reason is None or e.get("reason") == reason]
 
 

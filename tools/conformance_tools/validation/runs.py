@@ -28,7 +28,7 @@ RUN_TIMEOUT_S = 1800.0  # one child run, cluster up and down included
 STOP_GRACE_S = 300.0  # after SIGINT, how long the child may take to tear down its cluster
 KILL_GRACE_S = 30.0
 EXIT_INTERRUPTED = 2
-DETAIL_LINES, DETAIL_CHARS = 12, 3000  # of a failure message, where a fault's symptom is searched
+DETAIL_LINES, DETAIL_CHARS = 40, 3000  # of a failure message, where a fault's symptom is searched
 DRIVER = "reference"  # the driver profile every child run qualifies (its faults are reference_driver/faults.py)
 
 

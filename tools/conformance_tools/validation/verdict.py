@@ -28,6 +28,10 @@ ACCIDENT_KINDS = (
     ("timeout", re.compile(r"WaitTimeout|Timeout|timed out", re.I)),
     ("crash", re.compile(r"Traceback|INTERNALERROR|Segmentation|core dumped|(Key|Type|Attribute|Name)Error", re.I)),
 )
+# a test whose body passed and whose teardown found a leak: never a catch, whatever else its text says (the
+# tracker's LeakError names CDI specs and "still prepared on node", which a loose symptom would match; breaker
+# finding 3)
+TEARDOWN_LEAK = re.compile(r"LeakError|survived (the )?(test's )?teardown", re.I)
 FAILED_STATUSES = ("failed", "broken")
 EXIT_TEXT = {0: "pass", 1: "fail", 2: "interrupted", 3: "cluster or driver not usable", 4: "bad input", 5: "no tests"}
 
@@ -66,10 +70,13 @@ class RunResult:
 def accident(entry: FaultEntry, run: RunResult, nodeid: str) -> str:
     """'' when the failure of ``nodeid`` in ``run`` shows ``entry``'s symptom (regex searched case-insensitive in
     its failure text; the failure class too when ``entry.symptom_class`` is set); otherwise why it is an accident,
-    one line: ``<kind>: <what was expected>`` (kind: teardown leak | timeout | crash | other message)."""
+    one line: ``<kind>: <what was expected>`` (kind: teardown leak | timeout | crash | other message). A teardown
+    leak (:data:`TEARDOWN_LEAK`) is an accident before the symptom is tried: the test's own check passed."""
     text = run.details.get(nodeid) or run.messages.get(nodeid, "")
     regex = entry.symptom_for(nodeid)
     found_class = run.classes.get(nodeid, "")
+    if TEARDOWN_LEAK.search(text):
+        return "teardown leak: the test's own checks passed and its teardown failed; a leak is never the symptom"
     if regex and not re.search(regex, text, re.I | re.M):
         kind = next((k for k, rx in ACCIDENT_KINDS if rx.search(text)), "other message" if text else "no message")
         return f"{kind}: the failure does not show the symptom /{regex}/"

@@ -41,6 +41,27 @@ def test_script_reports_a_failing_or_missing_command_and_exits_with_it(command, 
     assert (run.rc, done.returncode, run.command_missing) == (rc, rc, missing), done
 
 
+def _children(pid: int, name: str) -> list[str]:
+    return subprocess.run(["pgrep", "-P", str(pid), name], capture_output=True, text=True).stdout.split()
+
+
+def _stopped(stat: Path) -> str:
+    """'gone', 'Z' (zombie), or '' while the process still runs."""
+    try:
+        state = stat.read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+    return state if state == "Z" else ""
+
+
+def _poll(look, timeout_s: float = 10.0):
+    """The first truthy answer of ``look()`` within ``timeout_s`` (a loaded machine may be slow), else the last."""
+    deadline = time.monotonic() + timeout_s
+    while not (answer := look()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return answer
+
+
 def test_sleeping_script_keeps_running_then_exits_at_once_on_sigterm():
     """The container stays up after the marker and stops on SIGTERM (a pod deletion) without waiting for
     SIGKILL at the end of the grace period."""
@@ -48,12 +69,11 @@ def test_sleeping_script_keeps_running_then_exits_at_once_on_sigterm():
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
         assert lines[-1].startswith(f"{END} rc=0") and proc.poll() is None, lines
-        sleeper = subprocess.run(["pgrep", "-P", str(proc.pid), "sleep"], capture_output=True, text=True).stdout.split()
+        sleeper = _poll(lambda: _children(proc.pid, "sleep"))  # the shell forks the sleep after the marker
         proc.terminate()
         assert proc.wait(timeout=5) == 0 and len(sleeper) == 1, sleeper
-        time.sleep(0.2)
         stat = Path(f"/proc/{sleeper[0]}/stat")
-        state = stat.read_text().rsplit(")", 1)[1].split()[0] if stat.exists() else "gone"
+        state = _poll(lambda: _stopped(stat))
         assert state in ("gone", "Z"), state  # the sleep went with the shell (outside a container too)
     finally:
         proc.kill()

@@ -142,6 +142,9 @@ FAULTS: dict[str, str] = {
     "restart (driver contract: unprepare touches only its own claim).",
     "slices-churn": "The node's ResourceSlices are republished every few seconds with a new pool generation "
     "although nothing changed (PUB-01 'stable (no churn)'; upstream 'kubelet must manage ResourceSlices').",
+    "cdi-undeclared": "With --no-cdi (a driver without CDI, whose profile declares cdi: false) the driver still "
+    "writes a CDI spec per claim and names its CDI device: the profile's cdi: false waiver is not true of the "
+    "driver (breaker finding 4: a waiver is checked, not believed).",
 }
 
 

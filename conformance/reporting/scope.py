@@ -139,15 +139,14 @@ def at_session_finish(
     run`` does: ``(line to print, fails)``; ``fails`` is True when pytest would exit 0 but the verdict rules fail
     (the session's exit status then becomes 1). ``allure_dir``: the directory the user gave ``--alluredir``
     (None: ``report_dir/allure-results``). Fails closed (``VERDICT: FAIL (no results to judge: ...)``) when
-    there is no run.json or no Allure result to judge (``-p no:allure_pytest``, an empty ``--alluredir``): a
-    session without results never exits 0 (breaker finding 8). ``("", False)`` only while ``dra-conformance
-    run`` prints the verdict itself (:data:`CALLER_PRINTS`)."""
+    there is no Allure result to judge (``-p no:allure_pytest``, an empty ``--alluredir``): a
+    session without results never exits 0 (breaker finding 8). ``("", False)`` while ``dra-conformance run``
+    prints the verdict itself (:data:`CALLER_PRINTS`) or when the report directory has no run.json (the
+    harness, which writes it at session start, did not run this session: nothing of a driver to judge)."""
     root = pathlib.Path(report_dir)
-    if CALLER_PRINTS:
+    if CALLER_PRINTS or not (root / "run.json").is_file():  # no run.json: the harness did not run this session
         return "", False
     results_dir = pathlib.Path(allure_dir) if allure_dir else root / "allure-results"
-    if not (root / "run.json").is_file():
-        return NO_RESULTS.format(why=f"no run.json in {root}"), exitstatus == 0
     if not results_dir.is_dir() or not any(results_dir.glob("*-result.json")):
         why = f"no Allure results in {results_dir} (is allure-pytest loaded?)"
         return NO_RESULTS.format(why=why), exitstatus == 0

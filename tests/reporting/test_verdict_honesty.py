@@ -73,8 +73,10 @@ def test_plain_pytest_judges_the_alluredir_it_was_given_and_fails_closed_without
     proc = run_sample(tmp_path / "none", "-p", "no:allure_pytest", fail=False, run_json=sample_run_json())
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "VERDICT: FAIL (no results to judge: no Allure results in" in out, out[-3000:]
-    line, fails = scope.at_session_finish(tmp_path / "empty", 0)
-    assert fails and line.startswith("VERDICT: FAIL (no results to judge: no run.json"), line
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "run.json").write_text(json.dumps(sample_run_json()))
+    line, fails = scope.at_session_finish(tmp_path / "bare", 0, tmp_path / "nowhere")
+    assert fails and line.startswith("VERDICT: FAIL (no results to judge: no Allure results in"), line
 
 
 def test_the_shipped_profile_manifest_is_current():

@@ -36,9 +36,9 @@ def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
         parts.append(f"{selected} of {collected} tests")
     if stopped:
         parts.append("stopped early")
-    if missing:
-        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
-        parts.append(f"{len(missing)} of the profile's tests have no result: {shown}")
+    if missing:  # named only where nothing else says what narrowed the run (a dropped test)
+        shown = "" if args else ": " + ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        parts.append(f"{len(missing)} of the profile's tests have no result{shown}")
     return {
         "args": args,
         "collected": collected if counted else None,

@@ -160,10 +160,12 @@ class Session:
     def _node_access_choice(self) -> dict:
         """run.json ``node_access`` (conformance.runner.facts.run_info): the ``--node-access`` choice and whether
         the cluster offers node access without an opt-in (its provider gives one for ``auto``: local, kind)."""
-        choice = self.cfg.node_access
-        offered = self.node_access is not None if choice == "auto" else None
-        if offered is None:  # asked of the provider: local/kind give a handle (nothing started), existing None
-            offered = self.cluster_provider.node_access("auto") is not None
+        choice, offered = self.cfg.node_access, self.node_access is not None
+        if choice == "none":  # asked of the provider: local/kind give a handle (nothing started), existing None
+            probe = self.cluster_provider.node_access("auto")
+            offered = probe is not None
+            if isinstance(probe, Stoppable):  # a provider that started something for it: stop it at once
+                probe.stop()
         return {"choice": choice, "offered": offered, "declined": choice == "none" and offered}
 
     def write_run_json(self, finished: float | None = None) -> None:

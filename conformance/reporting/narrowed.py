@@ -31,7 +31,8 @@ def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
     if not args and not stopped and not (counted and selected < collected) and not missing:
         return None
     args += [str(a) for a in (rec.get("stop") or [])] if stopped else []
-    parts = [" ".join(args) or "tests deselected"]
+    dropped = missing and not args and not stopped and not (counted and selected < collected)
+    parts = [" ".join(args) or ("tests dropped before they were counted" if dropped else "tests deselected")]
     if counted:
         parts.append(f"{selected} of {collected} tests")
     if stopped:

@@ -95,6 +95,7 @@ def test_results_missing_tests_of_the_manifest_make_the_run_narrowed(tmp_path):
     assert manifest.missing("core", ["tests/reporting/sample_suite/test_sample.py::t"]) == []  # another suite
     cut = narrowed.from_run({"narrowing": {"select": [], "collected": 9, "selected": 9}}, [core[0]])
     assert cut and f"1 of the profile's tests have no result: {core[0]}" in cut["text"], cut
+    assert cut["text"].startswith("tests dropped before they were counted; 9 of 9 tests"), cut
     results = tmp_path / "allure-results"
     results.mkdir()
     for i, nodeid in enumerate(core[1:]):  # every core test passed, but one was dropped before it was counted

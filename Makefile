@@ -130,3 +130,7 @@ conformance-in-cluster: ## the suite as a pod against the cluster running it (KU
 install-driver: ## local cluster + DRIVER from its Helm chart, left running for `run --cluster existing` (README)
 	$(VENV)/bin/dra-conformance install --driver $(DRIVER) --driver-deploy helm --nodes $(NODES) \
 	    --feature-gates $(FEATURE_GATES) $(K8S_FLAG)
+
+.PHONY: profile-manifest
+profile-manifest: ## regenerate suites/profile-tests.json (each profile's test IDs; a unit test checks it like a lockfile)
+	$(PY) -m conformance.reporting.manifest --write

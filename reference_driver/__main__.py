@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             {cfg.node_name},
             snapshot,
             ApiClaimSource(api),
-            CdiStore(cfg.cdi_dir, cfg.driver_name),
+            CdiStore(cfg.cdi_dir, cfg.driver_name, writes=not cfg.no_cdi or cfg.faults.on("cdi-undeclared")),
             Checkpoint(cfg.checkpoint_path, cfg.checkpoint_format),
             cfg.faults,
             on_unprepared=renaming.rename if renaming else None,

@@ -127,16 +127,19 @@ def retargeted(entry: dict, old: Device, new: Device) -> dict:
 class CdiStore:
     """Per-claim CDI spec files of one driver in one CDI spec directory (e.g. ``/var/run/cdi``)."""
 
-    def __init__(self, directory: Path, driver: str = DRIVER_NAME) -> None:
+    def __init__(self, directory: Path, driver: str = DRIVER_NAME, writes: bool = True) -> None:
         self.directory, self.driver, self.kind = Path(directory), driver, kind_for(driver)
+        self.writes = writes  # False (--no-cdi): no spec is written and prepare names no CDI device
 
     def path(self, claim_uid: str) -> Path:
         """Spec file of a claim: ``<dir>/<driver>_claim-<uid>.json``."""
         return self.directory / f"{self.driver}_claim-{claim_uid}.json"
 
     def write(self, claim_uid: str, spec: dict) -> Path:
-        """Write the claim's spec atomically (JSON). Raises OSError."""
+        """Write the claim's spec atomically (JSON), unless the store :attr:`writes` nothing. Raises OSError."""
         path = self.path(claim_uid)
+        if not self.writes:
+            return path
         files.write_atomic(path, json.dumps(spec, indent=1, sort_keys=True).encode())
         return path
 

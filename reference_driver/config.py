@@ -47,6 +47,7 @@ class Config:
     binding_conditions: bool = False
     checkpoint_format: int = 2  # the checkpoint format written (1: as before format 2, for upgrade tests)
     binding_failure_devices: frozenset[str] = frozenset()
+    no_cdi: bool = False  # --no-cdi: write no CDI spec, name no CDI device (a driver without CDI)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -95,6 +96,12 @@ def parser() -> argparse.ArgumentParser:
         help="with --binding-conditions: comma-separated device names whose attach fails; the driver sets their "
         "bindingFailureConditions True instead (KEP-5007), e.g. gpu-3",
     )
+    p.add_argument(
+        "--no-cdi",
+        action="store_true",
+        help="a driver without CDI: write no CDI spec and name no CDI device in NodePrepareResources (its profile "
+        "declares cdi: false; fault cdi-undeclared ignores this flag)",
+    )
     return p
 
 
@@ -137,4 +144,5 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         binding_conditions=args.binding_conditions,
         checkpoint_format=int(args.checkpoint_format[1:]),
         binding_failure_devices=failing,
+        no_cdi=args.no_cdi,
     )

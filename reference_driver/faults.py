@@ -160,6 +160,9 @@ FAULTS: dict[str, str] = {
     "duplicate-device-across-slices": "The node's pool gets one more slice repeating the first device of the pool, "
     "so one device name is published twice in the pool (resource.k8s.io/v1 Device.name is unique in its pool; "
     "an allocation result names a device by driver/pool/device).",
+    "cdi-undeclared": "With --no-cdi (a driver without CDI, whose profile declares cdi: false) the driver still "
+    "writes a CDI spec per claim and names its CDI device: the profile's cdi: false waiver is not true of the "
+    "driver (breaker finding 4: a waiver is checked, not believed).",
 }
 
 

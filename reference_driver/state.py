@@ -241,7 +241,7 @@ class DeviceState:
                 () if leak else (a.base_request,),
                 a.pool,
                 _other_device(snap, a.device) if mismatch else a.device,
-                (cid,),
+                (cid,) if self.store.writes else (),  # --no-cdi: no CDI device named
                 a.share_id,
             )
             for (a, _), cid in zip(pairs, ids, strict=True)

@@ -357,13 +357,17 @@ def _declared(name: str, key: str, src: str, profile: DriverProfile, devices: li
 
 def _multi_node(facts: Mapping[str, Any], profile: DriverProfile) -> Capability:
     """``multi_node``: two or more expected driver nodes (``facts["expected_nodes"]``, else the nodes with
-    devices); broken when the nodes with devices differ from them (issue 24 §2: a missing node fails, named)."""
+    devices); broken when the nodes with devices differ from them (issue 24 §2: a missing node fails, named),
+    when they are unknown (``known`` False: taken from the slices) or a DaemonSet is not ready (``problems``)."""
     published = sorted(n for n in _per_node(facts.get("devices") or []) if n != "<no node>")
     expected = facts.get("expected_nodes") or {"nodes": published, "source": "the nodes with devices"}
     wanted, odd = sorted(expected["nodes"]), sorted(set(expected["nodes"]) ^ set(published))
     evidence = f"expected driver nodes {wanted} ({expected['source']}); driver {profile.driver} publishes devices on "
     evidence += f"nodes {published or 'none'}" + (f"; differing: {odd}" if odd else "")
-    return Capability("multi_node", len(wanted) >= 2, evidence, broken=len(wanted) >= 2 and bool(odd))
+    doubt = ["expected driver nodes unknown"] if expected.get("known") is False else []
+    doubt += list(expected.get("problems") or [])  # DaemonSets not ready where they should run
+    evidence += "".join(f"; {d}" for d in doubt)
+    return Capability("multi_node", len(wanted) >= 2, evidence, broken=len(wanted) >= 2 and bool(odd or doubt))
 
 
 def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:

@@ -91,7 +91,7 @@ DEPLOY_KEYS = {
         "values_files",
     },
     "manifests": {"dir", "namespace", "chart", "release", "values", "env_values", "images", "timeout_s"},
-    "preinstalled": set(),
+    "preinstalled": {"node_selector"},  # the driver's nodes, when the run cannot find its DaemonSets
 }
 TOP_KEYS = {
     "name",

@@ -3,8 +3,10 @@ fields, the ``NARROWED-PASS`` verdict and the texts the summary, the matrix and 
 
 A run is narrowed when run.json's ``narrowing`` (written by conformance/runner/narrowing.py) names pytest
 arguments that select a subset of the profile's tests (``-k``, ``-m``, ``--deselect``, paths or node IDs...),
-when the run stopped early (``-x`` / ``--maxfail``), or when fewer tests were selected than the profile's
-collected ones. A run.json without ``narrowing`` (written before it was recorded) reads as not narrowed.
+when the run stopped early (``-x`` / ``--maxfail``), when fewer tests were selected than the profile's
+collected ones, or when tests of the profile's shipped manifest have no result
+(conformance/reporting/manifest.py). A run.json without ``narrowing`` (written before it was recorded) reads
+as not narrowed.
 A narrowed run that passes every verdict rule is ``NARROWED-PASS`` (exit code 0 for developers' ``-k``
 runs), never ``PASS``; a FAIL stays FAIL.
 """
@@ -15,23 +17,29 @@ PASS, FAIL, NARROWED_PASS = "PASS", "FAIL", "NARROWED-PASS"
 PASSING = (PASS, NARROWED_PASS)  # verdicts with exit code 0
 
 
-def from_run(run: dict) -> dict | None:
+def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
     """summary.json's ``narrowed`` from run.json (:mod:`conformance.reporting.runinfo`): None when the run was
     not narrowed, else ``{"args": [pytest args], "collected": int | None (the profile's tests collected),
-    "selected": int | None, "stoppedEarly": bool, "text": "-k foo; 12 of 154 tests"}``."""
+    "selected": int | None, "stoppedEarly": bool, "text": "-k foo; 12 of 154 tests"}``. ``missing``: the
+    tests of the profile's shipped manifest with no result (conformance/reporting/manifest.py): any makes
+    the run narrowed, whatever dropped them (``... ; 2 of the profile's tests have no result: a, b``)."""
     rec = run.get("narrowing") or {}
     args = [str(a) for a in (rec.get("select") or [])]
     stopped = bool(rec.get("stoppedEarly"))
     collected, selected = rec.get("collected"), rec.get("selected")
     counted = isinstance(collected, int) and isinstance(selected, int)
-    if not args and not stopped and not (counted and selected < collected):
+    if not args and not stopped and not (counted and selected < collected) and not missing:
         return None
     args += [str(a) for a in (rec.get("stop") or [])] if stopped else []
-    parts = [" ".join(args) or "tests deselected"]
+    dropped = missing and not args and not stopped and not (counted and selected < collected)
+    parts = [" ".join(args) or ("tests dropped before they were counted" if dropped else "tests deselected")]
     if counted:
         parts.append(f"{selected} of {collected} tests")
     if stopped:
         parts.append("stopped early")
+    if missing:  # named only where nothing else says what narrowed the run (a dropped test)
+        shown = "" if args else ": " + ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        parts.append(f"{len(missing)} of the profile's tests have no result{shown}")
     return {
         "args": args,
         "collected": collected if counted else None,

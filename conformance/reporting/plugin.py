@@ -127,9 +127,10 @@ class ReportingPlugin:
         --driver X`` session, by the function ``dra-conformance run`` uses (:func:`scope.at_session_finish`):
         one ``VERDICT:`` line, and exit status 1 where pytest passed but the verdict rules fail."""
         result = yield
-        if hasattr(session.config, "workerinput"):  # an xdist worker: the controller judges the run
+        if hasattr(session.config, "workerinput") or session.config.option.collectonly:  # nothing to judge here
             return result
-        line, fails = scope.at_session_finish(self.root, int(session.exitstatus))
+        allure_dir = getattr(session.config.option, "allure_report_dir", None)  # the user's --alluredir
+        line, fails = scope.at_session_finish(self.root, int(session.exitstatus), allure_dir)
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if line and tr is not None:
             tr.write_line(f"[dra-conformance] {line}")

@@ -10,7 +10,8 @@ Shape (written by conformance/plugin.py at session start and finish)::
                              "cluster_lacks": bool, "gate_unknown": bool}},
      "declared_capabilities": [name, ...]   # optional: what the driver profile promises or its slices publish
      "devices": [{"node", "pool", "device", "attributes"}],
-     "expected_nodes": {"nodes": [...], "source": str, "known": bool}}   # where the driver should run
+     "expected_nodes": {"nodes": [...], "source": str, "known": bool},   # where the driver should run
+     "node_access": {"choice": str, "offered": bool, "declined": bool}}  # the --node-access choice
 
 Every field is optional here: a missing file or field reads as empty, and reports say "unknown".
 """

@@ -92,7 +92,8 @@ def fields(capabilities: list[dict], mission_areas: list[dict]) -> dict:
 
 def verdict_line(summary: dict) -> str:
     """The verdict as one line: ``FAIL``; ``PASS`` only when nothing was waived and every mission area qualified,
-    else e.g. ``PASS (waived: admin_access; not qualified: admin_access, podresources)`` or, for a profile that
+    else e.g. ``PASS (waived: admin_access; not qualified: admin_access, podresources)``, with the excused core
+    skips named (``core not run: KEP5970-6 — no node access``: summary.json ``coreNotRun``) or, for a profile that
     leaves mission areas out, ``PASS (outside profile core: admin_access, ...)`` (never a bare PASS); a narrowed
     run's :func:`conformance.reporting.narrowed.line` with the same parts inside its parentheses (``PASS
     (narrowed: -k x; 3 of 9 tests; waived: admin_access) — not a qualification ...``). ``summary``: a
@@ -102,6 +103,7 @@ def verdict_line(summary: dict) -> str:
         return line
     parts = [f"waived: {', '.join(summary['waived'])}"] if summary.get("waived") else []
     parts += [f"not qualified: {', '.join(summary['notQualified'])}"] if summary.get("notQualified") else []
+    parts += [f"core not run: {', '.join(summary['coreNotRun'])}"] if summary.get("coreNotRun") else []
     outside = [a["name"] for a in summary.get("missionAreas") or [] if a["status"] == "not-tested"]
     if outside and summary["verdict"] != narrowed.NARROWED_PASS:  # a narrowed line already says "not a qualification"
         parts.append(f"outside profile {summary['profile']}: {', '.join(outside)}")
@@ -113,29 +115,43 @@ def verdict_line(summary: dict) -> str:
     return f"PASS ({'; '.join(parts)})"
 
 
-def judge(report_dir: str | pathlib.Path) -> tuple[str, tuple[str, ...], dict | None]:
-    """``(verdict line, reasons, narrowed)`` of the run in ``report_dir`` from its summary (writes nothing):
-    reasons empty means the verdict rules pass. Raises ``FileNotFoundError`` when the run left no results and
-    ``jsonschema.ValidationError`` on a summary that breaks its schema."""
+def judge(
+    report_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = None
+) -> tuple[str, tuple[str, ...], dict | None]:
+    """``(verdict line, reasons, narrowed)`` of the run in ``report_dir`` from its summary (writes nothing;
+    ``allure_dir``: the Allure results, default ``report_dir/allure-results``): reasons empty means the verdict
+    rules pass. Raises ``FileNotFoundError`` when the run left no results and ``jsonschema.ValidationError`` on
+    a summary that breaks its schema."""
     from conformance.reporting import summary  # noqa: PLC0415 - summary imports this module
 
-    data = summary.build(report_dir)
+    data = summary.build(report_dir, allure_dir)
     return data["verdictLine"], tuple(data["verdictReasons"]), data["narrowed"]
 
 
 CALLER_PRINTS = False  # True while `dra-conformance run` drives pytest: it prints the verdict line itself
+NO_RESULTS = "VERDICT: FAIL (no results to judge: {why})"
 
 
-def at_session_finish(report_dir: str | pathlib.Path, exitstatus: int) -> tuple[str, bool]:
+def at_session_finish(
+    report_dir: str | pathlib.Path, exitstatus: int, allure_dir: str | pathlib.Path | None = None
+) -> tuple[str, bool]:
     """The verdict of a plain ``pytest suites --driver X`` session, computed by :func:`judge` as ``dra-conformance
     run`` does: ``(line to print, fails)``; ``fails`` is True when pytest would exit 0 but the verdict rules fail
-    (the session's exit status then becomes 1). ``("", False)`` when ``dra-conformance run`` prints the verdict
-    itself (:data:`CALLER_PRINTS`) or the run wrote no results (allure-results, run.json) to judge."""
+    (the session's exit status then becomes 1). ``allure_dir``: the directory the user gave ``--alluredir``
+    (None: ``report_dir/allure-results``). Fails closed (``VERDICT: FAIL (no results to judge: ...)``) when
+    there is no Allure result to judge (``-p no:allure_pytest``, an empty ``--alluredir``): a
+    session without results never exits 0 (breaker finding 8). ``("", False)`` while ``dra-conformance run``
+    prints the verdict itself (:data:`CALLER_PRINTS`) or when the report directory has no run.json (the
+    harness, which writes it at session start, did not run this session: nothing of a driver to judge)."""
     root = pathlib.Path(report_dir)
-    if CALLER_PRINTS or not (root / "allure-results").is_dir() or not (root / "run.json").is_file():
+    if CALLER_PRINTS or not (root / "run.json").is_file():  # no run.json: the harness did not run this session
         return "", False
+    results_dir = pathlib.Path(allure_dir) if allure_dir else root / "allure-results"
+    if not results_dir.is_dir() or not any(results_dir.glob("*-result.json")):
+        why = f"no Allure results in {results_dir} (is allure-pytest loaded?)"
+        return NO_RESULTS.format(why=why), exitstatus == 0
     try:
-        line, reasons, _ = judge(root)
+        line, reasons, _ = judge(root, results_dir)
     except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"VERDICT: FAIL (the qualification summary could not be built: {first})", exitstatus == 0

@@ -32,7 +32,7 @@ import jsonschema
 
 from conformance import shipped
 from conformance.core import markers, portable
-from conformance.reporting import core_skips, coverage, evidence, labels, narrowed, results, runinfo, scope
+from conformance.reporting import core_skips, coverage, evidence, labels, manifest, narrowed, results, runinfo, scope
 from conformance.reporting.coverage import skipped_for_another as _skipped_for_another
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
@@ -213,16 +213,18 @@ def verdict_reasons(counts: dict, capabilities: list[dict], tests: list[dict]) -
     return reasons
 
 
-def build(run_dir: str | pathlib.Path) -> dict:
-    """The summary of ``run_dir`` (its allure-results and run.json), validated against the schema."""
+def build(run_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = None) -> dict:
+    """The summary of ``run_dir`` (its run.json, and the Allure results of ``allure_dir``, by default
+    ``run_dir/allure-results``: a plain pytest ``--alluredir`` elsewhere), validated against the schema."""
     root = pathlib.Path(run_dir)
     run = runinfo.load(root)
-    records = results.load(root / "allure-results")
+    records = results.load(pathlib.Path(allure_dir) if allure_dir else root / "allure-results")
     tests = [_test_entry(r, root) for r in records]
     counts = _counts(tests, records)
     capabilities = _capabilities(tests, run)
-    reasons = verdict_reasons(counts, capabilities, tests) + core_skips.unexcused(records, capabilities)
-    narrowing = narrowed.from_run(run)
+    declined = bool((run.get("node_access") or {}).get("declined"))  # --node-access none where it was offered
+    reasons = verdict_reasons(counts, capabilities, tests) + core_skips.unexcused(records, capabilities, declined)
+    narrowing = narrowed.from_run(run, manifest.missing(runinfo.profile(run), [t["id"] for t in tests]))
     verdict = narrowed.verdict(reasons, narrowing)
     areas = mission_areas(tests)
     data = {
@@ -247,6 +249,7 @@ def build(run_dir: str | pathlib.Path) -> dict:
         "narrowed": narrowing,
         "qualification": narrowed.qualification(verdict, runinfo.profile(run), narrowing),
         **scope.fields(capabilities, areas),
+        "coreNotRun": core_skips.excused(records, capabilities, declined),
     }
     data["verdictLine"] = scope.verdict_line(data)
     if data["notQualified"] and data["qualification"]["qualified"]:

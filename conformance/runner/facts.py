@@ -169,6 +169,7 @@ def run_info(
     finished: float | None = None,
     declared: tuple[str, ...] = (),
     narrowing: dict | None = None,
+    node_access: dict | None = None,
 ) -> dict:
     """The run.json document read by the reporting plugin (shape agreed with conformance/reporting).
 
@@ -177,6 +178,9 @@ def run_info(
     them fails, is unavailable or is never exercised (conformance/reporting/summary.py). ``narrowing``: what
     narrowed the run (:func:`conformance.runner.narrowing.load`; None: not recorded yet). ``expected_nodes``:
     the nodes the driver's deployment asks for (conformance.drivers.driver_nodes.ExpectedNodes.as_dict).
+    ``node_access``: the run's ``--node-access`` choice, ``{"choice": auto|none|privileged-pod, "offered": bool
+    (the cluster gives node access without an opt-in), "declined": bool (``none`` where it was offered: core
+    skips for node access are then not excused, conformance/reporting/core_skips.py)}``.
     """
 
     def stamp(t: float | None) -> str | None:
@@ -204,6 +208,7 @@ def run_info(
         "declared_capabilities": sorted(declared),
         "narrowing": narrowing,
         "expected_nodes": facts.get("expected_nodes"),
+        "node_access": node_access,
         "devices": [{k: d[k] for k in ("node", "pool", "device", "attributes")} for d in facts.get("devices", [])],
     }
 

@@ -64,6 +64,7 @@ class Session:
         self.k8s: K8s | None = None
         self.kube: kubeconfig.Kubeconfig | None = None
         self.node_access: NodeAccess | None = None
+        self.node_access_choice: dict | None = None  # run.json node_access (_node_access_choice)
         self.capabilities: Capabilities | None = None
         self.facts: dict = {}
         self.exercised: set[str] = set()  # capabilities the selected tests require (set by the plugin)
@@ -105,6 +106,7 @@ class Session:
             version = discovery.server_version(k8s)
             self.progress(f"cluster {self.cfg.cluster} reachable, Kubernetes {version}")
             self.node_access = self.cluster_provider.node_access(self.cfg.node_access)
+            self.node_access_choice = self._node_access_choice()
             self.deployer = self._deployer(cluster, k8s)
             if self.deploy_mode == "preinstalled":  # nothing is installed: the driver the cluster's admin installed
                 self.progress(f"checking the installed driver {self.profile.driver} (preinstalled: nothing installed)")
@@ -156,6 +158,17 @@ class Session:
         path = self.report_dir / EXERCISED_FILE
         return self.exercised | (set(json.loads(path.read_text())) if path.exists() else set())
 
+    def _node_access_choice(self) -> dict:
+        """run.json ``node_access`` (conformance.runner.facts.run_info): the ``--node-access`` choice and whether
+        the cluster offers node access without an opt-in (its provider gives one for ``auto``: local, kind)."""
+        choice, offered = self.cfg.node_access, self.node_access is not None
+        if choice == "none":  # asked of the provider: local/kind give a handle (nothing started), existing None
+            probe = self.cluster_provider.node_access("auto")
+            offered = probe is not None
+            if isinstance(probe, Stoppable):  # a provider that started something for it: stop it at once
+                probe.stop()
+        return {"choice": choice, "offered": offered, "declined": choice == "none" and offered}
+
     def write_run_json(self, finished: float | None = None) -> None:
         """Write <report_dir>/run.json (see facts.run_info; ``narrowing``: conformance.runner.narrowing)."""
         if self.capabilities is None:
@@ -183,6 +196,7 @@ class Session:
                 n for n, c in sorted(self.capabilities.items.items()) if c.declared and n in exercised
             ),
             narrowing=narrowing.load(self.report_dir) or None,
+            node_access=self.node_access_choice,
         )
         # no path of this machine in a record that travels (issue 22 §5): the report dir and cwd relative, the
         # installed package and the profile's folder stripped (the profile reads as its file name), home as ~

@@ -68,7 +68,8 @@ def reference_driver(local_cluster, tmp: Path, faults: str = ""):
         else:
             os.environ["DRA_REFERENCE_FAULTS"] = saved
     path = tmp / f"{raw['name']}.yaml"  # a profile's name is its file stem (profiles.check_file)
-    path.write_text(yaml.safe_dump({**raw, "deploy": {"mode": "preinstalled"}}))
+    # the harness did not start these host processes and finds no DaemonSet: name the driver nodes (every node)
+    path.write_text(yaml.safe_dump({**raw, "deploy": {"mode": "preinstalled", "node_selector": {}}}))
     try:
         yield path, k8s
     finally:

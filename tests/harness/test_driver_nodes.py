@@ -18,14 +18,14 @@ def node(name, labels=None, taints=()):
     return Obj({"kind": "Node", "metadata": {"name": name, "labels": labels or {}}, "spec": {"taints": list(taints)}})
 
 
-def daemonset(name="plugin", ns="drv", volumes=(REGISTRY,), desired=2, **pod):
+def daemonset(name="plugin", ns="drv", volumes=(REGISTRY,), desired=2, ready=None, **pod):
     spec = {"volumes": list(volumes), "containers": [{"name": "p", "args": ["--driver=gpu.example.com"]}], **pod}
     return Obj(
         {
             "kind": "DaemonSet",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"template": {"spec": spec}},
-            "status": {"desiredNumberScheduled": desired},
+            "status": {"desiredNumberScheduled": desired, "numberReady": desired if ready is None else ready},
         }
     )
 
@@ -63,6 +63,10 @@ class FakeK8s:
             raise self.error
         return [o for o in self.objects[kind] if namespace is None or o.namespace == namespace]
 
+    def get(self, kind, name, namespace=None, **_):
+        self.calls.append((kind, name))
+        return next(o for o in self.objects[kind] if o.name == name and o.namespace == namespace)
+
 
 class Handle:
     name = "gpu.example.com"
@@ -96,7 +100,8 @@ def test_expected_nodes_come_from_the_deployment_not_the_slices():
     other_driver = daemonset("net", ns="kube-system", nodeSelector={"nic": "yes"})
     other_driver.raw["spec"]["template"]["spec"]["containers"][0]["args"] = ["--driver=net.example.com"]
     k8s = FakeK8s(
-        [daemonset(ns="kube-system", nodeSelector={"gpu": "yes"}), other_driver], [*nodes, node("g", {"gpu": "yes"})]
+        [daemonset(ns="kube-system", desired=1, nodeSelector={"gpu": "yes"}), other_driver],
+        [*nodes, node("g", {"gpu": "yes"})],
     )
     preinstalled = expected_nodes(k8s, Handle())
     assert preinstalled.names == ("g",) and ("DaemonSet", None) in k8s.calls and "net" not in preinstalled.source
@@ -111,7 +116,7 @@ def test_mismatch_names_the_missing_and_the_unexpected_node():
     missing = expected.mismatch({"n0": 4, "n1": 0}, "devices")
     assert "no devices on node(s) ['n1']" in missing and "drv/plugin" in missing
     assert "['n2'] it was not deployed to" in expected.mismatch(["n0", "n1", "n2"], "devices")
-    assert expected.as_dict() == {"nodes": ["n0", "n1"], "source": expected.source, "known": True}
+    assert expected.as_dict() == {"nodes": ["n0", "n1"], "source": expected.source, "known": True, "problems": []}
 
 
 def test_multi_node_requires_the_expected_nodes_to_publish():
@@ -124,3 +129,49 @@ def test_multi_node_requires_the_expected_nodes_to_publish():
     assert equal.has("multi_node") and not equal.items["multi_node"].broken
     one = capabilities.evaluate({**facts, "expected_nodes": {"nodes": ["a"], "source": "x"}}, PROFILE)
     assert not one.has("multi_node") and not one.items["multi_node"].broken
+
+
+def test_unknown_expected_nodes_fail_instead_of_comparing_the_slices_with_themselves():
+    """Breaker finding 2: DaemonSets the run may not list (or none naming the driver) no longer pass
+    KEP5970-1/-2, the smoke test and multi_node by comparing the slices' nodes with themselves; the profile's
+    ``deploy.node_selector`` names them instead."""
+    nodes, forbidden = [node("n0"), node("n1", {"gpu": "yes"})], errors.ApiError(403, "Forbidden", "forbidden")
+    fallback = expected_nodes(FakeK8s(nodes=nodes, slices=[_slice("n0")], error=forbidden), Handle())
+    message = fallback.mismatch({"n0": 4}, "devices")
+    assert message.startswith("expected driver nodes unknown: DaemonSets unreadable"), message
+    assert "list daemonsets" in message and "deploy.node_selector" in message, message
+    named = Handle()
+    named.profile = type("P", (), {"deploy": {"mode": "preinstalled", "node_selector": {"gpu": "yes"}}})()
+    chosen = expected_nodes(FakeK8s(nodes=nodes, slices=[_slice("n0")], error=forbidden), named)
+    assert chosen.known and chosen.names == ("n1",) and "node_selector" in chosen.source, chosen
+    assert "no devices on node(s) ['n1']" in chosen.mismatch({"n0": 4}, "devices")
+    every = expected_nodes(FakeK8s(nodes=nodes, error=forbidden), Handle(), named={})
+    assert every.names == ("n0", "n1") and every.mismatch({"n0": 1, "n1": 1}, "devices") is None
+    try:
+        expected_nodes(FakeK8s(nodes=nodes, error=forbidden), Handle(), named={"gpu": True})
+        raise AssertionError("a non-string label value was accepted")
+    except errors.ConfigError as exc:
+        assert "deploy.node_selector" in str(exc)
+    facts = {**_facts(), "expected_nodes": {"nodes": ["a", "b"], "source": "slices", "known": False}}
+    caps = capabilities.evaluate(facts, PROFILE)
+    assert caps.items["multi_node"].broken and "unknown" in caps.evidence("multi_node")
+
+
+def test_a_daemonset_not_ready_where_it_should_run_is_named(monkeypatch):
+    """Breaker finding 2: a plugin pod crash-looping on one node (numberReady < desiredNumberScheduled), or a
+    desiredNumberScheduled that differs from the computed placement, fails the comparison with the slices even
+    when every node still shows devices; a DaemonSet that becomes ready within the wait passes."""
+    from conformance.core import timeouts  # noqa: PLC0415
+
+    monkeypatch.setattr(timeouts, "PLUGIN_REGISTRATION", 0.2)
+    nodes = [node("n0"), node("n1")]
+    k8s = FakeK8s([daemonset(ready=1)], nodes)
+    crashing = expected_nodes(k8s, Handle(namespaces=("drv",)))
+    message = crashing.mismatch({"n0": 4, "n1": 4}, "devices")
+    assert message and "drv/plugin: status.numberReady 1, desiredNumberScheduled 2" in message, message
+    assert ("DaemonSet", "plugin") in k8s.calls, "the status was re-read before it was reported"
+    misplaced = expected_nodes(FakeK8s([daemonset(desired=3)], nodes), Handle(namespaces=("drv",)))
+    assert "nodes its placement computes 2" in misplaced.mismatch({"n0": 4, "n1": 4}, "devices")
+    settling = FakeK8s([daemonset(ready=1)], nodes)
+    settling.get = lambda *a, **k: daemonset()  # ready on the next read
+    assert expected_nodes(settling, Handle(namespaces=("drv",))).mismatch({"n0": 4, "n1": 4}, "devices") is None

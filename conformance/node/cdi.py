@@ -45,6 +45,29 @@ def left_behind(node_access, node: str, claim) -> str:
     )
 
 
+SPEC_MARK = "\x1e"  # ASCII record separator: between file names and contents in one command's output
+
+
+def dump_script(directories: list[str] | tuple[str, ...]) -> str:
+    """A POSIX ``sh`` script that prints every CDI spec file (``*.json``, ``*.yaml``, ``*.yml``) of
+    ``directories`` (shell words: paths, or ``$var``) as ``<SPEC_MARK>name<SPEC_MARK>text``, in one command.
+    A file removed between the listing and its read (another claim unprepared at the same moment, which
+    tests on other device shards do) is left out, never an error; the script always exits 0. Read its
+    output with :func:`parse_dump`."""
+    globs = " ".join(f"{d}/*" for d in directories)
+    return (
+        f"for f in {globs}; do case $f in *.json|*.yaml|*.yml) "
+        f'c=$(cat "$f" 2>/dev/null) || continue; printf "{SPEC_MARK}%s{SPEC_MARK}%s" "${{f##*/}}" "$c";; '
+        "esac; done; true"
+    )
+
+
+def parse_dump(out: str) -> dict[str, str]:
+    """``{file name: text}`` from the output of :func:`dump_script` (a later directory wins a name clash)."""
+    parts = out.split(SPEC_MARK)[1:]
+    return dict(zip(parts[0::2], parts[1::2], strict=False))
+
+
 def spec_ids(specs: dict[str, str]) -> set[str]:
     """Every fully-qualified CDI device ID (``<kind>=<device>``) the spec files ``{file name: text}`` define."""
     ids = set()

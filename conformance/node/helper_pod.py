@@ -27,7 +27,7 @@ from kubernetes.stream import stream
 from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from conformance.node import crilog, draplugin, registration
+from conformance.node import cdi, crilog, draplugin, registration
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.exec_grpc import ExecChannel
 from conformance.node.podresources import PodResourcesClient
@@ -35,7 +35,6 @@ from conformance.node.podresources import PodResourcesClient
 KUBELET_ROOT = "/var/lib/kubelet"
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
 HOST_NS = "nsenter -t 1 -m -u -i -n -p --"  # run in the host's namespaces (hostPID: pid 1 is the host's init)
-SPEC_MARK = "\x1e"  # ASCII record separator: between file names and contents in one exec's output
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
 GRPC_CONTAINER = "grpc"
 GRPC_IDLE = ["python", "-c", "import signal; signal.pause()"]  # the grpc container waits for execs
@@ -267,14 +266,10 @@ class HelperPodNodeAccess:
         """CDI spec files (``*.json``, ``*.yaml``) of the node's /etc/cdi and /var/run/cdi, read in one exec. The
         host's /var/run is usually a symlink to /run, which would resolve inside the container: then its
         /run/cdi is read."""
-        run_dir = "/host/var/run/cdi"
-        script = (
-            f"r={run_dir}; [ -L /host/var/run ] && r=/host/run/cdi; "
-            "for f in /host/etc/cdi/* $r/*; do case $f in *.json|*.yaml|*.yml) [ -f $f ] || continue; "
-            f'printf "{SPEC_MARK}%s{SPEC_MARK}" "${{f##*/}}"; cat "$f";; esac; done'
+        script = "r=/host/var/run/cdi; [ -L /host/var/run ] && r=/host/run/cdi; " + cdi.dump_script(
+            ["/host/etc/cdi", "$r"]
         )
-        parts = self._exec(node, script).split(SPEC_MARK)[1:]
-        return dict(zip(parts[0::2], parts[1::2], strict=False))
+        return cdi.parse_dump(self._exec(node, script))
 
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from conformance.node import crilog, draplugin, registration
+from conformance.node import cdi, crilog, draplugin, registration
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.podresources import PodResourcesClient
 
@@ -51,12 +51,8 @@ class KindNodeAccess:
             return False, f"{Path(self.cli).name} exec into kind nodes failed: {exc}"
 
     def cdi_specs(self, node: str) -> dict[str, str]:
-        out = {}
-        for directory in CDI_DIRS:
-            names = self._exec(node, "sh", "-c", f"ls {directory} 2>/dev/null || true").split()
-            for name in names:
-                out[name] = self._exec(node, "cat", f"{directory}/{name}")
-        return out
+        """CDI spec files of the node's CDI directories, read in one exec (a file removed meanwhile is left out)."""
+        return cdi.parse_dump(self._exec(node, "sh", "-c", cdi.dump_script(CDI_DIRS)))
 
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, "ls", REGISTRY).split())

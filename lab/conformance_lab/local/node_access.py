@@ -45,12 +45,14 @@ class LocalNodeAccess:
 
     def cdi_specs(self, node: str) -> dict[str, str]:
         """CDI spec files (``*.json``, ``*.yaml``) in the node's CDI directory."""
-        directory = Path(self._node(node).cdi_dir)
-        return {
-            p.name: p.read_text(errors="replace")
-            for p in sorted(directory.glob("*"))
-            if p.suffix in (".json", ".yaml", ".yml") and p.is_file()
-        }
+        directory, out = Path(self._node(node).cdi_dir), {}
+        for p in sorted(directory.glob("*")):
+            if p.suffix in (".json", ".yaml", ".yml"):
+                try:
+                    out[p.name] = p.read_text(errors="replace")
+                except (FileNotFoundError, IsADirectoryError):  # removed meanwhile: another claim's unprepare
+                    continue
+        return out
 
     def plugin_sockets(self, node: str) -> list[str]:
         """Entries of the node's kubelet plugin registry directory."""

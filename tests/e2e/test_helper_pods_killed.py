@@ -4,7 +4,7 @@ shared local cluster with a short heartbeat window (and a hard deadline far beyo
 through its heartbeat for longer than that window, and is SIGKILLed; the anchor pod then sees the heartbeat stop
 and exits, and the Job controller, the TTL-after-finished controller and the garbage collector remove the Job and
 the helper pods with no process of the run alive. Left: the empty helper namespace, which the run-label sweep
-(``dra-conformance cleanup``) removes. About 3 minutes."""
+(``dra-conformance cleanup``) removes. About 100 s (2 runs: 96 s, 94 s; gone 35 s and 32 s after SIGKILL)."""
 
 from __future__ import annotations
 

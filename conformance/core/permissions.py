@@ -7,10 +7,10 @@ verb the api_v1 suite exercises (get, list, watch, create, update, patch, delete
 ``status`` subresource), DeviceClasses, ResourceSlices and DeviceTaintRules the tests create themselves, events
 read by the waits, nodes and the driver's slices read by discovery, kube-apiserver ``/metrics`` read for the
 feature gates (``kubernetes_feature_enabled``, KEP-3498), kubelet metrics through ``nodes/proxy``, and
-``exec`` into the privileged helper pods of ``--node-access privileged-pod`` and their anchor Job (batch/v1; it
-ends and deletes them at the run's deadline, conformance/node/helper_pod.py). Sources: Kubernetes RBAC
-(rbac.authorization.k8s.io/v1 PolicyRule: apiGroups, resources incl. ``resource/subresource``, verbs,
-nonResourceURLs), resource.k8s.io/v1 (KEP-4381), DeviceTaintRule (KEP-5055).
+``exec`` into the privileged helper pods of ``--node-access privileged-pod``, their anchor Job (batch/v1; it
+ends and deletes them when the run stops, conformance/node/helper_pod.py) and the heartbeat ``patch`` of its pod.
+Sources: Kubernetes RBAC (rbac.authorization.k8s.io/v1 PolicyRule: apiGroups, resources incl.
+``resource/subresource``, verbs, nonResourceURLs), resource.k8s.io/v1 (KEP-4381), DeviceTaintRule (KEP-5055).
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ NEEDED: tuple[Permission, ...] = (
     ),
     Permission(  # the helper pods' owner (conformance/node/helper_pod.py run_anchor): they end after SIGKILL too
         ("create", "get", "delete"), "jobs", "batch", why="the helper pods' anchor Job", when=NODE_ACCESS
+    ),
+    Permission(  # conformance/node/heartbeat.py: the anchor pod ends, and the helper pods with it, when it stops
+        ("patch",), "pods", why="the run's heartbeat on the helper pods' anchor pod", when=NODE_ACCESS
     ),
     Permission(  # without it the expected driver nodes fall back to the nodes with slices (issue 24 §2)
         ("list",),

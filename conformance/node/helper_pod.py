@@ -9,15 +9,20 @@ exec_grpc.py); without a ``grpc_image`` those calls raise NodeAccessUnavailable 
 helper namespace carries the run label, so the session sweep removes it.
 
 Bounded lifetime, also when the run is killed with SIGKILL (no finalizer, nothing of the run's process needed;
-issue 27 §4): every helper pod has ``activeDeadlineSeconds`` (the kubelet stops it at the run's deadline) and an
-owner reference to the run's anchor, a batch/v1 Job (:func:`run_anchor`) with the same ``activeDeadlineSeconds``
-and ``ttlSecondsAfterFinished: 0``: at the deadline the Job controller fails the Job, the TTL-after-finished
-controller deletes it and the garbage collector deletes the helper pods it owns. What is left is the empty helper
-namespace, which ``dra-conformance cleanup`` (the run-label sweep) removes.
+issue 27 §4): every helper pod is owned (``metadata.ownerReferences``) by the run's anchor, a batch/v1 Job
+(:func:`run_anchor`; ``backoffLimit: 0``, ``ttlSecondsAfterFinished: 0``), whose pod ends when the run's heartbeat
+stops (heartbeat.py: the run renews an annotation on it every 30 s; without a renewal for 5 min times
+``--timeout-scale`` it exits 1). The Job then fails, the TTL-after-finished controller deletes it and the garbage
+collector deletes the helper pods it owns. A hard bound backs this up: the helper pods and the Job carry
+``activeDeadlineSeconds`` (:data:`HELPER_POD_DEADLINE`, 8 h times ``--timeout-scale``: the kubelet and the Job
+controller end them there even when the anchor pod never ran). What is left is the empty helper namespace, which
+``dra-conformance cleanup`` (the run-label sweep) removes. :attr:`HelperPodNodeAccess.lifetime` says all this at
+start-up, with the times.
 """
 
 from __future__ import annotations
 
+import datetime
 import shlex
 
 import grpc
@@ -27,7 +32,7 @@ from kubernetes.stream import stream
 from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from conformance.node import cdi, crilog, draplugin, registration
+from conformance.node import cdi, crilog, draplugin, heartbeat, registration
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.exec_grpc import ExecChannel
 from conformance.node.podresources import PodResourcesClient
@@ -38,7 +43,8 @@ HOST_NS = "nsenter -t 1 -m -u -i -n -p --"  # run in the host's namespaces (host
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
 GRPC_CONTAINER = "grpc"
 GRPC_IDLE = ["python", "-c", "import signal; signal.pause()"]  # the grpc container waits for execs
-HELPER_POD_DEADLINE = 8 * 3600  # seconds a run may use its helper pods (times --timeout-scale): a long full profile
+HELPER_POD_DEADLINE = 8 * 3600  # hard bound, seconds (times --timeout-scale): a long full profile; heartbeat.py ends
+# them minutes after the run stops
 ANCHOR = "node-access-anchor"  # the Job owning the helper pods
 HELPER_PREFIX = "helper-"  # helper pod i is helper-<i>; the anchor Job's pod is not one
 
@@ -90,14 +96,31 @@ def helper_pod(
     return pod
 
 
-def run_anchor(namespace: str, run_id: str, image: str, deadline: int = HELPER_POD_DEADLINE) -> dict:
-    """The batch/v1 Job :data:`ANCHOR` owning the helper pods: one unprivileged ``sleep`` pod outliving
-    ``deadline``, so the Job ends only by ``activeDeadlineSeconds`` (reason DeadlineExceeded) and is then deleted by
-    the TTL-after-finished controller (``ttlSecondsAfterFinished: 0``, KEP-592), its dependents by the garbage
-    collector. Sources: batch/v1 JobSpec activeDeadlineSeconds, ttlSecondsAfterFinished; metadata.ownerReferences."""
+def run_anchor(
+    namespace: str, run_id: str, image: str, deadline: int = HELPER_POD_DEADLINE, stale: int = heartbeat.STALE
+) -> dict:
+    """The batch/v1 Job :data:`ANCHOR` owning the helper pods: one unprivileged busybox pod that exits 1 when the
+    run's heartbeat (its own annotation :data:`heartbeat.ANNOTATION`, read through a downwardAPI volume) has not
+    changed for ``stale`` seconds (:func:`heartbeat.anchor_command`). ``backoffLimit: 0``: the Job fails at once;
+    ``activeDeadlineSeconds: deadline``: the hard bound (reason DeadlineExceeded); ``ttlSecondsAfterFinished: 0``:
+    the TTL-after-finished controller then deletes it (KEP-592) and the garbage collector its dependents. No
+    tolerations (it runs on no node in particular, not on tainted control-plane nodes) and no ServiceAccount
+    token. Sources: batch/v1 JobSpec; downward API volume; metadata.ownerReferences."""
     labels = names.run_labels(run_id, "node-access")
-    container = {"name": "anchor", "image": image, "command": ["sleep", str(int(deadline) + 3600)]}
-    pod = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "tolerations": [{"operator": "Exists"}]}
+    volume, mount = heartbeat.anchor_volume()
+    container = {
+        "name": "anchor",
+        "image": image,
+        "command": heartbeat.anchor_command(stale),
+        "volumeMounts": [mount],
+    }
+    pod = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 1,
+        "automountServiceAccountToken": False,
+        "volumes": [volume],
+    }
+    meta = {"labels": labels, "annotations": {heartbeat.ANNOTATION: "0"}}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -106,7 +129,7 @@ def run_anchor(namespace: str, run_id: str, image: str, deadline: int = HELPER_P
             "activeDeadlineSeconds": int(deadline),
             "ttlSecondsAfterFinished": 0,
             "backoffLimit": 0,
-            "template": {"metadata": {"labels": labels}, "spec": {**pod, "containers": [container]}},
+            "template": {"metadata": meta, "spec": {**pod, "containers": [container]}},
         },
     }
 
@@ -160,23 +183,34 @@ class HelperPodNodeAccess:
         image: str = "busybox:1.36",
         grpc_image: str = "",
         deadline: float | None = None,
+        stale: float | None = None,
+        interval: float = heartbeat.INTERVAL,
     ) -> None:
-        """``deadline``: seconds the helper pods may live (default :data:`HELPER_POD_DEADLINE` times
-        ``--timeout-scale``); see the module docstring."""
+        """``deadline``: the hard bound, seconds the helper pods may live (default :data:`HELPER_POD_DEADLINE` times
+        ``--timeout-scale``); ``stale``: seconds without a heartbeat after which they end (default
+        :data:`heartbeat.STALE` times ``--timeout-scale``); ``interval``: seconds between heartbeats (module
+        docstring)."""
         self.k8s, self.node_names, self.run_id, self.image = k8s, list(node_names), run_id, image
         self.grpc_image = grpc_image
         self.deadline = int(deadline if deadline is not None else timeouts.scaled(HELPER_POD_DEADLINE))
+        self.stale = int(stale if stale is not None else timeouts.scaled(heartbeat.STALE))
+        self.interval = interval
         self.namespace = names.dns_label(f"dra-node-access-{run_id}")
         self.pods: dict[str, str] = {}
+        self.heartbeat: heartbeat.Heartbeat | None = None
+        self.lifetime = ""  # after start(): when the helper pods end (printed at start-up)
         self._error = ""
 
     def start(self) -> None:
-        """Create the namespace, the anchor Job and one helper pod per node it owns; wait until they run
-        (bounded)."""
+        """Create the namespace, the anchor Job, start the heartbeat, create one helper pod per node the Job owns
+        and wait until they run (bounded); then set :attr:`lifetime`."""
         try:
             self.k8s.create(helper_namespace(self.namespace, self.run_id))
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
-            anchor = self.k8s.create(run_anchor(self.namespace, self.run_id, self.image, self.deadline))
+            anchor = self.k8s.create(run_anchor(self.namespace, self.run_id, self.image, self.deadline, self.stale))
+            ends = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.deadline)
+            self.heartbeat = heartbeat.Heartbeat(self.k8s, self.namespace, anchor.uid, self.interval)
+            self.heartbeat.start()
             for i, node in enumerate(self.node_names):
                 spec = helper_pod(
                     f"{HELPER_PREFIX}{i}",
@@ -194,6 +228,23 @@ class HelperPodNodeAccess:
         except errors.ConformanceError as exc:
             pulls = pull_failures(self.k8s, self.namespace) if isinstance(exc, errors.WaitError) else []
             self._error = "; ".join([str(exc).splitlines()[0], *pulls])
+            return
+        self.lifetime = self._lifetime(ends)
+
+    def _lifetime(self, ends: datetime.datetime) -> str:
+        """The start-up line: when the helper pods end if this run is killed."""
+        at = f"at the latest at {ends:%Y-%m-%d %H:%M} UTC (activeDeadlineSeconds {self.deadline})"
+        problem = self.heartbeat.anchor_problem() if self.heartbeat else "no heartbeat"
+        if problem:
+            return (
+                f"privileged helper pods in {self.namespace}: {problem}, so no heartbeat can end them; if this run "
+                f"is killed they stay until {at[len('at the latest at ') :]} (`dra-conformance cleanup --run-id "
+                f"{self.run_id}` removes them sooner)"
+            )
+        return (
+            f"privileged helper pods in {self.namespace}: if this run is killed they end about {self.stale} s after "
+            f"its last heartbeat (anchor Job {ANCHOR}), {at}"
+        )
 
     @property
     def failure(self) -> str:
@@ -214,8 +265,10 @@ class HelperPodNodeAccess:
             self._error = f"helper pods running in {self.namespace}: {sorted(self.pods.values())}"
 
     def stop(self) -> None:
-        """Delete the helper namespace (its pods go with it) and wait until it is gone (bounded: raises
-        WaitTimeout naming it; the session's run-label sweep then tries again)."""
+        """Stop the heartbeat, delete the helper namespace (its pods go with it) and wait until it is gone
+        (bounded: raises WaitTimeout naming it; the session's run-label sweep then tries again)."""
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         try:
             ns = self.k8s.get("Namespace", self.namespace)
             self.k8s.delete("Namespace", self.namespace)

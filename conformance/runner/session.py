@@ -106,6 +106,8 @@ class Session:
             version = discovery.server_version(k8s)
             self.progress(f"cluster {self.cfg.cluster} reachable, Kubernetes {version}")
             self.node_access = self.cluster_provider.node_access(self.cfg.node_access)
+            if getattr(self.node_access, "lifetime", ""):  # privileged helper pods: when they end if we are killed
+                self.progress(self.node_access.lifetime)
             self.node_access_choice = self._node_access_choice()
             self.deployer = self._deployer(cluster, k8s)
             if self.deploy_mode == "preinstalled":  # nothing is installed: the driver the cluster's admin installed

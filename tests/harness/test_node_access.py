@@ -94,8 +94,11 @@ def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_ch
 
 
 def test_helper_pods_end_at_the_deadline_and_are_owned_by_the_anchor_job():
-    """Issue 27 §4: a helper pod has activeDeadlineSeconds and an owner reference to the run's anchor Job, which
-    ends at the same deadline (never earlier: its pod sleeps longer) and is deleted right after it (TTL 0)."""
+    """Issue 27 §4 / breaker finding 6: a helper pod has activeDeadlineSeconds (the hard bound) and an owner
+    reference to the run's anchor Job, which has the same deadline, fails at once (backoffLimit 0) when its pod
+    exits on a stale heartbeat and is deleted right after (TTL 0). The anchor is unprivileged, tolerates no taint
+    (no control-plane node) and mounts no ServiceAccount token: it reads its own annotations (downward API)."""
+    from conformance.node import heartbeat
     from conformance.node.helper_pod import ANCHOR, HELPER_POD_DEADLINE, run_anchor
 
     pod = helper_pod("helper-0", "ns", "node-a", "busybox:1.36", "r1", deadline=90, owner=(ANCHOR, "uid-1"))
@@ -104,13 +107,19 @@ def test_helper_pods_end_at_the_deadline_and_are_owned_by_the_anchor_job():
         {"apiVersion": "batch/v1", "kind": "Job", "name": ANCHOR, "uid": "uid-1"}
     ]
     assert helper_pod("h", "ns", "n", "busybox:1.36", "r1")["spec"]["activeDeadlineSeconds"] == HELPER_POD_DEADLINE
-    job = run_anchor("ns", "r1", "busybox:1.36", deadline=90)
+    job = run_anchor("ns", "r1", "busybox:1.36", deadline=90, stale=42)
     spec = job["spec"]
     assert (spec["activeDeadlineSeconds"], spec["ttlSecondsAfterFinished"], spec["backoffLimit"]) == (90, 0, 0)
     assert job["metadata"]["labels"][names.RUN_LABEL] == "r1" and job["metadata"]["namespace"] == "ns"
-    sleeps = spec["template"]["spec"]["containers"][0]["command"]
-    assert sleeps[0] == "sleep" and int(sleeps[1]) > 90
-    assert "securityContext" not in spec["template"]["spec"]["containers"][0]  # the anchor is not privileged
+    template = spec["template"]
+    container = template["spec"]["containers"][0]
+    assert container["command"] == heartbeat.anchor_command(42) and "-ge 42 ]" in container["command"][2]
+    assert "securityContext" not in container  # the anchor is not privileged
+    assert "tolerations" not in template["spec"] and template["spec"]["automountServiceAccountToken"] is False
+    assert template["metadata"]["annotations"] == {heartbeat.ANNOTATION: "0"}
+    volume, mount = heartbeat.anchor_volume()
+    assert template["spec"]["volumes"] == [volume] and container["volumeMounts"] == [mount]
+    assert volume["downwardAPI"]["items"][0]["fieldRef"] == {"fieldPath": "metadata.annotations"}
 
 
 def test_a_denied_verb_for_the_helper_pods_names_it_and_the_role_to_grant(monkeypatch, tmp_path):

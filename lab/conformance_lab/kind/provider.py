@@ -168,9 +168,12 @@ class KindProvider:
         self.ctx.report_dir.mkdir(parents=True, exist_ok=True)
         log = self.ctx.report_dir / "kind.log"
         config, gates, runtime = kind_config(name, tag, self.ctx.cfg.feature_gates, self.ctx.cfg.nodes)
-        short = hostlimits.check(self.ctx.cfg.nodes + 1)  # the control plane is a kind node too
+        short, unseen = hostlimits.check_kind(self.ctx.cfg.nodes + 1)  # the control plane is a kind node too
+        for line in unseen:
+            self.ctx.progress(f"kind pre-flight: {line}")
         if short:
-            raise errors.ClusterUnavailable("kind pre-flight failed:\n" + "\n".join(f"  - {p}" for p in short))
+            lines = [*short, *unseen]
+            raise errors.ClusterUnavailable("kind pre-flight failed:\n" + "\n".join(f"  - {p}" for p in lines))
         try:
             cli = shutil.which("docker") or "docker"
             if not docker:

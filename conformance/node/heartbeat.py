@@ -1,0 +1,125 @@
+"""A heartbeat from the run to the anchor Job of its privileged helper pods (helper_pod.py): the helper pods end
+minutes after the run stops, also when it is killed with SIGKILL, not only at their hard deadline.
+
+How: the run's process renews the annotation :data:`ANNOTATION` on the anchor Job's pod every ``interval`` seconds
+(:class:`Heartbeat`, a daemon thread; one merge PATCH of the pod each time). The anchor pod sees its own
+annotations in a ``downwardAPI`` volume (:func:`anchor_volume`; the kubelet rewrites the file when the pod's
+annotations change) and its container (:func:`anchor_command`, busybox ``sh``) exits 1 when the value has not changed
+for ``stale`` seconds, measured with the node's own clock (no clock skew between the run's host and the node). The
+Job has ``backoffLimit: 0``, so it fails at once; the TTL-after-finished controller deletes it and the garbage
+collector the helper pods it owns. The anchor pod needs no API access (no ServiceAccount token is mounted).
+
+Costs: one PATCH per ``interval`` (default 30 s). Needs ``patch pods`` in the helper namespace
+(conformance/core/permissions.py). When the anchor pod cannot run (no schedulable node for an unprivileged pod
+without tolerations), nothing checks the heartbeat and the helper pods end at their ``activeDeadlineSeconds``
+(:meth:`Heartbeat.anchor_problem` says so). Sources: Kubernetes downward API volume (``fieldRef:
+metadata.annotations``, updated in place), batch/v1 Job ``backoffLimit``, ``ttlSecondsAfterFinished`` (KEP-592),
+the Job controller's pod label ``batch.kubernetes.io/controller-uid`` (Kubernetes >= 1.27).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+ANNOTATION = "dra-conformance.io/heartbeat"
+VOLUME = "heartbeat"
+MOUNT = "/heartbeat"  # the anchor container's view of its own annotations: MOUNT/annotations
+INTERVAL = 30.0  # seconds between renewals
+STALE = 300  # seconds without a renewal after which the anchor ends (times --timeout-scale)
+POLL = 5  # seconds between the anchor's reads of its annotations
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+
+
+def anchor_volume() -> tuple[dict, dict]:
+    """``(volume, volumeMount)`` of the anchor pod: its ``metadata.annotations`` as the file ``MOUNT/annotations``
+    (one ``key="value"`` line per annotation)."""
+    item = {"path": "annotations", "fieldRef": {"fieldPath": "metadata.annotations"}}
+    return {"name": VOLUME, "downwardAPI": {"items": [item]}}, {"name": VOLUME, "mountPath": MOUNT, "readOnly": True}
+
+
+def anchor_command(stale: int, poll: int = POLL, mount: str = MOUNT, log: str = "/dev/termination-log") -> list[str]:
+    """The anchor container's command (busybox ``sh``): read the :data:`ANNOTATION` line of ``mount/annotations``
+    every ``poll`` seconds; exit 1 with a message (also written to ``log``, the pod's termination message) when it
+    has not changed for ``stale`` seconds."""
+    script = (
+        f"f={mount}/annotations; last=; seen=$(date +%s); "
+        "while :; do "
+        f"v=$(grep '^{ANNOTATION}=' $f 2>/dev/null); now=$(date +%s); "
+        'if [ "$v" != "$last" ]; then last=$v; seen=$now; fi; '
+        f"if [ $((now - seen)) -ge {int(stale)} ]; then "
+        f'echo "no heartbeat from the run for {int(stale)} s (last: $last): the anchor ends, the Job fails and '
+        f'the helper pods it owns are deleted" | tee {log}; exit 1; fi; '
+        f"sleep {int(poll)}; done"
+    )
+    return ["sh", "-c", script]
+
+
+class Heartbeat:
+    """Renews :data:`ANNOTATION` on the pod of the Job with UID ``job_uid`` in ``namespace`` every ``interval``
+    seconds from a daemon thread (:meth:`start` .. :meth:`stop`). ``error``: the last renewal's failure ("" after a
+    success); a failure is retried at the next beat (the anchor tolerates ``stale`` seconds of them)."""
+
+    def __init__(self, k8s, namespace: str, job_uid: str, interval: float = INTERVAL) -> None:
+        self.k8s, self.namespace, self.job_uid, self.interval = k8s, namespace, job_uid, float(interval)
+        self.beats, self.error = 0, ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _pods(self) -> list:
+        return self.k8s.list("Pod", self.namespace, label_selector=f"{JOB_UID_LABEL}={self.job_uid}")
+
+    def beat(self) -> None:
+        """One renewal: a merge PATCH of every pod of the anchor Job (one, unless it was replaced) with a new
+        value (``<count> <unix time>``). Records a failure in ``error`` instead of raising."""
+        try:
+            pods = self._pods()
+            if not pods:
+                self.error = f"no pod of the anchor Job (uid {self.job_uid}) in {self.namespace} yet"
+                return
+            value = f"{self.beats + 1} {time.time():.0f}"
+            for pod in pods:
+                self.k8s.patch("Pod", pod.name, {"metadata": {"annotations": {ANNOTATION: value}}}, self.namespace)
+            self.beats, self.error = self.beats + 1, ""
+        except Exception as exc:  # noqa: BLE001 - API or connection error: retried at the next beat, never fatal
+            self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    def _loop(self) -> None:
+        while True:
+            self.beat()
+            if self._stop.wait(self.interval):
+                return
+
+    def start(self) -> None:
+        """Start renewing (the first beat at once)."""
+        self._thread = threading.Thread(target=self._loop, name="helper-pods-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop renewing (waits at most one request for the thread)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=getattr(self.k8s, "request_timeout", 30.0))
+
+    def anchor_problem(self) -> str:
+        """Why the heartbeat cannot end the helper pods ("" when the anchor pod runs or is being started on a
+        node): no anchor pod, one the scheduler could not place (``PodScheduled`` False, e.g. ``Unschedulable: 0/3
+        nodes are available: ... untolerated taint``), one that ended, or the pods cannot be read."""
+        try:
+            pods = self._pods()
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: the run goes on with the hard bound
+            return f"the anchor pod cannot be read: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        if not pods:
+            return "the anchor Job has no pod"
+        pod = pods[0]
+        phase = pod.get("status.phase")
+        if phase == "Running" or (phase == "Pending" and pod.get("spec.nodeName")):
+            return ""
+        unscheduled = [
+            f"{c.get('reason', '')}: {c.get('message', '')}"
+            for c in pod.get("status.conditions") or []
+            if c.get("type") == "PodScheduled" and c.get("status") == "False"
+        ]
+        if phase == "Pending" and not unscheduled:
+            return ""  # not decided yet: the scheduler has not answered
+        return f"the anchor pod {pod.name} is {phase}" + (f" ({'; '.join(unscheduled)})" if unscheduled else "")

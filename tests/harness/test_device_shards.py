@@ -224,6 +224,63 @@ def test_a_marked_test_is_sharded_when_its_worker_s_shard_has_the_devices_it_nee
     assert before_session.shard_of(_item(())) == ""
 
 
+def test_a_replacement_worker_past_the_plan_s_shards_holds_the_device_lock_alone(tmp_path):
+    """xdist names the worker replacing a crashed one gw<workercount> (breaker finding 2: IndexError before)."""
+    guard = parallel.ParallelGuard(parallel.RunLocks(tmp_path), 3, 3, lambda: (DRIVER, _devices()))
+    assert guard.plan() is not None and guard.plan().shards == 3
+    assert guard.shard_of(_item(())) == ""
+
+
+CRASH_CONFTEST = """
+import os
+from pathlib import Path
+from conformance.runner import parallel
+
+DEVICES = [{"node": "n0", "pool": "n0", "device": f"gpu-{i}", "attributes": {"index": i},
+            "attribute_types": {"index": "int"}} for i in range(4)]
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "shard_devices(n): test")
+    if getattr(config, "workerinput", {}).get("workerid", "gw0") not in ("gw0", "gw1"):
+        Path(os.environ["REPLACED"]).touch()  # the replacement worker is up
+    parallel.register(config, Path(os.environ["LOCKS"]), lambda: ("gpu.example.com", DEVICES))
+"""
+
+CRASH_TESTS = """
+import json, os, time, pytest
+from conformance.runner.parallel import shard_selector
+
+@pytest.mark.shard_devices()
+@pytest.mark.parametrize("n", range(24))
+def test_sharded(n, request):
+    if n == 0:
+        os._exit(1)  # the worker dies: xdist starts a replacement with a new ID
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.environ["REPLACED"]) and time.monotonic() < deadline:
+        time.sleep(0.02)  # the other worker waits for the replacement, so the replacement gets tests
+    with open(os.environ["OUT"], "a") as f:
+        f.write(json.dumps([os.environ["PYTEST_XDIST_WORKER"], shard_selector(request.node)]) + "\\n")
+"""
+
+
+def test_a_worker_replacing_a_crashed_one_runs_its_sharded_tests_under_the_device_lock(tmp_path):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(CRASH_CONFTEST))
+    (tmp_path / "test_crash.py").write_text(textwrap.dedent(CRASH_TESTS))
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out, locks = tmp_path / "out.jsonl", tmp_path / "locks"
+    env = {**os.environ, "OUT": str(out), "LOCKS": str(locks), "REPLACED": str(tmp_path / "replaced")}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--max-worker-restart", "2"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    ran = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "INTERNALERROR" not in done.stdout + done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 failed, 23 passed" in done.stdout, done.stdout[-3000:]  # only the test that killed its worker
+    assert {shard for worker, shard in ran if worker == "gw2"} == {""}, ran  # the replacement: no shard
+    assert {shard for worker, shard in ran if worker != "gw2"} <= {
+        f'device.attributes["{DRIVER}"].index in [0, 2]',
+        f'device.attributes["{DRIVER}"].index in [1, 3]',
+    }, ran
+
+
 # -- timings --------------------------------------------------------------------------------------------------
 def test_tests_of_different_shards_may_overlap_but_not_of_one_shard_or_beside_the_device_lock():
     rows = [

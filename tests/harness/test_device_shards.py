@@ -23,9 +23,18 @@ from conformance.runner import parallel, timings
 DRIVER = "gpu.example.com"
 
 
+TYPES = {"index": "int", "uuid": "string"}
+
+
 def _devices(nodes=2, per_node=4, **extra) -> list[dict]:
     return [
-        {"node": f"n{n}", "pool": f"n{n}", "device": f"gpu-{i}", "attributes": {"index": i, "uuid": f"u-{n}-{i}"}}
+        {
+            "node": f"n{n}",
+            "pool": f"n{n}",
+            "device": f"gpu-{i}",
+            "attributes": {"index": i, "uuid": f"u-{n}-{i}"},
+            "attribute_types": TYPES,
+        }
         | extra
         for n in range(nodes)
         for i in range(per_node)
@@ -54,6 +63,38 @@ def test_string_values_shard_too_and_size_counts_each_node():
     assert plan.attribute == f"{DRIVER}/uuid" and plan.size == 2
     assert all(len(_members(plan, d)) == 1 for d in devices)
     assert plan.selector(0).startswith(f'device.attributes["{DRIVER}"].uuid in ["u-0-0", ')
+
+
+def test_a_version_or_bool_attribute_is_never_the_shard_key_and_fewest_values_win():
+    """Breaker finding 4: a per-device ``version`` attribute sorting first was picked (``semver in [strings]``
+    has no CEL overload: every sharded claim unschedulable)."""
+    fw = {"fw": "version", "busy": "bool", "uuid": "string", "slot": "int"}
+    devices = [
+        {**d, "attributes": {"fw": f"1.{i}.0", "busy": bool(i % 2), "uuid": d["attributes"]["uuid"]}}
+        | {"attribute_types": {k: v for k, v in fw.items() if k != "slot"}}
+        for i, d in enumerate(_devices())
+    ]
+    assert shards.plan(DRIVER, devices, 2).attribute == f"{DRIVER}/uuid"  # not fw, though "fw" < "uuid"
+    only_fw = [{**d, "attributes": {"fw": d["attributes"]["fw"]}} for d in devices]
+    assert shards.plan(DRIVER, only_fw, 2) is None
+    untyped = [{k: v for k, v in d.items() if k != "attribute_types"} for d in _devices()]
+    assert shards.plan(DRIVER, untyped, 2) is None  # types unknown: no sharding, never a guess
+    # a string with fewer distinct values (4 over both nodes) beats an int with more (8): shorter CEL lists
+    slotted = [
+        {**d, "attributes": {"slot": n, "uuid": f"u-{n % 4}"}, "attribute_types": fw} for n, d in enumerate(_devices())
+    ]
+    assert shards.plan(DRIVER, slotted, 2).attribute == f"{DRIVER}/uuid"
+
+
+def test_facts_carry_the_attribute_types():
+    from conformance.core.objects import Obj  # noqa: PLC0415
+    from conformance.dra.inventory import facts  # noqa: PLC0415
+
+    attrs = {"index": {"int": 0}, "fw": {"version": "1.2.0"}, "busy": {"bool": False}, "uuid": {"string": "u"}}
+    spec = {"nodeName": "n", "pool": {"name": "n"}, "devices": [{"name": "gpu-0", "attributes": attrs}]}
+    (row,) = facts([Obj({"kind": "ResourceSlice", "metadata": {"name": "s"}, "spec": spec})])
+    assert row["attribute_types"] == {"index": "int", "fw": "version", "busy": "bool", "uuid": "string"}
+    assert row["attributes"]["fw"] == "1.2.0"
 
 
 def test_tainted_devices_do_not_count_in_the_size():

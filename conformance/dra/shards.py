@@ -2,7 +2,8 @@
 on a few devices of their own run beside each other instead of one at a time (issue 26 §1).
 
 A shard is picked by a CEL selector on one ``int`` or ``string`` attribute whose values differ between the
-devices of every node (an index or a UUID), added to every request of the claims a sharded test creates, on top of the DeviceClass.
+devices of every node (an index or a UUID), added to every request of the claims a sharded test creates, on top
+of the DeviceClass.
 Value ``v`` (of the sorted values all nodes publish) belongs to shard ``rank(v) % shards``, so the shards are
 disjoint on every node whatever the driver names its devices. Built from the devices the run discovered
 (``facts["devices"]``: :func:`conformance.dra.inventory.facts`), the same on every worker.

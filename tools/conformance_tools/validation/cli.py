@@ -21,7 +21,6 @@ from pathlib import Path
 
 from conformance.core.errors import ConfigError
 from conformance.drivers import profiles
-from conformance.runner.cli import parse_workers
 from conformance_tools.validation import faultfile, report, runs, verdict
 
 REPORTS = Path("reports") / "validate-suite"
@@ -49,7 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("--timeout-scale", dest="timeout_scale", type=float, help="override every entry's timeout_scale")
     p.add_argument(
         "--workers",
-        type=parse_workers,
+        type=_workers,
         default=0,
         help="pytest-xdist workers of every child run (default 0: serial, as the file's expectations were recorded; "
         "N >= 2: device shards, so a fault must be caught whichever devices each test gets)",
@@ -64,6 +63,14 @@ def register(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the child commands and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="show the child runs' output")
     p.set_defaults(func=main)
+
+
+def _workers(text: str) -> int:
+    """``--workers`` value: a whole number >= 0 (``dra-conformance run`` checks its upper bound). Raises
+    argparse.ArgumentTypeError naming the value."""
+    if not str(text).strip().isdigit():
+        raise argparse.ArgumentTypeError(f"--workers {text!r}: give a whole number, 0 (serial) or e.g. 3")
+    return int(text)
 
 
 def _say(line: str) -> None:

@@ -68,9 +68,15 @@ matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x c
 	$(VENV)/bin/dra-conformance matrix --versions $(K8S_VERSIONS) -- --cluster local --driver $(DRIVER) \
 	  --profile $(PROFILE) --feature-gates $(FEATURE_GATES) $(WORKERS_FLAG) $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
-validate-suite: ## fault-detection matrix: every reference-driver fault (FAULTS=a,b) fails its fixtures/faults.yaml tests, the healthy driver none
+validate-suite: ## fault-detection matrix: every reference-driver fault (FAULTS=a,b) fails its fixtures/faults.yaml tests, the healthy driver none (serial; WORKERS=N: device shards)
 	$(VENV)/bin/dra-conformance validate-suite $(if $(FAULTS),--faults $(FAULTS)) --feature-gates $(FEATURE_GATES) \
-	  $(K8S_FLAG) $(DEPLOY_FLAG) $(VALIDATE_ARGS)
+	  $(K8S_FLAG) $(DEPLOY_FLAG) $(WORKERS_FLAG) $(VALIDATE_ARGS)
+
+# faults about which device a test gets: they must be caught in device shards too (breaker finding 3)
+SHARDED_FAULTS ?= device-by-position,wrong-cdi-device,kubelet-device-mismatch,request-names-rotated
+.PHONY: validate-suite-sharded
+validate-suite-sharded: ## validate-suite of the device-choice faults (SHARDED_FAULTS, or FAULTS=) on WORKERS (default 3) xdist workers in device shards; not in make test
+	@$(MAKE) --no-print-directory validate-suite WORKERS=$(or $(WORKERS),3) FAULTS=$(or $(FAULTS),$(SHARDED_FAULTS))
 
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
 	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)

@@ -163,6 +163,10 @@ FAULTS: dict[str, str] = {
     "cdi-undeclared": "With --no-cdi (a driver without CDI, whose profile declares cdi: false) the driver still "
     "writes a CDI spec per claim and names its CDI device: the profile's cdi: false waiver is not true of the "
     "driver (breaker finding 4: a waiver is checked, not believed).",
+    "device-by-position": "NodePrepareResources prepares (CDI spec, CDI ID, answer) a claim's k-th allocated device "
+    "as the node's k-th device in name order, as a driver indexing devices by their position in the allocation: "
+    "right for the first free devices of an idle node (gpu-0 alone, or all of them), wrong for a claim on any "
+    "other device (breaker finding 3: which devices a test gets depends on device shards and scheduling).",
 }
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from . import cdi, claims, sharing
+from . import cdi, claims, positional, sharing
 from .checkpoint import Checkpoint, CheckpointCorrupt
 from .claims import ClaimError, ClaimRef
 from .faults import Faults
@@ -231,7 +231,7 @@ class DeviceState:
                 pairs.append(_neighbour(alloc, snap))
             else:
                 pairs.append(_parent(alloc, snap) if self.faults.on("partition-cdi-parent") else (alloc, device))
-        pairs = self._faulty_pairs(pairs)
+        pairs = positional.by_position(self._faulty_pairs(pairs), snap, self.faults.on("device-by-position"))
         holds = self._holds(allocs, snap)
         spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")

@@ -142,9 +142,10 @@ def qualify(driver: str, name: str) -> str:
 
 
 def facts(slices: Iterable[Obj]) -> list[dict]:
-    """``[{node, pool, device, attributes, capacity, shared_counters, consumes_counters,
+    """``[{node, pool, device, attributes, attribute_types, capacity, shared_counters, consumes_counters,
     allow_multiple_allocations, taints, binding_conditions}]`` of every device in ``slices`` (attribute names
-    as published, values unwrapped): the device facts of capability discovery and run.json."""
+    as published, values unwrapped, ``attribute_types`` their ``int|bool|string|version``): the device facts
+    of capability discovery and run.json."""
     out = []
     for s, d in slice_devices(slices):
         name, attrs, cap = device_fields(d)
@@ -155,6 +156,7 @@ def facts(slices: Iterable[Obj]) -> list[dict]:
                 "pool": s.get("spec.pool.name"),
                 "device": name,
                 "attributes": {k: next(iter(v.values())) if isinstance(v, dict) and v else v for k, v in attrs.items()},
+                "attribute_types": {k: kind for k, (kind, _) in typed_attributes(attrs).items()},
                 "capacity": {k: (v or {}).get("value") for k, v in cap.items()},
                 "shared_counters": bool(s.get("spec.sharedCounters")),
                 "consumes_counters": bool(body.get("consumesCounters")),

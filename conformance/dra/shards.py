@@ -1,8 +1,9 @@
 """Device shards: each pytest-xdist worker gets its own share of every node's devices, so tests that start pods
 on a few devices of their own run beside each other instead of one at a time (issue 26 §1).
 
-A shard is picked by a CEL selector on one attribute whose values differ between the devices of every node (an
-index or a UUID), added to every request of the claims a sharded test creates, on top of the DeviceClass.
+A shard is picked by a CEL selector on one ``int`` or ``string`` attribute whose values differ between the
+devices of every node (an index or a UUID), added to every request of the claims a sharded test creates, on top
+of the DeviceClass.
 Value ``v`` (of the sorted values all nodes publish) belongs to shard ``rank(v) % shards``, so the shards are
 disjoint on every node whatever the driver names its devices. Built from the devices the run discovered
 (``facts["devices"]``: :func:`conformance.dra.inventory.facts`), the same on every worker.
@@ -14,7 +15,6 @@ the DeviceClass's; KEP-4381), CEL ``device.attributes["<domain>"].<id>`` (dra-pr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 
 from conformance.dra.inventory import cel_attribute, cel_literal, qualify
 
@@ -38,26 +38,31 @@ class ShardPlan:
         return f"{cel_attribute(self.attribute)} in [{values}]"
 
 
-def _candidates(driver: str, devices: list[dict]) -> Iterable[str]:
-    """Attribute names (as published) every device has with an int value (then str), distinct on each node."""
+def _candidates(driver: str, devices: list[dict]) -> list[str]:
+    """Attribute names (as published) every device has as an ``int`` or a ``string`` (``facts()``'s
+    ``attribute_types``; a ``version`` or ``bool`` never: ``semver in [...]`` has no CEL overload, so every
+    sharded claim would fail to allocate), distinct on each node; those with the fewest values over all nodes
+    first (an index before a UUID: the shortest ``in [...]`` lists), then ints, then by name."""
     common = set.intersection(*[set(d["attributes"]) for d in devices])
-    for kind in (int, str):
-        for name in sorted(common):
-            values = [d["attributes"][name] for d in devices]
-            if not all(type(v) is kind for v in values):  # bool is not int here
-                continue
-            per_node: dict[str, list] = {}
-            for d in devices:
-                per_node.setdefault(d["node"], []).append(d["attributes"][name])
-            if all(len(set(v)) == len(v) for v in per_node.values()):
-                yield name
+    found = []
+    for name in sorted(common):
+        kinds = {(d.get("attribute_types") or {}).get(name) for d in devices}
+        if len(kinds) != 1 or not kinds <= {"int", "string"}:
+            continue
+        per_node: dict[str, list] = {}
+        for d in devices:
+            per_node.setdefault(d["node"], []).append(d["attributes"][name])
+        if all(len(set(v)) == len(v) for v in per_node.values()):
+            found.append((len({d["attributes"][name] for d in devices}), kinds != {"int"}, name))
+    return [name for *_, name in sorted(found)]
 
 
 def plan(driver: str, devices: list[dict], shards: int) -> ShardPlan | None:
     """The shard plan of ``devices`` (``facts["devices"]``: dicts with ``node``, ``attributes``,
     ``consumes_counters``) for ``shards`` workers; None when sharding cannot keep tests apart: fewer than 2
     shards, devices without a node, devices drawing on shared counters (KEP-4815: a partition and its parent
-    GPU are different devices that cannot both be allocated), or no attribute tells each node's devices apart."""
+    GPU are different devices that cannot both be allocated), or no int or string attribute tells each node's
+    devices apart (devices without ``attribute_types`` have none)."""
     if shards < 2 or not devices:
         return None
     if any(not d.get("node") or d.get("consumes_counters") for d in devices):

@@ -163,13 +163,18 @@ class ParallelGuard:
         return self._plan or None
 
     def shard_of(self, item) -> str:
-        """``item``'s shard selector, or "" when it must hold the device lock exclusively (or runs alone)."""
+        """``item``'s shard selector, or "" when it must hold the device lock exclusively (or runs alone). A
+        worker without a shard of its own also holds it exclusively: xdist gives a worker that replaces a
+        crashed one a new ID (``gw<workercount>`` and up: ``DSession._clone_node``), past the plan's shards. It
+        does not take the crashed worker's shard: that test's pods, never torn down, may still hold its devices."""
         mark = item.get_closest_marker(SHARD_MARK)
         if mark is None or is_exclusive(item):
             return ""
         need = int(mark.args[0]) if mark.args else 1
         plan = self.plan()
-        return plan.selector(self.worker) if plan is not None and plan.size >= need else ""
+        if plan is None or plan.size < need or not 0 <= self.worker < plan.shards:
+            return ""
+        return plan.selector(self.worker)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):

@@ -23,9 +23,18 @@ from conformance.runner import parallel, timings
 DRIVER = "gpu.example.com"
 
 
+TYPES = {"index": "int", "uuid": "string"}
+
+
 def _devices(nodes=2, per_node=4, **extra) -> list[dict]:
     return [
-        {"node": f"n{n}", "pool": f"n{n}", "device": f"gpu-{i}", "attributes": {"index": i, "uuid": f"u-{n}-{i}"}}
+        {
+            "node": f"n{n}",
+            "pool": f"n{n}",
+            "device": f"gpu-{i}",
+            "attributes": {"index": i, "uuid": f"u-{n}-{i}"},
+            "attribute_types": TYPES,
+        }
         | extra
         for n in range(nodes)
         for i in range(per_node)
@@ -54,6 +63,38 @@ def test_string_values_shard_too_and_size_counts_each_node():
     assert plan.attribute == f"{DRIVER}/uuid" and plan.size == 2
     assert all(len(_members(plan, d)) == 1 for d in devices)
     assert plan.selector(0).startswith(f'device.attributes["{DRIVER}"].uuid in ["u-0-0", ')
+
+
+def test_a_version_or_bool_attribute_is_never_the_shard_key_and_fewest_values_win():
+    """Breaker finding 4: a per-device ``version`` attribute sorting first was picked (``semver in [strings]``
+    has no CEL overload: every sharded claim unschedulable)."""
+    fw = {"fw": "version", "busy": "bool", "uuid": "string", "slot": "int"}
+    devices = [
+        {**d, "attributes": {"fw": f"1.{i}.0", "busy": bool(i % 2), "uuid": d["attributes"]["uuid"]}}
+        | {"attribute_types": {k: v for k, v in fw.items() if k != "slot"}}
+        for i, d in enumerate(_devices())
+    ]
+    assert shards.plan(DRIVER, devices, 2).attribute == f"{DRIVER}/uuid"  # not fw, though "fw" < "uuid"
+    only_fw = [{**d, "attributes": {"fw": d["attributes"]["fw"]}} for d in devices]
+    assert shards.plan(DRIVER, only_fw, 2) is None
+    untyped = [{k: v for k, v in d.items() if k != "attribute_types"} for d in _devices()]
+    assert shards.plan(DRIVER, untyped, 2) is None  # types unknown: no sharding, never a guess
+    # a string with fewer distinct values (4 over both nodes) beats an int with more (8): shorter CEL lists
+    slotted = [
+        {**d, "attributes": {"slot": n, "uuid": f"u-{n % 4}"}, "attribute_types": fw} for n, d in enumerate(_devices())
+    ]
+    assert shards.plan(DRIVER, slotted, 2).attribute == f"{DRIVER}/uuid"
+
+
+def test_facts_carry_the_attribute_types():
+    from conformance.core.objects import Obj  # noqa: PLC0415
+    from conformance.dra.inventory import facts  # noqa: PLC0415
+
+    attrs = {"index": {"int": 0}, "fw": {"version": "1.2.0"}, "busy": {"bool": False}, "uuid": {"string": "u"}}
+    spec = {"nodeName": "n", "pool": {"name": "n"}, "devices": [{"name": "gpu-0", "attributes": attrs}]}
+    (row,) = facts([Obj({"kind": "ResourceSlice", "metadata": {"name": "s"}, "spec": spec})])
+    assert row["attribute_types"] == {"index": "int", "fw": "version", "busy": "bool", "uuid": "string"}
+    assert row["attributes"]["fw"] == "1.2.0"
 
 
 def test_tainted_devices_do_not_count_in_the_size():
@@ -222,6 +263,63 @@ def test_a_marked_test_is_sharded_when_its_worker_s_shard_has_the_devices_it_nee
     assert guard.shard_of(_item()) == "" and guard.shard_of(_item((), exclusive=True)) == ""
     before_session = parallel.ParallelGuard(parallel.RunLocks(tmp_path), 1, 4, lambda: None)
     assert before_session.shard_of(_item(())) == ""
+
+
+def test_a_replacement_worker_past_the_plan_s_shards_holds_the_device_lock_alone(tmp_path):
+    """xdist names the worker replacing a crashed one gw<workercount> (breaker finding 2: IndexError before)."""
+    guard = parallel.ParallelGuard(parallel.RunLocks(tmp_path), 3, 3, lambda: (DRIVER, _devices()))
+    assert guard.plan() is not None and guard.plan().shards == 3
+    assert guard.shard_of(_item(())) == ""
+
+
+CRASH_CONFTEST = """
+import os
+from pathlib import Path
+from conformance.runner import parallel
+
+DEVICES = [{"node": "n0", "pool": "n0", "device": f"gpu-{i}", "attributes": {"index": i},
+            "attribute_types": {"index": "int"}} for i in range(4)]
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "shard_devices(n): test")
+    if getattr(config, "workerinput", {}).get("workerid", "gw0") not in ("gw0", "gw1"):
+        Path(os.environ["REPLACED"]).touch()  # the replacement worker is up
+    parallel.register(config, Path(os.environ["LOCKS"]), lambda: ("gpu.example.com", DEVICES))
+"""
+
+CRASH_TESTS = """
+import json, os, time, pytest
+from conformance.runner.parallel import shard_selector
+
+@pytest.mark.shard_devices()
+@pytest.mark.parametrize("n", range(24))
+def test_sharded(n, request):
+    if n == 0:
+        os._exit(1)  # the worker dies: xdist starts a replacement with a new ID
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.environ["REPLACED"]) and time.monotonic() < deadline:
+        time.sleep(0.02)  # the other worker waits for the replacement, so the replacement gets tests
+    with open(os.environ["OUT"], "a") as f:
+        f.write(json.dumps([os.environ["PYTEST_XDIST_WORKER"], shard_selector(request.node)]) + "\\n")
+"""
+
+
+def test_a_worker_replacing_a_crashed_one_runs_its_sharded_tests_under_the_device_lock(tmp_path):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(CRASH_CONFTEST))
+    (tmp_path / "test_crash.py").write_text(textwrap.dedent(CRASH_TESTS))
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out, locks = tmp_path / "out.jsonl", tmp_path / "locks"
+    env = {**os.environ, "OUT": str(out), "LOCKS": str(locks), "REPLACED": str(tmp_path / "replaced")}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--max-worker-restart", "2"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    ran = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "INTERNALERROR" not in done.stdout + done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "1 failed, 23 passed" in done.stdout, done.stdout[-3000:]  # only the test that killed its worker
+    assert {shard for worker, shard in ran if worker == "gw2"} == {""}, ran  # the replacement: no shard
+    assert {shard for worker, shard in ran if worker != "gw2"} <= {
+        f'device.attributes["{DRIVER}"].index in [0, 2]',
+        f'device.attributes["{DRIVER}"].index in [1, 3]',
+    }, ran
 
 
 # -- timings --------------------------------------------------------------------------------------------------

@@ -115,6 +115,19 @@ def test_check_and_dry_run_start_nothing(tmp_path, fake_runs, capsys):
     assert "DRA_REFERENCE_FAULTS=skip-cdi-env " in out and "DRA_REFERENCE_FAULTS= " in out and fake_runs[1] == []
 
 
+def test_workers_run_every_child_in_device_shards(tmp_path, fake_runs, capsys):
+    """``--workers N`` (``make validate-suite-sharded``) comes after the command's own ``--workers 0``: the last
+    value wins in ``dra-conformance run``; without it the children stay serial."""
+    path = _file(tmp_path)
+    argv = ["validate-suite", "--faults-file", str(path), "--faults", "skip-cdi-env", "--dry-run"]
+    assert cli.main([*argv, "--workers", "3"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("DRA_REFERENCE_FAULTS")]
+    assert len(lines) == 2 and all(" --workers 0 " in line and " --workers 3 " in line for line in lines)
+    assert all(line.index("--workers 3") < line.index(" -- ") for line in lines), lines
+    assert cli.main(argv) == 0
+    assert "--workers 3" not in capsys.readouterr().out
+
+
 def test_check_refuses_a_bad_driver_profile_of_the_child_runs(tmp_path, fake_runs, monkeypatch, capsys):
     bad = tmp_path / "reference.yaml"
     (tmp_path / "c").mkdir()  # the relative chart exists (profiles.check_file); upgrade_from is what is bad

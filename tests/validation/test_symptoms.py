@@ -77,6 +77,11 @@ CAUGHT = [
         "AssertionError: slice.duplicate-device: pool/dra-node-0: device names published more than once (device: "
         "slices): {'gpu-0': ['dra-node-0-x-0', 'dra-node-0-x-1']} [resource.k8s.io/v1 Device.name]",
     ),
+    (
+        "device-by-position",
+        "AssertionError: 3 of 4 devices of dra-node-0 prepared wrong: gpu-1: expected ['gpu-1'], the probe shows "
+        "['gpu-0']; probe output of t/p-1 | gpu-2: expected ['gpu-2'], the probe shows ['gpu-0']; probe output",
+    ),
 ]
 
 
@@ -121,6 +126,19 @@ ACCIDENTS = [
     # new faults: their neighbours' symptoms are not theirs
     ("request-names-rotated", "AssertionError: expected ['gpu-0'], the probe shows ['gpu-0', 'gpu-1']", "other"),
     ("request-names-rotated", "AssertionError: expected ['gpu-0'], the probe shows no device", "other message"),
+    # device-by-position: every device shifted (wrong-cdi-device: gpu-0 is wrong too), or one shows nothing
+    (
+        "device-by-position",
+        "AssertionError: 4 of 4 devices of dra-node-0 prepared wrong: gpu-0: expected ['gpu-0'], the probe shows "
+        "['gpu-1']; probe output | gpu-1: expected ['gpu-1'], the probe shows ['gpu-0']",
+        "other message",
+    ),
+    (
+        "device-by-position",
+        "AssertionError: 1 of 4 devices of dra-node-0 prepared wrong: gpu-2: expected ['gpu-2'], the probe shows "
+        "no device; probe output",
+        "other message",
+    ),
     (
         "prepare-fails-once",
         "conformance.core.errors.WaitFailed: kubelet could not prepare the pod's claims: Warning "

@@ -46,6 +46,13 @@ def register(subparsers) -> None:
         "or manifests: a DaemonSet from its chart, the fault passed as the chart's faults value)",
     )
     p.add_argument("--timeout-scale", dest="timeout_scale", type=float, help="override every entry's timeout_scale")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=0,
+        help="pytest-xdist workers of every child run (default 0: serial, as the file's expectations were recorded; "
+        "N >= 2: device shards, so a fault must be caught whichever devices each test gets)",
+    )
     p.add_argument("--report-dir", dest="report_dir", type=Path, help="default reports/validate-suite/<id>")
     p.add_argument("--run-timeout", type=float, default=runs.RUN_TIMEOUT_S, help="seconds per child run")
     p.add_argument("--no-healthy", action="store_true", help="skip the healthy run (the verdict then FAILS)")
@@ -56,6 +63,14 @@ def register(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the child commands and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="show the child runs' output")
     p.set_defaults(func=main)
+
+
+def _workers(text: str) -> int:
+    """``--workers`` value: a whole number >= 0 (``dra-conformance run`` checks its upper bound). Raises
+    argparse.ArgumentTypeError naming the value."""
+    if not str(text).strip().isdigit():
+        raise argparse.ArgumentTypeError(f"--workers {text!r}: give a whole number, 0 (serial) or e.g. 3")
+    return int(text)
 
 
 def _say(line: str) -> None:
@@ -82,6 +97,7 @@ def _fault_line(row: dict) -> str:
 
 def _common(args: argparse.Namespace) -> list[str]:
     out = ["--feature-gates", args.feature_gates]
+    out += ["--workers", str(args.workers)] if getattr(args, "workers", 0) else []  # after runs.command's --workers 0
     out += ["--driver-deploy", args.driver_deploy] if getattr(args, "driver_deploy", None) else []
     return out + (["--k8s-version", args.k8s_version] if args.k8s_version else [])
 

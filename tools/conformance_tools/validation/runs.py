@@ -110,7 +110,8 @@ def healthy_plans(entries: Iterable[FaultEntry], runs_dir: Path, timeout_scale: 
 def command(plan: Plan, common: Iterable[str] = (), python: str = sys.executable) -> list[str]:
     """The ``dra-conformance run`` command line of ``plan``; ``common``: options every run gets (e.g.
     ``--k8s-version 1.35``). A disruptive profile gets ``--allow-disruptive``. Runs are serial (``--workers 0``:
-    each selects a few tests, and what a fault breaks was recorded serially); a plan's run_args may override."""
+    each selects a few tests, and what a fault breaks was recorded serially); ``common`` (validate-suite
+    ``--workers N``) and then a plan's run_args may override."""
     cmd = [python, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", DRIVER, "--workers", "0"]
     cmd += ["--profile", plan.profile, "--timeout-scale", f"{plan.timeout_scale:g}"]
     cmd += ["--report-dir", str(plan.report_dir), "--no-report", *common]

@@ -163,6 +163,9 @@ FAULTS: dict[str, str] = {
     "cdi-undeclared": "With --no-cdi (a driver without CDI, whose profile declares cdi: false) the driver still "
     "writes a CDI spec per claim and names its CDI device: the profile's cdi: false waiver is not true of the "
     "driver (breaker finding 4: a waiver is checked, not believed).",
+    "cdi-undeclared-by-name": "With --no-cdi the driver still writes a CDI spec per claim, with no claim UID in "
+    "its file name or text (a token of it), and names no CDI device: a look for the UID misses it, the file's "
+    "appearance on the node does not (s10 breaker finding 1).",
 }
 
 

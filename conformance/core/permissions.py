@@ -87,7 +87,8 @@ NEEDED: tuple[Permission, ...] = (
     Permission(  # the helper pods' owner (conformance/node/helper_pod.py run_anchor): they end after SIGKILL too
         ("create", "get", "delete"), "jobs", "batch", why="the helper pods' anchor Job", when=NODE_ACCESS
     ),
-    Permission(  # without it the expected driver nodes fall back to the nodes with slices (issue 24 §2)
+    Permission(  # without it the expected driver nodes are unknown and the node checks fail, unless the profile
+    # names them (deploy.node_selector); no fallback to the nodes with slices (issue 24 §2, driver_nodes.py)
         ("list",),
         "daemonsets",
         "apps",

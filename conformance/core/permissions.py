@@ -88,7 +88,7 @@ NEEDED: tuple[Permission, ...] = (
         ("create", "get", "delete"), "jobs", "batch", why="the helper pods' anchor Job", when=NODE_ACCESS
     ),
     Permission(  # without it the expected driver nodes are unknown and the node checks fail, unless the profile
-    # names them (deploy.node_selector); no fallback to the nodes with slices (issue 24 §2, driver_nodes.py)
+        # names them (deploy.node_selector); no fallback to the nodes with slices (issue 24 §2, driver_nodes.py)
         ("list",),
         "daemonsets",
         "apps",

@@ -73,8 +73,8 @@ def _driver_daemonsets(k8s: K8s, driver: DriverHandle) -> tuple[list[Obj], str]:
     """The driver's DaemonSets and where they were looked for. Deployed into namespaces (helm, manifests): the
     DaemonSets there that mount the kubelet's plugin registry (else all of them) and name the driver in their pod
     template (a CSI node plugin sharing the namespace, e.g. kube-system, mounts the plugin registry too: breaker
-    s10 finding 5); only when none names it (a driver whose name is built into its image), all of those. Preinstalled: the
-    plugin-registry DaemonSets of any namespace that name the driver."""
+    s10 finding 5); only when none names it (a driver whose name is built into its image), all of those.
+    Preinstalled: the plugin-registry DaemonSets of any namespace that name the driver."""
     namespaces = tuple(getattr(driver, "daemonset_namespaces", ()) or ())
     if namespaces:
         found = [ds for ns in namespaces for ds in k8s.list("DaemonSet", ns)]

@@ -72,7 +72,7 @@ from conformance.node.podresources import (
     reported_cdi_ids,
     reported_devices,
 )
-from conformance.node.prepared import Leftovers, leftovers, removed_and_unprepared, unprepared
+from conformance.node.prepared import Leftovers, cdi_used, leftovers, removed_and_unprepared, unprepared
 from conformance.node.registration import kubelet_uses
 
 __all__ = [
@@ -130,6 +130,7 @@ __all__ = [
     "label_patch",
     "leftovers",
     "removed_and_unprepared",
+    "cdi_used",
     "limits",
     "markers",
     "match_attribute",

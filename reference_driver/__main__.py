@@ -14,7 +14,7 @@ import sys
 import threading
 
 from . import inventory
-from .cdi import CdiStore
+from .cdi import CdiStore, UnnamedCdiStore
 from .checkpoint import Checkpoint, CheckpointError
 from .config import ConfigError, from_args
 from .inventory.renamed import RenamingSnapshot
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             {cfg.node_name},
             snapshot,
             ApiClaimSource(api),
-            CdiStore(cfg.cdi_dir, cfg.driver_name, writes=not cfg.no_cdi or cfg.faults.on("cdi-undeclared")),
+            _cdi_store(cfg),
             Checkpoint(cfg.checkpoint_path, cfg.checkpoint_format),
             cfg.faults,
             on_unprepared=renaming.rename if renaming else None,
@@ -119,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         binder.stop()
     server.stop()
     return 0
+
+
+def _cdi_store(cfg) -> CdiStore:
+    """The claims' CDI spec store: none written under --no-cdi, unless fault cdi-undeclared (specs as usual) or
+    cdi-undeclared-by-name (specs without the claim UID, no CDI device named) ignores the flag."""
+    if cfg.no_cdi and cfg.faults.on("cdi-undeclared-by-name"):
+        return UnnamedCdiStore(cfg.cdi_dir, cfg.driver_name, writes=False)
+    return CdiStore(cfg.cdi_dir, cfg.driver_name, writes=not cfg.no_cdi or cfg.faults.on("cdi-undeclared"))
 
 
 if __name__ == "__main__":

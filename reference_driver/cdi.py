@@ -16,6 +16,7 @@ Sources: CDI SPEC.md (spec format, names), dra-protocols.md §4; KEP-5018 admin 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -155,3 +156,25 @@ class CdiStore:
         """UIDs of all claims this driver has spec files for."""
         prefix, suffix = f"{self.driver}_claim-", ".json"
         return {p.name[len(prefix) : -len(suffix)] for p in self.directory.glob(f"{prefix}*{suffix}")}
+
+
+class UnnamedCdiStore(CdiStore):
+    """Fault ``cdi-undeclared-by-name``: a store that, under ``--no-cdi``, still writes each claim's spec, but
+    without the claim UID anywhere (file ``<driver>_spec-<token>.json``, device names ``<token>-<device>``,
+    token = the first 12 hex digits of the UID's SHA-256), and names no CDI device in prepare (:attr:`writes`
+    stays False): a look for the claim UID finds nothing, only the files' appearance shows the CDI use."""
+
+    def path(self, claim_uid: str) -> Path:
+        """Spec file of a claim, named by a token of its UID: ``<dir>/<driver>_spec-<token>.json``."""
+        return self.directory / f"{self.driver}_spec-{_token(claim_uid)}.json"
+
+    def write(self, claim_uid: str, spec: dict) -> Path:
+        """Write the claim's spec with every occurrence of its UID replaced by the token. Raises OSError."""
+        text = json.dumps(spec, indent=1, sort_keys=True).replace(claim_uid, _token(claim_uid))
+        files.write_atomic(self.path(claim_uid), text.encode())
+        return self.path(claim_uid)
+
+
+def _token(claim_uid: str) -> str:
+    """A UID-less stand-in for ``claim_uid``: the first 12 hex digits of its SHA-256."""
+    return hashlib.sha256(claim_uid.encode()).hexdigest()[:12]

@@ -167,6 +167,12 @@ FAULTS: dict[str, str] = {
     "as the node's k-th device in name order, as a driver indexing devices by their position in the allocation: "
     "right for the first free devices of an idle node (gpu-0 alone, or all of them), wrong for a claim on any "
     "other device (breaker finding 3: which devices a test gets depends on device shards and scheduling).",
+    "cdi-undeclared-by-name": "With --no-cdi the driver still writes a CDI spec per claim, with no claim UID in "
+    "its file name or text (a token of it), and names no CDI device: a look for the UID misses it, the file's "
+    "appearance on the node does not (s10 breaker finding 1).",
+    "health-all-unhealthy": "The DRAResourceHealth stream reports every device of the node UNHEALTHY while the "
+    "runtime health switch names any one of them, so a healthy device's pod shows Unhealthy too (KEP-4680: "
+    "health is per device; s10 breaker finding 8).",
 }
 
 

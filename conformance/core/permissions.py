@@ -90,7 +90,8 @@ NEEDED: tuple[Permission, ...] = (
     Permission(  # conformance/node/heartbeat.py: the anchor pod ends, and the helper pods with it, when it stops
         ("patch",), "pods", why="the run's heartbeat on the helper pods' anchor pod", when=NODE_ACCESS
     ),
-    Permission(  # without it the expected driver nodes fall back to the nodes with slices (issue 24 §2)
+    Permission(  # without it the expected driver nodes are unknown and the node checks fail, unless the profile
+        # names them (deploy.node_selector); no fallback to the nodes with slices (issue 24 §2, driver_nodes.py)
         ("list",),
         "daemonsets",
         "apps",

@@ -4,7 +4,8 @@ node" in KEP5970-1/-2, the smoke test and ``multi_node`` is never read from the 
 Sources, first that applies: host mode -- the nodes the harness started a plugin process on
 (``driver.processes``); DaemonSet deployments (helm, manifests) -- the nodes the DaemonSet controller places a
 pod of the driver's DaemonSets on (:mod:`conformance.dra.placement`), the DaemonSets of the handle's
-``daemonset_namespaces`` that mount the kubelet's plugin registry; preinstalled -- the DaemonSets of any
+``daemonset_namespaces`` that name the driver in their pod template (only when none does, those that mount the
+kubelet's plugin registry); preinstalled -- the DaemonSets of any
 namespace that mount the plugin registry and name the driver in their pod template, or the nodes the profile
 names (``deploy.node_selector``: node labels, ``{}`` = every node). When none is found (a driver run some
 other way, or DaemonSets the run may not list) the expected nodes fall back to the nodes with the driver's
@@ -69,13 +70,25 @@ class ExpectedNodes:
 
 def _driver_daemonsets(k8s: K8s, driver: DriverHandle) -> tuple[list[Obj], str]:
     namespaces = tuple(getattr(driver, "daemonset_namespaces", ()) or ())
+    """The driver's DaemonSets and where they were looked for. Deployed into namespaces (helm, manifests): the
+    DaemonSets there that mount the kubelet's plugin registry (else all of them) and name the driver in their pod
+    template (a CSI node plugin sharing the namespace, e.g. kube-system, mounts the plugin registry too: breaker
+    s10 finding 5); only when none names it (a driver whose name is built into its image), all of those.
+    Preinstalled: the plugin-registry DaemonSets of any namespace that name the driver."""
+    namespaces = tuple(getattr(driver, "daemonset_namespaces", ()) or ())
     if namespaces:
         found = [ds for ns in namespaces for ds in k8s.list("DaemonSet", ns)]
         plugins = [ds for ds in found if runs_kubelet_plugin(ds)]
-        return plugins or found, f"namespace(s) {', '.join(namespaces)}"
+        if named := [ds for ds in plugins or found if _names(ds, driver.name)]:
+            return named, f"namespace(s) {', '.join(namespaces)}, naming the driver in the pod template"
+        return plugins or found, f"namespace(s) {', '.join(namespaces)}; none names the driver in its pod template"
     found = [ds for ds in k8s.list("DaemonSet") if runs_kubelet_plugin(ds)]
-    named = [ds for ds in found if driver.name in json.dumps(ds.get("spec.template") or {})]
-    return named, "any namespace, naming the driver in the pod template"
+    return [ds for ds in found if _names(ds, driver.name)], "any namespace, naming the driver in the pod template"
+
+
+def _names(ds: Obj, driver: str) -> bool:
+    """Whether the pod template of DaemonSet ``ds`` names ``driver`` (args, env, labels, volumes: anywhere)."""
+    return driver in json.dumps(ds.get("spec.template") or {})
 
 
 def expected_nodes(k8s: K8s, driver: DriverHandle, named: Mapping[str, str] | None = None) -> ExpectedNodes:
@@ -93,7 +106,7 @@ def expected_nodes(k8s: K8s, driver: DriverHandle, named: Mapping[str, str] | No
             desired = {f"{ds.namespace}/{ds.name}": ds.get("status.desiredNumberScheduled") for ds in sets}
             return ExpectedNodes(
                 tuple(daemonset_nodes(sets, nodes)),
-                f"nodes DaemonSet(s) {desired} (name: desiredNumberScheduled) place a pod on",
+                f"nodes DaemonSet(s) {desired} (name: desiredNumberScheduled) place a pod on ({where})",
                 problems=_not_ready(k8s, sets, nodes),
             )
         why = f"no DaemonSet of the driver found ({where})"

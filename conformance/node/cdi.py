@@ -32,6 +32,26 @@ def claim_specs(node_access, node: str, claim) -> dict[str, str]:
     return specs_naming(node_access.cdi_specs(node), claim.uid)
 
 
+def appeared(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
+    """The spec files of ``after`` that ``before`` lacks or whose text changed since (both ``{file name: text}``
+    of one node): what was written between the two looks, whatever the files are named (a driver need not put
+    the claim UID in a file's name or text; breaker finding 1)."""
+    return {name: text for name, text in after.items() if before.get(name) != text}
+
+
+def describe(specs: dict[str, str]) -> list[str]:
+    """``"<file> (kind <kind>)"`` for each spec file of ``specs`` (``{file name: text}``), sorted; ``kind ?`` when
+    the text is not a CDI spec: the kind names the vendor that wrote the file."""
+    out = []
+    for name in sorted(specs):
+        try:
+            kind = parse(specs[name]).get("kind") or "?"
+        except (ValueError, yaml.YAMLError, AttributeError):
+            kind = "?"
+        out.append(f"{name} (kind {kind})")
+    return out
+
+
 def left_behind(node_access, node: str, claim) -> str:
     """The assertion message of a check that ``claim``'s CDI specs are gone from ``node`` after its unprepare:
     ``CDI spec(s) [files] of claim ns/name (UID u) left on node N after its unprepare`` (``[]`` when the look

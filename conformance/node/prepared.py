@@ -21,7 +21,7 @@ from conformance.k8s.client import K8s
 from conformance.k8s.tracker import Tracked
 from conformance.k8s.waits import poll
 from conformance.k8s.waits.pods import pod_gone
-from conformance.node import cdi
+from conformance.node import cdi, podresources
 from conformance.node.base import NodeAccess, NodeAccessUnavailable
 
 UNPREPARED_POLL_S = 1.0  # seconds between two looks at a node while waiting for a claim to be unprepared
@@ -111,6 +111,30 @@ def removed_and_unprepared(k8s: K8s, node_access: NodeAccess, pod: Obj, claim, *
             f"({held.describe()})",
         ) from exc
     return leftovers(node_access, node, claim)
+
+
+def cdi_used(node_access: NodeAccess, before: dict[str, str], pod: Obj, claim) -> Leftovers:
+    """What shows that the driver prepared ``claim`` of the running ``pod`` through CDI, for a profile that
+    declares ``cdi: false`` (the caller asserts ``found`` is empty): spec files of the pod's node that appeared
+    or changed since ``before`` (that node's :meth:`cdi_specs` read before the pod was created; compared by
+    content, not by the claim UID, :func:`cdi.appeared`) and the CDI device IDs the kubelet's PodResources
+    ``List`` reports for the claim (the IDs the driver's NodePrepareResources answer named; not read, and said
+    so in ``looked``, when the access mode has no PodResources client). NodeAccessUnavailable / OSError when the
+    specs cannot be read. Source: KEP-4381 ``Device.cdi_device_ids``; KEP-3695 ``ClaimResource.cdi_devices``;
+    capability ``driver.cdi`` (conformance/core/capabilities.py); breaker finding 1."""
+    node = pod.spec.node_name
+    specs = node_access.cdi_specs(node)
+    new = cdi.describe(cdi.appeared(before, specs))
+    found = [f"CDI spec {spec} appeared on the node while the claim was prepared" for spec in new]
+    looked = f"{len(specs)} CDI spec file(s), {len(before)} before the pod"
+    try:
+        entries = node_access.pod_resources(node).dynamic_resources(pod.name, pod.namespace)
+    except NodeAccessUnavailable as exc:
+        return Leftovers(node, found, f"{looked}; PodResources not read: {exc}")
+    ids = podresources.reported_cdi_ids(podresources.for_claim([e for c in entries.values() for e in c], claim))
+    if ids:
+        found.append(f"PodResources reports CDI device IDs {sorted(ids)} for it (NodePrepareResources named them)")
+    return Leftovers(node, found, f"{looked}; PodResources entry of {len(entries)} container(s)")
 
 
 def _claims_of(pod: dict) -> set[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """DRA device health (KEP-4680): ``NodeWatchResources`` streams the complete device list of this node's
 pool, each HEALTHY (UNHEALTHY with the fault ``unhealthy-devices``, or while the runtime switch ``unhealthy``
-names it: the Node annotation ``<driver>/unhealthy``, ignored under the fault ``health-never-unhealthy``),
+names it: the Node annotation ``<driver>/unhealthy``, ignored under the fault ``health-never-unhealthy``; under
+``health-all-unhealthy`` any name in it turns every device of the node UNHEALTHY),
 right away and then every ``interval`` seconds, with a ``health_check_timeout_seconds`` of three intervals.
 Served as v1alpha1 and v1 (identical messages, different packages). Source: dra-protocols.md §2.4; k8s.io/kubelet
 pkg/apis/dra-health/{v1alpha1,v1}; upstream test/e2e/dra/health.go.
@@ -42,6 +43,8 @@ class HealthService:
     def _message(self, device: str, switched: frozenset[str]) -> str:
         if self.faults.on("unhealthy-devices"):
             return "injected fault unhealthy-devices"
+        if switched and self.faults.on("health-all-unhealthy"):
+            return "injected fault health-all-unhealthy: the runtime switch names another device of this node"
         return "turned unhealthy by the runtime switch" if device in switched else ""
 
     def response(self):

@@ -43,21 +43,38 @@ def test_running_pod_reports_its_allocated_devices_healthy(k8s, tracker, builder
 
 
 @pytest.mark.scenario("HLTH-02")
-def test_device_turning_unhealthy_shows_in_the_pod_status_then_recovers(k8s, tracker, builder, health_switch):
+def test_device_turning_unhealthy_shows_in_the_pod_status_then_recovers(
+    k8s, tracker, builder, inventory, health_switch
+):
     """A running pod's device that the driver turns Unhealthy (the profile's runtime switch) shows Unhealthy in
-    the container's health entry of its claim, and Healthy again once the switch is off.
-    Source: KEP-4680 (Healthy -> Unhealthy -> Healthy reaches the pod status); upstream e2e_node "DRA
-    ResourceHealthStatus"; kubelet pkg/kubelet/cm/dra/manager.go UpdateAllocatedResourcesStatus."""
-    # given: a running pod whose claim's one device is reported Healthy
+    the container's health entry of its claim, and Healthy again once the switch is off. Health is per device:
+    on a node with two or more devices, a second pod's device on the same node stays Healthy meanwhile (a driver
+    that reports every device of the node Unhealthy fails; with one device per node there is no other).
+    Source: KEP-4680 (Healthy -> Unhealthy -> Healthy reaches the pod status; health per device); upstream
+    e2e_node "DRA ResourceHealthStatus"; kubelet pkg/kubelet/cm/dra/manager.go UpdateAllocatedResourcesStatus;
+    breaker s10 finding 8."""
+    # given: a running pod whose claim's one device is reported Healthy (and a second pod on another device of
+    # the same node, when it has one)
     claim = tracker.create(builder.claim())
     pod = tracker.create(builder.pod(uses=claim, claim_entries_named_as_objects=True))
     pod = waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
     device = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION).results[0].device
+    node = pod.spec.node_name
+    neighbour = None
+    if len(inventory.names_on(node)) > 1:
+        other = tracker.create(builder.claim())
+        neighbour = tracker.create(builder.pod(uses=other, node_name=node, claim_entries_named_as_objects=True))
+        neighbour = waits.pod_running(k8s, neighbour, timeout=timeouts.POD_START)
+        waits.device_health_is(k8s, neighbour, "Healthy", timeout=timeouts.DEVICE_HEALTH)
     waits.device_health_is(k8s, pod, "Healthy", timeout=timeouts.DEVICE_HEALTH)
     # when: the driver turns that device Unhealthy
-    health_switch.turn_unhealthy(pod.spec.node_name, [device])
-    # then: the claim's one resource shows Unhealthy, and Healthy again after the switch is off
+    health_switch.turn_unhealthy(node, [device])
+    # then: the claim's one resource shows Unhealthy, the neighbour's device stays Healthy, and the pod's is
+    # Healthy again after the switch is off
     statuses = waits.device_health_is(k8s, pod, "Unhealthy", timeout=timeouts.DEVICE_HEALTH)
     assert [(s.get("name"), len(s.get("resources") or [])) for s in statuses] == [(f"claim:{claim.name}", 1)]
-    health_switch.turn_healthy(pod.spec.node_name)
+    if neighbour is not None:
+        why = f" while only device {device} of node {node} was turned Unhealthy"
+        waits.device_health_stays(k8s, neighbour, "Healthy", duration=timeouts.CONSISTENTLY_PENDING, why=why)
+    health_switch.turn_healthy(node)
     waits.device_health_is(k8s, pod, "Healthy", timeout=timeouts.DEVICE_HEALTH)

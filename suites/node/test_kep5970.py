@@ -8,6 +8,7 @@ import pytest
 
 from conformance.api import (
     cdi,
+    cdi_used,
     check_slices,
     describe_violations,
     driver_slices,
@@ -146,18 +147,28 @@ def test_running_pod_sees_driver_injected_device(k8s, tracker, builder, probe):
 
 @pytest.mark.node
 @pytest.mark.scenario("KEP5970-6", "ALLOC-13", "ALLOC-15")
-@pytest.mark.requires("driver.cdi", "node_access")
+@pytest.mark.requires("node_access")
 @pytest.mark.shard_devices()
-def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, node_access):
+def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, capabilities, inventory, node_access):
     """Deleting a running pod completes (NodeUnprepareResources succeeded), its generated claim is
     deallocated and removed, and the node keeps nothing of the claim: no CDI spec naming it, no PodResources
-    entry, nothing prepared.
-    Source: KEP-5970 behaviour 6 (NodeUnprepareResources); driver contract §6.4."""
-    # given: a running pod with a generated claim, whose CDI spec is on the node
+    entry, nothing prepared. A profile that declares ``cdi: false`` waives only the CDI spec of the claim, not
+    this test: while the pod runs, no CDI spec file may appear or change on its node (whatever its name) and
+    PodResources must report no CDI device ID for the claim.
+    Source: KEP-5970 behaviour 6 (NodeUnprepareResources); driver contract §6.4; breaker finding 1 (s10)."""
+    # given: a running pod with a generated claim, whose CDI spec is on the node (none new with cdi: false)
+    declares_cdi = capabilities.has("driver.cdi")
+    before = {} if declares_cdi else {node: node_access.cdi_specs(node) for node in inventory.nodes()}
     template = tracker.create(builder.claim_template())
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=template)), timeout=timeouts.POD_START)
     claim, node = waits.pod_claims(k8s, pod)[0], pod.spec.node_name
-    assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
+    if declares_cdi:
+        assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
+    else:
+        used = cdi_used(node_access, before[node], pod, claim)
+        assert used.found == [], (
+            f"the profile declares cdi: false, but the driver used CDI for claim {claim.name}: {used.describe()}"
+        )
     # when: the pod is deleted
     k8s.delete("Pod", pod.name, pod.namespace)
     left = removed_and_unprepared(k8s, node_access, pod, claim, timeout=timeouts.POD_DELETE)

@@ -175,3 +175,26 @@ def test_a_daemonset_not_ready_where_it_should_run_is_named(monkeypatch):
     settling = FakeK8s([daemonset(ready=1)], nodes)
     settling.get = lambda *a, **k: daemonset()  # ready on the next read
     assert expected_nodes(settling, Handle(namespaces=("drv",))).mismatch({"n0": 4, "n1": 4}, "devices") is None
+
+
+def test_an_unrelated_csi_daemonset_in_the_namespace_is_not_the_drivers(monkeypatch):
+    """Breaker s10 finding 5: a helm/manifests deploy into a namespace that also holds a CSI node plugin (it
+    mounts the plugin registry too, runs on every node and is not ready): only the DaemonSet naming the driver
+    gives the expected nodes and is checked for readiness; with no DaemonSet naming the driver, every plugin
+    DaemonSet of the namespace still counts (a driver whose name is built into its image), and the source says so."""
+    monkeypatch.setattr("conformance.drivers.driver_nodes.waits.poll", lambda *a, **k: False)
+    nodes = [node("g0", {"gpu": "yes"}), node("g1", {"gpu": "yes"}), node("cpu")]
+    gpu = daemonset(ns="kube-system", nodeSelector={"gpu": "yes"})
+    csi = daemonset("ebs-csi-node", ns="kube-system", desired=3, ready=2)
+    csi.raw["spec"]["template"]["spec"]["containers"][0]["args"] = ["--csi-address=/csi/csi.sock"]
+    k8s = FakeK8s([gpu, csi], nodes, [_slice("g0"), _slice("g1")])
+    found = expected_nodes(k8s, Handle(namespaces=("kube-system",)))
+    assert found.names == ("g0", "g1") and found.problems == (), found
+    assert "ebs-csi-node" not in found.source and "naming the driver" in found.source
+    assert found.mismatch({"g0": 4, "g1": 4}, "devices") is None
+    anonymous = daemonset(ns="kube-system", nodeSelector={"gpu": "yes"})
+    anonymous.raw["spec"]["template"]["spec"]["containers"][0]["args"] = []
+    k8s = FakeK8s([anonymous, csi], nodes, [_slice("g0"), _slice("g1")])
+    both = expected_nodes(k8s, Handle(namespaces=("kube-system",)))
+    assert both.names == ("cpu", "g0", "g1") and "none names the driver" in both.source
+    assert any("ebs-csi-node" in p for p in both.problems), both.problems

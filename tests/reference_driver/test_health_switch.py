@@ -51,3 +51,11 @@ def test_profile_health_switch_parses_and_refuses_mistakes_naming_the_key():
         with pytest.raises(ConfigError) as info:
             profile.parse({**GOOD, "health_switch": bad}, source="mine.yaml")
         assert info.value.field.startswith("health_switch") and info.value.fix
+
+
+def test_fault_health_all_unhealthy_turns_every_device_when_the_switch_names_one():
+    """Fault ``health-all-unhealthy``: the switch naming gpu-1 turns every device UNHEALTHY (HLTH-02's second
+    pod on another device of the node sees it); naming none, all stay HEALTHY."""
+    faults = Faults.parse("health-all-unhealthy")
+    assert set(_healths(faults, {"gpu-1"}).values()) == {"UNHEALTHY"}
+    assert set(_healths(faults, set()).values()) == {"HEALTHY"}

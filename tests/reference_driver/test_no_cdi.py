@@ -4,7 +4,7 @@ reference-no-cdi.yaml declares ``cdi: false``) and the fault ``cdi-undeclared`` 
 from __future__ import annotations
 
 from reference_driver import DRIVER_NAME
-from reference_driver.cdi import CdiStore
+from reference_driver.cdi import CdiStore, UnnamedCdiStore
 from reference_driver.checkpoint import Checkpoint
 from reference_driver.claims import ClaimRef
 from reference_driver.config import from_args
@@ -17,10 +17,10 @@ from tests.reference_driver.test_main import argv
 REF = ClaimRef("ns", "claim-1", "uid-1")
 
 
-def _state(tmp_path, writes: bool) -> DeviceState:
+def _state(tmp_path, writes: bool, store_type: type[CdiStore] = CdiStore) -> DeviceState:
     inventory = SimulatedInventory(SimulatedSpec(count=4), NODE)
     source = FakeClaimSource(claim(results=[result("gpu-0")]))
-    store = CdiStore(tmp_path / "cdi", writes=writes)
+    store = store_type(tmp_path / "cdi", writes=writes)
     return DeviceState(DRIVER_NAME, {NODE}, inventory.snapshot, source, store, Checkpoint(tmp_path / "cp.json"))
 
 
@@ -43,3 +43,27 @@ def test_the_flag_and_the_fault_reach_the_config(tmp_path):
         argv(tmp_path)[2:] + ["--no-cdi"], env={"NODE_NAME": "n1", "DRA_REFERENCE_FAULTS": "cdi-undeclared"}
     )
     assert faulty.faults.on("cdi-undeclared") and Faults.parse("cdi-undeclared").on("cdi-undeclared")
+
+
+def test_fault_cdi_undeclared_by_name_writes_a_spec_without_the_uid_and_names_no_cdi_device(tmp_path):
+    """Fault ``cdi-undeclared-by-name`` (UnnamedCdiStore under --no-cdi): prepare names no CDI ID, yet one spec
+    file appears whose name and text carry no claim UID; unprepare removes it."""
+    state = _state(tmp_path, writes=False, store_type=UnnamedCdiStore)
+    (device,) = state.prepare(REF)
+    (spec,) = (tmp_path / "cdi").iterdir()
+    assert device.cdi_ids == () and "uid-1" not in spec.name and "uid-1" not in spec.read_text(), spec
+    assert spec.name.startswith(f"{DRIVER_NAME}_spec-") and "gpu-0" in spec.read_text()
+    state.unprepare(REF.uid)
+    assert list((tmp_path / "cdi").iterdir()) == []
+
+
+def test_main_picks_the_store_of_the_flag_and_faults(tmp_path):
+    from reference_driver.__main__ import _cdi_store
+
+    def store(faults=""):
+        cfg = from_args(argv(tmp_path)[2:] + ["--no-cdi"], env={"NODE_NAME": "n1", "DRA_REFERENCE_FAULTS": faults})
+        return _cdi_store(cfg)
+
+    assert type(store()) is CdiStore and not store().writes
+    assert type(store("cdi-undeclared")) is CdiStore and store("cdi-undeclared").writes
+    assert type(store("cdi-undeclared-by-name")) is UnnamedCdiStore and not store("cdi-undeclared-by-name").writes

@@ -14,7 +14,7 @@ from conformance.k8s.waits.claims import (
     pod_claims,
 )
 from conformance.k8s.waits.core import EventsUnreadable, event_line, poll, recent_events, stays_equal, until
-from conformance.k8s.waits.health import device_health_is, device_health_reported
+from conformance.k8s.waits.health import device_health_is, device_health_reported, device_health_stays
 from conformance.k8s.waits.objects import default_service_account, object_gone, object_matches
 from conformance.k8s.waits.pods import (
     event,
@@ -65,6 +65,7 @@ __all__ = [
     "default_service_account",
     "device_health_is",
     "device_health_reported",
+    "device_health_stays",
     "device_count",
     "devices_by_node",
     "event",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import until
+from conformance.k8s.waits.core import stays, until
 
 UNKNOWN = "Unknown"
 
@@ -82,3 +82,35 @@ def device_health_is(k8s: K8s, pod: Obj, health: str, *, timeout: float, contain
         awaited=f"every device {health} in allocatedResourcesStatus of pod {pod.namespace}/{pod.name}",
     )
     return _statuses(found, container)
+
+
+def device_health_stays(
+    k8s: K8s, pod: Obj, health: str, *, duration: float, why: str = "", container: str | None = None
+) -> list[dict]:
+    """Assert every device in the ``allocatedResourcesStatus`` of ``container`` (default: the first) keeps
+    reporting ``health`` for ``duration`` seconds (scaled): the "consistently" wait; return the entries as last
+    read. ``why`` is added to the failure (e.g. which other device was turned). Raises WaitFailed ("pod ...:
+    device(s) no longer <health> ...: [entries]") as soon as one device reports another health, or the pod is
+    deleted or ends. Source: KEP-4680 (health is per device: a change reaches the pods of that device only)."""
+
+    def failed(obj: Obj | None, _events: list[Obj]) -> str | None:
+        if obj is None:
+            return "the pod was deleted"
+        if obj.phase in ("Failed", "Succeeded"):
+            return f"the pod ended ({obj.phase})"
+        statuses = _statuses(obj, container)
+        others = {r.get("resourceID"): r.get("health") for s in statuses for r in s.get("resources") or []}
+        if any(h != health for h in others.values()):
+            return f"pod {pod.namespace}/{pod.name}: device(s) no longer {health}{why}: {others}"
+        return None
+
+    last = stays(
+        k8s,
+        "Pod",
+        pod.name,
+        pod.namespace,
+        failed=failed,
+        duration=duration,
+        awaited=f"every device staying {health} in allocatedResourcesStatus of pod {pod.namespace}/{pod.name}",
+    )
+    return _statuses(last, container)

@@ -22,6 +22,18 @@ def _statuses(pod: Obj | None, container: str | None) -> list[dict]:
     return []
 
 
+def _healths(pod: Obj | None, container: str | None) -> list[str]:
+    """The ``health`` of every device entry of ``container``'s allocatedResourcesStatus (``[]``: none yet)."""
+    return [r.get("health") for s in _statuses(pod, container) for r in s.get("resources") or []]
+
+
+def _pod_gone_or_ended(pod: Obj | None, _events: list[Obj] | None = None) -> str | None:
+    """Why a health wait cannot go on: the pod was deleted or ended (Failed / Succeeded); None otherwise."""
+    if pod is None:
+        return "the pod was deleted"
+    return f"the pod ended ({pod.phase})" if pod.phase in ("Failed", "Succeeded") else None
+
+
 def device_health_reported(k8s: K8s, pod: Obj, *, timeout: float, container: str | None = None) -> list[dict]:
     """Wait until the kubelet reports a known health (not ``Unknown``) for every device in the
     ``allocatedResourcesStatus`` of ``container`` (default: the first) and at least one device; return those
@@ -32,15 +44,8 @@ def device_health_reported(k8s: K8s, pod: Obj, *, timeout: float, container: str
     """
 
     def done(obj: Obj | None) -> bool:
-        healths = [r.get("health") for s in _statuses(obj, container) for r in s.get("resources") or []]
+        healths = _healths(obj, container)
         return bool(healths) and UNKNOWN not in healths
-
-    def failed(obj: Obj | None, _events: list[Obj]) -> str | None:
-        if obj is None:
-            return "the pod was deleted"
-        if obj.phase in ("Failed", "Succeeded"):
-            return f"the pod ended ({obj.phase})"
-        return None
 
     found = until(
         k8s,
@@ -48,7 +53,7 @@ def device_health_reported(k8s: K8s, pod: Obj, *, timeout: float, container: str
         pod.name,
         pod.namespace,
         done=done,
-        failed=failed,
+        failed=_pod_gone_or_ended,
         timeout=timeout,
         awaited=f"device health (not {UNKNOWN}) in allocatedResourcesStatus of pod {pod.namespace}/{pod.name}",
     )
@@ -63,13 +68,8 @@ def device_health_is(k8s: K8s, pod: Obj, health: str, *, timeout: float, contain
     the last pod status. Source: KEP-4680 (a health change reaches the pod status)."""
 
     def done(obj: Obj | None) -> bool:
-        healths = [r.get("health") for s in _statuses(obj, container) for r in s.get("resources") or []]
+        healths = _healths(obj, container)
         return bool(healths) and set(healths) == {health}
-
-    def failed(obj: Obj | None, _events: list[Obj]) -> str | None:
-        if obj is None:
-            return "the pod was deleted"
-        return f"the pod ended ({obj.phase})" if obj.phase in ("Failed", "Succeeded") else None
 
     found = until(
         k8s,
@@ -77,7 +77,7 @@ def device_health_is(k8s: K8s, pod: Obj, health: str, *, timeout: float, contain
         pod.name,
         pod.namespace,
         done=done,
-        failed=failed,
+        failed=_pod_gone_or_ended,
         timeout=timeout,
         awaited=f"every device {health} in allocatedResourcesStatus of pod {pod.namespace}/{pod.name}",
     )
@@ -94,10 +94,8 @@ def device_health_stays(
     deleted or ends. Source: KEP-4680 (health is per device: a change reaches the pods of that device only)."""
 
     def failed(obj: Obj | None, _events: list[Obj]) -> str | None:
-        if obj is None:
-            return "the pod was deleted"
-        if obj.phase in ("Failed", "Succeeded"):
-            return f"the pod ended ({obj.phase})"
+        if (ended := _pod_gone_or_ended(obj)) is not None:
+            return ended
         statuses = _statuses(obj, container)
         others = {r.get("resourceID"): r.get("health") for s in statuses for r in s.get("resources") or []}
         if any(h != health for h in others.values()):

@@ -26,7 +26,7 @@ WORKERS_FLAG := $(if $(WORKERS),--workers $(WORKERS))
 DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv test unit e2e conformance list versions paths cluster-up cluster-down \
+.PHONY: help setup setup-all venv test unit e2e conformance list versions paths cluster-up cluster-down \
         cluster-status cluster-logs lint wheels clean matrix report bench-cluster validate-suite images bench kind-node-image
 
 help: ## list every target
@@ -34,9 +34,12 @@ help: ## list every target
 	@echo
 	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(default 4; 0 = serial)"
 
-setup: venv ## install everything: venv, Debian packages, Kubernetes/etcd/containerd/kwok/kind/helm, Allure CLI, offline images, the kind node image (KIND= to skip it)
-	@$(PY) -m conformance_lab.toolchain setup $(K8S_FLAG)
-	$(if $(KIND),@$(MAKE) --no-print-directory kind-node-image)
+setup: ## what `make conformance` needs: venv, Debian packages, Kubernetes/etcd/containerd, Allure CLI, pause/busybox images; the rest builds on first use
+	@export DRA_CONFORMANCE_SETUP_START=$$(date +%s); bash scripts/bootstrap-venv.sh && $(PY) -m conformance_lab.toolchain setup $(K8S_FLAG)
+
+setup-all: ## everything (CI): setup + kwok/kind/helm/registry/other drivers, every offline image, the kind node image (KIND= to skip it)
+	@export DRA_CONFORMANCE_SETUP_START=$$(date +%s); bash scripts/bootstrap-venv.sh && \
+	  $(PY) -m conformance_lab.toolchain setup --all $(if $(KIND),,--skip kind) $(K8S_FLAG)
 
 kind-node-image: ## build (or find cached) the offline kind node image for K8S_VERSION (nerdctl, kubeadm, coredns, crictl, Debian rootfs)
 	$(VENV)/bin/dra-conformance kind build-node-image $(K8S_FLAG)

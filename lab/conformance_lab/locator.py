@@ -6,29 +6,32 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance_lab.toolchain import cache, gomodules, versions
+from conformance_lab.toolchain import cache, firstuse, versions
 
 
 class LabLocator:
-    """Looks programs up in the lab's per-version cache (``make setup`` / ``dra-conformance setup`` fill it)."""
+    """Looks programs up in the lab's per-version cache (``make setup`` / ``make setup-all`` fill it; what is
+    missing is built on first use, :mod:`conformance_lab.toolchain.firstuse`)."""
 
     def program(self, name: str, *, tool: str | None = None, k8s_version: str | None = None) -> Path | None:
         """A cached Kubernetes binary (``k8s_version`` given), or the binary ``name`` of pinned Go tool
-        ``tool`` (default: ``name``); None when not pinned or not built."""
+        ``tool`` (default: ``name``), built on first use when `make setup` left it out (a progress line on
+        stderr); None when not pinned, not built or its build failed (the plugin then names the fix)."""
         try:
             if k8s_version:
                 return cache.k8s_binary(name, k8s_version)
             pinned = versions.load().go_tools
             if (tool or name) not in pinned:
                 return None
-            return cache.tool_binary(tool or name, name if tool and tool != name else None)
+            return firstuse.tool_binary(tool or name, name if tool and tool != name else None)
         except cache.CacheMiss:
             return None
 
     def go_module_dir(self, tool: str, inside: str = "") -> Path | None:
-        """``<GOMODCACHE>/<module>@<version>/<inside>`` of the pinned Go tool; None when absent."""
+        """``<GOMODCACHE>/<module>@<version>/<inside>`` of the pinned Go tool (downloaded and built on first
+        use); None when absent."""
         try:
-            return gomodules.module_path(tool, inside)
+            return firstuse.module_path(tool, inside)
         except (KeyError, cache.CacheMiss):
             return None
 

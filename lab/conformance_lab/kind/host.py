@@ -22,7 +22,7 @@ from pathlib import Path
 
 from conformance.core import errors
 from conformance_lab.local.processes import HostProcess, alive
-from conformance_lab.toolchain import cache
+from conformance_lab.toolchain import cache, firstuse
 
 NAMESPACE = "dra-kind"
 LIB = Path("/var/lib/dra-conformance/kind")  # containerd content (keeps the loaded node image), nerdctl data
@@ -84,7 +84,7 @@ class KindRuntime:
         from conformance_lab.toolchain.kindtools import nerdctl  # noqa: PLC0415
 
         try:
-            out = {"containerd": cache.tool_binary("containerd"), "kind": cache.tool_binary("kind")}
+            out = {"containerd": cache.tool_binary("containerd"), "kind": firstuse.tool_binary("kind")}
             out["nerdctl"] = nerdctl(self.log_dir / "nerdctl-build.log")
         except (cache.CacheMiss, RuntimeError) as exc:
             raise errors.ClusterUnavailable(f"{exc} (or run `make kind-node-image`)") from exc

@@ -37,7 +37,7 @@ from conformance_lab.kind.node_access import KindNodeAccess
 from conformance_lab.local import gates as gatelib
 from conformance_lab.local import hostlimits
 from conformance_lab.local.cluster import known_gates_cached
-from conformance_lab.toolchain import cache
+from conformance_lab.toolchain import cache, firstuse
 
 OFFICIAL_IMAGE = "kindest/node:{tag}"
 
@@ -124,7 +124,7 @@ def _env() -> dict[str, str] | None:
 
 def _kind(args: list[str], what: str, timeout: float = 900, log: Path | None = None) -> str:
     try:
-        binary = cache.tool_binary("kind")
+        binary = firstuse.tool_binary("kind")
     except cache.CacheMiss as exc:
         raise errors.ClusterUnavailable(str(exc)) from None
     proc = subprocess.run([str(binary), *args], capture_output=True, text=True, env=_env(), timeout=timeout)

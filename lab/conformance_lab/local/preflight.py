@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
 from conformance_lab.local import hostlimits
-from conformance_lab.toolchain import cache
+from conformance_lab.toolchain import cache, firstuse
 
 # kubelet pkg/kubelet/cm/container_manager_linux.go setupKernelTunables (KernelTunableModify).
 KUBELET_SYSCTLS = {
@@ -122,9 +122,9 @@ def find_binaries(tag: str) -> tuple[dict[str, str], list[str]]:
 
 
 def find_kwok() -> tuple[str | None, list[str]]:
-    """The cached kwok binary or a problem naming make setup."""
+    """The cached kwok binary (built on first use) or a problem naming make setup-all."""
     try:
-        return str(cache.tool_binary("kwok", "kwok")), []
+        return str(firstuse.tool_binary("kwok", "kwok")), []
     except cache.CacheMiss as exc:
         return None, [str(exc)]
 

@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from conformance_lab.toolchain import cache
+from conformance_lab.toolchain import firstuse
 
 READY_TIMEOUT_S = 30.0  # cold start of the registry binary on a busy 2-core machine is well under 2 s
 _CONFIG = """\
@@ -56,8 +56,9 @@ def free_port() -> int:
 
 
 def registry_binary() -> Path:
-    """The cached ``registry`` binary at its pinned version; raises CacheMiss naming `make setup`."""
-    return cache.tool_binary("registry")
+    """The cached ``registry`` binary at its pinned version (built on first use); raises CacheMiss naming
+    `make setup-all` when that fails."""
+    return firstuse.tool_binary("registry")
 
 
 def _answers(url: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -90,6 +91,15 @@ def write_wrapper(
     (workdir / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{body}\n)\n")
 
 
+def exe_name(package: str) -> str:
+    """The file name `go build -o DIR/` gives a main ``package``: its last path element, or the one before
+    a major-version suffix (``go.etcd.io/etcd/server/v3`` -> ``server``). Source: `go help build` (-o)."""
+    parts = package.rstrip("/").split("/")
+    if len(parts) > 1 and re.fullmatch(r"v[2-9]|v[1-9][0-9]+", parts[-1]):
+        return parts[-2]
+    return parts[-1]
+
+
 def build_packages(
     workdir: Path,
     packages: list[str],
@@ -101,12 +111,24 @@ def build_packages(
     log: Path,
     env: dict[str, str] | None = None,
 ) -> None:
-    """`go build` each main package to ``bindir/<output>`` (one at a time to bound memory on 2 cores)."""
-    for pkg, out in zip(packages, outputs, strict=True):
-        args = ["build", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), "-o", str(bindir / out)]
-        if tags:
-            args[1:1] = ["-tags", tags]
-        run_go(args + [pkg], workdir, f"{what}: build {out}", log, env)
+    """`go build` every main package to ``bindir/<output>`` in ONE invocation (``-o DIR/``), so the Go command
+    compiles and links the programs side by side on the idle cores; each output is then renamed from
+    :func:`exe_name` to its ``outputs`` name. Packages whose default names collide build one at a time.
+    Raises SetupError naming the failing build."""
+    args = ["build", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip()]
+    if tags:
+        args[1:1] = ["-tags", tags]
+    names = [exe_name(p) for p in packages]
+    if len(packages) > 1 and len(set(names)) == len(names):
+        out = bindir / ".go-build-out"
+        out.mkdir(parents=True, exist_ok=True)
+        run_go(args + ["-o", f"{out}/", *packages], workdir, f"{what}: build {', '.join(outputs)}", log, env)
+        for name, want in zip(names, outputs, strict=True):
+            os.replace(out / name, bindir / want)
+        out.rmdir()
+        return
+    for pkg, want in zip(packages, outputs, strict=True):
+        run_go(args + ["-o", str(bindir / want), pkg], workdir, f"{what}: build {want}", log, env)
 
 
 def fingerprint(tool: GoTool) -> str:
@@ -134,18 +156,30 @@ def module_env(tool: GoTool) -> dict[str, str]:
     return {"GONOSUMDB": tool.module} if tool.nosumdb else {}
 
 
-def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
-    """Build one pinned Go tool into the cache unless a trusted entry exists; return its bin dir."""
+def prepare_tool(tool: GoTool, log: Path) -> Path:
+    """Write ``tool``'s wrapper module and download every module it needs (`go mod tidy`); return the work
+    directory. Network bound, so setup runs it beside the builds. Raises SetupError."""
+    work = cache.root() / "work" / f"{tool.name}-{tool.version}"
+    requires = [f"{tool.module}@{tool.version}"] + [f"{m}@{tool.version}" for m in tool.extra_modules]
+    write_wrapper(work, requires, list(tool.packages), dict(tool.replaces))
+    run_go(["mod", "tidy"], work, f"{tool.name} {tool.version}: resolve modules", log, module_env(tool))
+    return work
+
+
+def is_built(tool: GoTool) -> bool:
+    """True when the cache holds a trusted entry of ``tool`` built with its current pins."""
+    return cache.is_complete(cache.tool_entry(tool.name, tool.version), tool.binaries, fingerprint(tool))
+
+
+def build_tool(tool: GoTool, log: Path, force: bool = False, prepared: Path | None = None) -> Path:
+    """Build one pinned Go tool into the cache unless a trusted entry exists; return its bin dir.
+    ``prepared``: the work directory :func:`prepare_tool` returned (downloads already done)."""
     entry = cache.tool_entry(tool.name, tool.version)
-    if not force and cache.is_complete(entry, tool.binaries, fingerprint(tool)):
+    if not force and is_built(tool):
         return entry / "bin"
     tmp = cache.partial_dir(entry)
     try:
-        work = cache.root() / "work" / f"{tool.name}-{tool.version}"
-        requires = [f"{tool.module}@{tool.version}"] + [f"{m}@{tool.version}" for m in tool.extra_modules]
-        write_wrapper(work, requires, list(tool.packages), dict(tool.replaces))
-        env = module_env(tool)
-        run_go(["mod", "tidy"], work, f"{tool.name} {tool.version}: resolve modules", log, env)
+        work = prepared or prepare_tool(tool, log)
         build_packages(
             work,
             list(tool.packages),
@@ -155,7 +189,7 @@ def build_tool(tool: GoTool, log: Path, force: bool = False) -> Path:
             tool.ldflags,
             f"{tool.name} {tool.version}",
             log,
-            env,
+            module_env(tool),
         )
         cache.commit(
             tmp,

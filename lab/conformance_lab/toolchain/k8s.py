@@ -65,15 +65,15 @@ def version_ldflags(tag: str, commit: str = "") -> str:
     return " ".join(flags)
 
 
-def build(tag: str, log: Path, force: bool = False) -> Path:
-    """Build every program of K8S_PROGRAMS for ``tag`` into the cache; return the bin dir.
+def is_built(tag: str) -> bool:
+    """True when the cache holds a trusted entry of every K8S_PROGRAMS binary for ``tag``."""
+    return cache.is_complete(cache.k8s_entry(tag), list(K8S_PROGRAMS))
 
-    Raises SetupError (module proxy unreachable, compile failure) and leaves no trusted partial entry.
-    """
-    entry = cache.k8s_entry(tag)
-    names = list(K8S_PROGRAMS)
-    if not force and cache.is_complete(entry, names):
-        return entry / "bin"
+
+def prepare(tag: str, log: Path) -> dict:
+    """Download k8s.io/kubernetes@``tag`` and write + tidy its wrapper module (every module the build needs);
+    return what :func:`build` stamps (``work``, ``staging``, ``staging_modules``, ``commit``). Network bound, so
+    setup runs it beside other steps. Raises SetupError."""
     what = f"kubernetes {tag}"
     work = cache.root() / "work" / f"k8s-{tag}"
     work.mkdir(parents=True, exist_ok=True)
@@ -90,40 +90,45 @@ def build(tag: str, log: Path, force: bool = False) -> Path:
         )
     staging = staging_version(tag)
     go_line, godebug = upstream_directives(upstream)
+    write_wrapper(
+        work,
+        [f"k8s.io/kubernetes@{tag}"],
+        list(K8S_PROGRAMS.values()),
+        {m: f"{m}@{staging}" for m in modules},
+        go_line,
+        godebug,
+    )
+    run_go(["mod", "tidy"], work, f"{what}: resolve modules", log)
     commit = (info.get("Origin") or {}).get("Hash", "")
+    return {"work": work, "staging": staging, "staging_modules": modules, "commit": commit}
+
+
+def build(tag: str, log: Path, force: bool = False, prepared: dict | None = None) -> Path:
+    """Build every program of K8S_PROGRAMS for ``tag`` into the cache (one `go build`); return the bin dir.
+    ``prepared``: what :func:`prepare` returned (downloads already done).
+
+    Raises SetupError (module proxy unreachable, compile failure) and leaves no trusted partial entry.
+    """
+    entry = cache.k8s_entry(tag)
+    names = list(K8S_PROGRAMS)
+    if not force and is_built(tag):
+        return entry / "bin"
+    prep = prepared or prepare(tag, log)
     tmp = cache.partial_dir(entry)
     try:
-        write_wrapper(
-            work,
-            [f"k8s.io/kubernetes@{tag}"],
-            list(K8S_PROGRAMS.values()),
-            {m: f"{m}@{staging}" for m in modules},
-            go_line,
-            godebug,
-        )
-        run_go(["mod", "tidy"], work, f"{what}: resolve modules", log)
         build_packages(
-            work,
+            prep["work"],
             list(K8S_PROGRAMS.values()),
             names,
             tmp / "bin",
             "selinux,notest",
-            version_ldflags(tag, commit),
-            what,
+            version_ldflags(tag, prep["commit"]),
+            f"kubernetes {tag}",
             log,
         )
-        cache.commit(
-            tmp,
-            entry,
-            names,
-            {
-                "module": "k8s.io/kubernetes",
-                "version": tag,
-                "staging": staging,
-                "staging_modules": modules,
-                "commit": commit,
-            },
-        )
+        info = {"module": "k8s.io/kubernetes", "version": tag, "staging": prep["staging"]}
+        info |= {"staging_modules": prep["staging_modules"], "commit": prep["commit"]}
+        cache.commit(tmp, entry, names, info)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,4 +1,15 @@
-"""The ordered steps of the lab's setup (`make setup`, `dra-conformance setup`) for one Kubernetes version."""
+"""The steps of the lab's setup for one Kubernetes version, in two scopes.
+
+- ``main`` (`make setup`, `dra-conformance setup`): what the main job (`make conformance`: the local cluster and
+  the bundled reference driver) needs: Debian packages, Kubernetes, etcd, containerd, the Allure CLI, the pause
+  and busybox images. It ends with ``ready: make conformance can start``.
+- ``all`` (`make setup-all`, `dra-conformance setup --all`; CI): also every other pinned Go tool (kwok, kind, helm,
+  registry, drivers), every catalog image and the kind node image. Each of those is otherwise built on first use
+  (:mod:`conformance_lab.toolchain.firstuse`).
+
+Downloads run beside the builds: Debian packages and npm in the background, each Go build's modules fetched
+(`go mod tidy`) from the start (:mod:`conformance_lab.toolchain.steps`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +17,11 @@ import time
 
 from conformance_lab.toolchain import cache, gobuild, k8s, system
 from conformance_lab.toolchain.steps import Step
-from conformance_lab.toolchain.versions import load
+from conformance_lab.toolchain.versions import GoTool, load
+
+MAIN_TOOLS = ("etcd", "containerd")  # the local cluster's own programs (conformance_lab/local/preflight.py)
+MAIN_IMAGES = ("pause", "busybox")  # the local cluster's sandbox and probe/helper pods
+SCOPES = ("main", "all")
 
 
 def _log_path():
@@ -15,48 +30,74 @@ def _log_path():
     return logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
 
-def setup_steps(k8s_version: str | None, skip: set[str]) -> list[Step]:
-    """The ordered steps of `make setup` for one Kubernetes version."""
+def _go_tool_step(tool: GoTool, log) -> Step:
+    """Build one pinned Go tool; its modules download from the start (prefetch) unless it is cached."""
+
+    def prefetch():
+        return None if gobuild.is_built(tool) else gobuild.prepare_tool(tool, log)
+
+    def run(prepared=None):
+        was = gobuild.is_built(tool)
+        path = gobuild.build_tool(tool, log, prepared=prepared)
+        return f"{'cached' if was else 'built'} in {path}"
+
+    return Step(f"{tool.name} {tool.version}", run, prefetch=prefetch)
+
+
+def _k8s_step(tag: str, log) -> Step:
+    def prefetch():
+        return None if k8s.is_built(tag) else k8s.prepare(tag, log)
+
+    def run(prepared=None):
+        was = k8s.is_built(tag)
+        path = k8s.build(tag, log, prepared=prepared)
+        return f"{'cached' if was else 'built'} in {path}"
+
+    programs = ", ".join(k8s.K8S_PROGRAMS)
+    return Step(f"kubernetes {tag} ({programs})", run, prefetch=prefetch)
+
+
+def setup_steps(k8s_version: str | None, skip: set[str], scope: str = "main") -> list[Step]:
+    """The steps of `make setup` (``scope`` "main") or `make setup-all` ("all") for one Kubernetes version
+    (a minor such as "1.35"; None: the pinned default). ``skip``: step kinds left out ("debian", "npm",
+    "images", "kind"). Raises VersionError for an unpinned version, ValueError for an unknown scope."""
+    if scope not in SCOPES:
+        raise ValueError(f"unknown setup scope {scope!r}; use one of {', '.join(SCOPES)}")
     v = load()
     tag = v.k8s_tag(k8s_version)
     log = _log_path()
-    steps = [
-        Step("python environment", system.python_ok),
-        Step("gRPC stubs", system.generate_protos),
-    ]
+    steps = [Step("python environment", system.python_ok), Step("gRPC stubs", system.generate_protos)]
+    debian = "debian packages"
     if "debian" not in skip:
-        steps.append(Step("debian packages", lambda: system.install_debian(v.debian_packages)))
-
-    def k8s_step():
-        was = cache.is_complete(cache.k8s_entry(tag), list(k8s.K8S_PROGRAMS))
-        path = k8s.build(tag, log)
-        return f"{'cached' if was else 'built'} in {path}"
-
-    steps.append(
-        Step(
-            f"kubernetes {tag} (kube-apiserver, controller-manager, scheduler, kubelet, "
-            f"kube-proxy, kubectl, dra-test-driver)",
-            k8s_step,
-        )
-    )
-    for tool in v.go_tools.values():
-
-        def tool_step(tool=tool):
-            was = cache.is_complete(cache.tool_entry(tool.name, tool.version), tool.binaries, gobuild.fingerprint(tool))
-            path = gobuild.build_tool(tool, log)
-            return f"{'cached' if was else 'built'} in {path}"
-
-        steps.append(Step(f"{tool.name} {tool.version}", tool_step))
+        steps.append(Step(debian, lambda: system.install_debian(v.debian_packages), background=True))
     if "npm" not in skip:
-        steps.append(Step("allure (npm)", system.install_allure))
+        steps.append(Step("allure (npm)", system.install_allure, background=True))
+    steps.append(_k8s_step(tag, log))
+    tools = [t for t in v.go_tools.values() if scope == "all" or t.name in MAIN_TOOLS]
+    steps += [_go_tool_step(t, log) for t in tools]
+    needs = (debian,) if "debian" not in skip else ()  # busybox comes from Debian's busybox-static
     if "images" not in skip:
-        steps.append(Step("offline images (pause, busybox, dra-example-driver, reference-driver)", _images_step))
+        names = [] if scope == "all" else list(MAIN_IMAGES)
+        label = "every catalog image" if scope == "all" else ", ".join(MAIN_IMAGES)
+        steps.append(Step(f"offline images ({label})", lambda: _images_step(names), needs=needs))
+    if scope == "all":
+        steps += [_go_tool_step(t, log) for t in v.kind_tools.values()]
+        if "kind" not in skip:
+            steps.append(Step(f"kind node image {tag}", lambda: _kind_node_image(tag), needs=needs))
     return steps
 
 
-def _images_step() -> str:
-    """Build every image of the catalog into the cache (cold about 70 s, warm about 2 s)."""
+def _images_step(names: list[str]) -> str:
+    """Build the named catalog images (all but optional ones when empty) into the cache (warm about 2 s)."""
     from conformance_lab.toolchain.images import catalog, store  # noqa: PLC0415 - the reference image needs the venv's pip and grpc_tools
 
-    sizes = [f"{s.name} {s.build().stat().st_size / 2**20:.0f} MiB" for s in catalog.select([])]
+    sizes = [f"{s.name} {s.build().stat().st_size / 2**20:.0f} MiB" for s in catalog.select(names)]
     return f"cached in {store.images_dir()}: " + ", ".join(sizes)
+
+
+def _kind_node_image(tag: str) -> str:
+    """The offline kind node image of ``tag`` (nerdctl, kubeadm, coredns, crictl, a Debian rootfs)."""
+    from conformance_lab.toolchain.kindnode import build  # noqa: PLC0415 - mmdebstrap and friends on demand
+
+    ref, archive = build.node_image(tag)
+    return f"{ref} in {archive}"

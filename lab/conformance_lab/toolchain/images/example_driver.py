@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance import images as refs
-from conformance_lab.toolchain import cache, gomodules, versions
+from conformance_lab.toolchain import firstuse, versions
 from conformance_lab.toolchain.cache import CacheMiss
 from conformance_lab.toolchain.images import store
 from conformance_lab.toolchain.images.base import account_files, base_dirs
@@ -30,7 +30,7 @@ def module_dir(tool: str = TOOL) -> Path:
     """The pinned dra-example-driver module (versions.toml ``[go.<tool>]``) in the Go module cache
     (``$(go env GOMODCACHE)``). Raises ImageError naming `make setup` when it is absent."""
     try:
-        return gomodules.module_path(tool, CHART).parents[2]
+        return firstuse.module_path(tool, CHART).parents[2]
     except CacheMiss as exc:
         raise ImageError(str(exc)) from None
 
@@ -41,8 +41,8 @@ def ref(tool: str = TOOL) -> str:
 
 
 def binaries(tool: str = TOOL) -> list[Path]:
-    """The built binaries of the pinned version. Raises CacheMiss naming `make setup`."""
-    return [cache.tool_binary(tool, name) for name in versions.load().go_tools[tool].binaries]
+    """The built binaries of the pinned version (built on first use). Raises CacheMiss naming `make setup-all`."""
+    return [firstuse.tool_binary(tool, name) for name in versions.load().go_tools[tool].binaries]
 
 
 def key(tool: str = TOOL) -> str:

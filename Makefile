@@ -34,12 +34,16 @@ help: ## list every target
 	@echo
 	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(default 4; 0 = serial)"
 
-setup: ## what `make conformance` needs: venv, Debian packages, Kubernetes/etcd/containerd, Allure CLI, pause/busybox images; the rest builds on first use
-	@export DRA_CONFORMANCE_SETUP_START=$$(date +%s); bash scripts/bootstrap-venv.sh && $(PY) -m conformance_lab.toolchain setup $(K8S_FLAG)
+# Go module downloads beside the venv's pip install (standard library only; setup retries what fails)
+PREFETCH = PYTHONPATH=.:lab $${PYTHON:-python3} -m conformance_lab.toolchain prefetch
+setup: ## what `make conformance` needs: venv, Debian packages, Kubernetes/etcd/containerd, Allure CLI, pause/busybox images; the rest builds on first use (KIND=1 given: also the kind node image)
+	@export DRA_CONFORMANCE_SETUP_START=$$(date +%s); $(PREFETCH) $(K8S_FLAG) 2>/dev/null & pre=$$!; bash scripts/bootstrap-venv.sh; \
+	  rc=$$?; wait $$pre; [ $$rc = 0 ] && $(PY) -m conformance_lab.toolchain setup $(K8S_FLAG)
+	$(if $(and $(filter command line environment,$(origin KIND)),$(KIND)),@$(MAKE) --no-print-directory kind-node-image)
 
 setup-all: ## everything (CI): setup + kwok/kind/helm/registry/other drivers, every offline image, the kind node image (KIND= to skip it)
-	@export DRA_CONFORMANCE_SETUP_START=$$(date +%s); bash scripts/bootstrap-venv.sh && \
-	  $(PY) -m conformance_lab.toolchain setup --all $(if $(KIND),,--skip kind) $(K8S_FLAG)
+	@export DRA_CONFORMANCE_SETUP_START=$$(date +%s); $(PREFETCH) --all $(K8S_FLAG) 2>/dev/null & pre=$$!; bash scripts/bootstrap-venv.sh; \
+	  rc=$$?; wait $$pre; [ $$rc = 0 ] && $(PY) -m conformance_lab.toolchain setup --all $(if $(KIND),,--skip kind) $(K8S_FLAG)
 
 kind-node-image: ## build (or find cached) the offline kind node image for K8S_VERSION (nerdctl, kubeadm, coredns, crictl, Debian rootfs)
 	$(VENV)/bin/dra-conformance kind build-node-image $(K8S_FLAG)

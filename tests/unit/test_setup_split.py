@@ -155,3 +155,22 @@ def test_the_lab_locator_builds_on_first_use_and_answers_none_when_it_cannot(emp
     assert "first use" in capsys.readouterr().err
     monkeypatch.setenv(firstuse.ENV, "0")
     assert LOCATOR.program("kwok") is None  # the plugin then falls back to $DRA_CONFORMANCE_KWOK and PATH
+
+
+def test_prefetch_downloads_every_planned_build_and_leaves_failures_to_setup(empty_cache, monkeypatch, capsys):
+    from conformance_lab.toolchain import k8s
+
+    fetched = []
+    monkeypatch.setattr(k8s, "prepare", lambda tag, log: fetched.append(tag))
+
+    def prepare_tool(tool, log):
+        if tool.name == "containerd":
+            raise SetupError("containerd", "`go mod tidy` failed: dial tcp: i/o timeout", "check the network")
+        fetched.append(tool.name)
+
+    monkeypatch.setattr(gobuild, "prepare_tool", prepare_tool)
+    assert setup.prefetch(None, "main") == 1
+    assert sorted(fetched) == sorted([load().k8s_tag(None), "etcd"])
+    out = capsys.readouterr().out
+    assert "[prefetch] etcd " in out and "modules downloaded" in out
+    assert "containerd" in out and "failed (SetupError; `setup` retries it)" in out

@@ -101,3 +101,32 @@ def _kind_node_image(tag: str) -> str:
 
     ref, archive = build.node_image(tag)
     return f"{ref} in {archive}"
+
+
+def prefetch(k8s_version: str | None, scope: str = "main", out=None) -> int:
+    """Download the Go modules of every build ``scope`` plans (each step's ``prefetch``), PARALLEL_DOWNLOADS at
+    once, printing ``[prefetch] <step>: modules downloaded (N s)``; return how many failed. Needs only the
+    standard library, so `make setup` runs it beside the venv's pip install; a failure is left for setup itself
+    to retry and report."""
+    import concurrent.futures  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from conformance_lab.toolchain.steps import PARALLEL_DOWNLOADS  # noqa: PLC0415
+
+    out = out or sys.stdout
+    steps = [s for s in setup_steps(k8s_version, {"debian", "npm", "images", "kind"}, scope) if s.prefetch]
+
+    def one(step: Step) -> str:
+        start = time.monotonic()
+        try:
+            step.prefetch()
+        except Exception as exc:  # noqa: BLE001 - setup retries the step and reports the error with its fix
+            return f"[prefetch] {step.name}: failed ({type(exc).__name__}; `setup` retries it)"
+        return f"[prefetch] {step.name}: modules downloaded ({time.monotonic() - start:.0f} s)"
+
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL_DOWNLOADS) as pool:
+        for line in pool.map(one, steps):
+            failed += "failed" in line
+            print(line, file=out, flush=True)
+    return failed

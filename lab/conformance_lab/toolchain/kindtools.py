@@ -22,7 +22,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from conformance_lab.toolchain import cache, gobuild, k8s
+from conformance_lab.toolchain import cache, firstuse, gobuild, k8s
 from conformance_lab.toolchain.steps import SetupError
 from conformance_lab.toolchain.versions import load
 
@@ -125,5 +125,10 @@ def node_tools(log: Path) -> dict[str, Path]:
 
 
 def all_tools(tag: str, log: Path) -> dict[str, Path]:
-    """nerdctl, kubeadm (``tag``), coredns and crictl: binary name -> cached path. Raises SetupError."""
+    """nerdctl, kubeadm (``tag``), coredns and crictl: binary name -> cached path; kind itself is built on first use
+    too (the node image's base layer reads its module). Raises SetupError."""
+    try:
+        firstuse.build("kind")
+    except cache.CacheMiss as exc:
+        raise SetupError("kind", str(exc), "run `make setup-all` (it builds kind from its module)") from None
     return {"nerdctl": nerdctl(log), "kubeadm": kubeadm(tag, log), **node_tools(log)}

@@ -67,14 +67,13 @@ def _manifest(entry: Path) -> dict:
 
 
 def kind_module() -> Path:
-    """The ``sigs.k8s.io/kind`` module directory of the ``[go.kind]`` pin in the Go module cache (kind is built on
-    first use, which downloads it)."""
-    from ..firstuse import module_path  # noqa: PLC0415 - firstuse imports this package's siblings
-
-    try:
-        return module_path("kind")
-    except (KeyError, cache.CacheMiss) as exc:
-        raise SetupError("kind node image", str(exc), "run `make setup-all` (it builds kind from its module)") from None
+    """The ``sigs.k8s.io/kind`` module directory of the ``[go.kind]`` pin in the Go module cache."""
+    version = load().go_tools["kind"].version
+    out = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True).stdout.strip()
+    path = Path(out) / f"sigs.k8s.io/kind@{version}"
+    if not path.is_dir():
+        raise SetupError("kind node image", f"{path} is missing", "run `make setup` (it builds kind from its module)")
+    return path
 
 
 def base_layer(log: Path) -> Path:

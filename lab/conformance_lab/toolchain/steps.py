@@ -86,7 +86,8 @@ def run_steps(steps: list[Step], out=None) -> float:
                 args = []
                 if step.name in pre:
                     fetched, secs = pre[step.name].result()
-                    print(f"{prefix}: downloads done ({secs:.1f} s, started at the beginning)", file=out, flush=True)
+                    if fetched is not None:  # None: cached, nothing to download
+                        print(f"{prefix}: downloads done ({secs:.1f} s, started at the beginning)", file=out, flush=True)
                     args = [fetched]
                 result = step.run(*args)
             except SetupError:

@@ -302,10 +302,11 @@ def _from_profile(
         return Capability(
             name, False, f"{src} names no extended_resource_name (the extended resource its DeviceClass maps, KEP-5004)"
         )
-    if key == "consumed_capacity_signal":  # off without the profile field, else as consumable_capacity
-        return _consumed_signal(name, src, facts, profile, gates)
-    if key == "cdi_identity":  # a pattern, not a flag: on when the profile gives one (core/profile_identity.py)
-        return Capability(name, *profile_identity.availability(profile, src), declared=bool(profile.cdi_identity))
+    if key == "consumed_capacity_signal" and profile.consumed_capacity_signal:  # held as consumable_capacity
+        return dataclasses.replace(_driver("driver.consumable_capacity", facts, profile, gates), name=name)
+    if key in profile_identity.PROFILE_PATTERNS:  # patterns, not flags: off without one (core/profile_identity.py)
+        ok, why = profile_identity.availability(key, profile, src)
+        return Capability(name, ok, why, declared=ok)  # a pattern given is held to
     if key in ("admin_access_signal", "binding_failure"):
         return _named_device_or_signal(name, key, src, facts, profile, gates)
     return None
@@ -403,14 +404,3 @@ def evaluate(facts: Mapping[str, Any], profile: DriverProfile) -> Capabilities:
         elif name.startswith("platform."):
             items[name] = Capability(name, *release_gaps.platform(name, facts, items))
     return Capabilities(items)
-
-
-def _consumed_signal(
-    name: str, src: str, facts: Mapping[str, Any], profile: DriverProfile, gates: Mapping[str, Capability]
-) -> Capability:
-    """``consumed_capacity_signal``: off without the profile field (the capacity a share is granted stays
-    publish-only), else as ``consumable_capacity`` (issue 24 §3)."""
-    if not profile.consumed_capacity_signal:
-        return Capability(name, False, f"{src} names no consumed_capacity_signal (granted capacity not shown)")
-    cap = _driver("driver.consumable_capacity", facts, profile, gates)
-    return dataclasses.replace(cap, name=name, declared=cap.declared)

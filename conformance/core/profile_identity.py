@@ -103,9 +103,17 @@ def render(template: str, driver: str, device: str, pool: str, attributes: Mappi
     return PLACEHOLDER.sub(value, template)
 
 
-def availability(profile, src: str) -> tuple[bool, str]:
-    """``(available, evidence)`` of capability ``driver.cdi_identity`` for ``profile`` (a DriverProfile; ``src``
-    names it): available when it gives a ``cdi_identity`` pattern and does not declare ``cdi: false``."""
+# profile keys that turn a capability on by giving a pattern (capability driver.<key>)
+PROFILE_PATTERNS = ("cdi_identity", "consumed_capacity_signal")
+
+
+def availability(key: str, profile, src: str) -> tuple[bool, str]:
+    """``(available, evidence)`` of capability ``driver.<key>`` (``key`` in :data:`PROFILE_PATTERNS`) for
+    ``profile`` (a DriverProfile; ``src`` names it). ``cdi_identity``: available when the profile gives a
+    pattern and does not declare ``cdi: false``. ``consumed_capacity_signal``: unavailable here, only called
+    without a signal (with one the capability is ``consumable_capacity``'s: conformance/core/capabilities.py)."""
+    if key == "consumed_capacity_signal":
+        return False, f"{src} names no consumed_capacity_signal (granted capacity not shown: publish-only)"
     if profile.capabilities.get("cdi") is False:
         return False, f"{src} declares cdi: false (no CDI spec to judge)"
     if not profile.cdi_identity:

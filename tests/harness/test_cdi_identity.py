@@ -110,10 +110,13 @@ def test_the_allocated_device_without_the_patterns_attribute_raises():
 def test_the_capability_is_off_without_a_pattern_or_under_cdi_false_and_the_reference_has_one():
     ref = load("reference")
     assert ref.cdi_identity == {"env": ("DRA_GPU_GPU_{index}_UUID={uuid}",)}
-    assert profile_identity.availability(ref, "r")[0]
-    assert not profile_identity.availability(profile.parse(BASE), "p")[0]
+    assert profile_identity.availability("cdi_identity", ref, "r")[0]
+    assert not profile_identity.availability("cdi_identity", profile.parse(BASE), "p")[0]
     no_cdi = profile.parse({**BASE, "cdi_identity": PATTERN, "capabilities": {"cdi": False}})
-    assert profile_identity.availability(no_cdi, "p") == (False, "p declares cdi: false (no CDI spec to judge)")
+    assert profile_identity.availability("cdi_identity", no_cdi, "p") == (
+        False,
+        "p declares cdi: false (no CDI spec to judge)",
+    )
     assert "driver.cdi_identity" in capabilities.CAPABILITIES
 
 

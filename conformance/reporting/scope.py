@@ -41,7 +41,6 @@ NOT_CLAIMED = {
     "driver.opaque_config": "opaque config",  # a profile without an opaque_config sample
     "driver_upgrade": "upgrade path",
     "driver.cdi_identity": "CDI device identity",  # a profile without a cdi_identity pattern
-    "driver.consumed_capacity_signal": "granted capacity shown",  # capacity tests then see only what was published
 }
 # evidence of a capability the cluster or the harness lacks rather than the profile (not "not claimed")
 _NOT_THE_PROFILE = ("cluster lacks", "could not be read")

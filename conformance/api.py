@@ -61,7 +61,7 @@ from conformance.k8s.builders.edits import (
 )
 from conformance.k8s.builders.parts import NEVER_MATCHES
 from conformance.k8s.discovery import expects_deprecation_warning, server_minor
-from conformance.node import cdi, kubelet
+from conformance.node import cdi, cdi_identity, kubelet
 from conformance.node.draplugin import replaced_uid
 from conformance.node.podresources import (
     PodResourcesError,
@@ -112,6 +112,7 @@ __all__ = [
     "allocated_devices",
     "api_verbs",
     "cdi",
+    "cdi_identity",
     "cel_attribute",
     "cel_capacity",
     "cel_literal",

@@ -173,6 +173,15 @@ FAULTS: dict[str, str] = {
     "health-all-unhealthy": "The DRAResourceHealth stream reports every device of the node UNHEALTHY while the "
     "runtime health switch names any one of them, so a healthy device's pod shows Unhealthy too (KEP-4680: "
     "health is per device; s10 breaker finding 8).",
+    "cdi-identity-swapped": "Each device's CDI entry carries the uuid env and device nodes of the next device of "
+    "the node in name order, under its own name (a hardware table indexed off by one), so the container gets "
+    "another device while its device-name env line is right (issue 24 §3).",
+    "cdi-spec-all-devices": "The claim's CDI spec carries, in its spec-wide containerEdits, the uuid env and device "
+    "nodes of every device of the node (a driver-wide spec listing all devices), so every container of the "
+    "claim is handed all of them (issue 24 §3).",
+    "capacity-granted-whole": "A share of a multi-allocatable device is prepared with the device's whole capacity "
+    "in its CDI env (DRA_GPU_<dev>_CONSUMED_<cap>), ignoring the allocation's consumedCapacity; the driver's own "
+    "holds stay right (KEP-5075; issue 24 §3).",
 }
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from . import cdi, claims, positional, sharing
+from . import cdi, claims, identity, positional, sharing
 from .checkpoint import Checkpoint, CheckpointCorrupt
 from .claims import ClaimError, ClaimRef
 from .faults import Faults
@@ -233,7 +233,7 @@ class DeviceState:
                 pairs.append(_parent(alloc, snap) if self.faults.on("partition-cdi-parent") else (alloc, device))
         pairs = positional.by_position(self._faulty_pairs(pairs), snap, self.faults.on("device-by-position"))
         holds = self._holds(allocs, snap)
-        spec, ids = cdi.build_spec(ref, pairs, skip_env=self.faults.on("skip-cdi-env"), kind=self.store.kind)
+        spec, ids = identity.build_spec(ref, pairs, snap, self.faults, self.store.kind)
         leak = self.faults.on("leak-device-to-all-containers")
         mismatch = self.faults.on("kubelet-device-mismatch")
         devices = [

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.core import release_gaps
+from conformance.core import profile_identity, release_gaps
 from conformance.core.markers import CAPABILITIES
 from conformance.core.profile import DriverProfile
 
@@ -302,6 +302,11 @@ def _from_profile(
         return Capability(
             name, False, f"{src} names no extended_resource_name (the extended resource its DeviceClass maps, KEP-5004)"
         )
+    if key == "consumed_capacity_signal" and profile.consumed_capacity_signal:  # held as consumable_capacity
+        return dataclasses.replace(_driver("driver.consumable_capacity", facts, profile, gates), name=name)
+    if key in profile_identity.PROFILE_PATTERNS:  # patterns, not flags: off without one (core/profile_identity.py)
+        ok, why = profile_identity.availability(key, profile, src)
+        return Capability(name, ok, why, declared=ok)  # a pattern given is held to
     if key in ("admin_access_signal", "binding_failure"):
         return _named_device_or_signal(name, key, src, facts, profile, gates)
     return None

@@ -147,6 +147,10 @@ CAPABILITIES = {
     "driver.binding_conditions": "driver publishes devices with bindingConditions and sets them True (KEP-5007)",
     "driver.cdi": "NodePrepareResources returns the prepared devices, handed to containers as CDI specs the driver "
     "writes per claim (profile cdi, default true; false for dranet: it moves a netdev into the pod's netns via NRI)",
+    "driver.consumed_capacity_signal": "a container holding a share of a multi-allocatable device shows the "
+    "consumedCapacity granted to it (profile consumed_capacity_signal; KEP-5075)",
+    "driver.cdi_identity": "the CDI edits of an allocated device carry its device nodes, env and mounts as the "
+    "profile's cdi_identity patterns render them from its attributes, and no other device's (issue 24 §3)",
     "driver.container_isolation": "a device shows only in the containers that reference its claim (profile "
     "container_isolation, default true; false for a netdev, which lives in the pod's network namespace)",
     "driver.binding_failure": "a device whose attach fails in this deployment (profile binding_failure_device): "

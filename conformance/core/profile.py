@@ -41,6 +41,11 @@ field and the fix. Shape (feature-catalog.md §7 "Inputs"; drivers.md per-driver
     deploy_alternatives: {helm: {chart: ..., values: ...}}   # optional: what ``--driver-deploy MODE`` uses
     binding_failure_device: gpu-3         # optional: a device name (in every pool) whose attach this deployment
                                           # makes fail: the driver sets its bindingFailureConditions (KEP-5007)
+    cdi_identity: {device_nodes: ['/dev/dri/card{index}'], env: ['GPU_UUID={uuid}'], mounts: [...]}
+                                          # optional (cdi: true): what the CDI edits of an allocated device
+                                          # carry, placeholders from its attributes (core/profile_identity.py)
+    consumed_capacity_signal: '^GPU_MEMORY_LIMIT={value}$'   # optional: how a share's container shows the
+                                          # consumedCapacity granted to it (else capacity is publish-only)
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.core import profile_checks
+from conformance.core import profile_checks, profile_identity
 from conformance.core.errors import ConfigError
 from conformance.core.profile_deploy import check_deploy
 from conformance.core.profile_sections import check_visibility, devices_per_node, identity
@@ -111,6 +116,8 @@ TOP_KEYS = {
     "deploy_alternatives",
     "binding_failure_device",
     "health_switch",
+    "cdi_identity",
+    "consumed_capacity_signal",
 }
 
 
@@ -192,6 +199,11 @@ class DriverProfile:
     # health_switch.node_annotation: the Node annotation key ({driver}: the driver name) whose device names the
     # driver reports Unhealthy (KEP-4680 health transition); "" = no switch
     health_annotation: str = ""
+    # cdi_identity: {device_nodes|env|mounts: (template, ...)} the CDI edits of an allocated device must carry,
+    # placeholders from its attributes (conformance/core/profile_identity.py); {} = no pattern (untested)
+    cdi_identity: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # regex (per line) with {value}: how a container shows the consumedCapacity of its share; "" = not shown
+    consumed_capacity_signal: str = ""
 
     def for_mode(self, mode: str) -> DriverProfile:
         """This profile deployed by ``mode`` (``--driver-deploy``): its ``deploy_alternatives[mode]`` replaces
@@ -271,6 +283,8 @@ def parse(
         admin_access_signal=_regex(raw, "admin_access_signal", src),
         binding_failure_device=_device_name(raw, "binding_failure_device", src),
         health_annotation=profile_checks.health_switch(raw, src),
+        cdi_identity=profile_identity.parse(raw, attributes, driver, src),
+        consumed_capacity_signal=profile_checks.consumed_capacity_signal(raw, src),
         source=source,
     )
 

@@ -187,3 +187,27 @@ def health_switch(raw: Mapping, src: str) -> str:
             f"not an annotation key (prefix/name): {key!r}", source=src, field="health_switch.node_annotation", fix=fix
         )
     return key
+
+
+def consumed_capacity_signal(raw: Mapping, src: str) -> str:
+    """``consumed_capacity_signal`` (``""`` when absent): a regex, matched per line against the probe output of a
+    container whose claim holds a share of a multi-allocatable device, in which ``{value}`` stands for the
+    share's ``consumedCapacity`` quantity as the allocation records it (e.g. ``'^GPU_MEMORY_LIMIT={value}$'``):
+    how the driver shows the capacity it granted, so a test sees real use, not only what was published and
+    allocated (KEP-5075 consumedCapacity; issue 24 §3). Raises ConfigError naming the key when it is not a
+    string holding ``{value}`` or does not compile once ``{value}`` is filled in."""
+    value = raw.get("consumed_capacity_signal")
+    fix = "consumed_capacity_signal: '^GPU_MEMORY_LIMIT={value}$' (or leave it out: capacity then stays publish-only)"
+    if value in (None, ""):
+        return ""
+    if not isinstance(value, str) or "{value}" not in value:
+        raise ConfigError(
+            f"must be a regex holding {{value}}, got {value!r}", source=src, field="consumed_capacity_signal", fix=fix
+        )
+    try:
+        re.compile(value.replace("{value}", "1Gi"))
+    except re.error as exc:
+        raise ConfigError(
+            f"not a regular expression: {exc}", source=src, field="consumed_capacity_signal", fix=fix
+        ) from None
+    return value

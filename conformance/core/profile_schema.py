@@ -60,6 +60,23 @@ _TOP = {
         "required": ["node_annotation"],
     },
 }
+_TOP["cdi_identity"] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        key: {"type": "array", "items": _STR, "description": what}
+        for key, what in (
+            ("device_nodes", "container paths of the CDI deviceNodes, e.g. /dev/dri/card{index}"),
+            ("env", "CDI env entries NAME=value, e.g. GPU_UUID={uuid}"),
+            ("mounts", "container paths of the CDI mounts"),
+        )
+    },
+    "description": "what the CDI edits of an allocated device carry; {attribute}, {device}, {pool} placeholders",
+}
+_TOP["consumed_capacity_signal"] = {
+    **_STR,
+    "description": "regex (per line) with {value}: how a container of a share shows its consumedCapacity (KEP-5075)",
+}
 _VISIBILITY_TYPES = {"names_devices": {"type": "boolean"}}
 
 

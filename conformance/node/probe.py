@@ -271,6 +271,17 @@ class Probe:
             raise ValueError(f"profile {self.profile.name} gives no opaque_config{'.override' if override else ''}")
         return bool(re.search(pattern, self.output(pod, container), re.M))
 
+    def shows_consumed(self, pod: Obj, value: str, container: str | None = None) -> Shown:
+        """Whether the probe output shows ``value`` (a consumedCapacity quantity) through the profile's
+        ``consumed_capacity_signal``, with the output as evidence. Raises ProbeDidNotRun, and ValueError when the
+        profile gives no signal. Source: KEP-5075 consumedCapacity (what the driver granted the share)."""
+        if not self.profile.consumed_capacity_signal:
+            raise ValueError(f"profile {self.profile.name} gives no consumed_capacity_signal")
+        pattern = self.profile.consumed_capacity_signal.replace("{value}", re.escape(str(value)))
+        run, note = self.ended(pod, container)
+        found = bool(re.search(pattern, run.output, re.M))
+        return Shown(found, f"expected {pattern!r}; {self._evidence(pod, container, run, note)}")
+
     def shows_admin_access(self, pod: Obj, container: str | None = None) -> bool:
         """Whether the driver's admin-access signal (profile ``admin_access_signal``) is in the probe output.
         Raises ProbeDidNotRun."""

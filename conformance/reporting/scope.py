@@ -40,6 +40,7 @@ NOT_CLAIMED = {
     "driver.admin_access_signal": "admin access signal",
     "driver.opaque_config": "opaque config",  # a profile without an opaque_config sample
     "driver_upgrade": "upgrade path",
+    "driver.cdi_identity": "CDI device identity",  # a profile without a cdi_identity pattern
 }
 # evidence of a capability the cluster or the harness lacks rather than the profile (not "not claimed")
 _NOT_THE_PROFILE = ("cluster lacks", "could not be read")

@@ -3,6 +3,11 @@ each allocation a share with its own ``shareID`` and the ``consumedCapacity`` it
 than the device's capacity. The device and amounts its ``requestPolicy`` accepts are picked from the
 driver's own ResourceSlices.
 
+What the tests see: CAP-01..03 judge what the driver published (capacity, requestPolicy) and what the scheduler
+recorded (shareID, consumedCapacity), plus that each pod shows the device; whether the driver really limits a
+share to its consumedCapacity they cannot see. CAP-04 shows what the driver granted, where the profile names how
+a container shows it (``consumed_capacity_signal``); without it that stays publish-only ("not claimed").
+
 Sources: KEP-5075 (resource.k8s.io/v1 Device.allowMultipleAllocations, DeviceCapacity.requestPolicy,
 ExactDeviceRequest.capacity, DeviceRequestAllocationResult.shareID / consumedCapacity); upstream "must allow
 multiple allocations and consume capacity" (test/e2e/dra/dra.go); feature-catalog §5.K.
@@ -88,3 +93,23 @@ def test_request_over_remaining_capacity_stays_unallocated(k8s, tracker, builder
     # then: the scheduler refuses it and the claim stays unallocated
     waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)
     assert not k8s.get("ResourceClaim", claim.name, claim.namespace).allocation, dev
+
+
+@pytest.mark.scenario("CAP-04")
+@pytest.mark.requires("driver.consumed_capacity_signal")
+def test_container_shows_the_capacity_its_share_was_granted(k8s, tracker, builder, probe, shared_device):
+    """A pod whose claim takes a small share of a multi-allocatable device shows the consumedCapacity its
+    allocation records (profile ``consumed_capacity_signal``), not the device's whole capacity. The other tests
+    of this module see only what the driver published and the scheduler recorded; this one sees what the
+    driver granted the container.
+    Source: KEP-5075 DeviceRequestAllocationResult.consumedCapacity; issue 24 §3 (probe-level checks)."""
+    # given: a claim for a small share of the device
+    dev = shared_device
+    claim = tracker.create(_share_claim(builder, dev, dev.small))
+    # when: its pod runs
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    # then: the container shows the capacity the allocation recorded for its share
+    (result,) = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION).results
+    assert result.consumedCapacity and dev.key in result.consumedCapacity, result
+    shown, evidence = probe.shows_consumed(pod, result.consumedCapacity[dev.key])
+    assert shown, f"share of {dev.name} consuming {result.consumedCapacity[dev.key]}: {evidence}"

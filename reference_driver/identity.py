@@ -1,0 +1,57 @@
+"""The CDI spec of a claim, with the faults that break what it says a device is (its identity: uuid env, device
+nodes), while the device name in its env stays right, so the probe tests that read the name still pass.
+
+Faults: ``cdi-identity-swapped`` (each device's entry carries the uuid and device nodes of the next device of
+the node in name order: a driver that indexes its hardware table off by one) and ``cdi-spec-all-devices`` (the
+spec-wide ``containerEdits`` carry the uuid env and device nodes of every device of the node: a driver-wide
+spec listing all devices, so every container of the claim is handed all of them); ``capacity-granted-whole``
+(a share of a multi-allocatable device is prepared with the device's whole capacity in its CDI env: the
+driver ignores ``consumedCapacity``; its holds stay right, so only the container shows it).
+Source: CDI SPEC.md ``containerEdits``; issue 24 §3 (device identity beyond env).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import cdi
+from .claims import AllocatedDevice, ClaimRef
+from .faults import Faults
+from .inventory.base import Device, Snapshot
+
+
+def build_spec(
+    ref: ClaimRef, pairs: list[tuple[AllocatedDevice, Device | None]], snap: Snapshot, faults: Faults, kind: str
+) -> tuple[dict, list[str]]:
+    """:func:`cdi.build_spec` for ``ref``'s ``(allocation, device)`` pairs (``skip-cdi-env`` included), changed
+    by the identity faults above. Returns ``(spec, CDI device IDs)``."""
+    if faults.on("capacity-granted-whole"):
+        pairs = [(_granted_whole(alloc, device), device) for alloc, device in pairs]
+    if faults.on("cdi-identity-swapped"):
+        pairs = [(alloc, _next_identity(device, snap)) for alloc, device in pairs]
+    spec, ids = cdi.build_spec(ref, pairs, skip_env=faults.on("skip-cdi-env"), kind=kind)
+    if faults.on("cdi-spec-all-devices"):
+        everyone = sorted(snap.devices, key=lambda d: d.name)
+        env = [f"DRA_GPU_{cdi.env_key(d.name)}_UUID={d.attribute('uuid')}" for d in everyone if d.attribute("uuid")]
+        nodes = [{"path": p} for d in everyone for p in d.device_nodes]
+        spec["containerEdits"] = {"env": env, **({"deviceNodes": nodes} if nodes else {})}
+    return spec, ids
+
+
+def _next_identity(device: Device | None, snap: Snapshot) -> Device | None:
+    """``device`` under its own name with the uuid and device nodes of the next device of ``snap`` by name
+    (wrapping; unchanged when it is the only one or None)."""
+    names = sorted(d.name for d in snap.devices)
+    if device is None or device.name not in names or len(names) < 2:
+        return device
+    other = snap.device(names[(names.index(device.name) + 1) % len(names)])
+    attributes = {**device.attributes, **({"uuid": other.attributes["uuid"]} if "uuid" in other.attributes else {})}
+    return replace(device, attributes=attributes, device_nodes=other.device_nodes)
+
+
+def _granted_whole(alloc: AllocatedDevice, device: Device | None) -> AllocatedDevice:
+    """``alloc`` with each consumed capacity replaced by the device's whole capacity of that name."""
+    if device is None or not alloc.consumed_capacity:
+        return alloc
+    whole = tuple((k, device.capacity[k].value if k in device.capacity else v) for k, v in alloc.consumed_capacity)
+    return replace(alloc, consumed_capacity=whole)

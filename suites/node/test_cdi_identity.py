@@ -1,0 +1,43 @@
+"""Device identity beyond the env line: the CDI edits the runtime applies for a claim carry its allocated device's
+device nodes, env and mounts, as the profile's ``cdi_identity`` patterns render them from the device's published
+attributes, and nothing rendered for another device of the node.
+
+The probe tests (PREP-11, KEP5970-5) read what the container prints, which for many drivers is one env line the
+driver writes from the device name: a driver that names the right device there but injects another device's
+node (``/dev/dri/card1`` for card0) or UUID passes them. This test judges the CDI spec itself. A profile without
+a pattern leaves it untested (capability ``driver.cdi_identity``: "not claimed" in the report).
+
+Sources: CDI SPEC.md ``containerEdits`` (``env``, ``deviceNodes``, ``mounts``); KEP-4381 (prepared devices are
+the allocation results, ``Device.cdi_device_ids``); KEP-3695 PodResources ``cdi_devices``; issue 24 §3.
+"""
+
+import pytest
+
+from conformance.api import cdi_identity, timeouts, waits
+
+pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
+
+
+@pytest.mark.scenario("PREP-12")
+@pytest.mark.requires("driver.cdi_identity", "node_access")
+def test_cdi_edits_of_a_claim_carry_its_devices_identity(k8s, tracker, builder, inventory, node_access, probe, profile):
+    """A claim pinned to the last device (by name) of a node: the CDI edits of the IDs PodResources reports for
+    it carry every entry the profile's ``cdi_identity`` renders for that device and none rendered for another
+    device of the node; when the probe command is ``env`` and the pattern has ``env`` entries, the container's
+    env shows the device's lines and no other device's (device nodes and mounts are judged in the spec only).
+    Source: CDI SPEC.md containerEdits; KEP-4381 (prepared devices are the allocation results); issue 24 §3."""
+    # given: a claim pinned to one device (not the first an idle node hands out)
+    node = inventory.nodes()[0]
+    device = sorted((d for d in inventory.on_node(node) if not d.taints), key=lambda d: d.name)[-1]
+    claim = tracker.create(builder.claim(selectors=inventory.selector_for(device)))
+    # when: its pod runs on that node
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim, node_name=node)), timeout=timeouts.POD_START)
+    # then: the CDI edits carry exactly that device's identity, and so does the container's env where it shows
+    found, source = cdi_identity.claim_edits(node_access, pod, claim)
+    wrong = cdi_identity.problems(profile.cdi_identity, profile.driver, device, inventory.on_node(node), found)
+    assert not wrong, f"CDI edits of claim {claim.name} (holds {device.name}): {'; '.join(wrong)}; from {source}"
+    if profile.visibility.command.strip() == "env" and profile.cdi_identity.get("env"):
+        shown = {"env": set(probe.output(pod).splitlines()), "device_nodes": set(), "mounts": set()}
+        env_only = {"env": profile.cdi_identity["env"]}
+        wrong = cdi_identity.problems(env_only, profile.driver, device, inventory.on_node(node), shown)
+        assert not wrong, f"the env of pod {pod.name} (claim holds {device.name}): {'; '.join(wrong)}"

@@ -1,0 +1,137 @@
+"""Profile ``cdi_identity`` (conformance/core/profile_identity.py: parsed, checked, rendered) and the identity
+check over CDI edits (conformance/node/cdi_identity.py), on real CDI spec shapes and the reference profile."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.core import capabilities, profile, profile_identity
+from conformance.core.errors import ConfigError
+from conformance.dra.inventory import Device
+from conformance.drivers.profiles import load
+from conformance.node import cdi, cdi_identity
+
+DRIVER = "gpu.example.com"
+BASE = {
+    "name": "p",
+    "driver": DRIVER,
+    "device_classes": [DRIVER],
+    "attributes": {"index": "int", "uuid": "string", "resource.kubernetes.io/pciBusID": "string"},
+    "visibility": {"command": "env", "env_regex": "^GPU="},
+}
+PATTERN = {"device_nodes": ["/dev/dri/card{index}"], "env": ["GPU_UUID={uuid}"], "mounts": ["/run/gpu/{device}"]}
+
+
+def _device(i: int, pool: str = "node-a") -> Device:
+    attrs = {f"{DRIVER}/index": i, f"{DRIVER}/uuid": f"GPU-{i}"}
+    return Device(pool, pool, f"gpu-{i}", attrs, {})
+
+
+def _edits(i: int, *, common: dict | None = None) -> dict[str, set[str]]:
+    edits = {
+        "env": [f"GPU_UUID=GPU-{i}", "OTHER=1"],
+        "deviceNodes": [{"path": f"/dev/dri/card{i}"}, {"path": "/dev/dri/renderD128"}],
+        "mounts": [{"hostPath": f"/var/gpu/{i}", "containerPath": f"/run/gpu/gpu-{i}", "options": ["ro"]}],
+    }
+    spec = {"cdiVersion": "0.6.0", "kind": f"{DRIVER}/gpu", "devices": [{"name": "d", "containerEdits": edits}]}
+    if common:
+        spec["containerEdits"] = common
+    return cdi_identity.carried(cdi.device_edits({"s.json": json.dumps(spec)}).values())
+
+
+def test_the_pattern_parses_and_renders_attributes_device_and_pool():
+    parsed = profile.parse({**BASE, "cdi_identity": {**PATTERN, "env": ["BUS={resource.kubernetes.io/pciBusID}"]}})
+    assert parsed.cdi_identity["device_nodes"] == ("/dev/dri/card{index}",)
+    attrs = {f"{DRIVER}/index": 2, "resource.kubernetes.io/pciBusID": "0000:02:00.0"}
+    assert profile_identity.render("BUS={resource.kubernetes.io/pciBusID}", DRIVER, "g", "p", attrs) == (
+        "BUS=0000:02:00.0"
+    )
+    assert profile_identity.render("/x/{pool}/{device}{index}", DRIVER, "g", "p", attrs) == "/x/p/g2"
+    assert profile.parse(BASE).cdi_identity == {}
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "words"),
+    [
+        ({"env": ["X={serial}"]}, "cdi_identity.env[0]", "placeholder {serial}"),
+        ({"env": ["{uuid}"]}, "cdi_identity.env[0]", "NAME=value"),
+        ({"env": ["GPU=0"]}, "cdi_identity.env[0]", "no placeholder"),
+        ({"device_nodes": ["dev/card{index}"]}, "cdi_identity.device_nodes[0]", "absolute"),
+        ({"mounts": "/run/{uuid}"}, "cdi_identity.mounts", "list of strings"),
+        ({"nodes": ["/dev/{index}"]}, "cdi_identity", "device_nodes, env, mounts"),
+        ({"env": []}, "cdi_identity", "gives no pattern"),
+    ],
+)
+def test_a_bad_pattern_is_refused_naming_the_key(section, field, words):
+    with pytest.raises(ConfigError) as err:
+        profile.parse({**BASE, "cdi_identity": section}, source="p.yaml")
+    assert err.value.field == field and words in str(err.value), err.value
+
+
+def test_the_allocated_devices_own_edits_pass():
+    found = _edits(1)
+    assert cdi_identity.problems(PATTERN, DRIVER, _device(1), [_device(i) for i in range(3)], found) == []
+
+
+def test_another_devices_node_or_uuid_is_named():
+    found = _edits(2)  # the spec of gpu-2 handed to a claim holding gpu-1
+    wrong = cdi_identity.problems(PATTERN, DRIVER, _device(1), [_device(i) for i in range(3)], found)
+    assert wrong[:3] == [
+        "device_nodes ['/dev/dri/card1'] of gpu-1 missing",
+        "env ['GPU_UUID=GPU-1'] of gpu-1 missing",
+        "mounts ['/run/gpu/gpu-1'] of gpu-1 missing",
+    ]
+    assert "env ['GPU_UUID=GPU-2'] of another device, gpu-2" in wrong
+
+
+def test_a_spec_wide_edit_listing_every_device_is_named():
+    common = {"env": [f"GPU_UUID=GPU-{i}" for i in range(3)]}
+    wrong = cdi_identity.problems(PATTERN, DRIVER, _device(1), [_device(i) for i in range(3)], _edits(1, common=common))
+    assert wrong == [
+        "env ['GPU_UUID=GPU-0'] of another device, gpu-0",
+        "env ['GPU_UUID=GPU-2'] of another device, gpu-2",
+    ]
+
+
+def test_an_entry_rendered_alike_for_two_devices_counts_as_the_allocated_ones():
+    pattern = {"device_nodes": ["/dev/dri/card{index}"]}
+    parent_part = Device("n", "n", "gpu-1-part-0", {f"{DRIVER}/index": 1}, {})
+    assert cdi_identity.problems(pattern, DRIVER, _device(1), [_device(1), parent_part], _edits(1)) == []
+
+
+def test_the_allocated_device_without_the_patterns_attribute_raises():
+    bare = Device("n", "n", "gpu-9", {}, {})
+    with pytest.raises(LookupError, match="publishes no attribute gpu.example.com/uuid"):
+        cdi_identity.problems({"env": ["GPU_UUID={uuid}"]}, DRIVER, bare, [], _edits(1))
+
+
+def test_the_capability_is_off_without_a_pattern_or_under_cdi_false_and_the_reference_has_one():
+    ref = load("reference")
+    assert ref.cdi_identity == {"env": ("DRA_GPU_GPU_{index}_UUID={uuid}",)}
+    assert profile_identity.availability("cdi_identity", ref, "r")[0]
+    assert not profile_identity.availability("cdi_identity", profile.parse(BASE), "p")[0]
+    no_cdi = profile.parse({**BASE, "cdi_identity": PATTERN, "capabilities": {"cdi": False}})
+    assert profile_identity.availability("cdi_identity", no_cdi, "p") == (
+        False,
+        "p declares cdi: false (no CDI spec to judge)",
+    )
+    assert "driver.cdi_identity" in capabilities.CAPABILITIES
+
+
+def test_consumed_capacity_signal_needs_value_and_gates_its_capability():
+    parsed = profile.parse({**BASE, "consumed_capacity_signal": "^LIMIT={value}$"})
+    assert parsed.consumed_capacity_signal == "^LIMIT={value}$"
+    for bad in ("^LIMIT=1Gi$", "^(LIMIT={value}$"):
+        with pytest.raises(ConfigError) as err:
+            profile.parse({**BASE, "consumed_capacity_signal": bad}, source="p.yaml")
+        assert err.value.field == "consumed_capacity_signal", err.value
+    facts = {"served_versions": {"v1": []}, "feature_gates": {}, "devices": [], "k8s_version": "v1.34.4"}
+    items = capabilities.evaluate(facts, profile.parse(BASE)).items
+    assert not items["driver.consumed_capacity_signal"].available
+    assert "names no consumed_capacity_signal" in items["driver.consumed_capacity_signal"].evidence
+    assert not items["driver.cdi_identity"].available
+    assert "gives no cdi_identity pattern" in items["driver.cdi_identity"].evidence
+    with_pattern = capabilities.evaluate(facts, profile.parse({**BASE, "cdi_identity": PATTERN})).items
+    assert with_pattern["driver.cdi_identity"].available and with_pattern["driver.cdi_identity"].declared

@@ -1,0 +1,81 @@
+"""Faults ``cdi-identity-swapped`` and ``cdi-spec-all-devices`` (reference_driver/identity.py): the CDI spec says
+another device is, or every device is, the claim's, while the device-name env line stays right."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reference_driver import DRIVER_NAME
+from reference_driver.cdi import CdiStore
+from reference_driver.checkpoint import Checkpoint
+from reference_driver.claims import ClaimRef
+from reference_driver.faults import Faults
+from reference_driver.inventory import SimulatedInventory
+from reference_driver.inventory.simulated import parse_spec
+from reference_driver.state import DeviceState
+from tests.reference_driver.helpers import NODE, claim, result
+
+SHARED = {"count": 1, "allowMultipleAllocations": True, "capacityRequestPolicy": {"default": "1Gi", "min": "1Gi"}}
+
+REF = ClaimRef("ns", "claim-1", "uid-1")
+
+
+def _spec(state) -> dict:
+    return json.loads(state.store.path("uid-1").read_text())
+
+
+def _env(spec: dict, prefix: str) -> list[str]:
+    return [e for d in spec["devices"] for e in d["containerEdits"]["env"] if e.startswith(prefix)]
+
+
+def _uuid(state, device: str) -> str:
+    return str(state._snapshot().device(device).attribute("uuid"))
+
+
+def test_swapped_identity_carries_the_next_devices_uuid_under_its_own_name(make_state, source):
+    source.add(claim(results=[result("gpu-3")]))
+    state = make_state(Faults.parse("cdi-identity-swapped"))
+    devices = state.prepare(REF)
+    spec = _spec(state)
+    assert [d.device for d in devices] == ["gpu-3"]
+    assert _env(spec, "DRA_GPU_DEVICE_") == ["DRA_GPU_DEVICE_GPU_3=gpu-3"]  # the name stays right
+    assert _env(spec, "DRA_GPU_GPU_3_UUID=") == [f"DRA_GPU_GPU_3_UUID={_uuid(state, 'gpu-0')}"]
+    assert "containerEdits" not in spec
+
+
+def test_all_devices_puts_every_devices_uuid_into_the_spec_wide_edits(make_state, source):
+    source.add(claim(results=[result("gpu-1")]))
+    state = make_state(Faults.parse("cdi-spec-all-devices"))
+    state.prepare(REF)
+    spec = _spec(state)
+    wanted = [f"DRA_GPU_GPU_{i}_UUID={_uuid(state, f'gpu-{i}')}" for i in range(4)]
+    assert spec["containerEdits"]["env"] == wanted
+    assert _env(spec, "DRA_GPU_DEVICE_") == ["DRA_GPU_DEVICE_GPU_1=gpu-1"]
+
+
+def test_without_the_faults_the_spec_carries_the_devices_own_uuid_only(make_state, source):
+    source.add(claim(results=[result("gpu-3")]))
+    state = make_state()
+    state.prepare(REF)
+    spec = _spec(state)
+    assert _env(spec, "DRA_GPU_GPU_3_UUID=") == [f"DRA_GPU_GPU_3_UUID={_uuid(state, 'gpu-3')}"]
+    assert "containerEdits" not in spec
+
+
+@pytest.mark.parametrize(("faults", "shown"), [("", "1Gi"), ("capacity-granted-whole", "80Gi")])
+def test_capacity_granted_whole_shows_the_whole_device_in_the_env(tmp_path, source, faults, shown):
+    """A 1Gi share of an 80Gi multi-allocatable GPU: its CDI env shows 1Gi, or with the fault the whole 80Gi."""
+    inventory = SimulatedInventory(parse_spec(SHARED), NODE)
+    store, checkpoint = CdiStore(tmp_path / "cdi"), Checkpoint(tmp_path / "checkpoint.json")
+    state = DeviceState(DRIVER_NAME, {NODE}, inventory.snapshot, source, store, checkpoint, Faults.parse(faults))
+    source.add(
+        claim(
+            results=[
+                result("gpu-0", shareID="0b6a8d52-93c9-4c34-8a57-2f1f4b2c7e10", consumedCapacity={"memory": "1Gi"})
+            ]
+        )
+    )
+    state.prepare(REF)
+    assert [e.split("=")[1] for e in _env(_spec(state), "DRA_GPU_GPU_0_0B6A8D52_CONSUMED_MEMORY=")] == [shown]

@@ -173,6 +173,9 @@ FAULTS: dict[str, str] = {
     "health-all-unhealthy": "The DRAResourceHealth stream reports every device of the node UNHEALTHY while the "
     "runtime health switch names any one of them, so a healthy device's pod shows Unhealthy too (KEP-4680: "
     "health is per device; s10 breaker finding 8).",
+    "foreign-results-prepared": "NodePrepareResources takes every result of a claim's allocation as its own, "
+    "whatever its driver, so a claim that also names another driver's device of the same pool and device names "
+    "gets that device twice (resource.k8s.io/v1 DeviceRequestAllocationResult.driver; issue 24 §4).",
 }
 
 

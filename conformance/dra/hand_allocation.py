@@ -11,9 +11,12 @@ status); DeviceRequestAllocationResult.driver ("the driver which handles this de
 
 from __future__ import annotations
 
+from typing import Any
+
+from conformance.core.objects import Obj
 from conformance.dra.inventory import Device, Inventory
-from conformance.k8s import api_verbs
-from conformance.k8s.client import K8s
+
+K8s = Any  # the conformance.k8s client (this layer never imports it)
 
 
 def allocated_keys(k8s: K8s) -> set[tuple[str, str, str]]:
@@ -47,4 +50,4 @@ def allocate(k8s: K8s, claim, results: list[dict], node: str):
     (e.g. Invalid naming the field) when the server refuses it."""
     selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
     status = {"allocation": {"devices": {"results": list(results)}, "nodeSelector": selector}}
-    return api_verbs.replace_status(k8s, claim, status)
+    return k8s.replace(Obj({**claim.to_dict(), "status": status}), subresource="status")

@@ -23,6 +23,7 @@ from conformance.dra.claimstatus import (
     extended_claim_problems,
 )
 from conformance.dra.device_taints import eviction_delay
+from conformance.dra.hand_allocation import allocate, free_device, result
 from conformance.dra.inventory import (
     cel_attribute,
     cel_capacity,
@@ -76,6 +77,9 @@ from conformance.node.prepared import Leftovers, cdi_used, leftovers, removed_an
 from conformance.node.registration import kubelet_uses
 
 __all__ = [
+    "allocate",
+    "free_device",
+    "result",
     "invalid_opaque_parameters",
     "unprepared",
     "IMPLICIT_PREFIX",

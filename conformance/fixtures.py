@@ -268,6 +268,17 @@ def upgradable_driver(k8s, driver):
 
 
 @pytest.fixture
+def surging_driver(k8s, driver):
+    """The driver handle of a rolling-update test (:class:`conformance.core.handles.SurgeUpdatesDriver`:
+    ``surge_update()``); teardown puts the DaemonSets' update strategies back and waits until its slices are
+    published on every node they were published on before. Use with ``requires("driver_surge_update")``."""
+    nodes = Inventory.read(k8s, driver.name).nodes()
+    yield driver
+    driver.restore_update_strategy()
+    waits.slices_published(k8s, driver.name, nodes=nodes, timeout=timeouts.REPUBLISH_AFTER_RESTART)
+
+
+@pytest.fixture
 def health_switch(k8s, profile, driver):
     """The profile's runtime health switch (:class:`conformance.dra.health_switch.HealthSwitch`, KEP-4680);
     teardown turns every touched node Healthy again. Skips as a coverage gap when the profile gives no

@@ -46,6 +46,7 @@ NAMESPACE = pytest.StashKey[str]()
 HARNESS = pytest.StashKey["Harness"]()  # the run's Harness, on config.stash (no lookup by plugin name)
 SERIAL_CAPS = set(  # capabilities whose tests change cluster state: one xdist group, run in turn
     "kubelet_restart plugin_restart node_reboot controller_manager_restart driver_reinstall api.devicetaintrules "
+    "driver_surge_update "
     "driver.fault_injection".split()
 )
 EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 4, 3

@@ -14,7 +14,7 @@ import sys
 import threading
 
 from . import inventory
-from .cdi import CdiStore, UnnamedCdiStore
+from .cdi import CdiStore, DeferredRemovalCdiStore, UnnamedCdiStore
 from .checkpoint import Checkpoint, CheckpointError
 from .config import ConfigError, from_args
 from .inventory.renamed import RenamingSnapshot
@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         api = api_client(cfg.kubeconfig)
-        paths = SocketPaths.for_driver(cfg.plugin_registry_dir, cfg.plugins_dir, cfg.driver_name)
+        instance = "" if cfg.faults.on("surge-socket-collision") else cfg.rolling_update_uid
+        paths = SocketPaths.for_driver(cfg.plugin_registry_dir, cfg.plugins_dir, cfg.driver_name, instance)
         renaming = RenamingSnapshot(inv.snapshot) if cfg.faults.on("renamed-after-unprepare") else None
         snapshot = renaming or inv.snapshot
         state = DeviceState(
@@ -86,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             unhealthy=unhealthy_switch(api, cfg.node_name, cfg.driver_name),
         )
         server.start()
+        if cfg.ready_file is not None:
+            threading.Thread(
+                target=_mark_ready, args=(server.registration.registered, cfg.ready_file), daemon=True
+            ).start()
     except (CheckpointError, OSError, ValueError) as err:
         log.error("start-up failed: %s", err)
         return 1
@@ -121,12 +126,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _mark_ready(registered: threading.Event, path) -> None:
+    """Write ``path`` once the kubelet has registered the plugin (the chart's readiness probe reads it)."""
+    registered.wait()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("registered\n")
+    log.info("registered with the kubelet: wrote %s", path)
+
+
 def _cdi_store(cfg) -> CdiStore:
     """The claims' CDI spec store: none written under --no-cdi, unless fault cdi-undeclared (specs as usual) or
-    cdi-undeclared-by-name (specs without the claim UID, no CDI device named) ignores the flag."""
+    cdi-undeclared-by-name (specs without the claim UID, no CDI device named) ignores the flag; under fault
+    unprepare-cdi-deferred a spec is deleted a minute after its unprepare."""
     if cfg.no_cdi and cfg.faults.on("cdi-undeclared-by-name"):
         return UnnamedCdiStore(cfg.cdi_dir, cfg.driver_name, writes=False)
-    return CdiStore(cfg.cdi_dir, cfg.driver_name, writes=not cfg.no_cdi or cfg.faults.on("cdi-undeclared"))
+    store = DeferredRemovalCdiStore if cfg.faults.on("unprepare-cdi-deferred") else CdiStore
+    return store(cfg.cdi_dir, cfg.driver_name, writes=not cfg.no_cdi or cfg.faults.on("cdi-undeclared"))
 
 
 if __name__ == "__main__":

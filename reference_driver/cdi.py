@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from pathlib import Path
 
 from . import DRIVER_NAME, files, opaque
@@ -178,3 +179,19 @@ class UnnamedCdiStore(CdiStore):
 def _token(claim_uid: str) -> str:
     """A UID-less stand-in for ``claim_uid``: the first 12 hex digits of its SHA-256."""
     return hashlib.sha256(claim_uid.encode()).hexdigest()[:12]
+
+
+DEFERRED_REMOVAL_S = 60.0  # fault unprepare-cdi-deferred: how long a claim's spec outlives its unprepare
+
+
+class DeferredRemovalCdiStore(CdiStore):
+    """Fault ``unprepare-cdi-deferred``: :meth:`remove` answers at once and deletes the spec only
+    :data:`DEFERRED_REMOVAL_S` seconds later on a daemon timer, as a driver with a background cleanup loop does;
+    a process that stops before then (an uninstall) leaves the spec on the node for good."""
+
+    def remove(self, claim_uid: str) -> bool:
+        """Schedule the deletion of the claim's spec; True if it exists now."""
+        timer = threading.Timer(DEFERRED_REMOVAL_S, files.remove, (self.path(claim_uid),))
+        timer.daemon = True
+        timer.start()
+        return self.exists(claim_uid)

@@ -69,6 +69,7 @@ QUIRKS = (
     "foreign-config-parsed",
     "invalid-config-ignored",
     "config-requests-ignored",
+    "foreign-results-prepared",
 )
 
 
@@ -128,9 +129,10 @@ def allocated_devices(
 
     ``pools`` are the pools this node publishes; ``ignore_claim_config`` / ``ignore_class_config`` drop the
     configs of that source (faults of the same names); ``quirks``: faults of :data:`QUIRKS` that are on
-    (``prepare-unallocated``: an unallocated claim has no devices instead of an error). Raises ClaimError (UID
-    mismatch "got replaced", not allocated, no devices of this driver, device of another node's pool, invalid
-    configuration).
+    (``prepare-unallocated``: an unallocated claim has no devices instead of an error;
+    ``foreign-results-prepared``: every result is taken as this driver's, whatever its ``driver``). Raises
+    ClaimError (UID mismatch "got replaced", not allocated, no devices of this driver, device of another node's
+    pool, invalid configuration).
     """
     meta = claim.get("metadata") or {}
     if check_uid and meta.get("uid") != ref.uid:
@@ -144,7 +146,8 @@ def allocated_devices(
         source for source, drop in (("FromClaim", ignore_claim_config), ("FromClass", ignore_class_config)) if drop
     )
     configs = _configs(allocation, driver, ignored, quirks)
-    results = [r for r in allocation.get("devices", {}).get("results") or [] if r.get("driver") == driver]
+    every = "foreign-results-prepared" in quirks
+    results = [r for r in allocation.get("devices", {}).get("results") or [] if every or r.get("driver") == driver]
     if not results:
         raise ClaimError(f"{ref} has no devices allocated by driver {driver}")
     devices = []

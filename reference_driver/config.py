@@ -48,6 +48,8 @@ class Config:
     checkpoint_format: int = 2  # the checkpoint format written (1: as before format 2, for upgrade tests)
     binding_failure_devices: frozenset[str] = frozenset()
     no_cdi: bool = False  # --no-cdi: write no CDI spec, name no CDI device (a driver without CDI)
+    rolling_update_uid: str = ""  # --rolling-update-uid: this instance's pod UID, so two instances register at once
+    ready_file: Path | None = None  # --ready-file: written once the kubelet registered the plugin (readiness probe)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -102,6 +104,21 @@ def parser() -> argparse.ArgumentParser:
         help="a driver without CDI: write no CDI spec and name no CDI device in NodePrepareResources (its profile "
         "declares cdi: false; fault cdi-undeclared ignores this flag)",
     )
+    p.add_argument(
+        "--rolling-update-uid",
+        default="",
+        metavar="UID",
+        help="this instance's pod UID (env POD_UID): sockets <driver>-<UID>-reg.sock and dra-<UID>.sock, so a new "
+        "instance registers beside the old one during a DaemonSet rolling update with maxSurge (KEP-4381; "
+        "kubeletplugin RollingUpdate option)",
+    )
+    p.add_argument(
+        "--ready-file",
+        type=Path,
+        help="a file written once the kubelet has registered the plugin (NotifyRegistrationStatus), for a "
+        "readiness probe: a rolling update with maxSurge then deletes the old instance only after the new one "
+        "registered",
+    )
     return p
 
 
@@ -145,4 +162,6 @@ def from_args(argv: list[str] | None = None, env: dict[str, str] | None = None) 
         checkpoint_format=int(args.checkpoint_format[1:]),
         binding_failure_devices=failing,
         no_cdi=args.no_cdi,
+        rolling_update_uid=args.rolling_update_uid or env.get("POD_UID", ""),
+        ready_file=args.ready_file,
     )

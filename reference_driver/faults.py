@@ -182,6 +182,16 @@ FAULTS: dict[str, str] = {
     "capacity-granted-whole": "A share of a multi-allocatable device is prepared with the device's whole capacity "
     "in its CDI env (DRA_GPU_<dev>_CONSUMED_<cap>), ignoring the allocation's consumedCapacity; the driver's own "
     "holds stay right (KEP-5075; issue 24 §3).",
+    "foreign-results-prepared": "NodePrepareResources takes every result of a claim's allocation as its own, "
+    "whatever its driver, so a claim that also names another driver's device of the same pool and device names "
+    "gets that device twice (resource.k8s.io/v1 DeviceRequestAllocationResult.driver; issue 24 §4).",
+    "surge-socket-collision": "The pod UID of --rolling-update-uid is ignored: every instance listens on the "
+    "fixed <driver>-reg.sock and dra.sock, so during a DaemonSet rolling update with maxSurge the new instance "
+    "unlinks the old one's sockets and the old one, stopping, removes the new one's: the kubelet loses the "
+    "driver on that node (kubelet pluginwatcher README 'Seamless Upgrade'; kubeletplugin RollingUpdate).",
+    "unprepare-cdi-deferred": "NodeUnprepareResources answers success at once and deletes the claim's CDI spec "
+    "a minute later on a background timer (a cleanup loop); a driver uninstalled before then leaves the spec on "
+    "the node for good (issue 24 §4: after an uninstall nothing is left prepared).",
 }
 
 

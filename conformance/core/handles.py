@@ -198,6 +198,21 @@ class UpgradesDriver(Protocol):
 
 
 @runtime_checkable
+class SurgeUpdatesDriver(Protocol):
+    """A driver handle that rolls its plugin DaemonSets with maxSurge 1 / maxUnavailable 0 (a node's new plugin
+    pod runs beside the old one until Ready; kubelet pluginwatcher "Seamless Upgrade", KEP-4381):
+    ``can_surge_update()`` -> ``(able, evidence)`` (the profile declares ``rolling_update: surge``);
+    ``surge_update()`` returns when every node runs only new Ready plugin pods (raises an error naming the
+    nodes still rolling); ``restore_update_strategy()`` puts the strategies back (disruptive tests)."""
+
+    def can_surge_update(self) -> tuple[bool, str]: ...
+
+    def surge_update(self) -> None: ...
+
+    def restore_update_strategy(self) -> None: ...
+
+
+@runtime_checkable
 class HasComponentLogs(Protocol):
     """A cluster whose component logs (kubelet, scheduler...) are files in ``log_dir`` on this host."""
 

@@ -169,6 +169,8 @@ CAPABILITIES = {
     "driver_reinstall": "the driver deployer removes the driver's plugins and installs them again (disruptive)",
     "driver_upgrade": "the driver deployer installs the profile's previous version (upgrade_from) and upgrades it "
     "to the deployed one in place (disruptive)",
+    "driver_surge_update": "the driver deployer rolls the plugin DaemonSets with maxSurge 1 / maxUnavailable 0, two "
+    "plugin instances per node at once (profile deploy rolling_update: surge; disruptive)",
     "driver.names_devices": "the visibility probe names each device a container shows, so device checks prove "
     "which devices (profile visibility.names_devices, default true; false for a per-request probe such as the "
     "upstream test driver's claim_<c>_<r>=true: device checks then prove visibility only, a summary waiver)",

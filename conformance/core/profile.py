@@ -94,8 +94,19 @@ DEPLOY_KEYS = {
         "upgrade_from",
         "repo",
         "values_files",
+        "rolling_update",
     },
-    "manifests": {"dir", "namespace", "chart", "release", "values", "env_values", "images", "timeout_s"},
+    "manifests": {
+        "dir",
+        "namespace",
+        "chart",
+        "release",
+        "values",
+        "env_values",
+        "images",
+        "timeout_s",
+        "rolling_update",
+    },
     "preinstalled": {"node_selector"},  # the driver's nodes, when the run cannot find its DaemonSets
 }
 TOP_KEYS = {

@@ -32,6 +32,9 @@ NAMESPACE_DELETE = 300.0
 PROBE_OUTPUT = 60.0
 # Short API round trips (object visible after create, event appears).
 API_SHORT = 30.0
+# pkg/kubelet/cm/dra: a node's ResourceSlices of a driver are wiped defaultWipingDelay (30 s) after its last plugin
+# instance unregistered; twice that plus a minute for the API and a loaded node.
+SLICES_WIPED = 120.0
 # KEP-4680 device health in pod status: the kubelet turns a device not reported for 30 s Unknown
 # (pkg/kubelet/cm/dra/healthinfo.go healthTimeout) and rewrites the pod status on its next sync: 2 x 30 s.
 DEVICE_HEALTH = 60.0

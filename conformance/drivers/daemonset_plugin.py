@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
 from conformance.dra.placement import runs_kubelet_plugin
+from conformance.drivers import surge
 from conformance.drivers.base import DeployedDriver
 from conformance.drivers.readiness import await_daemonsets
 from conformance.k8s import waits
@@ -81,6 +82,7 @@ class DaemonSetDriver(DeployedDriver):
 
     k8s: K8s | None = None
     removed: list[dict] = dataclasses.field(default_factory=list)
+    strategies: dict[str, dict] = dataclasses.field(default_factory=dict)  # before surge_update(), for restore
 
     def _client(self) -> K8s:
         if self.k8s is None:
@@ -119,3 +121,27 @@ class DaemonSetDriver(DeployedDriver):
         if self.k8s is None:
             raise RuntimeError(f"driver {self.name}: this handle has no Kubernetes client to restart plugin pods")
         restart_plugin_pods(self.k8s, self.daemonset_namespaces, node, timeouts.PLUGIN_REGISTRATION * 4, self.name)
+
+    def can_surge_update(self) -> tuple[bool, str]:
+        """``(able, evidence)``: able when the profile's deploy block declares ``rolling_update: surge``
+        (:mod:`conformance.drivers.surge`) and the handle has a client."""
+        if self.k8s is None:
+            return False, "this driver handle has no Kubernetes client to update its DaemonSets"
+        if not surge.declared(self.profile.deploy):
+            return False, (
+                f"profile {self.profile.name} does not declare rolling_update: surge in its deploy block (two "
+                "plugin instances per node during a DaemonSet rolling update)"
+            )
+        return True, f"the {self.deploy_mode} deployer updates the plugin DaemonSets with maxSurge 1, maxUnavailable 0"
+
+    def surge_update(self) -> None:
+        """Roll every plugin DaemonSet with maxSurge 1 / maxUnavailable 0 (:func:`surge.roll`) and wait until
+        each node runs only new Ready plugin pods. Raises DriverNotReady naming the nodes still rolling."""
+        rolled = surge.roll(self._client(), self.name, self.daemonset_namespaces, timeouts.PLUGIN_REGISTRATION * 5)
+        for ref, strategy in rolled.items():
+            self.strategies.setdefault(ref, strategy)
+
+    def restore_update_strategy(self) -> None:
+        """Put back the DaemonSets' update strategies of before :meth:`surge_update` (no pod changes). Idempotent."""
+        surge.restore(self._client(), self.strategies)
+        self.strategies.clear()

@@ -11,7 +11,7 @@ import yaml
 from conformance import shipped
 from conformance.core import profile as schema
 from conformance.core.errors import ConfigError
-from conformance.drivers import helm_upgrade
+from conformance.drivers import helm_upgrade, surge
 
 PROFILE_DIR = shipped.profiles_dir()
 
@@ -51,6 +51,11 @@ def load(driver: str, extra_modes: Mapping[str, frozenset[str]] | None = None) -
     profile = schema.parse(raw, source=str(path), extra_modes=extra_modes)
     check_file(profile, path)
     check_upgrade_from(profile)
+    for where, deploy in {
+        "deploy": profile.deploy,
+        **{f"deploy_alternatives.{m}": d for m, d in profile.deploy_alternatives.items()},
+    }.items():
+        surge.declared(deploy, field=f"{where}.{surge.KEY}", source=profile.source)  # refuses a bad value now
     return profile
 
 

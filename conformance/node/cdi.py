@@ -42,14 +42,7 @@ def appeared(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
 def describe(specs: dict[str, str]) -> list[str]:
     """``"<file> (kind <kind>)"`` for each spec file of ``specs`` (``{file name: text}``), sorted; ``kind ?`` when
     the text is not a CDI spec: the kind names the vendor that wrote the file."""
-    out = []
-    for name in sorted(specs):
-        try:
-            kind = parse(specs[name]).get("kind") or "?"
-        except (ValueError, yaml.YAMLError, AttributeError):
-            kind = "?"
-        out.append(f"{name} (kind {kind})")
-    return out
+    return [f"{name} (kind {kind_of(specs[name])})" for name in sorted(specs)]
 
 
 def left_behind(node_access, node: str, claim) -> str:
@@ -110,6 +103,21 @@ def driver_wide(specs: dict[str, str]) -> dict[str, str]:
     """The entries of ``specs`` that belong to no claim: no UID in the file name or text (e.g.
     dra-example-driver's ``common`` device, injected into every container it prepares)."""
     return {name: text for name, text in specs.items() if not _UUID.search(name) and not _UUID.search(text)}
+
+
+def claim_bound(specs: dict[str, str], kinds: set[str]) -> dict[str, str]:
+    """The entries of ``specs`` of a CDI kind in ``kinds`` that belong to a claim (a UID in the file name or
+    text: not :func:`driver_wide`): a driver's prepared state on the node."""
+    wide = driver_wide(specs)
+    return {name: text for name, text in specs.items() if name not in wide and kind_of(text) in kinds}
+
+
+def kind_of(text: str) -> str:
+    """The ``kind`` of a CDI spec text (``vendor/class``); ``?`` when the text is not a CDI spec."""
+    try:
+        return parse(text).get("kind") or "?"
+    except (ValueError, yaml.YAMLError, AttributeError):
+        return "?"
 
 
 def ids_belong_to(node_access, node: str, claim, ids: set[str]) -> tuple[bool, str]:

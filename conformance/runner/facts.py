@@ -23,6 +23,7 @@ from conformance.core.handles import (
     RestartsControllerManager,
     RestartsKubelet,
     RestartsPlugin,
+    SurgeUpdatesDriver,
     UpgradesDriver,
 )
 from conformance.core.profile import DriverProfile
@@ -127,6 +128,11 @@ def disruptions(cluster: ClusterHandle | None, driver: DriverHandle | None) -> d
         driver.can_upgrade()
         if isinstance(driver, UpgradesDriver)
         else (False, f"the driver's deployer ({mode}) cannot upgrade it in place (the helm deployer can)")
+    )
+    out["driver_surge_update"] = (
+        driver.can_surge_update()
+        if isinstance(driver, SurgeUpdatesDriver)
+        else (False, f"the driver's deployer ({mode}) runs no plugin DaemonSet it may update (helm, manifests do)")
     )
     return out
 

@@ -43,6 +43,7 @@ DRIVER_PROBED = (  # abilities of the deployed driver handle
     "driver_reinstall",
     "driver_upgrade",
     "driver_slices_writable",
+    "driver_surge_update",
 )
 
 

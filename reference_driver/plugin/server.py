@@ -44,14 +44,18 @@ class SocketPaths:
     dra: Path
 
     @classmethod
-    def for_driver(cls, registry_dir: Path, plugins_dir: Path, driver: str) -> SocketPaths:
+    def for_driver(cls, registry_dir: Path, plugins_dir: Path, driver: str, instance: str = "") -> SocketPaths:
         """Conventional layout of the Go kubeletplugin library (``<driver>-reg.sock``,
-        ``<driver>/dra.sock``); where a path would exceed the AF_UNIX limit, the driver name in it is
-        replaced by a short hash (as the Go library does for long names). Raises SocketPathError when
-        even that is too long."""
+        ``<driver>/dra.sock``); with ``instance`` (a pod UID: the library's ``RollingUpdate(uid)`` option)
+        ``<driver>-<instance>-reg.sock`` and ``<driver>/dra-<instance>.sock``, so an old and a new instance
+        of a DaemonSet rolling update with maxSurge listen side by side and neither unlinks the other's
+        socket (kubelet pluginwatcher README "Seamless Upgrade"). Where a path would exceed the AF_UNIX
+        limit, the driver name in it is replaced by a short hash (as the Go library does for long names).
+        Raises SocketPathError when even that is too long."""
         short = hashlib.sha256(driver.encode()).hexdigest()[:12]
-        reg = _fit(Path(registry_dir) / f"{driver}-reg.sock", Path(registry_dir) / f"{short}-reg.sock")
-        dra = _fit(Path(plugins_dir) / driver / "dra.sock", Path(plugins_dir) / short / "dra.sock")
+        tail = f"-{instance}" if instance else ""
+        reg = _fit(Path(registry_dir) / f"{driver}{tail}-reg.sock", Path(registry_dir) / f"{short}{tail}-reg.sock")
+        dra = _fit(Path(plugins_dir) / driver / f"dra{tail}.sock", Path(plugins_dir) / short / f"dra{tail}.sock")
         return cls(reg, dra)
 
 

@@ -23,11 +23,16 @@ def test_claim_prepared_before_a_plugin_restart_is_unprepared_after_it(
     # given: a running pod whose claim the driver prepared on its node
     claim = tracker.create(builder.claim())
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
-    node, plugin = pod.spec.node_name, dra_plugin(pod.spec.node_name)
+    node = pod.spec.node_name
     assert cdi.claim_specs(node_access, node, claim), node_access.cdi_specs(node)
-    # when: the driver's plugin on that node restarts and serves again, then the pod is deleted
+    # when: the driver's plugin on that node restarts, registers and serves again (at the endpoint it advertises
+    # now: a plugin named per instance, kubeletplugin RollingUpdate, listens on a new socket), then the pod goes
     driver.restart_plugin(node)
-    assert waits.poll(plugin.serving, timeout=timeouts.PLUGIN_REGISTRATION, interval=1.0), plugin
+    registered = waits.poll(
+        lambda: kubelet_uses(k8s, node_access, node, driver.name)[0], timeout=timeouts.PLUGIN_REGISTRATION, interval=1.0
+    )
+    assert registered, kubelet_uses(k8s, node_access, node, driver.name)[1]
+    assert dra_plugin(node).serving(), f"the restarted plugin of {node} does not answer at its advertised endpoint"
     k8s.delete("Pod", pod.name, pod.namespace)
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     # then: the claim's CDI spec is removed from the node

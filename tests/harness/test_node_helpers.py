@@ -143,3 +143,18 @@ def test_cdi_ids_belong_to_the_claim_own_spec_or_a_driver_wide_one():
     assert not cdimod.ids_belong_to(access, "n", claim, {f"{kind}=a", f"{kind}=zzz"})[0]
     ok, evidence = cdimod.ids_belong_to(access, "n", claim, {f"{kind}=common"})
     assert not ok and "own spec: ['k8s.gpu.example.com/gpu=a']" in evidence
+
+
+def test_claim_bound_specs_are_those_of_the_kinds_naming_a_claim():
+    """``claim_bound`` keeps the specs of the given kinds with a UID (a claim's), not a driver-wide one nor
+    another kind's; ``kind_of`` reads the kind, ``?`` for a text that is no CDI spec."""
+    from conformance.node import cdi as cdimod
+
+    uid = "11111111-2222-3333-4444-555555555555"
+    specs = {
+        f"k8s.gpu.example.com-{uid}.json": '{"kind": "k8s.gpu.example.com/gpu"}',
+        "k8s.gpu.example.com-common.json": '{"kind": "k8s.gpu.example.com/gpu"}',
+        f"other-{uid}.json": '{"kind": "other.example.com/nic"}',
+    }
+    assert set(cdimod.claim_bound(specs, {"k8s.gpu.example.com/gpu"})) == {f"k8s.gpu.example.com-{uid}.json"}
+    assert cdimod.kind_of("not: [a spec") == "?"

@@ -114,3 +114,20 @@ def test_driver_name_sets_cdi_kind_and_file_prefix(tmp_path):
         "e2e-1.gpu.dra-conformance.test/gpu="
     )
     assert store.path("u").name == "e2e-1.gpu.dra-conformance.test_claim-u.json"
+
+
+def test_deferred_removal_keeps_the_spec_until_its_timer(tmp_path, monkeypatch):
+    """Fault unprepare-cdi-deferred: remove() answers at once and the spec goes only when the timer fires."""
+    import threading
+
+    monkeypatch.setattr(cdi, "DEFERRED_REMOVAL_S", 0.2)
+    store = cdi.DeferredRemovalCdiStore(tmp_path)
+    path = store.write("u1", {"cdiVersion": "0.5.0"})
+    assert store.remove("u1") and path.exists()
+    done = threading.Event()
+    for _ in range(50):
+        if not path.exists():
+            done.set()
+            break
+        threading.Event().wait(0.05)
+    assert done.is_set(), "the deferred removal never ran"

@@ -143,3 +143,15 @@ def test_prepare_not_concurrent_refuses_an_overlapping_call(make_state, source, 
     answer = service.node_prepare_resources(second, None).claims["uid-2"]
     worker.join()
     assert ("injected fault prepare-not-concurrent" in answer.error) == bool(faults), answer
+
+
+@pytest.mark.parametrize("faults", ["", "foreign-results-prepared"])
+def test_foreign_results_prepared_takes_another_drivers_result(make_state, source, faults):
+    """A claim naming this driver's gpu-0 (request own) and another driver's device of the same pool and name
+    (request other) prepares gpu-0 once for request own; with the fault the other driver's result is taken too
+    (a second device, for request other)."""
+    other = result("gpu-0", request="other", driver="other.example.com")
+    source.add(claim(results=[result("gpu-0", request="own"), other]))
+    state = make_state(Faults.parse(faults))
+    expected = [(("own",), "gpu-0")] + ([(("other",), "gpu-0")] if faults else [])
+    assert [(d.request_names, d.device) for d in state.prepare(REF)] == expected

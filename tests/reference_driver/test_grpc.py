@@ -225,3 +225,42 @@ def test_fault_register_v1beta1_only_advertises_only_the_beta_service(make_state
     finally:
         server.stop(0)
         rmtree(root)
+
+
+def test_rolling_update_sockets_are_named_per_instance():
+    """With an instance (pod UID) both sockets carry it, as the kubeletplugin RollingUpdate option names them,
+    so two instances of a node never share a path; without one the fixed names stay."""
+    uid = "0b6a3f4e-1111-4222-8333-444455556666"
+    one = SocketPaths.for_driver("/r", "/p", DRIVER_NAME, uid)
+    two = SocketPaths.for_driver("/r", "/p", DRIVER_NAME, uid.replace("1111", "9999"))
+    assert one.registration.name == f"{DRIVER_NAME}-{uid}-reg.sock" and one.dra.name == f"dra-{uid}.sock"
+    assert {one.registration, one.dra}.isdisjoint({two.registration, two.dra})
+    assert SocketPaths.for_driver("/r", "/p", DRIVER_NAME).dra.name == "dra.sock"
+
+
+def test_rolling_update_uid_comes_from_the_flag_or_pod_uid():
+    """``--rolling-update-uid`` wins over env POD_UID (the chart's downward API value); neither: no instance."""
+    from reference_driver.config import from_args
+
+    assert from_args(["--node-name", "n"], env={"POD_UID": "u-1"}).rolling_update_uid == "u-1"
+    assert (
+        from_args(["--node-name", "n", "--rolling-update-uid", "u-2"], env={"POD_UID": "u-1"}).rolling_update_uid
+        == "u-2"
+    )
+    assert from_args(["--node-name", "n"], env={}).rolling_update_uid == ""
+
+
+def test_ready_file_is_written_once_the_kubelet_registered(tmp_path):
+    """The readiness file of the chart's probe appears only after the registration event is set."""
+    import threading
+
+    from reference_driver.__main__ import _mark_ready
+
+    registered, path = threading.Event(), tmp_path / "ready" / "registered"
+    worker = threading.Thread(target=_mark_ready, args=(registered, path), daemon=True)
+    worker.start()
+    worker.join(0.2)
+    assert not path.exists()
+    registered.set()
+    worker.join(5)
+    assert path.read_text() == "registered\n"

@@ -42,6 +42,7 @@ from conformance.k8s.waits.slices import (
     device_count,
     devices_by_node,
     pool_republished,
+    slices_gone,
     slices_published,
 )
 from conformance.k8s.waits.taints import pod_evicted_by_taint, taint_rule_applied
@@ -85,6 +86,7 @@ __all__ = [
     "poll",
     "pool_republished",
     "recent_events",
+    "slices_gone",
     "slices_published",
     "stays_equal",
     "taint_rule_applied",

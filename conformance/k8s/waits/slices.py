@@ -110,3 +110,22 @@ def pool_republished(
         timeouts.scaled(timeout),
         state or f"  no ResourceSlice of pool {pool}",
     )
+
+
+def slices_gone(k8s: K8s, driver: str, *, timeout: float) -> None:
+    """Wait until no ResourceSlice of ``driver`` exists (after an uninstall: the kubelet wipes a node's slices
+    of a driver 30 s after its last plugin instance unregistered, pkg/kubelet/cm/dra ``defaultWipingDelay``; a
+    driver's own controller removes the others). Polls every 0.5 s. Raises WaitTimeout naming every slice left
+    (name, node, pool)."""
+    left: list[str] = []
+
+    def check() -> bool:
+        try:
+            slices = driver_slices(k8s, driver)
+        except errors.TransientApiError:
+            return False
+        left[:] = [f"{s.name} (node {s.get('spec.nodeName') or '-'}, pool {s.get('spec.pool.name')})" for s in slices]
+        return not slices
+
+    if not poll(check, timeout=timeout, interval=SLICES_POLL_S):
+        raise errors.WaitTimeout(f"no ResourceSlice of driver {driver}", timeouts.scaled(timeout), "\n".join(left))

@@ -7,12 +7,14 @@ import pytest
 from conformance_lab.local import hoststate
 
 CONTAINER = "5f0c" * 16
+CHAIN = "CNI-8a9c1f0e2b3d4c5a6f7e8d9c"
+COMMENT = f'--comment "name: \\"dra-c89ef-0\\" id: \\"{CONTAINER}\\""'
 # iptables -t nat -S with a local cluster's bridge plugin chain (-c: iptables -S -v style counters)
 NAT = f"""-P PREROUTING ACCEPT
--N CNI-8a9c1f0e2b3d4c5a6f7e8d9c
+-N {CHAIN}
 -N KUBE-SERVICES
--A POSTROUTING -s 10.88.32.4/32 -m comment --comment "name: \\"dra-c89ef-0\\" id: \\"{CONTAINER}\\"" -j CNI-8a9c1f0e2b3d4c5a6f7e8d9c
--A CNI-8a9c1f0e2b3d4c5a6f7e8d9c -d 10.88.32.0/24 -c 12 3400 -j ACCEPT
+-A POSTROUTING -s 10.88.32.4/32 -m comment {COMMENT} -j {CHAIN}
+-A {CHAIN} -d 10.88.32.0/24 -c 12 3400 -j ACCEPT
 -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
 
 """
@@ -22,7 +24,8 @@ def test_iptables_lines_keep_rules_and_drop_counters_and_container_ids():
     lines = hoststate.iptables_lines("nat", NAT)
     assert lines[0] == "nat -P PREROUTING ACCEPT"
     assert "nat -N CNI-<id>" in lines and "nat -N KUBE-SERVICES" in lines
-    assert 'nat -A POSTROUTING -s 10.88.32.4/32 -m comment --comment "name: \\"dra-c89ef-0\\" id: "<id>"" -j CNI-<id>' in lines
+    normalised = '--comment "name: \\"dra-c89ef-0\\" id: "<id>""'
+    assert f"nat -A POSTROUTING -s 10.88.32.4/32 -m comment {normalised} -j CNI-<id>" in lines
     assert "nat -A CNI-<id> -d 10.88.32.0/24 -j ACCEPT" in lines
     assert len(lines) == 6  # the empty line is not a rule
 
@@ -35,7 +38,7 @@ LINKS = json.dumps(
     [
         {"ifindex": 1, "ifname": "lo", "flags": ["LOOPBACK", "UP", "LOWER_UP"], "mtu": 65536, "link_type": "loopback"},
         {"ifindex": 9, "ifname": "dc1a2b3cn0", "flags": ["BROADCAST", "UP"], "mtu": 1500, "link_type": "ether"},
-        {"ifindex": 11, "ifname": "veth0f3a", "flags": ["UP"], "mtu": 1500, "link_type": "ether", "master": "dc1a2b3cn0"},
+        {"ifname": "veth0f3a", "flags": ["UP"], "mtu": 1500, "link_type": "ether", "master": "dc1a2b3cn0"},
         {"ifindex": 2, "ifname": "ifb0", "flags": ["BROADCAST", "NOARP"], "mtu": 1500, "link_type": "ether"},
     ]
 )
@@ -60,7 +63,11 @@ def test_addr_lines_one_per_address_without_lifetimes():
                     {"family": "inet6", "local": "::1", "prefixlen": 128},
                 ],
             },
-            {"ifname": "veth0f3a", "master": "dc1a2b3cn0", "addr_info": [{"family": "inet6", "local": "fe80::1", "prefixlen": 64}]},
+            {
+                "ifname": "veth0f3a",
+                "master": "dc1a2b3cn0",
+                "addr_info": [{"family": "inet6", "local": "fe80::1", "prefixlen": 64}],
+            },
         ]
     )
     assert hoststate.addr_lines(text) == [
@@ -110,7 +117,7 @@ def test_mount_lines_under_the_roots_only_unescaped():
 @pytest.mark.parametrize(
     ("comm", "argv", "cgroup", "ours"),
     [
-        ("kubelet", ["/cache/kubelet", "--config", "/var/lib/dra-conformance/clusters/c1/node-0/kubelet.yaml"], "/", True),
+        ("kubelet", ["/c/kubelet", "--config", "/var/lib/dra-conformance/clusters/c1/node-0/k.yaml"], "/", True),
         ("containerd-shim", ["/cache/containerd-shim-runc-v2", "-namespace", "k8s.io"], "/", True),
         ("kube-apiserver", ["/cache/kube-apiserver"], "/", True),
         ("python3", ["python3", "-m", "reference_driver", "--node", "n"], "/", True),
@@ -132,14 +139,17 @@ def test_process_line_normalises_temporary_paths():
     assert line == "kwok cgroup=/ kwok --kubeconfig /tmp/<tmp>/kc --x"
 
 
+# /proc/net/tcp lines as the kernel writes them, cut after the inode field (the parser reads fields 1, 3, 9)
 PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 335 1 000000009d049afc 100 0 0 10 0
-   1: 0100007F:A81D 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 6385488 2 0000000083de4c6e 100 0 0 10 0
-   2: 0100007F:192B 0100007F:C266 01 00000000:00000000 00:00000000 00000000     0        0 7001 1 0000000000000000 20 4 30 10 -1
+   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 335 1
+   1: 0100007F:A81D 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 6385488 2
+   2: 0100007F:192B 0100007F:C266 01 00000000:00000000 00:00000000 00000000     0        0 7001 1
 """
-PROC_NET_TCP6 = """  sl  local_address                         remote_address                        st tx_queue rx_queue tr
-   0: 00000000000000000000000000000000:192B 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 9001 1 0
-"""
+PROC_NET_TCP6 = (
+    "  sl  local_address  remote_address st tx_queue rx_queue tr\n"
+    "   0: 00000000000000000000000000000000:192B 00000000000000000000000000000000:0000 0A 00000000:00000000"
+    " 00:00000000 00000000     0        0 9001 1\n"
+)
 
 
 def test_listening_reads_listen_sockets_only_for_tcp():

@@ -4,7 +4,8 @@
 import json
 
 import pytest
-from conformance_lab.local import hoststate
+import yaml
+from conformance_lab.local import hoststate, hostsys
 
 CONTAINER = "5f0c" * 16
 CHAIN = "CNI-8a9c1f0e2b3d4c5a6f7e8d9c"
@@ -190,3 +191,30 @@ def test_snapshot_round_trips_and_a_bad_file_names_itself_and_the_fix(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match=r"bad\.json is not a host-state snapshot .*--save FILE"):
         hoststate.Snapshot.load(tmp_path / "bad.json")
+
+
+def test_kube_proxy_is_configured_to_write_no_sysctl(tmp_path, monkeypatch):
+    from conformance_lab.local import config, control_plane
+
+    monkeypatch.setattr(config, "STATE_ROOT", tmp_path)
+    lay = config.Layout(name="c1", slot=3, nodes=1, log_dir=tmp_path)
+    lay.state_dir.mkdir()
+    argv = control_plane.kube_proxy("/c/kube-proxy", lay, tmp_path / "kc", "c1-node-0")
+    cfg = yaml.safe_load((lay.state_dir / "kube-proxy.yaml").read_text())
+    assert argv[1] == f"--config={lay.state_dir / 'kube-proxy.yaml'}"
+    assert cfg["iptables"] == {"localhostNodePorts": False}  # else kube-proxy sets route_localnet=1 for good
+    assert cfg["conntrack"]["maxPerCore"] == 0 and cfg["conntrack"]["min"] == 0  # no nf_conntrack_max write
+
+
+def test_a_sysctl_set_for_the_kubelet_is_put_back_when_the_last_cluster_goes(tmp_path, monkeypatch):
+    monkeypatch.setattr(hostsys, "PROC_SYS", tmp_path / "sys")
+    monkeypatch.setattr(hostsys, "SYSCTLS_ORIG", tmp_path / "run" / "sysctls.orig.json")
+    (tmp_path / "sys" / "vm").mkdir(parents=True)
+    (tmp_path / "sys" / "vm" / "overcommit_memory").write_text("0\n")
+    hostsys.set_sysctl("vm/overcommit_memory", "1")
+    hostsys.set_sysctl("vm/overcommit_memory", "1")  # a second cluster: the host's value stays recorded
+    assert (tmp_path / "sys" / "vm" / "overcommit_memory").read_text() == "1"
+    assert hostsys.restore_sysctls() == []
+    assert (tmp_path / "sys" / "vm" / "overcommit_memory").read_text() == "0"
+    assert not (tmp_path / "run" / "sysctls.orig.json").exists()
+    assert hostsys.restore_sysctls() == []  # nothing recorded: nothing to do

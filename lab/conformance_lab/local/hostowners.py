@@ -30,6 +30,7 @@ KUBELET_TOKENS = (
     "kernel.keys.root_max",
     "net.ipv4.ip_forward=",
     "/run/dra-conformance/ip_forward.orig",
+    "/run/dra-conformance/sysctls.orig.json",
     "/run/dra-conformance/created-",
     "/run/cdi",
     "/etc/cdi",

@@ -79,6 +79,7 @@ def teardown(state: ClusterState) -> None:
     _remove_log_links(lay)
     if not _others_running(state.name):
         hostsys.restore_ip_forward()
+        errors += [f"sysctl could not be restored: {e}" for e in hostsys.restore_sysctls()]
     if not left:
         for d in (lay.run_dir, lay.state_dir):
             shutil.rmtree(d, ignore_errors=True)

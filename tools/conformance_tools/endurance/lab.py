@@ -4,7 +4,9 @@
 its ``VERDICT:`` line with the timings taken out, so verdicts of different runs compare as text.
 
 SIGTERM is turned into KeyboardInterrupt (:func:`interruptible`) so callers' ``finally`` blocks stop the child
-run and take their clusters down.
+run and take their clusters down. Children run in a session of their own (a terminal's Ctrl-C reaches only this
+process) and are stopped with SIGINT, the Ctrl-C path every ``dra-conformance`` command cleans up on (``install``
+and ``cluster up`` do not catch SIGTERM), then SIGKILL after :data:`STOP_GRACE_S`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from conformance_lab.local.provider import cluster_name
 
 RUN_TIMEOUT_S = 3600
+STOP_GRACE_S = 300  # a run's tear-down under load (driver uninstall, namespace deletion, cluster down)
 CLI = (sys.executable, "-m", "conformance.cli")
 _VERDICT = re.compile(r"^VERDICT: .*$", re.M)
 _TIMINGS = re.compile(r" in \d+(?:\.\d+)?s| \(run [^)]*\)|, report [^)]*")
@@ -75,13 +78,20 @@ def spawn(argv: list[str], log: Path) -> Child:
     """Start ``dra-conformance argv`` with stdout and stderr to ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        proc = subprocess.Popen([*CLI, *argv], stdout=out, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [*CLI, *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_default_sigint,  # noqa: PLW1509 - only a signal disposition, no locks taken
+        )
     return Child(proc, log, time.monotonic())
 
 
 def wait_all(children: list[Child], timeout_s: float = RUN_TIMEOUT_S) -> list[tuple[int, str, float]]:
     """Wait for every child (exit code 124 for one stopped past ``timeout_s``); on Ctrl-C/SIGTERM each child still
-    running gets SIGTERM (SIGKILL after 60 s) before KeyboardInterrupt goes on."""
+    running is stopped (:func:`_stop`) before KeyboardInterrupt goes on."""
     deadline = time.monotonic() + timeout_s
     codes: dict[int, int] = {}
     try:
@@ -106,10 +116,17 @@ def _command(argv: list[str], log: Path, timeout_s: float = RUN_TIMEOUT_S) -> tu
     return wait_all([spawn(argv, log)], timeout_s)[0]
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default (a job started in the background of a shell without
+    job control inherits it ignored, and Python then never turns it into KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
+    """SIGINT (the child cleans up as on Ctrl-C), SIGKILL after :data:`STOP_GRACE_S`."""
+    proc.send_signal(signal.SIGINT)
     try:
-        proc.wait(timeout=60)
+        proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

@@ -65,6 +65,9 @@ def test_cluster_tokens_name_its_things_and_not_a_longer_named_cluster_s():
         "routes dst=10.88.49.0/24 dev=x protocol=kernel",
         "nat -A DRA-API-c1 -d 10.0.3.1/32 -p tcp -m tcp --dport 443 -j DNAT --to-destination 192.0.2.2:6446",
         f"{LAY.run_dir}/",
+        'nat -A CNI-<id> ! -d 224.0.0.0/4 -m comment --comment "name: \\"dra-c1-1\\" id: "<id>"" -j MASQUERADE',
+        "nat -N CNI-<dra-c1-0>",
+        "dst=fe80::/64 dev=veth05901fbf protocol=kernel metric=256 master=" + LAY.bridge(0),
     ]
     assert [hostowners.owner_of(line, owners) for line in ours] == ["cluster c1"] * len(ours)
     other = Layout(name="c10", slot=4, nodes=2, log_dir=None)

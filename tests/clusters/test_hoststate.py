@@ -16,6 +16,7 @@ NAT = f"""-P PREROUTING ACCEPT
 -N KUBE-SERVICES
 -A POSTROUTING -s 10.88.32.4/32 -m comment {COMMENT} -j {CHAIN}
 -A {CHAIN} -d 10.88.32.0/24 -c 12 3400 -j ACCEPT
+-N CNI-00000000000000000000abcd
 -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
 
 """
@@ -24,11 +25,12 @@ NAT = f"""-P PREROUTING ACCEPT
 def test_iptables_lines_keep_rules_and_drop_counters_and_container_ids():
     lines = hoststate.iptables_lines("nat", NAT)
     assert lines[0] == "nat -P PREROUTING ACCEPT"
-    assert "nat -N CNI-<id>" in lines and "nat -N KUBE-SERVICES" in lines
+    assert "nat -N CNI-<dra-c89ef-0>" in lines and "nat -N KUBE-SERVICES" in lines
+    assert "nat -N CNI-<id>" in lines  # no rule jumps to it: no network to name it by
     normalised = '--comment "name: \\"dra-c89ef-0\\" id: "<id>""'
-    assert f"nat -A POSTROUTING -s 10.88.32.4/32 -m comment {normalised} -j CNI-<id>" in lines
-    assert "nat -A CNI-<id> -d 10.88.32.0/24 -j ACCEPT" in lines
-    assert len(lines) == 6  # the empty line is not a rule
+    assert f"nat -A POSTROUTING -s 10.88.32.4/32 -m comment {normalised} -j CNI-<dra-c89ef-0>" in lines
+    assert "nat -A CNI-<dra-c89ef-0> -d 10.88.32.0/24 -j ACCEPT" in lines
+    assert len(lines) == 7  # the empty line is not a rule
 
 
 def test_iptables_save_chain_counters_are_dropped():
@@ -87,6 +89,7 @@ def test_route_lines_keep_the_stable_keys():
             {"dst": "fe80::/64", "dev": "eth0", "protocol": "kernel", "metric": 256, "pref": "medium", "expires": 3},
         ]
     )  # fmt: skip
+    assert hoststate.route_lines(text, {"eth0": "br0"})[0] == "dst=default gateway=192.0.2.1 dev=eth0 master=br0"
     assert hoststate.route_lines(text) == [
         "dst=default gateway=192.0.2.1 dev=eth0",
         "type=local dst=127.0.0.1 dev=lo table=local protocol=kernel scope=host prefsrc=127.0.0.1",
@@ -218,3 +221,17 @@ def test_a_sysctl_set_for_the_kubelet_is_put_back_when_the_last_cluster_goes(tmp
     assert (tmp_path / "sys" / "vm" / "overcommit_memory").read_text() == "0"
     assert not (tmp_path / "run" / "sysctls.orig.json").exists()
     assert hostsys.restore_sysctls() == []  # nothing recorded: nothing to do
+
+
+PROC_NET_UNIX = """Num       RefCount Protocol Flags    Type St Inode Path
+0000000000000000: 00000002 00000000 00010000 0001 01 41001 /run/containerd/s/9f3e
+0000000000000000: 00000003 00000000 00000000 0001 03 41002
+0000000000000000: 00000002 00000000 00010000 0001 01 41003 @/containerd-shim/abstract
+"""
+
+
+def test_unix_sockets_with_a_path_and_a_held_shim_socket_names_its_holder(tmp_path):
+    assert hoststate.unix_sockets(PROC_NET_UNIX) == {"/run/containerd/s/9f3e": 41001}
+    (tmp_path / "9f3e").write_text("")
+    held = {str(tmp_path / "9f3e"): "containerd-shim cgroup=/ x -address /run/dra-conformance/c1/node-0/c.sock"}
+    assert hoststate.file_lines((tmp_path,), 1, (), held) == [f"{tmp_path}/9f3e by {held[str(tmp_path / '9f3e')]}"]

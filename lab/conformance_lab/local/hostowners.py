@@ -49,7 +49,8 @@ def cluster_tokens(state: ClusterState) -> list[str]:
     tokens += [f":{p} " for p in lay.all_ports().values()]
     for i in range(state.nodes):
         node = lay.node_name(i)
-        tokens += [lay.bridge(i), f"{lay.cni_network(i)}-", f'"{lay.cni_network(i)}"', f"{lay.cgroup_root(i)}/"]
+        net = lay.cni_network(i)
+        tokens += [lay.bridge(i), f"{net}-", f'"{net}"', f'"{net}\\"', f"<{net}>", f"{lay.cgroup_root(i)}/"]
         tokens += [f"{lay.cgroup_root(i)} ", f"/{lay.cgroup_root(i).strip('/')}\n", netdevs.prefix(state.name, node)]
         tokens += [f"{lay.pod_subnet(i).rsplit('.', 1)[0]}.", node]
     return tokens

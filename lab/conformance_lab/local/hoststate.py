@@ -116,19 +116,21 @@ def _run(argv: list[str]) -> str:
 def capture() -> Snapshot:
     """Read every section from the host now (root needed for iptables and other users' /proc entries)."""
     procs = our_processes()
+    links = _run(["ip", "-j", "link", "show"])
+    masters = {d.get("ifname", ""): d["master"] for d in _json(links) if d.get("master")}
     sections = {
         "iptables": [ln for t in IPTABLES_TABLES for ln in iptables_lines(t, _run(["iptables", "-t", t, "-S"]))],
         "ip6tables": [ln for t in IPTABLES_TABLES for ln in iptables_lines(t, _run(["ip6tables", "-t", t, "-S"]))],
         "sysctls": sysctl_lines(read_sysctls(SYSCTLS)),
-        "links": link_lines(_run(["ip", "-j", "link", "show"])),
+        "links": link_lines(links),
         "addresses": addr_lines(_run(["ip", "-j", "addr", "show"])),
-        "routes": route_lines(_run(["ip", "-j", "-4", "route", "show", "table", "all"]))
-        + route_lines(_run(["ip", "-j", "-6", "route", "show", "table", "all"])),
+        "routes": route_lines(_run(["ip", "-j", "-4", "route", "show", "table", "all"]), masters)
+        + route_lines(_run(["ip", "-j", "-6", "route", "show", "table", "all"]), masters),
         "mounts": mount_lines(Path("/proc/self/mountinfo").read_text(), MOUNT_ROOTS),
         "processes": sorted(line for _pid, line in procs),
         "cgroups": cgroup_lines(hostsys.cgroup_hierarchies()),
         "ports": port_lines(dict(procs)),
-        "files": file_lines(FILE_ROOTS, FILE_DEPTH, FILE_SKIP),
+        "files": file_lines(FILE_ROOTS, FILE_DEPTH, FILE_SKIP, unix_listeners(dict(procs))),
     }
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     return Snapshot(taken=now, sections={k: sorted(v) for k, v in sections.items()}, owners=owners_now())
@@ -137,16 +139,20 @@ def capture() -> Snapshot:
 _COUNTERS = re.compile(r" -c \d+ \d+| \[\d+:\d+\]")
 _CNI_CHAIN = re.compile(r"CNI-[0-9a-f]{24}")
 _CONTAINER_ID = re.compile(r'id: \\?"[0-9a-f]{64}\\?"')
+_CNI_JUMP = re.compile(r'name: \\?"([^"\\]+)\\?" .*-j (CNI-[0-9a-f]{24})')
 
 
 def iptables_lines(table: str, text: str) -> list[str]:
-    """``<table> <rule>`` for each line of ``iptables -t <table> -S`` output ``text``, counters dropped and
-    per-container CNI chain names / container IDs replaced by ``<id>``."""
+    """``<table> <rule>`` for each line of ``iptables -t <table> -S`` output ``text``, counters dropped, container
+    IDs replaced by ``<id>`` and each per-container CNI chain named by the network of the rule that jumps to it
+    (``CNI-<dra-c1-0>``; ``CNI-<id>`` when no rule does) so that every line of it names its cluster."""
+    nets = {m.group(2): m.group(1) for m in map(_CNI_JUMP.search, text.splitlines()) if m}
     out = []
     for raw in text.splitlines():
         line = _COUNTERS.sub("", raw.strip())
         if line:
-            out.append(f"{table} " + _CONTAINER_ID.sub('id: "<id>"', _CNI_CHAIN.sub("CNI-<id>", line)))
+            line = _CNI_CHAIN.sub(lambda m: f"CNI-<{nets.get(m.group(0), 'id')}>", line)
+            out.append(f"{table} " + _CONTAINER_ID.sub('id: "<id>"', line))
     return out
 
 
@@ -196,9 +202,15 @@ def addr_lines(text: str) -> list[str]:
 _ROUTE_KEYS = ("type", "dst", "gateway", "dev", "table", "protocol", "scope", "prefsrc", "metric")
 
 
-def route_lines(text: str) -> list[str]:
-    """From ``ip -j route show table all``: ``key=value`` of the stable keys (lifetimes and flags left out)."""
-    return [" ".join(f"{k}={d[k]}" for k in _ROUTE_KEYS if k in d) for d in _json(text)]
+def route_lines(text: str, masters: dict[str, str] | None = None) -> list[str]:
+    """From ``ip -j route show table all``: ``key=value`` of the stable keys (lifetimes and flags left out), plus
+    ``master=<bridge>`` when ``masters`` (link name -> its bridge) has the route's device (a pod's veth)."""
+    masters = masters or {}
+    return [
+        " ".join(f"{k}={d[k]}" for k in _ROUTE_KEYS if k in d)
+        + (f" master={masters[d['dev']]}" if d.get("dev") in masters else "")
+        for d in _json(text)
+    ]
 
 
 def mount_lines(mountinfo: str, roots: tuple[Path, ...]) -> list[str]:
@@ -304,9 +316,33 @@ def port_lines(procs: dict[int, str]) -> list[str]:
     return out
 
 
-def file_lines(roots: tuple[Path, ...], depth: int, skip: tuple[Path, ...] = ()) -> list[str]:
+def unix_sockets(proc_net_unix: str) -> dict[str, int]:
+    """``{path: inode}`` of the bound unix sockets with a path in a /proc/net/unix text."""
+    found = {}
+    for line in proc_net_unix.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[7].startswith("/"):
+            found[fields[7]] = int(fields[6])
+    return found
+
+
+def unix_listeners(procs: dict[int, str]) -> dict[str, str]:
+    """``{socket path: process line}`` of the unix sockets ``procs`` (pid -> :func:`process_line`) hold: names
+    the cluster of a shim socket in /run/containerd/s, whose file name is only a hash."""
+    try:
+        paths = unix_sockets(Path("/proc/net/unix").read_text())
+    except OSError:
+        return {}
+    owners = _socket_owners(set(procs))
+    return {path: procs[owners[inode]] for path, inode in paths.items() if inode in owners}
+
+
+def file_lines(
+    roots: tuple[Path, ...], depth: int, skip: tuple[Path, ...] = (), held_by: dict[str, str] | None = None
+) -> list[str]:
     """Every path at most ``depth`` levels below each existing root (directories end with ``/``), except below
-    ``skip``."""
+    ``skip``; a socket in ``held_by`` (path -> the line of the process holding it) gets `` by <that line>``."""
+    held_by = held_by or {}
     out = []
 
     def walk(d: Path, level: int) -> None:
@@ -316,7 +352,7 @@ def file_lines(roots: tuple[Path, ...], depth: int, skip: tuple[Path, ...] = ())
             return
         for e in entries:
             is_dir = e.is_dir() and not e.is_symlink()
-            out.append(f"{e}/" if is_dir else str(e))
+            out.append(f"{e}/" if is_dir else str(e) + (f" by {held_by[str(e)]}" if str(e) in held_by else ""))
             if is_dir and level < depth and e not in skip:
                 walk(e, level + 1)
 

@@ -235,3 +235,10 @@ def test_unix_sockets_with_a_path_and_a_held_shim_socket_names_its_holder(tmp_pa
     (tmp_path / "9f3e").write_text("")
     held = {str(tmp_path / "9f3e"): "containerd-shim cgroup=/ x -address /run/dra-conformance/c1/node-0/c.sock"}
     assert hoststate.file_lines((tmp_path,), 1, (), held) == [f"{tmp_path}/9f3e by {held[str(tmp_path / '9f3e')]}"]
+
+
+def test_a_symlink_names_its_target(tmp_path):
+    (tmp_path / "pod.log").symlink_to("/var/lib/dra-conformance/clusters/c1/node-0/pod-logs/p/0.log")
+    assert hoststate.file_lines((tmp_path,), 1) == [
+        f"{tmp_path}/pod.log -> /var/lib/dra-conformance/clusters/c1/node-0/pod-logs/p/0.log"
+    ]

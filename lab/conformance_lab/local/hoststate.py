@@ -337,11 +337,21 @@ def unix_listeners(procs: dict[int, str]) -> dict[str, str]:
     return {path: procs[owners[inode]] for path, inode in paths.items() if inode in owners}
 
 
+def _annotation(path: Path, held_by: dict[str, str]) -> str:
+    if str(path) in held_by:
+        return f" by {held_by[str(path)]}"
+    try:
+        return f" -> {os.readlink(path)}" if path.is_symlink() else ""  # a container log link names its node dir
+    except OSError:
+        return ""
+
+
 def file_lines(
     roots: tuple[Path, ...], depth: int, skip: tuple[Path, ...] = (), held_by: dict[str, str] | None = None
 ) -> list[str]:
     """Every path at most ``depth`` levels below each existing root (directories end with ``/``), except below
-    ``skip``; a socket in ``held_by`` (path -> the line of the process holding it) gets `` by <that line>``."""
+    ``skip``; a socket in ``held_by`` (path -> the line of the process holding it) gets `` by <that line>``, a
+    symbolic link `` -> <its target>``."""
     held_by = held_by or {}
     out = []
 
@@ -352,7 +362,7 @@ def file_lines(
             return
         for e in entries:
             is_dir = e.is_dir() and not e.is_symlink()
-            out.append(f"{e}/" if is_dir else str(e) + (f" by {held_by[str(e)]}" if str(e) in held_by else ""))
+            out.append(f"{e}/" if is_dir else str(e) + _annotation(e, held_by))
             if is_dir and level < depth and e not in skip:
                 walk(e, level + 1)
 

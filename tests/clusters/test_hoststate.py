@@ -242,3 +242,17 @@ def test_a_symlink_names_its_target(tmp_path):
     assert hoststate.file_lines((tmp_path,), 1) == [
         f"{tmp_path}/pod.log -> /var/lib/dra-conformance/clusters/c1/node-0/pod-logs/p/0.log"
     ]
+
+
+def test_a_loopback_cni_result_names_the_network_of_its_sandbox():
+    a, b = "a1" * 32, "b2" * 32
+    lines = [
+        f"/var/lib/cni/results/cni-loopback-{a}-lo",
+        f"/var/lib/cni/results/cni-loopback-{b}-lo",
+        f"/var/lib/cni/results/dra-c1-0-{a}-eth0",
+    ]
+    assert hoststate.loopback_owners(lines) == [
+        f"/var/lib/cni/results/cni-loopback-{a}-lo (sandbox of <dra-c1-0>)",
+        f"/var/lib/cni/results/cni-loopback-{b}-lo",  # its pod network's result is gone: nobody to name
+        f"/var/lib/cni/results/dra-c1-0-{a}-eth0",
+    ]

@@ -130,7 +130,7 @@ def capture() -> Snapshot:
         "processes": sorted(line for _pid, line in procs),
         "cgroups": cgroup_lines(hostsys.cgroup_hierarchies()),
         "ports": port_lines(dict(procs)),
-        "files": file_lines(FILE_ROOTS, FILE_DEPTH, FILE_SKIP, unix_listeners(dict(procs))),
+        "files": loopback_owners(file_lines(FILE_ROOTS, FILE_DEPTH, FILE_SKIP, unix_listeners(dict(procs)))),
     }
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     return Snapshot(taken=now, sections={k: sorted(v) for k, v in sections.items()}, owners=owners_now())
@@ -335,6 +335,22 @@ def unix_listeners(procs: dict[int, str]) -> dict[str, str]:
         return {}
     owners = _socket_owners(set(procs))
     return {path: procs[owners[inode]] for path, inode in paths.items() if inode in owners}
+
+
+_RESULT = re.compile(r"^/var/lib/cni/results/(.+)-([0-9a-f]{64})-(\w+)$")
+
+
+def loopback_owners(lines: list[str]) -> list[str]:
+    """``lines`` with each ``cni-loopback-<sandbox>-lo`` CNI result (containerd's loopback network, named by the
+    pod sandbox only) followed by `` (sandbox of <network>)`` when a result of the same sandbox names the pod
+    network (``dra-<cluster>-<node>-<sandbox>-eth0``)."""
+    nets = {m.group(2): m.group(1) for m in map(_RESULT.match, lines) if m and m.group(1) != "cni-loopback"}
+    out = []
+    for line in lines:
+        m = _RESULT.match(line)
+        owned = m and m.group(1) == "cni-loopback" and m.group(2) in nets
+        out.append(f"{line} (sandbox of <{nets[m.group(2)]}>)" if owned else line)
+    return out
 
 
 def _annotation(path: Path, held_by: dict[str, str]) -> str:

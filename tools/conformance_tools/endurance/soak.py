@@ -12,7 +12,8 @@ this cluster's and unowned lines count, other clusters on a shared host are set 
 cluster is measured, then taken down, and the host compared with the snapshot taken before run 1.
 
 Both end with the host compared with the snapshot taken before anything started. Writes ``soak.json`` and the
-snapshots to ``--out``. Exit 0 when every verdict is the same PASS-family line and the host is left as found, 1
+snapshots (``host-before.json``, ``host-run-<i>.json``, ``host-after.json``: ``cluster host-state --diff`` reads
+them) to ``--out``. Exit 0 when every verdict is the same PASS-family line and the host is left as found, 1
 otherwise, 3 when the cluster could not be installed. Source of the goal: issue 27 §3 ("10/10 identical verdicts,
 no growth").
 """
@@ -69,6 +70,7 @@ def _one_cluster(args: argparse.Namespace, out: Path, extra: list[str]) -> list[
             outcome = lab.run_existing(cluster, args.driver, args.profile, out / f"run-{i}", extra)
             row = measure(i, cluster.name, cluster.kubeconfig, outcome)
             snap = hoststate.capture()
+            snap.save(out / f"host-run-{i}.json")
             reference = reference or snap
             row.host = hostdiff.summary(hostdiff.diff(reference, snap, ours=frozenset({cluster.name})))
             rows.append(row)
@@ -89,7 +91,9 @@ def _fresh(args: argparse.Namespace, out: Path, extra: list[str], before: hostst
         finally:
             if name:
                 lab.down(name, out / f"down-{i}.log")
-        row.host = hostdiff.summary(hostdiff.diff(before, hoststate.capture()))
+        snap = hoststate.capture()
+        snap.save(out / f"host-run-{i}.json")
+        row.host = hostdiff.summary(hostdiff.diff(before, snap))
         rows.append(row)
         print(render_row(row), flush=True)
     return rows

@@ -128,6 +128,7 @@ def test_mount_lines_under_the_roots_only_unescaped():
         ("pause", ["/pause"], "/dra-c1-node-0/kubepods/besteffort/pod1/abc", True),
         ("sleep", ["sleep", "infinity"], "/dra-c1-node-1/kubepods/pod2/def", True),
         ("bash", ["bash", "-c", "make test"], "/", False),
+        ("python", ["python", "-m", "pytest", "tests/reference_driver"], "/", False),
         ("python", [".venv/bin/dra-conformance", "run"], "/", False),
     ],
 )

@@ -77,7 +77,7 @@ FILE_ROOTS = (
 FILE_SKIP = (LAB_ROOT / "kind",)  # the kind runtime's content store: cached images, not a cluster's state
 FILE_DEPTH = 3
 OUR_COMMS = ("kubelet", "containerd", "containerd-shim", "etcd", "kube-", "kwok", "runc", "dra-example-kub")
-OUR_ARGV = ("reference_driver", str(LAB_ROOT), str(RUN_ROOT), "dra-conformance-kind")
+OUR_ARGV = ("-m reference_driver", str(LAB_ROOT), str(RUN_ROOT), "dra-conformance-kind")  # argv joined by spaces
 LAB_PORTS = (range(6443, 6453), range(20000, 21000))  # config.py: apiserver 6443+s, base 20000+100s
 
 

@@ -147,3 +147,13 @@ install-driver: ## local cluster + DRIVER from its Helm chart, left running for 
 .PHONY: profile-manifest
 profile-manifest: ## regenerate suites/profile-tests.json (each profile's test IDs; a unit test checks it like a lockfile)
 	$(PY) -m conformance.reporting.manifest --write
+
+.PHONY: soak multi-cluster
+SOAK_FRESH ?=
+soak: ## the main job N times (default 10, PROFILE default core here) on one local cluster, SOAK_FRESH=1: a fresh one each run; verdicts, apiserver/kubelet/containerd memory and fds, objects, host state; not in make test
+	$(VENV)/bin/dra-conformance soak --runs $(or $(N),10) --profile $(if $(filter command line,$(origin PROFILE)),$(PROFILE),core) \
+	  --driver $(DRIVER) $(if $(SOAK_FRESH),--fresh) $(if $(RUN_ARGS),-- $(RUN_ARGS))
+
+multi-cluster: ## N (default 3) local clusters side by side, the core profile (PROFILE=) on each at once (MULTI_ARGS=--serial), then the host-state diff; not in make test
+	$(VENV)/bin/dra-conformance multi-cluster --clusters $(or $(N),3) --profile $(if $(filter command line,$(origin PROFILE)),$(PROFILE),core) \
+	  --driver $(DRIVER) $(MULTI_ARGS) $(if $(RUN_ARGS),-- $(RUN_ARGS))

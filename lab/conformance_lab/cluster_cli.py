@@ -1,4 +1,4 @@
-"""`dra-conformance cluster up|down|status|logs` for the local cluster provider."""
+"""`dra-conformance cluster up|down|status|logs|preflight|host-state` for the local cluster provider."""
 
 from __future__ import annotations
 
@@ -159,6 +159,32 @@ def _logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _host_state(args: argparse.Namespace) -> int:
+    """`cluster host-state`: with ``--save F`` write a snapshot of what clusters could leave on the host; with
+    ``--diff F`` compare F with now (exit 1 when something changed that no cluster alive at either moment owns,
+    or that a cluster named by ``--ours`` owns); neither: the sections' sizes and the owners alive now."""
+    from conformance_lab.local import hostdiff, hoststate  # noqa: PLC0415 - CLI loads the provider on use
+
+    try:
+        before = hoststate.Snapshot.load(Path(args.diff)) if args.diff else None
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    now = hoststate.capture()
+    if args.save:
+        now.save(Path(args.save))
+        print(f"host state saved to {args.save} ({sum(map(len, now.sections.values()))} lines)")
+    if before is None:
+        for section, lines in now.sections.items():
+            print(f"  {section:<10} {len(lines)} line(s)")
+        print(f"  alive: {', '.join(now.owners) or 'none'}")
+        return 0
+    changes = hostdiff.diff(before, now, ours=frozenset(args.ours))
+    for line in hostdiff.report(before, now, changes):
+        print(line)
+    return 1 if any(c.counts for c in changes) else 0
+
+
 def register(subparsers) -> None:
     """Add `cluster` with up|down|status|logs; each parser sets ``func(args) -> int``."""
     cluster = subparsers.add_parser("cluster", help="local Kubernetes cluster (host processes, no Docker)")
@@ -202,6 +228,15 @@ def register(subparsers) -> None:
     check.set_defaults(
         func=_preflight, kwok_nodes=0, feature_gates="all", log_dir=None, no_kube_proxy=False, daemonset_paths=False
     )
+    state = sub.add_parser("host-state", help="snapshot what clusters could leave on the host, or diff with one")
+    state.add_argument("--save", metavar="FILE", help="write the snapshot (JSON) to FILE")
+    state.add_argument(
+        "--diff", metavar="FILE", help="compare the snapshot in FILE with the host now; exit 1 on a change"
+    )
+    state.add_argument(
+        "--ours", action="append", default=[], metavar="NAME", help="a cluster alive now whose changes count (repeat)"
+    )
+    state.set_defaults(func=_host_state, name=DEFAULT_NAME)
     for name, func, text in (
         ("down", _down, "stop the cluster and remove everything it created (logs kept)"),
         ("status", _status, "show phase, versions, feature gates and processes"),
@@ -209,5 +244,5 @@ def register(subparsers) -> None:
     ):
         p = sub.add_parser(name, help=text)
         p.set_defaults(func=func)
-    for p in sub.choices.values():
+    for p in (c for n, c in sub.choices.items() if n != "host-state"):
         p.add_argument("--name", default=DEFAULT_NAME, help=f"cluster name (default {DEFAULT_NAME})")

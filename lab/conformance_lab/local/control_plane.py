@@ -119,7 +119,9 @@ def scheduler(bin_: str, lay: Layout, kubeconfig: Path, gates: dict[str, bool]) 
 
 
 def kube_proxy(bin_: str, lay: Layout, kubeconfig: Path, node_name: str) -> list[str]:
-    """kube-proxy in iptables mode; conntrack settings left alone (no sysctl writes). Writes its config."""
+    """kube-proxy in iptables mode; conntrack settings left alone and NodePorts not served on 127.0.0.1 (with
+    ``iptables.localhostNodePorts`` on, its default, kube-proxy sets ``net.ipv4.conf.all.route_localnet=1`` on the
+    host and never puts it back: proxier.go "Setting route_localnet=1"), so it writes no sysctl. Writes its config."""
     cfg = {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
@@ -131,6 +133,7 @@ def kube_proxy(bin_: str, lay: Layout, kubeconfig: Path, node_name: str) -> list
         "healthzBindAddress": f"127.0.0.1:{lay.proxy_healthz_port}",
         "metricsBindAddress": f"127.0.0.1:{lay.proxy_metrics_port}",
         "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+        "iptables": {"localhostNodePorts": False},
     }
     path = lay.state_dir / "kube-proxy.yaml"
     path.write_text(yaml.safe_dump(cfg))

@@ -7,6 +7,7 @@ ipMasq (chains ``CNI-<hash>`` with comment ``name: "<net>" id: "<container>"``),
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -50,6 +51,45 @@ def restore_ip_forward() -> None:
         _IP_FORWARD_ORIG.unlink()
     except OSError:
         pass
+
+
+PROC_SYS = Path("/proc/sys")
+SYSCTLS_ORIG = Path("/run/dra-conformance/sysctls.orig.json")
+
+
+def set_sysctl(key: str, value: str) -> None:
+    """Write ``value`` to ``/proc/sys/<key>`` (``key`` as a path: ``vm/overcommit_memory``). The host's value
+    before the first local cluster changed it is kept in /run/dra-conformance/sysctls.orig.json (the first writer
+    of a key wins) for :func:`restore_sysctls`. Call under the host lock. Raises OSError from /proc/sys."""
+    path = PROC_SYS / key
+    before = path.read_text().strip()
+    try:
+        orig = json.loads(SYSCTLS_ORIG.read_text())
+    except (OSError, ValueError):
+        orig = {}
+    if key not in orig:
+        orig[key] = before
+        SYSCTLS_ORIG.parent.mkdir(parents=True, exist_ok=True)
+        SYSCTLS_ORIG.write_text(json.dumps(orig, indent=1, sort_keys=True))
+    path.write_text(value)
+
+
+def restore_sysctls() -> list[str]:
+    """Put back every sysctl :func:`set_sysctl` recorded and drop the record (call when the last local cluster
+    goes down). Returns ``key: error`` for each that could not be written (the record is then kept)."""
+    try:
+        orig = json.loads(SYSCTLS_ORIG.read_text())
+    except (OSError, ValueError):
+        return []
+    failed = []
+    for key, value in orig.items():
+        try:
+            (PROC_SYS / key).write_text(value)
+        except OSError as exc:
+            failed.append(f"{key}: {exc}")
+    if not failed:
+        SYSCTLS_ORIG.unlink(missing_ok=True)
+    return failed
 
 
 def cgroup_hierarchies() -> list[Path]:

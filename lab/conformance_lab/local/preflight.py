@@ -14,7 +14,7 @@ import socket
 from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
-from conformance_lab.local import hostlimits
+from conformance_lab.local import hostlimits, hostsys
 from conformance_lab.toolchain import cache, firstuse
 
 # kubelet pkg/kubelet/cm/container_manager_linux.go setupKernelTunables (KernelTunableModify).
@@ -96,7 +96,7 @@ def check_sysctls(fix: bool = True) -> list[str]:
             if path.read_text().strip() == want:
                 continue
             if fix:
-                path.write_text(want)
+                hostsys.set_sysctl(key, want)  # the host's value is put back when the last cluster goes down
         except OSError as exc:
             problems.append(
                 f"sysctl {key.replace('/', '.')} cannot be set to {want} ({exc}); the kubelet "

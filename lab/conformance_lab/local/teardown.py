@@ -79,6 +79,7 @@ def teardown(state: ClusterState) -> None:
     _remove_log_links(lay)
     if not _others_running(state.name):
         hostsys.restore_ip_forward()
+        errors += [f"sysctl could not be restored: {e}" for e in hostsys.restore_sysctls()]
     if not left:
         for d in (lay.run_dir, lay.state_dir):
             shutil.rmtree(d, ignore_errors=True)
@@ -130,7 +131,10 @@ def _network_cleanup(state: ClusterState, lay: Layout) -> None:
     results = Path("/var/lib/cni/results")  # libcni's result cache: <network>-<container id>-<ifname>
     if results.is_dir():
         for f in results.iterdir():
-            if any(f.name.startswith(n + "-") for n in networks):
+            net = next((n for n in networks if f.name.startswith(n + "-")), None)
+            if net:  # and containerd's loopback result of the same sandbox (a pod killed here never got CNI DEL)
+                sandbox = f.name[len(net) + 1 :].rsplit("-", 1)[0]
+                (results / f"cni-loopback-{sandbox}-lo").unlink(missing_ok=True)
                 f.unlink(missing_ok=True)
     for i in range(lay.nodes):
         hostsys.delete_bridge(lay.bridge(i))

@@ -87,7 +87,8 @@ def run_steps(steps: list[Step], out=None) -> float:
                 if step.name in pre:
                     fetched, secs = pre[step.name].result()
                     if fetched is not None:  # None: cached, nothing to download
-                        print(f"{prefix}: downloads done ({secs:.1f} s, started at the beginning)", file=out, flush=True)
+                        done = f"{prefix}: downloads done ({secs:.1f} s, started at the beginning)"
+                        print(done, file=out, flush=True)
                     args = [fetched]
                 result = step.run(*args)
             except SetupError:

@@ -140,3 +140,7 @@ install-driver: ## local cluster + DRIVER from its Helm chart, left running for 
 .PHONY: profile-manifest
 profile-manifest: ## regenerate suites/profile-tests.json (each profile's test IDs; a unit test checks it like a lockfile)
 	$(PY) -m conformance.reporting.manifest --write
+
+.PHONY: ci-templates
+ci-templates: ## run ci/'s templates with real runners here (not in make test, about 10 min): actionlint; act (GitHub, cell + merge jobs on the host) and gitlab-ci-local (shell executor), core profile, one local cluster each (ci/README.md)
+	$(PY) -m conformance_tools.ci_runners

@@ -95,7 +95,7 @@ def act_command(binary: pathlib.Path, store: pathlib.Path) -> list[str]:
 def gitlab_command(binary: pathlib.Path) -> list[str]:
     """gitlab-ci-local running the GitLab pipeline (shell executor, the working tree itself) for one cell, core
     profile, local cluster, as a web-started pipeline (the template's rules)."""
-    cmd = [str(binary), "--file", str(GITLAB.relative_to(REPO)), "--cwd", str(REPO), "--no-color"]
+    cmd = [str(binary), "--file", str(GITLAB.relative_to(REPO)), "--no-color"]
     cmd += ["--ignore-predefined-vars", "CI_PIPELINE_SOURCE"]
     variables = {"CI_PIPELINE_SOURCE": "web", "DRA_PROFILE": "core", "DRA_CLUSTER": "local", "DRA_K8S_VERSIONS": "1.34"}
     return cmd + [w for k, v in variables.items() for w in ("--variable", f"{k}={v}")]

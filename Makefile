@@ -157,3 +157,7 @@ soak: ## the main job N times (default 10, PROFILE default core here) on one loc
 multi-cluster: ## N (default 3) local clusters side by side, the core profile (PROFILE=) on each at once (MULTI_ARGS=--serial), then the host-state diff; not in make test
 	$(VENV)/bin/dra-conformance multi-cluster --clusters $(or $(N),3) --profile $(if $(filter command line,$(origin PROFILE)),$(PROFILE),core) \
 	  --driver $(DRIVER) $(MULTI_ARGS) $(if $(RUN_ARGS),-- $(RUN_ARGS))
+
+.PHONY: ci-templates
+ci-templates: ## run ci/'s templates with real runners here (not in make test, about 10 min): actionlint; act (GitHub, cell + merge jobs on the host) and gitlab-ci-local (shell executor), core profile, one local cluster each (ci/README.md)
+	$(PY) -m conformance_tools.ci_runners

@@ -11,7 +11,7 @@ import pathlib
 import sys
 import time
 
-from conformance.reporting import browser, build, history, html, matrix
+from conformance.reporting import browser, build, history, html, matrix, narrowed
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -20,8 +20,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {args.run_dir} is not a directory; give a run directory such as reports/latest", file=sys.stderr)
         return 4
     if history.is_matrix(args.run_dir):
-        argv = ["--merge-only", str(args.run_dir)] + (["--no-html"] if args.no_html else [])
-        return matrix.main(argv)
+        return _merge(args)
     try:
         verdict = build.generate(
             args.run_dir, html_report=not args.no_html, single_file=args.single_file, history_from=args.history_from
@@ -39,6 +38,17 @@ def _run(args: argparse.Namespace) -> int:
     for reason in verdict.reasons:
         print(f"  - {reason}")
     return verdict.exit_code
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """Re-merge a matrix directory (``report`` on a matrix); exit 0 PASS, 1 FAIL, 2 report error."""
+    try:
+        data = matrix.merge(args.run_dir, html_report=not args.no_html, history_from=args.history_from)
+    except (FileNotFoundError, ValueError, html.ReportError) as exc:
+        print(f"error: {exc}")
+        return 2
+    print(f"{data['verdict']}: {args.run_dir / 'matrix.md'}")
+    return 0 if data["verdict"] in narrowed.PASSING else 1
 
 
 def add_history_option(parser: argparse.ArgumentParser) -> None:

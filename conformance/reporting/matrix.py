@@ -280,8 +280,10 @@ def render(data: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
-    """Merge the cells of ``matrix_dir`` (versions from its plan) into one report; returns matrix.json."""
+def merge(matrix_dir: str | pathlib.Path, html_report: bool = True, history_from: pathlib.Path | None = None) -> dict:
+    """Merge the cells of ``matrix_dir`` (versions from its plan) into one report; returns matrix.json.
+    ``history_from``: the Allure history of earlier nights (CI; :func:`history.prepare`), else the newest sibling's.
+    Raises FileNotFoundError without a plan, ValueError on a malformed ``history_from``."""
     matrix_dir = pathlib.Path(matrix_dir).resolve()
     plan_file = matrix_dir / history.MATRIX_MARKER
     if not plan_file.is_file():
@@ -308,6 +310,8 @@ def merge(matrix_dir: str | pathlib.Path, html_report: bool = True) -> dict:
     )
     if html_report:
         name = f"DRA qualification matrix: Kubernetes {', '.join(versions)}"
-        html.generate(matrix_dir, merged, history.prepare(matrix_dir), name, versions, ["matrix.md", "matrix.json"])
+        html.generate(
+            matrix_dir, merged, history.prepare(matrix_dir, history_from), name, versions, ["matrix.md", "matrix.json"]
+        )
     history.update_latest(matrix_dir)
     return data

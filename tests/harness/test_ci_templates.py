@@ -108,8 +108,10 @@ ALL = {
 
 
 def test_templates_parse_as_yaml_and_the_jenkinsfile_has_its_sections():
-    assert yaml.safe_load(GITHUB.read_text())["jobs"]["qualify"]["steps"]
-    assert "dra-qualify-existing" in yaml.safe_load(GITLAB.read_text())
+    jobs = yaml.safe_load(GITHUB.read_text())["jobs"]
+    assert jobs["cell"]["strategy"]["matrix"] and jobs["merge"]["needs"] == "cell"
+    gitlab = yaml.safe_load(GITLAB.read_text())
+    assert "dra-qualify-existing" in gitlab and gitlab["dra-cell"]["parallel"]["matrix"]
     docs = list(yaml.safe_load_all((CI / "in-cluster" / "rbac.yaml").read_text()))
     assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
     text = JENKINS.read_text()

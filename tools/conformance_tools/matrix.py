@@ -21,6 +21,7 @@ import sys
 import time
 
 from conformance.reporting import history, html, narrowed
+from conformance.reporting.cli import add_history_option
 from conformance.reporting.matrix import VERSION_RE, merge, render
 
 CELL_TIMEOUT_S = 4 * 3600
@@ -67,6 +68,35 @@ def run_cells(
     return outcome
 
 
+def adopt_cells(matrix_dir: pathlib.Path) -> list[str]:
+    """Make ``matrix_dir`` a matrix from cells run elsewhere (one CI job per cell, each downloaded into
+    ``matrix_dir/<cell>/``) when it has no plan yet: the cells are the subdirectories holding ``allure-results/``
+    or a ``cell.json`` (``{"exitCode", "durationS", "command"}``, written by the cell's job even when its run broke,
+    so a cell without results reads ERROR); writes ``matrix-plan.json`` and ``cells.json``; returns the cell names.
+    A directory that has a plan is left as it is. Raises FileNotFoundError when there is no cell."""
+    if (matrix_dir / history.MATRIX_MARKER).is_file():
+        return json.loads((matrix_dir / history.MATRIX_MARKER).read_text(encoding="utf-8"))["versions"]
+    cells = (
+        sorted(
+            d.name
+            for d in matrix_dir.iterdir()
+            if not d.is_symlink() and ((d / "allure-results").is_dir() or (d / "cell.json").is_file())
+        )
+        if matrix_dir.is_dir()
+        else []
+    )
+    if not cells:
+        raise FileNotFoundError(f"{matrix_dir}: no cell directories (each with allure-results/ or cell.json)")
+    outcome = {
+        c: json.loads((matrix_dir / c / "cell.json").read_text())
+        for c in cells
+        if (matrix_dir / c / "cell.json").is_file()
+    }
+    (matrix_dir / "cells.json").write_text(json.dumps(outcome, indent=2), encoding="utf-8")
+    plan(matrix_dir, cells, [], ["ci: one job per cell"])
+    return cells
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The matrix options (``dra-conformance matrix`` and ``python -m conformance_tools.matrix`` alike)."""
     parser.add_argument(
@@ -89,8 +119,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--merge-only",
         type=pathlib.Path,
         metavar="MATRIX_DIR",
-        help="only re-merge the cells of an existing matrix directory",
+        help="only (re-)merge the cells of a matrix directory; one without matrix-plan.json adopts its cell "
+        "subdirectories (CI: one job per cell, then one merge job)",
     )
+    add_history_option(parser)
     parser.add_argument("--no-html", action="store_true")
     parser.add_argument("--dry-run", action="store_true", help="print the cell commands and exit")
 
@@ -137,7 +169,8 @@ def execute(args: argparse.Namespace, run_args: list[str]) -> int:
     """Run (or re-merge) the matrix of parsed ``args``; returns the exit code as :func:`main`."""
     try:
         if args.merge_only:
-            data = merge(args.merge_only, html_report=not args.no_html)
+            adopt_cells(args.merge_only)
+            data = merge(args.merge_only, html_report=not args.no_html, history_from=args.history_from)
         else:
             matrix_dir = (args.reports_root / args.matrix_id).resolve()
             runner = shlex.split(args.runner)
@@ -147,7 +180,7 @@ def execute(args: argparse.Namespace, run_args: list[str]) -> int:
                 return 0
             plan(matrix_dir, args.versions, run_args, runner)
             run_cells(matrix_dir, args.versions, run_args, runner, args.cell_timeout)
-            data = merge(matrix_dir, html_report=not args.no_html)
+            data = merge(matrix_dir, html_report=not args.no_html, history_from=args.history_from)
     except (FileNotFoundError, ValueError, html.ReportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -59,6 +59,8 @@ class Versions:
     images: dict = dataclasses.field(default_factory=dict)
     kind: dict = dataclasses.field(default_factory=dict)  # [kind]: nerdctl pin, node image inputs
     kind_tools: dict[str, GoTool] = dataclasses.field(default_factory=dict)  # [kind.go.*]: node image programs
+    ci: dict = dataclasses.field(default_factory=dict)  # [ci]: npm pins of the CI-template runners
+    ci_tools: dict[str, GoTool] = dataclasses.field(default_factory=dict)  # [ci.go.*]: act, actionlint
 
     def k8s_tag(self, requested: str | None = None) -> str:
         """Map ``1.35``, ``v1.35``, ``1.35.4`` or ``v1.35.4`` to the exact pinned tag (``v1.35.4``).
@@ -141,6 +143,10 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             images=dict(data.get("images", {})),
             kind=kind,
             kind_tools=kind_tools,
+            ci={k: val for k, val in data.get("ci", {}).items() if k != "go"},
+            ci_tools={
+                name: _go_tool(f"ci.go.{name}", name, spec) for name, spec in data.get("ci", {}).get("go", {}).items()
+            },
         )
     except KeyError as exc:
         raise VersionError(f"{path.name}: missing key {exc}") from exc

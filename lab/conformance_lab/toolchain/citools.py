@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conformance_lab.toolchain import cache, gobuild
+from conformance_lab.toolchain import cache, gobuild, system
 from conformance_lab.toolchain.steps import SetupError
 from conformance_lab.toolchain.versions import load
 
@@ -37,11 +37,11 @@ def go_tool(name: str) -> Path:
 
 def gitlab_ci_local() -> Path:
     """The path of the pinned ``gitlab-ci-local`` (``[ci] gitlab-ci-local``), `npm install`ed into the cache on first
-    use (about 5 s). Raises SetupError when npm or rsync (gitlab-ci-local copies the tree with it) is missing or the
+    use (about 5 s). rsync (it copies the tree with it) is apt-installed when missing. Raises SetupError when npm is missing, rsync cannot be installed, or the
     install fails."""
     version = load().ci[GITLAB_CI_LOCAL]
     if shutil.which("rsync") is None:  # it rsyncs the tracked files before any job runs (shell executor included)
-        raise SetupError(GITLAB_CI_LOCAL, "rsync is not on PATH", "apt-get install rsync")
+        system.install_debian(("rsync",))  # SetupError names the fix when not root / no archive
     entry = cache.tool_entry(GITLAB_CI_LOCAL, version)
     if cache.is_complete(entry, [GITLAB_CI_LOCAL]):
         return entry / "bin" / GITLAB_CI_LOCAL

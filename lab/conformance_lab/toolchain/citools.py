@@ -37,8 +37,8 @@ def go_tool(name: str) -> Path:
 
 def gitlab_ci_local() -> Path:
     """The path of the pinned ``gitlab-ci-local`` (``[ci] gitlab-ci-local``), `npm install`ed into the cache on first
-    use (about 5 s). rsync (it copies the tree with it) is apt-installed when missing. Raises SetupError when npm is missing, rsync cannot be installed, or the
-    install fails."""
+    use (about 5 s); rsync (it copies the tree with it) is apt-installed when missing. Raises SetupError when npm is
+    missing, rsync cannot be installed, or the install fails."""
     version = load().ci[GITLAB_CI_LOCAL]
     if shutil.which("rsync") is None:  # it rsyncs the tracked files before any job runs (shell executor included)
         system.install_debian(("rsync",))  # SetupError names the fix when not root / no archive

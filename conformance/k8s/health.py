@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -44,7 +45,7 @@ class Outage:
     def text(self) -> str:
         """``API server unreachable 18:30:01-18:30:09 UTC (8 s): <detail>``."""
         span = f"{_hms(self.start)}-{_hms(self.end)} UTC ({self.end - self.start:.0f} s)"
-        return f"{TITLES.get(self.what, self.what)} {span}: {self.detail[:200]}"
+        return f"{TITLES.get(self.what, self.what)} {span}: {self.detail[:300]}"
 
 
 TITLES = {
@@ -62,19 +63,29 @@ def _hms(t: float) -> str:
 def probe(k8s) -> tuple[bool, str, str]:
     """One ``GET /readyz?verbose`` through ``k8s`` (a :class:`conformance.k8s.client.K8s`), not retried:
     ``(ok, what, detail)`` as in the module docstring; never raises (the exception's text is the detail)."""
-    from conformance.core import errors  # noqa: PLC0415 - keeps this module light for the reporting side
-
     try:
-        k8s._send("GET", "/readyz", query={"verbose": "true"}, timeout=PROBE_TIMEOUT)
-    except errors.ApiError as exc:
-        status = getattr(exc, "status", 0) or 0
-        failed = "; ".join(line for line in str(exc).splitlines() if line.startswith("[-]")) or str(exc)[:300]
-        if status in (401, 403):
-            return False, "credentials-refused", f"HTTP {status} on the kubeconfig's credentials: {str(exc)[:200]}"
-        return False, "not-ready" if status >= 500 else "error", f"HTTP {status}: {failed[:300]}"
+        status, text = _get(k8s, "/readyz?verbose=true")
     except Exception as exc:  # noqa: BLE001 - urllib3 connection errors, timeouts: the server did not answer
-        return False, "unreachable", f"{type(exc).__name__}: {str(exc)[:300]}"
-    return True, "ready", "/readyz ok"
+        text = str(exc)
+        why = "connection refused" if "Connection refused" in text else f"{type(exc).__name__}: {text[:200]}"
+        why = f"no answer within {PROBE_TIMEOUT:.0f} s" if "timed out" in text else why
+        return False, "unreachable", f"{why} ({k8s.host})"
+    if status == 200:
+        return True, "ready", "/readyz ok"
+    failed = "; ".join(line for line in text.splitlines() if line.startswith("[-]")) or text[:200]
+    if status in (401, 403):
+        message = re.search(r'"message":\s*"([^"]*)"', text)
+        return False, "credentials-refused", f"HTTP {status} {message.group(1) if message else failed[:100]}"
+    return False, "not-ready" if status >= 500 else "error", f"HTTP {status} from /readyz: {failed[:300]}"
+
+
+def _get(k8s, path: str) -> tuple[int, str]:
+    """One GET with the client's credentials, no urllib3 retries: ``(status, body text)``; raises on no answer."""
+    method, url, headers, _, _ = k8s.api.param_serialize(
+        "GET", path, header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"]
+    )
+    resp = k8s.api.rest_client.pool_manager.request(method, url, headers=headers, retries=False, timeout=PROBE_TIMEOUT)
+    return resp.status, resp.data.decode(errors="replace")
 
 
 class Watcher:
@@ -144,14 +155,22 @@ def read(report_dir: Path) -> list[dict]:
 def outages(samples: list[dict]) -> list[Outage]:
     """The windows in which the samples (as :func:`read` returns) say the API server did not serve."""
     found: list[Outage] = []
-    start: dict | None = None
+    window: list[dict] = []
     for entry in samples:
-        if not entry["ok"] and start is None:
-            start = entry
-        elif entry["ok"] and start is not None:
-            found.append(Outage(start["t"], entry["t"], str(start.get("what")), str(start.get("detail", ""))))
-            start = None
-    if start is not None:
-        end = samples[-1]["t"]
-        found.append(Outage(start["t"], end, str(start.get("what")), str(start.get("detail", ""))))
+        if not entry["ok"]:
+            window.append(entry)
+        elif window:
+            found.append(_outage(window, entry["t"]))
+            window = []
+    if window:
+        found.append(_outage(window, samples[-1]["t"]))
     return found
+
+
+def _outage(window: list[dict], end: float) -> Outage:
+    """One outage from its failing samples: the first one's class, and the first detail of each class seen
+    (``no answer within 3 s; then HTTP 500 from /readyz: [-]etcd failed``)."""
+    details: dict[str, str] = {}
+    for entry in window:
+        details.setdefault(str(entry.get("what")), str(entry.get("detail", "")))
+    return Outage(window[0]["t"], end, str(window[0].get("what")), "; then ".join(details.values()))

@@ -269,6 +269,9 @@ def run_command(args: argparse.Namespace) -> int:
     scope.CALLER_PRINTS = True
     try:
         code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+    except OSError as exc:  # e.g. ENOSPC on the report dir in pytest's own junit.xml: judged below (exit 3)
+        print(f"dra-conformance: the run ended with {type(exc).__name__}: {exc}", file=sys.stderr)
+        code = 3
     finally:
         signal.signal(signal.SIGTERM, previous)
         scope.CALLER_PRINTS = False
@@ -276,7 +279,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     _drop_if_empty(report_dir, default_parent=not args.report_dir)
     if report_dir.is_dir():
-        timings.add_run_wall(report_dir, time.monotonic() - started)
+        with contextlib.suppress(OSError):  # a full report disk is named by the verdict (_cluster_fault)
+            timings.add_run_wall(report_dir, time.monotonic() - started)
     verdict, code, report_note = _judge(args, code, counter.counts["passed"], report_dir)
     c = counter.counts
     seconds = time.monotonic() - started

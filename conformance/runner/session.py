@@ -245,13 +245,7 @@ class Session:
         Returns problems (leaks, errors) as text; never raises, so every step runs. Ctrl-C (KeyboardInterrupt)
         cuts short only the step it lands in (the sweep, then or later, requests the remaining deletions without
         waiting) and sets :attr:`interrupted`."""
-        problems: list[str] = []
-        if self.k8s is not None and self.cluster is not None and self.driver is not None:
-            try:  # per-driver NodePrepare/Unprepare latency from the kubelets, before anything is removed
-                kubelet_latency.record(self.k8s, [n.name for n in self.cluster.nodes], self.report_dir, self.progress)
-                kubelet_spans.record(self.cluster, self.report_dir)  # the kubelet's own prepare spans (its log)
-            except KeyboardInterrupt:
-                self.interrupted = True
+        problems: list[str] = self._record_latency()
         if isinstance(self.node_access, Stoppable):
             try:
                 self.node_access.stop()
@@ -296,6 +290,20 @@ class Session:
         (self.report_dir / STATE_FILE).unlink(missing_ok=True)
         (self.report_dir / STATE_FILE).with_suffix(".lock").unlink(missing_ok=True)
         return problems
+
+    def _record_latency(self) -> list[str]:
+        """Per-driver NodePrepare/Unprepare latency from the kubelets, before anything is removed; a problem
+        (not an exception) when the report dir cannot take it (ENOSPC), so the sweep after it still runs."""
+        if self.k8s is None or self.cluster is None or self.driver is None:
+            return []
+        try:
+            kubelet_latency.record(self.k8s, [n.name for n in self.cluster.nodes], self.report_dir, self.progress)
+            kubelet_spans.record(self.cluster, self.report_dir)  # the kubelet's own prepare spans (its log)
+        except KeyboardInterrupt:
+            self.interrupted = True
+        except OSError as exc:
+            return [f"kubelet latency not recorded: {exc}"]
+        return []
 
     def _stop_health(self) -> list[str]:
         """Stop the cluster-health watcher (conformance/k8s/health.py); a problem when its log was not written."""

@@ -65,6 +65,12 @@ def test_outages_are_windows_from_the_first_failing_probe_to_the_next_ready_one(
     assert got[0].text().startswith("API server unreachable ") and "(15 s)" in got[0].text(), got[0].text()
 
 
+def test_an_outage_names_each_kind_of_failure_seen_in_it():
+    etcd = {"t": T0 + 12, "ok": False, "what": "not-ready", "detail": "HTTP 500 from /readyz: [-]etcd failed"}
+    got = health.outages([DOWN[0], {**DOWN[1], "detail": "no answer within 3 s"}, etcd, DOWN[2]])
+    assert got[0].detail == "no answer within 3 s; then HTTP 500 from /readyz: [-]etcd failed", got
+
+
 def test_a_wait_failing_during_an_outage_is_the_clusters_not_the_drivers(tmp_path):
     run = _run(
         tmp_path,
@@ -180,3 +186,13 @@ def test_report_dir_full_names_enospc(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pathlib.Path, "write_bytes", full)
     assert "no space left on device on the report directory" in cluster_fault.report_dir_full(tmp_path)
+
+
+def test_run_judge_names_a_full_report_disk_when_the_run_failed(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        cluster_fault, "report_dir_full", lambda d: f"no space left on device on the report directory {d}"
+    )
+    verdict, code, _ = run_cli._judge(argparse.Namespace(no_report=True), 3, 1, tmp_path)
+    assert code == 3 and verdict.startswith("ERROR (cluster) — no space left on device"), verdict
+    monkeypatch.setattr(cluster_fault, "report_dir_full", lambda d: "")
+    assert run_cli._judge(argparse.Namespace(no_report=True), 1, 1, tmp_path)[1] == 1

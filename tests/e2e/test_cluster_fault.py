@@ -9,6 +9,7 @@ no other test sees the restart. Source: issue 27 §2.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -27,8 +28,8 @@ def test_apiserver_restart_mid_test_gives_error_cluster_and_leaves_nothing():
         doc = json.loads((report / "summary.json").read_text())
         junit = ET.parse(report / "junit.xml").getroot()
     # then: ERROR (cluster), exit 3, the outage as evidence; the test broken as infrastructure; nothing left
-    assert row.code == 3 and row.verdict.startswith("VERDICT: ERROR (cluster) — API server "), row
-    assert "connection refused" in row.verdict, row  # after "[-]shutdown failed" while it stops gracefully
+    # (what the probes saw varies with the moment: "[-]shutdown failed", connection aborted, refused, not ready)
+    assert row.code == 3 and re.match(r"VERDICT: ERROR \(cluster\) — API server (unreachable|not ready) ", row.verdict)
     bad = [t for t in doc["tests"] if t["status"] in ("failed", "broken")]
     assert [t["name"] for t in bad] == [tool.TARGET], bad
     assert bad[0]["failureClass"] == "infrastructure" and bad[0]["reason"].startswith("cluster fault: "), bad[0]

@@ -1,6 +1,5 @@
 """Faults of a local cluster itself (issue 27 §2): the API server stopped and started again, etcd stopped for a
-while, the kubeconfig's credentials revoked, the report directory's disk full; and an API path cut for one
-client only (:class:`ApiCut`, a loopback TCP forwarder, for a run on a shared cluster).
+while, the kubeconfig's credentials revoked, the report directory's disk full.
 
 Each fault is a context manager: entering it breaks the cluster (or the path), leaving it repairs what can be
 repaired and waits, bounded, until the API server answers ``/readyz`` again; it repairs also when the body
@@ -16,10 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import select
-import socket
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,95 +50,6 @@ def component_stopped(state: ClusterState, api: apilib.Api, name: str) -> Iterat
         proc.restart()
         state.save()
         wait_ready(api)
-
-
-class ApiCut:
-    """A loopback TCP forwarder to ``upstream`` (``host:port`` of the API server) whose path can be cut: while
-    cut, connections are refused and the open ones are closed (what a client sees of an API server that went
-    away). :attr:`port`: where to point a kubeconfig's ``server`` (TLS passes through unchanged; the server
-    certificate's 127.0.0.1 SAN still matches). Use as a context manager (``close()`` at exit)."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self._pairs: list[tuple[socket.socket, socket.socket]] = []
-        self._lock = threading.Lock()
-        self._closed = False
-        self._listen()
-        self.port = self._server.getsockname()[1]
-
-    def _listen(self, port: int = 0) -> None:
-        self._server = socket.socket()
-        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._server.bind(("127.0.0.1", port))
-        self._server.listen(64)
-        threading.Thread(target=self._accept, args=(self._server,), daemon=True).start()
-
-    def _accept(self, server: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = server.accept()
-            except OSError:
-                return  # cut or closed
-            try:
-                up = socket.create_connection(self.upstream, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self._pairs.append((client, up))
-            threading.Thread(target=self._pump, args=(client, up), daemon=True).start()
-
-    @staticmethod
-    def _pump(a: socket.socket, b: socket.socket) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while True:
-                ready, _, _ = select.select([a, b], [], [], 1.0)
-                for src in ready:
-                    data = src.recv(65536)
-                    if not data:
-                        return
-                    (b if src is a else a).sendall(data)
-        for s in (a, b):
-            with contextlib.suppress(OSError):
-                s.close()
-
-    def cut(self) -> None:
-        """Refuse new connections and close the open ones."""
-        with contextlib.suppress(OSError):
-            self._server.close()
-        with self._lock:
-            pairs, self._pairs = self._pairs, []
-        for a, b in pairs:
-            for s in (a, b):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-                    s.close()
-
-    def restore(self) -> None:
-        """Accept connections again on the same port."""
-        if not self._closed:
-            self._listen(self.port)
-
-    def close(self) -> None:
-        self._closed = True
-        self.cut()
-
-    def __enter__(self) -> ApiCut:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def kubeconfig_via(kubeconfig: Path, port: int, out: Path) -> Path:
-    """A copy of ``kubeconfig`` (JSON/YAML the lab wrote) whose clusters' ``server`` is ``https://127.0.0.1:port``."""
-    import yaml  # noqa: PLC0415
-
-    doc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
-    for c in doc.get("clusters") or []:
-        c["cluster"]["server"] = f"https://127.0.0.1:{port}"
-    out.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    return out
 
 
 @contextlib.contextmanager

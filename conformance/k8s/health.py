@@ -70,7 +70,7 @@ def probe(k8s) -> tuple[bool, str, str]:
         why = "connection refused" if "Connection refused" in text else f"{type(exc).__name__}: {text[:200]}"
         why = f"no answer within {PROBE_TIMEOUT:.0f} s" if "timed out" in text else why
         why = "connection closed by the server" if "Connection aborted" in text else why
-        return False, "unreachable", f"{why} ({k8s.host})"
+        return False, "unreachable", f"{why} ({getattr(k8s, 'host', '?')})"
     if status == 200:
         return True, "ready", "/readyz ok"
     failed = "; ".join(line for line in text.splitlines() if line.startswith("[-]")) or text[:200]

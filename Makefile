@@ -85,6 +85,13 @@ SHARDED_FAULTS ?= device-by-position,wrong-cdi-device,kubelet-device-mismatch,re
 validate-suite-sharded: ## validate-suite of the device-choice faults (SHARDED_FAULTS, or FAULTS=) on WORKERS (default 3) xdist workers in device shards; not in make test
 	@$(MAKE) --no-print-directory validate-suite WORKERS=$(or $(WORKERS),3) FAULTS=$(or $(FAULTS),$(SHARDED_FAULTS))
 
+# faults of the cluster itself (issue 27 §2): CLUSTER_FAULTS=a,b of apiserver-restart, etcd-stopped-30s,
+# credentials-revoked, report-disk-full (default all; needs root for the tmpfs)
+CLUSTER_FAULTS ?=
+.PHONY: cluster-faults
+cluster-faults: ## break the cluster itself mid-run (API server, etcd, credentials, report disk); prints fault, verdict, classes, evidence, time to end, leftovers; not in make test
+	$(PY) -m conformance_tools.cluster_faults $(if $(CLUSTER_FAULTS),--faults $(CLUSTER_FAULTS))
+
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
 	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)
 

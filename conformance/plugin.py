@@ -252,11 +252,20 @@ class Harness:
             yield
         except KeyboardInterrupt:  # e.g. in a test's fixture teardown: the session's teardown still runs
             session.exitstatus = pytest.ExitCode.INTERRUPTED
+        except Exception:  # e.g. ENOSPC writing junit.xml (issue 27 §2): the teardown still runs, then the error
+            self._teardown(session)
+            raise
+        self._teardown(session)
+
+    def _teardown(self, session) -> None:
+        """The owner's end of the session: run.json finished (skipped when the report disk is full), teardown."""
         if not self.owner or self.session is None:
             return
+        import contextlib  # noqa: PLC0415
         import time  # noqa: PLC0415
 
-        self.session.write_run_json(finished=time.time())
+        with contextlib.suppress(OSError):  # ENOSPC on the report dir must not keep the run's objects
+            self.session.write_run_json(finished=time.time())
         problems = self.session.teardown()
         for p in problems:
             self._say(f"TEARDOWN PROBLEM: {p}")

@@ -16,6 +16,7 @@ import pathlib
 
 from conformance.node import kubelet_latency
 from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, scope, summary
+from conformance.reporting.cluster_fault import mark_junit
 from conformance.reporting.dra_latency import write as write_dra_latency
 
 Verdict = summary.Verdict
@@ -81,6 +82,7 @@ def generate(
     calls, plots = write_dra_latency(run_dir)  # per-driver NodePrepare/Unprepare p50..max (issue 26 §4)
     (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency + calls, encoding="utf-8")
     write_junit(run_dir, run, records)
+    mark_junit(run_dir / "junit.xml", data.get("clusterFault"))  # the driver is not blamed there
     html.write_side_files(run_dir / "allure-results", run, scope_properties(data))
     if html_report:
         hist = history.prepare(run_dir, history_from)

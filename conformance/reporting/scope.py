@@ -156,6 +156,8 @@ def at_session_finish(
     except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"VERDICT: FAIL (the qualification summary could not be built: {first})", exitstatus == 0
+    if line.startswith("ERROR (cluster)"):  # the cluster's own fault ended the failing tests (cluster_fault.py)
+        return f"VERDICT: {line}", exitstatus == 0
     if reasons or exitstatus != 0:
         why = "; ".join(reasons)[:400] or f"pytest exit status {exitstatus}"
         return f"VERDICT: FAIL ({why})", exitstatus == 0

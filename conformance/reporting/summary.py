@@ -33,6 +33,7 @@ import jsonschema
 from conformance import shipped
 from conformance.core import markers, portable
 from conformance.reporting import core_skips, coverage, evidence, labels, manifest, narrowed, results, runinfo, scope
+from conformance.reporting.cluster_fault import section as cluster_section
 from conformance.reporting.coverage import skipped_for_another as _skipped_for_another
 
 SCHEMA_PATH = pathlib.Path(__file__).with_name("summary.schema.json")
@@ -219,6 +220,7 @@ def build(run_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = N
     root = pathlib.Path(run_dir)
     run = runinfo.load(root)
     records = results.load(pathlib.Path(allure_dir) if allure_dir else root / "allure-results")
+    fault = cluster_section(records, root)  # failures the cluster explains: broken, infrastructure
     tests = [_test_entry(r, root) for r in records]
     counts = _counts(tests, records)
     capabilities = _capabilities(tests, run)
@@ -250,8 +252,9 @@ def build(run_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = N
         "qualification": narrowed.qualification(verdict, runinfo.profile(run), narrowing),
         **scope.fields(capabilities, areas),
         "coreNotRun": core_skips.excused(records, capabilities, declined),
+        "clusterFault": fault,
     }
-    data["verdictLine"] = scope.verdict_line(data)
+    data["verdictLine"] = (fault or {}).get("line") or scope.verdict_line(data)
     if data["notQualified"] and data["qualification"]["qualified"]:
         data["qualification"]["text"] += f"; not qualified: {', '.join(data['notQualified'])} (no test executed)"
     validate(data)

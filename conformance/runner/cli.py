@@ -38,7 +38,7 @@ EXIT_TEXT = {
     0: "PASS",
     1: "FAIL",
     2: "INTERRUPTED",
-    3: "ERROR (cluster or driver not usable)",
+    3: "ERROR (cluster or driver not usable)",  # also ERROR (cluster) — <evidence>: a cluster fault mid-run
     4: "ERROR (bad input)",
     5: "NO TESTS SELECTED",
 }
@@ -232,7 +232,19 @@ def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -
         verdict, code = "FAIL (" + "; ".join(reasons)[:400] + ")", 1
     elif code == 0 and line:  # PASS, PASS (not qualified: ...), or a narrowed run's exit-0 line
         verdict = line
-    return verdict, code, report_note
+    return (*_cluster_fault(report_dir, line, verdict, code), report_note)
+
+
+def _cluster_fault(report_dir: Path, line: str, verdict: str, code: int) -> tuple[str, int]:
+    """``(verdict, code)``: ``ERROR (cluster) — <evidence>``, exit 3, when the summary attributed the run's
+    failures to the cluster or the report directory's disk is full (conformance/reporting/cluster_fault.py);
+    else the given ones."""
+    from conformance.reporting import cluster_fault  # noqa: PLC0415
+
+    full = cluster_fault.report_dir_full(report_dir)
+    if full and code != 0:
+        return f"{cluster_fault.HEAD} — {full}", 3
+    return (line, 3) if line.startswith(cluster_fault.HEAD) else (verdict, code)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -257,6 +269,9 @@ def run_command(args: argparse.Namespace) -> int:
     scope.CALLER_PRINTS = True
     try:
         code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+    except OSError as exc:  # e.g. ENOSPC on the report dir in pytest's own junit.xml: judged below (exit 3)
+        print(f"dra-conformance: the run ended with {type(exc).__name__}: {exc}", file=sys.stderr)
+        code = 3
     finally:
         signal.signal(signal.SIGTERM, previous)
         scope.CALLER_PRINTS = False
@@ -264,7 +279,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     _drop_if_empty(report_dir, default_parent=not args.report_dir)
     if report_dir.is_dir():
-        timings.add_run_wall(report_dir, time.monotonic() - started)
+        with contextlib.suppress(OSError):  # a full report disk is named by the verdict (_cluster_fault)
+            timings.add_run_wall(report_dir, time.monotonic() - started)
     verdict, code, report_note = _judge(args, code, counter.counts["passed"], report_dir)
     c = counter.counts
     seconds = time.monotonic() - started

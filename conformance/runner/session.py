@@ -31,7 +31,7 @@ from conformance.core.handles import (
 from conformance.core.profile import DriverProfile
 from conformance.drivers import profiles
 from conformance.drivers.base import DeployContext, DriverDeployer
-from conformance.k8s import discovery, kubeconfig, sweep, waits
+from conformance.k8s import discovery, health, kubeconfig, sweep, waits
 from conformance.k8s.client import K8s
 from conformance.node import kubelet_latency, kubelet_spans
 from conformance.runner import facts as facts_mod
@@ -70,6 +70,7 @@ class Session:
         self.exercised: set[str] = set()  # capabilities the selected tests require (set by the plugin)
         self.started = time.time()
         self.interrupted = False  # a Ctrl-C cut a teardown step short (the caller reports exit 2)
+        self.health: health.Watcher | None = None  # API server reachability with timestamps (issue 27 §2)
         timeouts.set_scale(cfg.timeout_scale)
 
     def _provider(self) -> ClusterProvider:
@@ -127,6 +128,7 @@ class Session:
             (self.report_dir / narrowing.FILE).unlink(missing_ok=True)
             self.write_state()
             self.write_run_json()
+            self.health = health.Watcher(k8s, self.report_dir).start()  # cluster-health.jsonl
         except BaseException:
             self.teardown()
             raise
@@ -243,13 +245,7 @@ class Session:
         Returns problems (leaks, errors) as text; never raises, so every step runs. Ctrl-C (KeyboardInterrupt)
         cuts short only the step it lands in (the sweep, then or later, requests the remaining deletions without
         waiting) and sets :attr:`interrupted`."""
-        problems: list[str] = []
-        if self.k8s is not None and self.cluster is not None and self.driver is not None:
-            try:  # per-driver NodePrepare/Unprepare latency from the kubelets, before anything is removed
-                kubelet_latency.record(self.k8s, [n.name for n in self.cluster.nodes], self.report_dir, self.progress)
-                kubelet_spans.record(self.cluster, self.report_dir)  # the kubelet's own prepare spans (its log)
-            except KeyboardInterrupt:
-                self.interrupted = True
+        problems: list[str] = self._record_latency()
         if isinstance(self.node_access, Stoppable):
             try:
                 self.node_access.stop()
@@ -276,6 +272,7 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - cluster may be gone; report and continue
                 problems.append(f"sweep of run {self.cfg.run_id} failed: {exc}")
             self.k8s = None  # teardown is idempotent: a second call (sessionfinish after a failed setup) is a no-op
+        problems += self._stop_health()  # after the sweep: an outage during it is on record too
         if self.deployer is not None:
             try:
                 self.deployer.teardown()
@@ -293,6 +290,28 @@ class Session:
         (self.report_dir / STATE_FILE).unlink(missing_ok=True)
         (self.report_dir / STATE_FILE).with_suffix(".lock").unlink(missing_ok=True)
         return problems
+
+    def _record_latency(self) -> list[str]:
+        """Per-driver NodePrepare/Unprepare latency from the kubelets, before anything is removed; a problem
+        (not an exception) when the report dir cannot take it (ENOSPC), so the sweep after it still runs."""
+        if self.k8s is None or self.cluster is None or self.driver is None:
+            return []
+        try:
+            kubelet_latency.record(self.k8s, [n.name for n in self.cluster.nodes], self.report_dir, self.progress)
+            kubelet_spans.record(self.cluster, self.report_dir)  # the kubelet's own prepare spans (its log)
+        except KeyboardInterrupt:
+            self.interrupted = True
+        except OSError as exc:
+            return [f"kubelet latency not recorded: {exc}"]
+        return []
+
+    def _stop_health(self) -> list[str]:
+        """Stop the cluster-health watcher (conformance/k8s/health.py); a problem when its log was not written."""
+        watcher, self.health = self.health, None
+        if watcher is None:
+            return []
+        watcher.stop()
+        return [f"cluster health log not written: {watcher.write_error}"] if watcher.write_error else []
 
     def _abandon_sweep(self) -> str:
         """After Ctrl-C in the sweep: ask for the deletion of everything of the run, wait for nothing."""

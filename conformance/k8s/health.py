@@ -1,0 +1,177 @@
+"""The API server's health during a run, with timestamps (issue 27 §2: faults of the cluster itself).
+
+:class:`Watcher` polls ``GET /readyz?verbose`` (kube-apiserver's readiness, including its ``etcd`` check) once per
+``interval`` seconds with the run's own credentials, in a daemon thread of the run's owner process, and appends
+every change of state to ``<report dir>/cluster-health.jsonl``: one JSON object a line, ``{"t": epoch seconds,
+"ok": bool, "what": short class, "detail": text}``. ``what`` is ``ready``, ``unreachable`` (connection refused or
+reset, timeout), ``not-ready`` (HTTP 5xx: e.g. ``[-]etcd failed``), ``credentials-refused`` (HTTP 401/403 on the
+kubeconfig's credentials) or ``error``. A probe is one request, never retried, with a short timeout; the watcher
+never raises into the run (a health log it cannot write, e.g. ENOSPC on the report dir, is kept in memory and
+named by :attr:`Watcher.write_error`).
+
+:func:`outages` turns the log into windows ``(start, end, what, detail)`` that
+:mod:`conformance.reporting.cluster_fault` compares with each failed test's start and stop.
+
+Sources: kube-apiserver ``/readyz`` and ``/readyz?verbose`` (Kubernetes docs "Kubernetes API health endpoints";
+the ``etcd`` and ``etcd-readiness`` checks), HTTP 401 for a token whose ServiceAccount was deleted
+(KEP-1205 bound service account tokens).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+FILE = "cluster-health.jsonl"
+INTERVAL = 1.0  # seconds between probes
+PROBE_TIMEOUT = 3.0  # seconds for one probe
+
+
+@dataclasses.dataclass(frozen=True)
+class Outage:
+    """A window in which the API server did not serve: ``start``/``end`` epoch seconds (``end``: the first ready
+    probe after it, or the last probe of the run when it never came back), ``what`` (see the module docstring),
+    ``detail`` (the first failing probe's text)."""
+
+    start: float
+    end: float
+    what: str
+    detail: str
+
+    def text(self) -> str:
+        """``API server unreachable 18:30:01-18:30:09 UTC (8 s): <detail>``."""
+        span = f"{_hms(self.start)}-{_hms(self.end)} UTC ({self.end - self.start:.0f} s)"
+        return f"{TITLES.get(self.what, self.what)} {span}: {self.detail[:300]}"
+
+
+TITLES = {
+    "unreachable": "API server unreachable",
+    "not-ready": "API server not ready",
+    "credentials-refused": "the kubeconfig's credentials refused",
+    "error": "API server health unknown",
+}
+
+
+def _hms(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(t))
+
+
+def probe(k8s) -> tuple[bool, str, str]:
+    """One ``GET /readyz?verbose`` through ``k8s`` (a :class:`conformance.k8s.client.K8s`), not retried:
+    ``(ok, what, detail)`` as in the module docstring; never raises (the exception's text is the detail)."""
+    try:
+        status, text = _get(k8s, "/readyz?verbose=true")
+    except Exception as exc:  # noqa: BLE001 - urllib3 connection errors, timeouts: the server did not answer
+        text = str(exc)
+        why = "connection refused" if "Connection refused" in text else f"{type(exc).__name__}: {text[:200]}"
+        why = f"no answer within {PROBE_TIMEOUT:.0f} s" if "timed out" in text else why
+        why = "connection closed by the server" if "Connection aborted" in text else why
+        return False, "unreachable", f"{why} ({getattr(k8s, 'host', '?')})"
+    if status == 200:
+        return True, "ready", "/readyz ok"
+    failed = "; ".join(line for line in text.splitlines() if line.startswith("[-]")) or text[:200]
+    if status in (401, 403):
+        message = re.search(r'"message":\s*"([^"]*)"', text)
+        return False, "credentials-refused", f"HTTP {status} {message.group(1) if message else failed[:100]}"
+    return False, "not-ready" if status >= 500 else "error", f"HTTP {status} from /readyz: {failed[:300]}"
+
+
+def _get(k8s, path: str) -> tuple[int, str]:
+    """One GET with the client's credentials, no urllib3 retries: ``(status, body text)``; raises on no answer."""
+    method, url, headers, _, _ = k8s.api.param_serialize(
+        "GET", path, header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"]
+    )
+    resp = k8s.api.rest_client.pool_manager.request(method, url, headers=headers, retries=False, timeout=PROBE_TIMEOUT)
+    return resp.status, resp.data.decode(errors="replace")
+
+
+class Watcher:
+    """Polls :func:`probe` every ``interval`` seconds in a daemon thread and logs state changes to
+    ``report_dir/cluster-health.jsonl``. :meth:`start` returns self; :meth:`stop` (idempotent, bounded by one
+    probe) ends the thread and writes the last sample. ``probe_fn``: replaces :func:`probe` (unit tests)."""
+
+    def __init__(self, k8s, report_dir: Path, interval: float = INTERVAL, probe_fn=None) -> None:
+        self.k8s, self.path, self.interval = k8s, Path(report_dir) / FILE, interval
+        self._probe = probe_fn or (lambda: probe(self.k8s))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last: tuple[bool, str] | None = None
+        self.samples: list[dict] = []  # what was logged, also when the file could not be written
+        self.write_error = ""
+
+    def start(self) -> Watcher:
+        self._thread = threading.Thread(target=self._loop, name="dra-cluster-health", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def sample(self, force: bool = False) -> None:
+        """Probe once; log the result when the state changed (or ``force``)."""
+        ok, what, detail = self._probe()
+        if force or self._last != (ok, what):
+            self._last = (ok, what)
+            self._log({"t": round(time.time(), 3), "ok": ok, "what": what, "detail": detail})
+
+    def _log(self, entry: dict) -> None:
+        self.samples.append(entry)
+        try:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+        except OSError as exc:  # ENOSPC on the report dir: keep it in memory, say so at stop
+            self.write_error = f"{self.path}: {exc}"
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(timeout=PROBE_TIMEOUT + 2)
+        self._thread = None
+        self.sample(force=True)  # the state at the end: closes an outage that lasted until then
+
+
+def read(report_dir: Path) -> list[dict]:
+    """The samples of ``report_dir/cluster-health.jsonl`` (empty when there is none; unreadable lines skipped)."""
+    path = Path(report_dir) / FILE
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "t" in entry and "ok" in entry:
+            out.append(entry)
+    return sorted(out, key=lambda e: e["t"])
+
+
+def outages(samples: list[dict]) -> list[Outage]:
+    """The windows in which the samples (as :func:`read` returns) say the API server did not serve."""
+    found: list[Outage] = []
+    window: list[dict] = []
+    for entry in samples:
+        if not entry["ok"]:
+            window.append(entry)
+        elif window:
+            found.append(_outage(window, entry["t"]))
+            window = []
+    if window:
+        found.append(_outage(window, samples[-1]["t"]))
+    return found
+
+
+def _outage(window: list[dict], end: float) -> Outage:
+    """One outage from its failing samples: the first one's class, and the first detail of each class seen
+    (``no answer within 3 s; then HTTP 500 from /readyz: [-]etcd failed``)."""
+    details: dict[str, str] = {}
+    for entry in window:
+        details.setdefault(str(entry.get("what")), str(entry.get("detail", "")))
+    return Outage(window[0]["t"], end, str(window[0].get("what")), "; then ".join(details.values()))

@@ -1,0 +1,38 @@
+"""The API server of the run's cluster stops in the middle of a test and comes back: the run ends promptly with
+``ERROR (cluster)`` naming the outage, the driver is not blamed (summary.json, JUnit) and nothing is left.
+
+Deterministic: the fault is applied when the known test's body is about to start and repaired when that body
+has ended (conformance_tools.faultpoint), not by timing. Own cluster (1 node, slot 1: the lifecycle slot), so
+no other test sees the restart. Source: issue 27 §2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from conformance_tools import cluster_faults as tool
+
+pytestmark = [pytest.mark.e2e, pytest.mark.cluster_lifecycle, pytest.mark.timeout(420)]
+LIFECYCLE_SLOT = 1
+
+
+def test_apiserver_restart_mid_test_gives_error_cluster_and_leaves_nothing():
+    # given: a local cluster with the reference driver, and a run whose second test meets the fault
+    with tool.lab_cluster("cfe2e", LIFECYCLE_SLOT) as (lab, profile):
+        # when: kube-apiserver is stopped as that test's body starts and started again when it has ended
+        row = tool.one(lab, "apiserver-restart", profile)
+        report = lab.tmp / "report-kube-apiserver"
+        doc = json.loads((report / "summary.json").read_text())
+        junit = ET.parse(report / "junit.xml").getroot()
+    # then: ERROR (cluster), exit 3, the outage as evidence; the test broken as infrastructure; nothing left
+    # (what the probes saw varies with the moment: "[-]shutdown failed", connection aborted, refused, not ready)
+    assert row.code == 3 and re.match(r"VERDICT: ERROR \(cluster\) — API server (unreachable|not ready) ", row.verdict)
+    bad = [t for t in doc["tests"] if t["status"] in ("failed", "broken")]
+    assert [t["name"] for t in bad] == [tool.TARGET], bad
+    assert bad[0]["failureClass"] == "infrastructure" and bad[0]["reason"].startswith("cluster fault: "), bad[0]
+    assert [t["name"] for t in doc["tests"] if t["status"] == "passed"] == [tool.PASSING], doc["tests"]
+    assert sum(1 for _ in junit.iter("failure")) == 0 and sum(1 for _ in junit.iter("error")) == 1
+    assert row.leftovers == "none" and row.seconds_to_end < 240, row

@@ -78,6 +78,14 @@ SHARDED_FAULTS ?= device-by-position,wrong-cdi-device,kubelet-device-mismatch,re
 validate-suite-sharded: ## validate-suite of the device-choice faults (SHARDED_FAULTS, or FAULTS=) on WORKERS (default 3) xdist workers in device shards; not in make test
 	@$(MAKE) --no-print-directory validate-suite WORKERS=$(or $(WORKERS),3) FAULTS=$(or $(FAULTS),$(SHARDED_FAULTS))
 
+# dra-example-driver's releases x the same profile: verdicts, failures and the upstream change fixing each
+HISTORY_VERSIONS ?=
+HISTORY_PROFILE ?= standard
+.PHONY: example-driver-history
+example-driver-history: ## qualify every pinned dra-example-driver release (HISTORY_VERSIONS=v0.2.1,..) with HISTORY_PROFILE; prints version x verdict x failures x upstream fix (reports/example-driver-history/history.md); not in make test
+	$(VENV)/bin/dra-conformance example-driver-history --profile $(HISTORY_PROFILE) \
+	  $(if $(HISTORY_VERSIONS),--versions $(HISTORY_VERSIONS)) $(K8S_FLAG) $(HISTORY_ARGS)
+
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
 	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)
 

@@ -173,6 +173,10 @@ FAULTS: dict[str, str] = {
     "health-all-unhealthy": "The DRAResourceHealth stream reports every device of the node UNHEALTHY while the "
     "runtime health switch names any one of them, so a healthy device's pod shows Unhealthy too (KEP-4680: "
     "health is per device; s10 breaker finding 8).",
+    "downgrade-forgets-newer-checkpoint": "A checkpoint in a newer format than the one this driver writes (2, "
+    "written by the deployed version before a downgrade to the version writing format 1) is ignored at start-up, as "
+    "an older release that does not know the newer layout does, so after the downgrade the driver does not know the "
+    "claims the newer version prepared and their unprepare leaves the CDI specs behind.",
 }
 
 

@@ -20,7 +20,13 @@ from conformance.core import release_gaps
 from conformance.core.markers import CAPABILITIES
 from conformance.core.profile import DriverProfile
 
-DISRUPTIONS = ("node_reboot", "controller_manager_restart", "driver_reinstall", "driver_upgrade")  # facts.disruptions
+DISRUPTIONS = (  # facts.disruptions
+    "node_reboot",
+    "controller_manager_restart",
+    "driver_reinstall",
+    "driver_upgrade",
+    "driver_downgrade",
+)
 HANDLE_FACTS = (*DISRUPTIONS, "driver_slices_writable")  # (able, evidence) facts of the cluster and driver handles
 
 

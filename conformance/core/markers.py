@@ -165,6 +165,9 @@ CAPABILITIES = {
     "driver_reinstall": "the driver deployer removes the driver's plugins and installs them again (disruptive)",
     "driver_upgrade": "the driver deployer installs the profile's previous version (upgrade_from) and upgrades it "
     "to the deployed one in place (disruptive)",
+    "driver_downgrade": "the driver deployer puts the profile's previous version (upgrade_from) in place of the "
+    "deployed one while pods run, and the profile does not declare downgrade unsupported (upgrade_from.downgrade: "
+    "false) (disruptive)",
     "driver.names_devices": "the visibility probe names each device a container shows, so device checks prove "
     "which devices (profile visibility.names_devices, default true; false for a per-request probe such as the "
     "upstream test driver's claim_<c>_<r>=true: device checks then prove visibility only, a summary waiver)",

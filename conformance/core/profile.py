@@ -89,6 +89,7 @@ DEPLOY_KEYS = {
         "upgrade_from",
         "repo",
         "values_files",
+        "nri",  # the chart's pods are NRI plugins (dra-driver-cpu): nodes serve NRI at /var/run/nri
     },
     "manifests": {"dir", "namespace", "chart", "release", "values", "env_values", "images", "timeout_s"},
     "preinstalled": {"node_selector"},  # the driver's nodes, when the run cannot find its DaemonSets

@@ -16,6 +16,7 @@ from typing import Any
 from conformance.core import capabilities as caps_mod
 from conformance.core.handles import (
     ClusterHandle,
+    DowngradesDriver,
     DriverHandle,
     NodeAccess,
     RebootsNode,
@@ -127,6 +128,11 @@ def disruptions(cluster: ClusterHandle | None, driver: DriverHandle | None) -> d
         driver.can_upgrade()
         if isinstance(driver, UpgradesDriver)
         else (False, f"the driver's deployer ({mode}) cannot upgrade it in place (the helm deployer can)")
+    )
+    out["driver_downgrade"] = (
+        driver.can_downgrade()
+        if isinstance(driver, DowngradesDriver)
+        else (False, f"the driver's deployer ({mode}) cannot downgrade it in place (the helm deployer can)")
     )
     return out
 

@@ -1,14 +1,14 @@
 """The tools' `dra-conformance` subcommands, registered through the plugin's ``dra_conformance.commands`` entry
-point group: ``bench``, ``validate-suite``, ``matrix``."""
+point group: ``bench``, ``validate-suite``, ``matrix``, ``example-driver-history``."""
 
 from __future__ import annotations
 
-from conformance_tools import matrix
+from conformance_tools import history, matrix
 from conformance_tools.bench import cli as bench_cli
 from conformance_tools.validation import cli as validation_cli
 
 
 def register(sub) -> None:
     """Add every tool subcommand to an argparse subparsers object."""
-    for module in (validation_cli, bench_cli, matrix):
+    for module in (validation_cli, bench_cli, matrix, history):
         module.register(sub)

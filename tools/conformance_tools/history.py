@@ -5,7 +5,7 @@ its own local cluster, deployed the way the lab deploys the current one: that re
 its Go module, and its image built offline from its binaries (built on first use, cached by version). Then one
 table: version x verdict x failures x the upstream change that fixed each failure.
 
-The fixes come from fixtures/drivers/dra-example-driver-history.yaml (read from the upstream history: commits and
+The fixes come from fixtures/driver-history/dra-example-driver.yaml (read from the upstream history: commits and
 release notes), each entry naming the tests (or the install step, ``install``) it explains; a failure no entry
 explains is shown as ``unexplained`` so that a new one is never hidden.
 
@@ -31,7 +31,7 @@ from conformance_tools.validation import runs
 from conformance_tools.validation.faultfile import REPO_ROOT
 
 BASE_PROFILE = REPO_ROOT / "fixtures" / "drivers" / "dra-example-driver.yaml"
-FIXES_FILE = REPO_ROOT / "fixtures" / "drivers" / "dra-example-driver-history.yaml"
+FIXES_FILE = REPO_ROOT / "fixtures" / "driver-history" / "dra-example-driver.yaml"
 MODULE = "sigs.k8s.io/dra-example-driver"
 CHART = "deployments/helm/dra-example-driver"
 INSTALL = "install"  # the pseudo test of a release whose driver never became ready (exit 3/4 before any test)
@@ -133,7 +133,7 @@ def _verdict(log: Path, exit_code: int | None, note: str) -> str:
     text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("VERDICT:")]
     if lines:
-        return lines[-1].removeprefix("VERDICT:").strip()
+        return lines[-1].removeprefix("VERDICT:").split(" - driver ", 1)[0].strip()  # the run's tally is counted
     from conformance.runner.cli import EXIT_TEXT  # noqa: PLC0415 - the run CLI's own exit texts
 
     return note or EXIT_TEXT.get(exit_code, f"exit {exit_code}")
@@ -173,7 +173,7 @@ def render(rows: list[Row], fixes: list[Fix]) -> str:
     for row in rows:
         c = row.counts
         tally = f"{c.get('passed', 0)}/{c.get('failed', 0) + c.get('broken', 0)}/{c.get('skipped', 0)}"
-        head = [row.release.version, row.verdict.replace("|", "/")[:160], tally]
+        head = [row.release.version, row.verdict.split(" - driver ", 1)[0].replace("|", "/")[:160], tally]
         if not row.failures:
             out.append("| " + " | ".join([*head, "none", "-"]) + " |")
         for i, (nodeid, message) in enumerate(sorted(row.failures.items())):

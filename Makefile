@@ -92,6 +92,14 @@ CLUSTER_FAULTS ?=
 cluster-faults: ## break the cluster itself mid-run (API server, etcd, credentials, report disk); prints fault, verdict, classes, evidence, time to end, leftovers; not in make test
 	$(PY) -m conformance_tools.cluster_faults $(if $(CLUSTER_FAULTS),--faults $(CLUSTER_FAULTS))
 
+# dra-example-driver's releases x the same profile: verdicts, failures and the upstream change fixing each
+HISTORY_VERSIONS ?=
+HISTORY_PROFILE ?= standard
+.PHONY: example-driver-history
+example-driver-history: ## qualify every pinned dra-example-driver release (HISTORY_VERSIONS=v0.2.1,..) with HISTORY_PROFILE; prints version x verdict x failures x upstream fix (reports/example-driver-history/history.md); not in make test
+	$(VENV)/bin/dra-conformance example-driver-history --profile $(HISTORY_PROFILE) \
+	  $(if $(HISTORY_VERSIONS),--versions $(HISTORY_VERSIONS)) $(K8S_FLAG) $(HISTORY_ARGS)
+
 report: ## regenerate the report of RUN_DIR (default reports/latest) from its results
 	$(VENV)/bin/dra-conformance report $(or $(RUN_DIR),reports/latest)
 

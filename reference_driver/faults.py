@@ -192,6 +192,10 @@ FAULTS: dict[str, str] = {
     "unprepare-cdi-deferred": "NodeUnprepareResources answers success at once and deletes the claim's CDI spec "
     "a minute later on a background timer (a cleanup loop); a driver uninstalled before then leaves the spec on "
     "the node for good (issue 24 §4: after an uninstall nothing is left prepared).",
+    "downgrade-forgets-newer-checkpoint": "A checkpoint in a newer format than the one this driver writes (2, "
+    "written by the deployed version before a downgrade to the version writing format 1) is ignored at start-up, as "
+    "an older release that does not know the newer layout does, so after the downgrade the driver does not know the "
+    "claims the newer version prepared and their unprepare leaves the CDI specs behind.",
 }
 
 

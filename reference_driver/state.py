@@ -144,12 +144,19 @@ class DeviceState:
     def _migrate(self, loaded: dict[str, dict]) -> dict[str, dict]:
         """Rewrite a checkpoint of another readable format in the write format (caller holds the lock);
         returns the claims to keep. Fault ``checkpoint-not-migrated``: a format 1 file is ignored (no claims
-        kept; the file is overwritten at the next save). Raises OSError when the rewrite fails."""
+        kept; the file is overwritten at the next save); fault ``downgrade-forgets-newer-checkpoint``: the same for
+        a file newer than the write format (a downgrade). Raises OSError when the rewrite fails."""
         found, wanted = self.checkpoint.loaded_version, self.checkpoint.write_version
         if found is None or found == wanted:
             return loaded
         if found == 1 and self.faults.on("checkpoint-not-migrated"):
             log.warning("fault checkpoint-not-migrated: format 1 checkpoint %s ignored", self.checkpoint.path)
+            self._forgot = True
+            return {}
+        if found > wanted and self.faults.on("downgrade-forgets-newer-checkpoint"):
+            log.warning(
+                "fault downgrade-forgets-newer-checkpoint: format %s checkpoint %s ignored", found, self.checkpoint.path
+            )
             self._forgot = True
             return {}
         if found < wanted and self.faults.on("upgrade-rewrites-cdi-spec"):

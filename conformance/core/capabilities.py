@@ -26,6 +26,7 @@ DISRUPTIONS = (  # facts.disruptions
     "driver_reinstall",
     "driver_upgrade",
     "driver_surge_update",
+    "driver_downgrade",
 )
 HANDLE_FACTS = (*DISRUPTIONS, "driver_slices_writable")  # (able, evidence) facts of the cluster and driver handles
 

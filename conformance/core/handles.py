@@ -11,7 +11,7 @@
 Optional abilities are narrow ``runtime_checkable`` Protocols a handle may also implement, checked with
 ``isinstance`` (never ``hasattr``): :class:`RunsHostProcesses` (start the kubelet plugin as a host process),
 :class:`RestartsKubelet`, :class:`RebootsNode`, :class:`RestartsControllerManager`, :class:`ReadsNodeFiles`,
-:class:`RestartsPlugin`, :class:`RemovesDriver`, :class:`UpgradesDriver`,
+:class:`RestartsPlugin`, :class:`RemovesDriver`, :class:`UpgradesDriver`, :class:`DowngradesDriver`,
 :class:`HasComponentLogs`, :class:`Stoppable`. A test that needs one declares it as a capability and is skipped
 with evidence when the handle lacks it.
 
@@ -210,6 +210,15 @@ class SurgeUpdatesDriver(Protocol):
     def surge_update(self) -> None: ...
 
     def restore_update_strategy(self) -> None: ...
+
+
+class DowngradesDriver(UpgradesDriver, Protocol):
+    """An :class:`UpgradesDriver` whose profile may declare that the driver does not support a downgrade from
+    the deployed version N to N-1 (``upgrade_from.downgrade: false``). ``can_downgrade()`` -> ``(able,
+    evidence)``; the downgrade lane uses ``install_previous()`` as the downgrade and ``upgrade_driver()`` to
+    put N back. Source: NVIDIA's DRA driver release testing (N -> N-1 with workloads running)."""
+
+    def can_downgrade(self) -> tuple[bool, str]: ...
 
 
 @runtime_checkable

@@ -171,6 +171,9 @@ CAPABILITIES = {
     "to the deployed one in place (disruptive)",
     "driver_surge_update": "the driver deployer rolls the plugin DaemonSets with maxSurge 1 / maxUnavailable 0, two "
     "plugin instances per node at once (profile deploy rolling_update: surge; disruptive)",
+    "driver_downgrade": "the driver deployer puts the profile's previous version (upgrade_from) in place of the "
+    "deployed one while pods run, and the profile does not declare downgrade unsupported (upgrade_from.downgrade: "
+    "false) (disruptive)",
     "driver.names_devices": "the visibility probe names each device a container shows, so device checks prove "
     "which devices (profile visibility.names_devices, default true; false for a per-request probe such as the "
     "upstream test driver's claim_<c>_<r>=true: device checks then prove visibility only, a summary waiver)",

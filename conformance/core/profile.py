@@ -94,6 +94,7 @@ DEPLOY_KEYS = {
         "upgrade_from",
         "repo",
         "values_files",
+        "nri",  # the chart's pods are NRI plugins (dra-driver-cpu): nodes serve NRI at /var/run/nri
         "rolling_update",
     },
     "manifests": {

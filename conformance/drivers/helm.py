@@ -246,6 +246,7 @@ class HelmDeployer:
             current=d,
             previous=previous,
             previous_name=str((d.get("upgrade_from") or {}).get("name", "")),
+            downgrade=bool((d.get("upgrade_from") or {}).get("downgrade", True)),
         )
 
     def pod_logs(self) -> dict[str, str]:

@@ -4,7 +4,9 @@ the deployed version N with ``helm upgrade`` of the same release (its chart, val
 to N again the same way, as an operator upgrading a driver does.
 
 ``upgrade_from`` keys: ``name`` (how reports call N-1, e.g. ``dra-example-driver v0.3.0``), and any of
-``chart``, ``version``, ``images``, ``set`` (replace N's), ``values`` (merged over N's, mappings key by key).
+``chart``, ``version``, ``images``, ``set`` (replace N's), ``values`` (merged over N's, mappings key by key);
+``downgrade: false`` declares that the driver does not support going back from N to N-1 (the downgrade lane,
+suites/disruptive/test_driver_downgrade.py, is then skipped and the report lists ``downgrade`` as not claimed).
 Example (fixtures/drivers/dra-example-driver.yaml)::
 
     upgrade_from:
@@ -28,7 +30,7 @@ from conformance.drivers.readiness import await_daemonsets, registered_sockets
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
 
-UPGRADE_KEYS = frozenset({"name", "chart", "version", "images", "set", "values"})
+UPGRADE_KEYS = frozenset({"name", "chart", "version", "images", "set", "values", "downgrade"})
 REPLACED = ("chart", "version", "images", "set")
 
 
@@ -62,6 +64,13 @@ def previous_spec(
             fix="upgrade_from: {name: 'my-driver v1.2.0', chart: ..., values: {...}, images: [...]}",
         )
     unknown = sorted(set(raw) - UPGRADE_KEYS)
+    if not isinstance(raw.get("downgrade", True), bool):
+        raise errors.ConfigError(
+            f"upgrade_from.downgrade must be true or false, got {raw['downgrade']!r}",
+            source=source,
+            field=field,
+            fix="downgrade: false (the driver does not support N -> N-1), or leave it out",
+        )
     if unknown:
         raise errors.ConfigError(
             f"unknown upgrade_from key(s) {unknown}",
@@ -126,6 +135,7 @@ class HelmDriver(DaemonSetDriver):
     previous: Mapping[str, Any] | None = None
     previous_name: str = ""
     at_previous: bool = False
+    downgrade: bool = True  # upgrade_from.downgrade: false -> the driver does not support N -> N-1
 
     def can_upgrade(self) -> tuple[bool, str]:
         """``(able, evidence)``: able when the profile names a previous version (``upgrade_from``)."""
@@ -134,6 +144,19 @@ class HelmDriver(DaemonSetDriver):
         if self.previous is None:
             return False, f"profile {self.profile.name} names no previous version (helm deploy block: upgrade_from)"
         return True, f"helm upgrade of the release from {self.previous_name} to {self.version or 'the profile chart'}"
+
+    def can_downgrade(self) -> tuple[bool, str]:
+        """``(able, evidence)`` of the downgrade lane: able when it can upgrade (:meth:`can_upgrade`) and the
+        profile does not declare downgrade unsupported (``upgrade_from.downgrade: false``)."""
+        able, why = self.can_upgrade()
+        if not able:
+            return able, why
+        if not self.downgrade:
+            return False, (
+                f"profile {self.profile.name} declares that the driver does not support downgrade from "
+                f"{self.version or 'the profile chart'} to {self.previous_name} (upgrade_from.downgrade: false)"
+            )
+        return True, f"helm upgrade of the release from {self.version or 'the profile chart'} to {self.previous_name}"
 
     def install_previous(self) -> None:
         """``helm upgrade`` the release to the previous version and wait until it is ready. Raises

@@ -41,6 +41,7 @@ NOT_CLAIMED = {
     "driver.opaque_config": "opaque config",  # a profile without an opaque_config sample
     "driver_upgrade": "upgrade path",
     "driver.cdi_identity": "CDI device identity",  # a profile without a cdi_identity pattern
+    "driver_downgrade": "downgrade",
 }
 # evidence of a capability the cluster or the harness lacks rather than the profile (not "not claimed")
 _NOT_THE_PROFILE = ("cluster lacks", "could not be read")
@@ -65,7 +66,7 @@ def not_claimed(capabilities: list[dict]) -> list[str]:
         evidence = cap.get("evidence") or ""
         if any(s in evidence for s in _NOT_THE_PROFILE) or WAIVER.search(evidence):  # the cluster's, or a waiver
             continue
-        if name == "driver_upgrade" and "upgrade_from" not in evidence:  # e.g. a deploy mode that cannot upgrade
+        if name in ("driver_upgrade", "driver_downgrade") and "upgrade_from" not in evidence:  # a deployer that cannot
             continue
         out.append(label)
     return out

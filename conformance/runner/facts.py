@@ -16,6 +16,7 @@ from typing import Any
 from conformance.core import capabilities as caps_mod
 from conformance.core.handles import (
     ClusterHandle,
+    DowngradesDriver,
     DriverHandle,
     NodeAccess,
     RebootsNode,
@@ -133,6 +134,11 @@ def disruptions(cluster: ClusterHandle | None, driver: DriverHandle | None) -> d
         driver.can_surge_update()
         if isinstance(driver, SurgeUpdatesDriver)
         else (False, f"the driver's deployer ({mode}) runs no plugin DaemonSet it may update (helm, manifests do)")
+    )
+    out["driver_downgrade"] = (
+        driver.can_downgrade()
+        if isinstance(driver, DowngradesDriver)
+        else (False, f"the driver's deployer ({mode}) cannot downgrade it in place (the helm deployer can)")
     )
     return out
 

@@ -42,6 +42,7 @@ DRIVER_PROBED = (  # abilities of the deployed driver handle
     "plugin_restart",
     "driver_reinstall",
     "driver_upgrade",
+    "driver_downgrade",
     "driver_slices_writable",
     "driver_surge_update",
 )

@@ -32,7 +32,9 @@ def tiny_catalog(tmp_path, monkeypatch):
 def test_catalog_names_every_image_a_run_needs():
     names = [s.name for s in catalog.select([])]
     assert names == ["pause", "busybox", "dra-example-driver", "dra-example-driver-previous", "reference-driver"]
-    assert [s.name for s in catalog.specs() if s.optional] == ["suite"]  # built only when named
+    history = [f"dra-example-driver-{v}" for v in ("v0.1.0", "v0.2.0", "v0.2.1")]  # make example-driver-history
+    optional = [*history, "dra-driver-cpu", "suite"]
+    assert [s.name for s in catalog.specs() if s.optional] == optional  # built only when named
     assert catalog.DEFAULT_IMAGES == {
         "pause": "dra-conformance.local/pause:1",
         "busybox": "dra-conformance.local/busybox:1",

@@ -71,3 +71,28 @@ def test_fault_checkpoint_not_migrated_forgets_the_old_claims(make_state, source
     healthy_after = make_state(Faults.parse("checkpoint-not-migrated"))
     healthy_after.prepare(REF)
     assert make_state(Faults.parse("checkpoint-not-migrated")).recover().claims == 1
+
+
+def test_downgrade_keeps_the_newer_versions_claims(make_state, source):
+    """The previous version (writing format 1) started over a format 2 file (a downgrade) keeps the claim the
+    newer version prepared, rewrites the file as format 1 and unprepares the claim (CDI spec removed)."""
+    source.add(claim(results=[result("gpu-0")]))
+    make_state().prepare(REF)
+    old = _with_format(make_state(), 1)
+    assert old.recover().claims == 1 and set(old.prepared()) == {"uid-1"}
+    assert json.loads(old.checkpoint.path.read_text())["version"] == 1
+    old.unprepare("uid-1")
+    assert not old.store.exists("uid-1") and old.prepared() == {}
+
+
+def test_fault_downgrade_forgets_newer_checkpoint_leaves_the_claims_cdi_spec(make_state, source):
+    """With the fault the previous version ignores the format 2 file: no claim known, and unprepare leaves the
+    CDI spec; an upgrade (format 1 file, format 2 writer) is unaffected."""
+    source.add(claim(results=[result("gpu-0")]))
+    make_state().prepare(REF)
+    faulty = _with_format(make_state(Faults.parse("downgrade-forgets-newer-checkpoint")), 1)
+    assert faulty.recover().claims == 0 and faulty.prepared() == {}
+    faulty.unprepare("uid-1")
+    assert faulty.store.exists("uid-1"), "the fault's driver leaves the forgotten claim's CDI spec"
+    _with_format(make_state(), 1).prepare(REF)
+    assert make_state(Faults.parse("downgrade-forgets-newer-checkpoint")).recover().claims == 1

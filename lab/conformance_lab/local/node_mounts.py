@@ -37,12 +37,16 @@ HOLDER = "node-mounts"
 CREATED = RUN_ROOT / "created-mount-points.json"  # host-wide: standard dirs some cluster created
 KUBELET_DIR = Path("/var/lib/kubelet")
 CDI_DIRS = (Path("/var/run/cdi"), Path("/etc/cdi"))
+NRI_DIR = Path("/var/run/nri")  # containerd's default NRI socket directory (created by netdevs for NRI clusters)
 
 
 def bind_mounts(np: NodePaths) -> list[tuple[Path, Path]]:
     """``[(node directory, standard path it appears at)]`` of node ``np``; targets with symlinks resolved
-    (``/var/run/cdi`` -> ``/run/cdi``)."""
+    (``/var/run/cdi`` -> ``/run/cdi``). A node whose containerd serves NRI (its NRI directory exists) also gets
+    that directory at ``/var/run/nri``, where an NRI plugin's DaemonSet mounts it (dra-driver-cpu's chart)."""
     pairs = [(np.kubelet_root, KUBELET_DIR)] + [(np.cdi_dir, d) for d in CDI_DIRS]
+    if np.nri_dir.is_dir():
+        pairs.append((np.nri_dir, NRI_DIR))
     return [(src, _resolve(dst)) for src, dst in pairs]
 
 

@@ -8,6 +8,9 @@ busybox             probe pods and privileged helper pods Debian busybox-static 
 dra-example-driver  the dra-example-driver chart's pods   its Go module (make setup) + chart facts
 dra-example-        upgrade lane: dra-example-driver's    the previous release's Go module (make setup)
 driver-previous     upgrade_from                          + its chart's facts
+dra-example-        make example-driver-history (older    that release's Go module + its chart's facts
+driver-vX.Y.Z       releases; optional)
+dra-driver-cpu      dra-driver-cpu chart's pods (optional)  its Go module + its chart's facts
 reference-driver    the reference driver chart's pods     Debian python3 .debs, PyPI wheels, our source
 suite (optional)    the suite as a pod (ci/in-cluster/)   Debian python3 + nodejs .debs, wheels, our tools
 =================== ===================================== ==============================================
@@ -28,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conformance.images import OFFLINE
-from conformance_lab.toolchain.images import base, example_driver, reference_image, store, suite_image
+from conformance_lab.toolchain.images import base, cpu_driver, example_driver, reference_image, store, suite_image
 from conformance_lab.toolchain.images.oci import ImageError, sha256_file, verify_archive
 
 DEFAULT_IMAGES = OFFLINE  # conformance.images names them for the plugin
@@ -87,6 +90,16 @@ def specs(local_images: dict[str, str] | None = None) -> list[ImageSpec]:
             lambda: example_driver.archive(example_driver.PREVIOUS),
             lambda: store.lookup(example_driver.PREVIOUS, example_driver.key(example_driver.PREVIOUS)),
         ),
+        *(_history_spec(tool) for tool in example_driver.history_tools()),
+        ImageSpec(
+            cpu_driver.TOOL,
+            "dra-driver-cpu profile, deployed from its own Helm chart (optional)",
+            "dracpu built from github.com/kubernetes-sigs/dra-driver-cpu (versions.toml [go.dra-driver-cpu])",
+            cpu_driver.ref,
+            cpu_driver.archive,
+            lambda: store.lookup(cpu_driver.TOOL, cpu_driver.key()),
+            optional=True,
+        ),
         ImageSpec(
             "reference-driver",
             "reference profile, deployed from reference_driver/deploy/chart",
@@ -105,6 +118,20 @@ def specs(local_images: dict[str, str] | None = None) -> list[ImageSpec]:
             optional=True,
         ),
     ]
+
+
+def _history_spec(tool: str) -> ImageSpec:
+    """An older dra-example-driver release's image (optional: built only when named, by its profile in
+    `make example-driver-history`), named as that release's own chart runs it."""
+    return ImageSpec(
+        tool,
+        "make example-driver-history (that release's own chart)",
+        f'binaries built from sigs.k8s.io/dra-example-driver at versions.toml [go."{tool}"]',
+        lambda: example_driver.ref(tool),
+        lambda: example_driver.archive(tool),
+        lambda: store.lookup(tool, example_driver.key(tool)),
+        optional=True,
+    )
 
 
 def select(

@@ -23,6 +23,7 @@ from conformance_lab.toolchain.images.oci import ImageConfig, ImageError, entrie
 
 TOOL = "dra-example-driver"
 PREVIOUS = "dra-example-driver-previous"  # the release before TOOL (the upgrade lane's N-1), same layout
+HISTORY_PREFIX = "dra-example-driver-v"  # older releases, [go."dra-example-driver-v0.2.1"]: same layout
 CHART = "deployments/helm/dra-example-driver"
 
 
@@ -33,6 +34,13 @@ def module_dir(tool: str = TOOL) -> Path:
         return firstuse.module_path(tool, CHART).parents[2]
     except CacheMiss as exc:
         raise ImageError(str(exc)) from None
+
+
+def history_tools() -> list[str]:
+    """The older releases pinned in versions.toml (``[go."dra-example-driver-vX.Y.Z"]``, the history of
+    `make example-driver-history`), oldest first."""
+    named = [n for n in versions.load().go_tools if n.startswith(HISTORY_PREFIX)]
+    return sorted(named, key=lambda n: tuple(int(p) for p in n.removeprefix(HISTORY_PREFIX).split(".")))
 
 
 def ref(tool: str = TOOL) -> str:

@@ -34,7 +34,9 @@ def test_make_setup_all_plans_every_pinned_tool_every_image_and_the_kind_node_im
     pins = load()
     names = _names("all")
     for tool in [*pins.go_tools, *pins.kind_tools]:
-        assert tool in names, tool
+        on_use_only = tool in pins.go_tools and pins.go_tools[tool].on_use_only
+        assert (tool in names) != on_use_only, tool  # old releases and dra-driver-cpu: only on first use
+    assert {t for t, v in pins.go_tools.items() if v.on_use_only} >= {"dra-example-driver-v0.1.0", "dra-driver-cpu"}
     assert names[-1] == "kind" and "offline" in names
     assert "kind" not in _names("all", {"kind"})[-1:]  # KIND= skips only the node image
     with pytest.raises(ValueError, match="unknown setup scope 'most'"):

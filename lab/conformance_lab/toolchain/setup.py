@@ -73,7 +73,7 @@ def setup_steps(k8s_version: str | None, skip: set[str], scope: str = "main") ->
     if "npm" not in skip:
         steps.append(Step("allure (npm)", system.install_allure, background=True))
     steps.append(_k8s_step(tag, log))
-    tools = [t for t in v.go_tools.values() if scope == "all" or t.name in MAIN_TOOLS]
+    tools = [t for t in v.go_tools.values() if (scope == "all" and not t.on_use_only) or t.name in MAIN_TOOLS]
     steps += [_go_tool_step(t, log) for t in tools]
     needs = (debian,) if "debian" not in skip else ()  # busybox comes from Debian's busybox-static
     if "images" not in skip:

@@ -31,7 +31,8 @@ class GoTool:
     name: key in versions.toml; module/version: what the wrapper requires; packages: main packages to
     build; binaries: names of the outputs, in the order of packages; tags/ldflags: build settings
     (``{version}`` in ldflags is replaced by the version); nosumdb: the module has no entry in the checksum
-    database (sum.golang.org), so its fetch runs with ``GONOSUMDB=<module>`` (that build only, never global).
+    database (sum.golang.org), so its fetch runs with ``GONOSUMDB=<module>`` (that build only, never global);
+    on_use_only: built only on first use, never by `make setup-all` (a long lane's extras, e.g. old releases).
     """
 
     name: str
@@ -44,6 +45,7 @@ class GoTool:
     ldflags: str = ""
     replaces: tuple[tuple[str, str], ...] = ()
     nosumdb: bool = False
+    on_use_only: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +111,7 @@ def _go_tool(table: str, name: str, spec: dict) -> GoTool:
         tags=spec.get("tags", ""),
         ldflags=spec.get("ldflags", "").replace("{version}", spec["version"]),
         nosumdb=bool(spec.get("nosumdb", False)),
+        on_use_only=bool(spec.get("on_use_only", False)),
     )
     if len(tool.packages) != len(tool.binaries):
         raise VersionError(f"[{table}] needs one binary name per package")

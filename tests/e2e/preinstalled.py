@@ -18,62 +18,11 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
-import yaml
-
-from conformance.core import names
-from conformance.core.profile import parse
-from conformance.drivers import profiles
-from conformance.drivers.host import HostDeployer
-from conformance.k8s.client import K8s
+from conformance_tools.preinstalled import reference_driver  # noqa: F401  (one copy: the tools' deployer)
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@contextlib.contextmanager
-def reference_driver(local_cluster, tmp: Path, faults: str = ""):
-    """Yield ``(profile_path, k8s)``: the reference driver running on every node, a profile YAML for it."""
-    suffix = uuid.uuid4().hex[:6]
-    base = profiles.load("reference")
-    raw = {
-        "name": f"r{suffix}",
-        "driver": f"r{suffix}.dra.test",
-        "device_classes": [f"r{suffix}.dra.test"],
-        "devices_per_node": 4,
-        "visibility": {"env_regex": base.visibility.env_regex, "image": local_cluster.images["busybox"]},
-        "opaque_config": {
-            "parameters": dict(base.opaque_parameters),
-            "shows_as": base.opaque_shows_as,
-            "override": {"parameters": dict(base.opaque_override), "shows_as": base.opaque_override_shows_as},
-        },
-        "capabilities": dict(base.capabilities),
-    }
-    k8s = K8s.from_kubeconfig(local_cluster.kubeconfig)
-    deployer = HostDeployer(
-        local_cluster,
-        parse({**raw, "deploy": {"mode": "bundled"}}, source="e2e"),
-        k8s,
-        names.new_run_id(),
-        state_root=tmp / "state",
-    )
-    saved = os.environ.get("DRA_REFERENCE_FAULTS")
-    os.environ["DRA_REFERENCE_FAULTS"] = faults
-    try:
-        deployer.deploy()
-    finally:
-        if saved is None:
-            os.environ.pop("DRA_REFERENCE_FAULTS", None)
-        else:
-            os.environ["DRA_REFERENCE_FAULTS"] = saved
-    path = tmp / f"{raw['name']}.yaml"  # a profile's name is its file stem (profiles.check_file)
-    # the harness did not start these host processes and finds no DaemonSet: name the driver nodes (every node)
-    path.write_text(yaml.safe_dump({**raw, "deploy": {"mode": "preinstalled", "node_selector": {}}}))
-    try:
-        yield path, k8s
-    finally:
-        deployer.teardown()
 
 
 def start_run(

@@ -30,19 +30,15 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
 from conformance_lab.local import cluster_faults as cf
 from conformance_lab.local.cluster import LocalCluster
 from conformance_lab.local.config import LocalClusterConfig
 from conformance_lab.local.provider import free_slot
 
-from conformance.core import names
-from conformance.core.profile import parse
-from conformance.drivers import profiles
-from conformance.drivers.host import HostDeployer
 from conformance.k8s import health, sweep
 from conformance.k8s.client import K8s
 from conformance_tools import faultpoint
+from conformance_tools.preinstalled import reference_driver
 
 PASSING = "test_driver_publishes_slices_with_devices"
 TARGET = "test_claim_is_allocated_when_its_pod_is_scheduled"  # its body creates a claim: it needs the API
@@ -82,43 +78,6 @@ def attach(name: str, tmp: Path) -> Lab:
     if handle is None:
         raise KeyError(f"local cluster {name!r} is not running")
     return Lab(ClusterState.load(name), handle._api, handle.kubeconfig, tmp)
-
-
-@contextlib.contextmanager
-def reference_driver(handle, tmp: Path):
-    """The reference driver on every node of the local cluster ``handle`` (host processes), described by a
-    preinstalled profile; yields the profile's path. Removed at exit. (tests/e2e/preinstalled.py does the same
-    for the shared e2e cluster.)"""
-    suffix = uuid.uuid4().hex[:6]
-    base = profiles.load("reference")
-    raw = {
-        "name": f"r{suffix}",
-        "driver": f"r{suffix}.dra.test",
-        "device_classes": [f"r{suffix}.dra.test"],
-        "devices_per_node": 4,
-        "visibility": {"env_regex": base.visibility.env_regex, "image": handle.images["busybox"]},
-        "opaque_config": {
-            "parameters": dict(base.opaque_parameters),
-            "shows_as": base.opaque_shows_as,
-            "override": {"parameters": dict(base.opaque_override), "shows_as": base.opaque_override_shows_as},
-        },
-        "capabilities": dict(base.capabilities),
-    }
-    k8s = K8s.from_kubeconfig(handle.kubeconfig)
-    deployer = HostDeployer(
-        handle,
-        parse({**raw, "deploy": {"mode": "bundled"}}, source="cluster-faults"),
-        k8s,
-        names.new_run_id(),
-        state_root=tmp / "state",
-    )
-    deployer.deploy()
-    path = tmp / f"{raw['name']}.yaml"
-    path.write_text(yaml.safe_dump({**raw, "deploy": {"mode": "preinstalled", "node_selector": {}}}))
-    try:
-        yield path
-    finally:
-        deployer.teardown()
 
 
 def run_command(kubeconfig: Path, profile: Path, report: Path) -> list[str]:
@@ -300,7 +259,7 @@ def lab_cluster(name: str, slot: int):
     tmp = Path(tempfile.mkdtemp(prefix="cfaults-"))
     try:
         handle = cluster.up()
-        with reference_driver(handle, tmp) as profile:
+        with reference_driver(handle, tmp, source="cluster-faults") as (profile, _k8s):
             yield attach(name, tmp), profile
     finally:
         cluster.down()

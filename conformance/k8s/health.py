@@ -3,14 +3,21 @@
 :class:`Watcher` polls ``GET /readyz?verbose`` (kube-apiserver's readiness, including its ``etcd`` check) once per
 ``interval`` seconds with the run's own credentials, in a daemon thread of the run's owner process, and appends
 every change of state to ``<report dir>/cluster-health.jsonl``: one JSON object a line, ``{"t": epoch seconds,
-"ok": bool, "what": short class, "detail": text}``. ``what`` is ``ready``, ``unreachable`` (connection refused or
-reset, timeout), ``not-ready`` (HTTP 5xx: e.g. ``[-]etcd failed``), ``credentials-refused`` (HTTP 401/403 on the
-kubeconfig's credentials) or ``error``. A probe is one request, never retried, with a short timeout; the watcher
-never raises into the run (a health log it cannot write, e.g. ENOSPC on the report dir, is kept in memory and
-named by :attr:`Watcher.write_error`).
+"ok": bool, "what": short class, "detail": text}``, and also the second bad sample in a row (so the log shows an
+outage was confirmed). ``what`` is ``ready``, ``unreachable`` (connection refused or reset, timeout),
+``not-ready`` (HTTP 5xx: e.g. ``[-]etcd failed``), ``credentials-refused`` (HTTP 401 on the kubeconfig's
+credentials) or ``error`` (any other answer, e.g. 403 or 404 from a hardened cluster or an API proxy: not an
+outage). A probe is one request, never retried, with a short timeout; the watcher never raises into the run (a
+health log it cannot write, e.g. ENOSPC on the report dir, is kept in memory and named by
+:attr:`Watcher.write_error`).
+
+The watcher only watches what it saw healthy: :meth:`Watcher.start` probes once before the run, and when that
+probe is not ``ready`` (403, 404, no answer...) it logs one ``unprobeable`` entry, starts no thread, and
+:func:`outages` finds none (the report says cluster faults could not be watched: :func:`unprobeable`).
 
 :func:`outages` turns the log into windows ``(start, end, what, detail)`` that
-:mod:`conformance.reporting.cluster_fault` compares with each failed test's start and stop.
+:mod:`conformance.reporting.cluster_fault` compares with each failed test's start and stop. A window opens only
+after a ``ready`` sample and needs :data:`MIN_BAD` consecutive bad samples (a single slow probe is no outage).
 
 Sources: kube-apiserver ``/readyz`` and ``/readyz?verbose`` (Kubernetes docs "Kubernetes API health endpoints";
 the ``etcd`` and ``etcd-readiness`` checks), HTTP 401 for a token whose ServiceAccount was deleted
@@ -29,6 +36,9 @@ from pathlib import Path
 FILE = "cluster-health.jsonl"
 INTERVAL = 1.0  # seconds between probes
 PROBE_TIMEOUT = 3.0  # seconds for one probe
+OUTAGE_KINDS = ("unreachable", "not-ready", "credentials-refused")  # the bad samples that make an outage
+MIN_BAD = 2  # consecutive bad samples before a window counts as an outage (no one-probe blips)
+UNPROBEABLE = "unprobeable"  # the one entry of a run whose first probe was not ready: nothing is watched
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +51,7 @@ class Outage:
     end: float
     what: str
     detail: str
+    kinds: tuple[str, ...] = ()  # every class of bad sample seen in it (``what`` first)
 
     def text(self) -> str:
         """``API server unreachable 18:30:01-18:30:09 UTC (8 s): <detail>``."""
@@ -74,7 +85,7 @@ def probe(k8s) -> tuple[bool, str, str]:
     if status == 200:
         return True, "ready", "/readyz ok"
     failed = "; ".join(line for line in text.splitlines() if line.startswith("[-]")) or text[:200]
-    if status in (401, 403):
+    if status == 401:  # a 403 is a role without /readyz (a hardened cluster), not credentials gone
         message = re.search(r'"message":\s*"([^"]*)"', text)
         return False, "credentials-refused", f"HTTP {status} {message.group(1) if message else failed[:100]}"
     return False, "not-ready" if status >= 500 else "error", f"HTTP {status} from /readyz: {failed[:300]}"
@@ -92,7 +103,8 @@ def _get(k8s, path: str) -> tuple[int, str]:
 class Watcher:
     """Polls :func:`probe` every ``interval`` seconds in a daemon thread and logs state changes to
     ``report_dir/cluster-health.jsonl``. :meth:`start` returns self; :meth:`stop` (idempotent, bounded by one
-    probe) ends the thread and writes the last sample. ``probe_fn``: replaces :func:`probe` (unit tests)."""
+    probe) ends the thread and writes the last sample. ``probe_fn``: replaces :func:`probe` (unit tests).
+    :attr:`unprobeable`: why nothing is watched (the first probe was not ready), ``""`` when watched."""
 
     def __init__(self, k8s, report_dir: Path, interval: float = INTERVAL, probe_fn=None) -> None:
         self.k8s, self.path, self.interval = k8s, Path(report_dir) / FILE, interval
@@ -102,8 +114,19 @@ class Watcher:
         self._last: tuple[bool, str] | None = None
         self.samples: list[dict] = []  # what was logged, also when the file could not be written
         self.write_error = ""
+        self.unprobeable = ""
+        self._bad = 0  # consecutive bad samples
 
     def start(self) -> Watcher:
+        """Probe once; when the answer is ``ready`` start the thread, else log one ``unprobeable`` entry and watch
+        nothing (a /readyz this run cannot read is no outage: 403, 404 through a proxy, no answer)."""
+        ok, what, detail = self._probe()
+        if not ok:
+            self.unprobeable = f"{what}: {detail}"
+            self._log({"t": round(time.time(), 3), "ok": False, "what": UNPROBEABLE, "detail": self.unprobeable})
+            return self
+        self._last = (ok, what)
+        self._log({"t": round(time.time(), 3), "ok": ok, "what": what, "detail": detail})
         self._thread = threading.Thread(target=self._loop, name="dra-cluster-health", daemon=True)
         self._thread.start()
         return self
@@ -114,9 +137,11 @@ class Watcher:
             self._stop.wait(self.interval)
 
     def sample(self, force: bool = False) -> None:
-        """Probe once; log the result when the state changed (or ``force``)."""
+        """Probe once; log the result when the state changed, on the :data:`MIN_BAD`-th bad sample in a row (the
+        outage confirmed), or when ``force``."""
         ok, what, detail = self._probe()
-        if force or self._last != (ok, what):
+        self._bad = 0 if ok else self._bad + 1
+        if force or self._last != (ok, what) or self._bad == MIN_BAD:
             self._last = (ok, what)
             self._log({"t": round(time.time(), 3), "ok": ok, "what": what, "detail": detail})
 
@@ -153,17 +178,29 @@ def read(report_dir: Path) -> list[dict]:
     return sorted(out, key=lambda e: e["t"])
 
 
+def unprobeable(samples: list[dict]) -> str:
+    """Why the run's cluster health was not watched (its ``unprobeable`` entry's detail), ``""`` when it was."""
+    return next((str(e.get("detail", "")) for e in samples if e.get("what") == UNPROBEABLE), "")
+
+
 def outages(samples: list[dict]) -> list[Outage]:
-    """The windows in which the samples (as :func:`read` returns) say the API server did not serve."""
+    """The windows in which the samples (as :func:`read` returns) say the API server did not serve: runs of at
+    least :data:`MIN_BAD` bad samples (:data:`OUTAGE_KINDS`) after a ``ready`` one. None for an unprobeable run;
+    a sample of another class (``error``: a 403, a 404) ends a window and is no outage itself."""
+    if unprobeable(samples):
+        return []
     found: list[Outage] = []
     window: list[dict] = []
+    seen_ready = False
     for entry in samples:
-        if not entry["ok"]:
+        if not entry["ok"] and entry.get("what") in OUTAGE_KINDS and seen_ready:
             window.append(entry)
-        elif window:
+            continue
+        seen_ready = seen_ready or bool(entry["ok"])
+        if len(window) >= MIN_BAD:
             found.append(_outage(window, entry["t"]))
-            window = []
-    if window:
+        window = []
+    if len(window) >= MIN_BAD:
         found.append(_outage(window, samples[-1]["t"]))
     return found
 
@@ -174,4 +211,4 @@ def _outage(window: list[dict], end: float) -> Outage:
     details: dict[str, str] = {}
     for entry in window:
         details.setdefault(str(entry.get("what")), str(entry.get("detail", "")))
-    return Outage(window[0]["t"], end, str(window[0].get("what")), "; then ".join(details.values()))
+    return Outage(window[0]["t"], end, str(window[0].get("what")), "; then ".join(details.values()), tuple(details))

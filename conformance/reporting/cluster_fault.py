@@ -1,20 +1,27 @@
 """Failures caused by the cluster itself, not by the driver (issue 27 §2), and the ``ERROR (cluster)`` verdict.
 
-A failed or broken test is attributed to the cluster (failure class ``infrastructure``, status ``broken``, its
-message prefixed ``cluster fault: <evidence>``) when
+The rule: a failure is the cluster's only on what the harness itself OBSERVED (its health watcher's log, or ENOSPC
+on the run's own report directory), never on text alone, since a driver can write any text into a failure (its
+NodePrepare error reaches the message through a kubelet event; a crashed plugin's stale socket makes grpc say
+"Connection refused"). A failed or broken test is attributed to the cluster (failure class ``infrastructure``,
+status ``broken``, its message prefixed ``cluster fault: <evidence>``) when
 
-* its window (Allure ``start``..``stop``, plus :data:`GRACE_S`) overlaps an outage the run's health watcher
-  recorded (``cluster-health.jsonl``: API server unreachable, not ready e.g. ``[-]etcd failed``, the kubeconfig's
-  credentials refused with HTTP 401/403; :mod:`conformance.k8s.health`), or
-* its message shows the cluster or the machine failing whatever the driver did (:data:`SIGNS`: connection refused,
-  HTTP 401 Unauthorized on our own credentials, ENOSPC "No space left on device").
+* its window (Allure ``start``..``stop``) overlaps an outage the run's health watcher recorded
+  (``cluster-health.jsonl``: API server unreachable, not ready e.g. ``[-]etcd failed``, the kubeconfig's
+  credentials refused with HTTP 401; :mod:`conformance.k8s.health`) AND it ended during that outage or within
+  :func:`grace` after it, or
+* its message shows connection refused or HTTP 401 (:data:`SIGNS`) and an outage of the same kind overlaps its
+  window, or
+* its message shows ENOSPC ("No space left on device") AND names the run's report directory.
 
-A HTTP 403 alone is not attributed (a role that lacks a verb is the run's configuration, named elsewhere); within
-a credentials outage it is. The verdict line is ``ERROR (cluster) — <evidence>`` when at least one failure was
-attributed and none is left that the cluster does not explain (the driver is then not judged: exit code 3 in
-``dra-conformance run``, "cluster or driver not usable"); with other failures beside it the verdict stays FAIL.
+A one-probe blip, a /readyz the run cannot read (403, 404: no outage at all, see ``health.outages``) and an outage
+the test merely lived through (it failed long after) excuse nothing. The verdict line is ``ERROR (cluster) —
+<evidence>`` when at least one failure was attributed and none is left that the cluster does not explain (the
+driver is then not judged: exit code 3 in ``dra-conformance run``, "cluster or driver not usable"); with other
+failures beside it the verdict stays FAIL.
 
-Sources: reporting.md §4.3 (failed = driver defect, broken = infrastructure or test error); issue 27 §2.
+Sources: reporting.md §4.3 (failed = driver defect, broken = infrastructure or test error); issue 27 §2; the
+grace from the client retry policy (conformance/k8s/retries.py, conformance/k8s/client.py).
 """
 
 from __future__ import annotations
@@ -23,42 +30,80 @@ import errno
 import re
 from pathlib import Path
 
+from conformance.core import timeouts
 from conformance.k8s import health
 from conformance.reporting import classify
 
 PREFIX = "cluster fault: "
 HEAD = "ERROR (cluster)"
-GRACE_S = 2.0  # seconds after a test's stop an outage still explains it (the watcher probes once a second)
-SIGNS = (
+# a probe's timestamp is taken when it returns: an outage's logged start lags the real one by up to one interval
+# plus one probe timeout, so a test that failed that much before the logged start still failed during it
+SLACK_S = health.INTERVAL + health.PROBE_TIMEOUT
+# after the API server answers again, a failure it caused still surfaces for a while: a request sent during the
+# outage hangs up to the client's request timeout (30 s, K8s.request_timeout), retries.retry_transient then waits
+# up to 0.3+0.6+1.2+2.4+4.8 = 9.3 s and sends again (another 30 s at most), and Allure's stop comes after the
+# test's own teardown (evidence, deletions: ~20 s): 30 + 9.3 + 30 + 20 ≈ 90 s, times the run's --timeout-scale
+GRACE_S = 90.0
+SIGNS = (  # (pattern, evidence, the outage kind that must overlap the test for the sign to count)
     (
         re.compile(r"Connection refused|ConnectionRefusedError|\[Errno 111\]"),
         "API server unreachable (connection refused)",
+        "unreachable",
     ),
     (
         re.compile(r"\b401\b[^\n]{0,40}Unauthorized|Unauthorized[^\n]{0,40}\b401\b"),
         "the kubeconfig's credentials refused (HTTP 401)",
+        "credentials-refused",
     ),
-    (re.compile(rf"No space left on device|ENOSPC|\[Errno {errno.ENOSPC}\]"), "no space left on device"),
+    (re.compile(rf"No space left on device|ENOSPC|\[Errno {errno.ENOSPC}\]"), "no space left on device", "enospc"),
 )
 
 
+def grace() -> float:
+    """Seconds after an outage ends in which a test's end is still explained by it (:data:`GRACE_S` times the
+    run's timeout scale, conformance/core/timeouts.py)."""
+    return GRACE_S * timeouts.scale()
+
+
+def signs(message: str) -> list[tuple[str, str]]:
+    """The ``(evidence, kind)`` of each :data:`SIGNS` pattern ``message`` matches (a hint, never proof)."""
+    return [(what, kind) for rx, what, kind in SIGNS if rx.search(message or "")]
+
+
 def sign(message: str) -> str:
-    """The cluster-fault evidence a failure message carries (:data:`SIGNS`), ``""`` when none."""
-    for rx, what in SIGNS:
-        if rx.search(message or ""):
-            return what
+    """The first :data:`SIGNS` evidence ``message`` carries, ``""`` when none (text only: see :func:`explain`)."""
+    found = signs(message)
+    return found[0][0] if found else ""
+
+
+def _names_dir(message: str, report_dir: Path | str | None) -> bool:
+    """Whether ``message`` names the report directory (as given, resolved, or its last two parts)."""
+    if not report_dir:
+        return False
+    root = Path(report_dir)
+    names = {str(root), str(root.resolve()), str(Path(*root.resolve().parts[-2:]))}
+    return any(n and n != "." and n in message for n in names)
+
+
+def explain(
+    start_ms: int, stop_ms: int, message: str, outages: list[health.Outage], report_dir: Path | str | None = None
+) -> str:
+    """Why a failure between ``start_ms`` and ``stop_ms`` (epoch milliseconds, Allure's) is the cluster's, ``""``
+    when the cluster does not explain it (see the module docstring): the outages it ended in or within
+    :func:`grace` after (their :meth:`~conformance.k8s.health.Outage.text`); else a connection-refused or HTTP 401
+    sign of ``message`` with an overlapping outage of that kind; else ENOSPC naming ``report_dir``."""
+    lo, stop = start_ms / 1000.0, stop_ms / 1000.0
+    overlap = [o for o in outages if o.start <= stop + SLACK_S and o.end >= lo]
+    ended_in = [o for o in overlap if stop <= o.end + grace()]
+    if ended_in:
+        return "; ".join(o.text() for o in ended_in)
+    for what, kind in signs(message):
+        hits = [o for o in overlap if kind in (o.kinds or (o.what,))]
+        if hits:
+            return f"{what}; {'; '.join(o.text() for o in hits)}"
+        if kind == "enospc" and _names_dir(message, report_dir):
+            return f"{what} on the report directory"
     return ""
-
-
-def explain(start_ms: int, stop_ms: int, message: str, outages: list[health.Outage]) -> str:
-    """Why a failure between ``start_ms`` and ``stop_ms`` (epoch milliseconds, Allure's) is the cluster's:
-    the outages overlapping it (their :meth:`~conformance.k8s.health.Outage.text`), else :func:`sign` of
-    ``message``; ``""`` when the cluster does not explain it. A 403 counts only inside a credentials outage."""
-    lo, hi = start_ms / 1000.0, stop_ms / 1000.0 + GRACE_S
-    hits = [o for o in outages if o.start <= hi and o.end >= lo]
-    if hits:
-        return "; ".join(o.text() for o in hits)
-    return sign(message)
 
 
 def attribute(records: list, run_dir: Path | str) -> list[dict]:
@@ -71,7 +116,7 @@ def attribute(records: list, run_dir: Path | str) -> list[dict]:
         if rec.status not in ("failed", "broken"):
             continue
         why = rec.message[len(PREFIX) :].split("; ", 1)[0] if rec.message.startswith(PREFIX) else ""
-        why = why or explain(rec.start, rec.stop, f"{rec.message}\n{rec.trace}", outages)
+        why = why or explain(rec.start, rec.stop, f"{rec.message}\n{rec.trace}", outages, run_dir)
         if not why:
             continue
         rec.status, rec.failure_class = "broken", classify.INFRASTRUCTURE
@@ -83,11 +128,14 @@ def attribute(records: list, run_dir: Path | str) -> list[dict]:
 
 def section(records: list, run_dir: Path | str) -> dict | None:
     """summary.json's ``clusterFault`` after :func:`attribute`: ``{"outages": [text], "tests": [{"id",
-    "evidence"}], "unexplained": [ids of failures the cluster does not explain], "line": verdict line or ""}``;
-    None when the run saw no outage and no failure is attributed."""
-    outages = [o.text() for o in health.outages(health.read(Path(run_dir)))]
+    "evidence"}], "unexplained": [ids of failures the cluster does not explain], "line": verdict line or ""}``,
+    plus ``"unwatched": why`` when the health watcher could not watch this cluster (its first /readyz probe was
+    not ready); None when the run saw no outage, attributed no failure and was watched."""
+    samples = health.read(Path(run_dir))
+    outages = [o.text() for o in health.outages(samples)]
     tests = attribute(records, run_dir)
-    if not outages and not tests:
+    unwatched = health.unprobeable(samples)
+    if not outages and not tests and not unwatched:
         return None
     mine = {t["id"] for t in tests}
     unexplained = [
@@ -95,7 +143,10 @@ def section(records: list, run_dir: Path | str) -> dict | None:
         for r in records
         if r.status in ("failed", "broken") and (r.label("nodeid") or r.full_name) not in mine
     ]
-    return {"outages": outages, "tests": tests, "unexplained": unexplained, "line": line(outages, tests, unexplained)}
+    fault = {"outages": outages, "tests": tests, "unexplained": unexplained, "line": line(outages, tests, unexplained)}
+    if unwatched:
+        fault["unwatched"] = f"cluster faults could not be watched (/readyz at the start: {unwatched[:300]})"
+    return fault
 
 
 def line(outages: list[str], tests: list[dict], unexplained: list[str]) -> str:
@@ -103,7 +154,7 @@ def line(outages: list[str], tests: list[dict], unexplained: list[str]) -> str:
     not empty and ``unexplained`` is; else ``""`` (the verdict stays what the summary's rules say)."""
     if not tests or unexplained:
         return ""
-    evidence = outages[:3] or sorted({t["evidence"] for t in tests})[:3]
+    evidence = list(dict.fromkeys(t["evidence"] for t in tests))[:3]  # what explained them, not the run's 1st blip
     return f"{HEAD} — {'; '.join(evidence)} ({len(tests)} test(s) ended by it; the driver is not judged)"
 
 

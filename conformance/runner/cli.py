@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import json
 import re
 import shutil
@@ -203,10 +204,13 @@ def _drop_if_empty(report_dir: Path, default_parent: bool) -> None:
                 report_dir.parent.rmdir()
 
 
-def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -> tuple[str, int, str]:
+def _judge(
+    args: argparse.Namespace, code: int, passed: int, report_dir: Path, enospc: str = ""
+) -> tuple[str, int, str]:
     """``(verdict text, exit code, report note)`` from pytest's exit code, the passed count and the run's
     summary (the qualification rules: a declared capability, a narrowed run); builds the report unless
-    ``--no-report``. Fails closed: no summary, no PASS."""
+    ``--no-report``. ``enospc``: the run's own write to ``report_dir`` that failed with ENOSPC (``""``: none).
+    Fails closed: no summary, no PASS."""
     verdict = EXIT_TEXT.get(code, f"ERROR (exit {code})")
     if code == 0 and passed == 0:
         verdict, code = "NO TESTS PASSED (everything skipped)", 1
@@ -218,6 +222,7 @@ def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -
             line, reasons, cut = scope.judge(report_dir)  # the one verdict line (also plain pytest's)
         except Exception as exc:  # noqa: BLE001 - fail closed: no summary, no PASS
             reasons = (f"the qualification summary could not be built: {_first_line(exc)}",)
+            enospc = enospc or _enospc(exc)
         try:
             if not args.no_report:
                 from conformance.reporting.build import generate  # noqa: PLC0415 - imports the report stack
@@ -226,25 +231,34 @@ def _judge(args: argparse.Namespace, code: int, passed: int, report_dir: Path) -
                 report_note = "/summary.md"  # the verdict line names the summary, not the folder twice
         except Exception as exc:  # noqa: BLE001 - the test verdict stands without the report
             report_note = f", report not built: {_first_line(exc)}"
+            enospc = enospc or _enospc(exc)
     elif code == 0:  # pytest passed but left nothing to judge: not a PASS
         reasons = (f"the run wrote no results to {report_dir} (allure-results, run.json)",)
     if code == 0 and reasons:  # pytest passed, the qualification rules did not (e.g. a declared capability)
         verdict, code = "FAIL (" + "; ".join(reasons)[:400] + ")", 1
     elif code == 0 and line:  # PASS, PASS (not qualified: ...), or a narrowed run's exit-0 line
         verdict = line
-    return (*_cluster_fault(report_dir, line, verdict, code), report_note)
+    return (*_cluster_fault(report_dir, line, verdict, code, enospc), report_note)
 
 
-def _cluster_fault(report_dir: Path, line: str, verdict: str, code: int) -> tuple[str, int]:
+def _enospc(exc: BaseException) -> str:
+    """``exc``'s text when it is ENOSPC (an OSError with errno 28), else ``""``."""
+    return str(exc)[:300] if isinstance(exc, OSError) and exc.errno == errno.ENOSPC else ""
+
+
+def _cluster_fault(report_dir: Path, line: str, verdict: str, code: int, enospc: str = "") -> tuple[str, int]:
     """``(verdict, code)``: ``ERROR (cluster) — <evidence>``, exit 3, when the summary attributed the run's
-    failures to the cluster or the report directory's disk is full (conformance/reporting/cluster_fault.py);
-    else the given ones."""
+    failures to the cluster or a failed run's own write to the report directory hit ENOSPC (``enospc``;
+    conformance/reporting/cluster_fault.py); a report disk that is only nearly full is a note on the verdict (a
+    driver that fills a shared disk is judged, not excused). Else the given ones."""
     from conformance.reporting import cluster_fault  # noqa: PLC0415
 
-    full = cluster_fault.report_dir_full(report_dir)
-    if full and code != 0:
-        return f"{cluster_fault.HEAD} — {full}", 3
-    return (line, 3) if line.startswith(cluster_fault.HEAD) else (verdict, code)
+    if enospc and code != 0:
+        return f"{cluster_fault.HEAD} — no space left on device writing the report directory {report_dir}: {enospc}", 3
+    if line.startswith(cluster_fault.HEAD):
+        return line, 3
+    full = cluster_fault.report_dir_full(report_dir) if code != 0 else ""
+    return (f"{verdict} (report disk nearly full: {full})" if full else verdict), code
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -267,11 +281,12 @@ def run_command(args: argparse.Namespace) -> int:
     from conformance.reporting import scope  # noqa: PLC0415 - this command prints the verdict line (_judge)
 
     scope.CALLER_PRINTS = True
+    enospc = ""  # the run's own write to the report dir that hit ENOSPC (_cluster_fault)
     try:
         code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
     except OSError as exc:  # e.g. ENOSPC on the report dir in pytest's own junit.xml: judged below (exit 3)
         print(f"dra-conformance: the run ended with {type(exc).__name__}: {exc}", file=sys.stderr)
-        code = 3
+        code, enospc = 3, _enospc(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
         scope.CALLER_PRINTS = False
@@ -279,9 +294,11 @@ def run_command(args: argparse.Namespace) -> int:
 
     _drop_if_empty(report_dir, default_parent=not args.report_dir)
     if report_dir.is_dir():
-        with contextlib.suppress(OSError):  # a full report disk is named by the verdict (_cluster_fault)
+        try:
             timings.add_run_wall(report_dir, time.monotonic() - started)
-    verdict, code, report_note = _judge(args, code, counter.counts["passed"], report_dir)
+        except OSError as exc:  # a full report disk is named by the verdict (_cluster_fault)
+            enospc = enospc or _enospc(exc)
+    verdict, code, report_note = _judge(args, code, counter.counts["passed"], report_dir, enospc)
     c = counter.counts
     seconds = time.monotonic() - started
     where = report_dir if report_dir.is_dir() else None

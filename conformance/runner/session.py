@@ -129,6 +129,8 @@ class Session:
             self.write_state()
             self.write_run_json()
             self.health = health.Watcher(k8s, self.report_dir).start()  # cluster-health.jsonl
+            if self.health.unprobeable:  # /readyz not readable now (403, a proxy's 404): no outage is attributed
+                self.progress(f"cluster faults not watched: /readyz at the start said {self.health.unprobeable}")
         except BaseException:
             self.teardown()
             raise

@@ -29,7 +29,11 @@ def test_apiserver_restart_mid_test_gives_error_cluster_and_leaves_nothing():
         junit = ET.parse(report / "junit.xml").getroot()
     # then: ERROR (cluster), exit 3, the outage as evidence; the test broken as infrastructure; nothing left
     # (what the probes saw varies with the moment: "[-]shutdown failed", connection aborted, refused, not ready)
-    assert row.code == 3 and re.match(r"VERDICT: ERROR \(cluster\) — API server (unreachable|not ready) ", row.verdict)
+    # the evidence of the target test's own outage (clusterFault.tests), not the run's first blip (breaker #10)
+    assert row.code == 3 and row.verdict.startswith("VERDICT: ERROR (cluster) — "), row.verdict
+    fault = doc["clusterFault"]
+    assert [t["id"].rpartition("::")[2] for t in fault["tests"]] == [tool.TARGET], fault
+    assert re.match(r"API server (unreachable|not ready) ", fault["tests"][0]["evidence"]), fault
     bad = [t for t in doc["tests"] if t["status"] in ("failed", "broken")]
     assert [t["name"] for t in bad] == [tool.TARGET], bad
     assert bad[0]["failureClass"] == "infrastructure" and bad[0]["reason"].startswith("cluster fault: "), bad[0]

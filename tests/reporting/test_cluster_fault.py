@@ -49,6 +49,7 @@ def _run(tmp_path: pathlib.Path, samples: list[dict], results: list[tuple]) -> p
 DOWN = [
     {"t": T0, "ok": True, "what": "ready", "detail": "/readyz ok"},
     {"t": T0 + 10, "ok": False, "what": "unreachable", "detail": "MaxRetryError: Connection refused"},
+    {"t": T0 + 11, "ok": False, "what": "unreachable", "detail": "MaxRetryError: Connection refused"},
     {"t": T0 + 25, "ok": True, "what": "ready", "detail": "/readyz ok"},
 ]
 
@@ -67,7 +68,7 @@ def test_outages_are_windows_from_the_first_failing_probe_to_the_next_ready_one(
 
 def test_an_outage_names_each_kind_of_failure_seen_in_it():
     etcd = {"t": T0 + 12, "ok": False, "what": "not-ready", "detail": "HTTP 500 from /readyz: [-]etcd failed"}
-    got = health.outages([DOWN[0], {**DOWN[1], "detail": "no answer within 3 s"}, etcd, DOWN[2]])
+    got = health.outages([DOWN[0], {**DOWN[1], "detail": "no answer within 3 s"}, etcd, DOWN[3]])
     assert got[0].detail == "no answer within 3 s; then HTTP 500 from /readyz: [-]etcd failed", got
 
 
@@ -112,18 +113,26 @@ def test_a_failure_outside_every_outage_stays_a_driver_defect_and_the_verdict_fa
 
 
 @pytest.mark.parametrize(
-    ("message", "evidence"),
+    "message",
     [
-        ("urllib3.exceptions.MaxRetryError: ... [Errno 111] Connection refused", "connection refused"),
-        ("conformance.core.errors.ApiError: GET /api/v1/pods: 401 Unauthorized: Unauthorized", "HTTP 401"),
-        ("OSError: [Errno 28] No space left on device: 'reports/x'", "no space left on device"),
+        "urllib3.exceptions.MaxRetryError: ... [Errno 111] Connection refused",
+        "conformance.core.errors.ApiError: GET /api/v1/pods: 401 Unauthorized: Unauthorized",
+        "OSError: [Errno 28] No space left on device: '/var/run/cdi/x.json'",
     ],
 )
-def test_the_message_alone_names_a_cluster_fault_without_a_health_log(tmp_path, message, evidence):
+def test_the_message_alone_never_names_a_cluster_fault(tmp_path, message):
+    # a driver can write any of these (breaker finding 2): without an observed outage the failure stays FAIL
     run = _run(tmp_path, [], [("test_a", "broken", T0, T0 + 1, message, "suite-error")])
     data = summary.build(run)
-    assert data["tests"][0]["failureClass"] == classify.INFRASTRUCTURE, data["tests"][0]
-    assert data["verdictLine"].startswith("ERROR (cluster) — ") and evidence in data["verdictLine"], data["verdictLine"]
+    assert data["clusterFault"] is None and data["verdictLine"] == "FAIL", data["verdictLine"]
+
+
+def test_enospc_naming_the_report_directory_is_the_clusters(tmp_path):
+    run = tmp_path / "run"
+    message = f"OSError: [Errno 28] No space left on device: '{run}/allure-results/x-attachment.txt'"
+    _run(tmp_path, [], [("test_a", "broken", T0, T0 + 1, message, "suite-error")])
+    data = summary.build(run)
+    assert data["verdictLine"].startswith("ERROR (cluster) — no space left on device on the report directory")
 
 
 def test_a_403_alone_is_not_the_clusters_but_inside_a_credentials_outage_it_is(tmp_path):
@@ -131,6 +140,7 @@ def test_a_403_alone_is_not_the_clusters_but_inside_a_credentials_outage_it_is(t
     run = _run(tmp_path, [], [("test_a", "broken", T0, T0 + 1, forbidden, "suite-error")])
     assert summary.build(run)["clusterFault"] is None
     revoked = [
+        {"t": T0 - 5, "ok": True, "what": "ready", "detail": "/readyz ok"},
         {"t": T0 - 1, "ok": False, "what": "credentials-refused", "detail": "HTTP 401 on the kubeconfig's"},
         {"t": T0 + 9, "ok": False, "what": "credentials-refused", "detail": "the run's last probe"},
     ]
@@ -188,11 +198,13 @@ def test_report_dir_full_names_enospc(tmp_path, monkeypatch):
     assert "no space left on device on the report directory" in cluster_fault.report_dir_full(tmp_path)
 
 
-def test_run_judge_names_a_full_report_disk_when_the_run_failed(tmp_path, monkeypatch):
-    monkeypatch.setattr(
-        cluster_fault, "report_dir_full", lambda d: f"no space left on device on the report directory {d}"
-    )
-    verdict, code, _ = run_cli._judge(argparse.Namespace(no_report=True), 3, 1, tmp_path)
-    assert code == 3 and verdict.startswith("ERROR (cluster) — no space left on device"), verdict
+def test_run_judge_says_error_cluster_only_when_the_run_hit_enospc(tmp_path, monkeypatch):
+    # breaker finding 4: a nearly full disk (a driver leaking files onto a shared disk) keeps FAIL, with a note
+    monkeypatch.setattr(cluster_fault, "report_dir_full", lambda d: f"the report directory {d} has 0 bytes free")
+    verdict, code, _ = run_cli._judge(argparse.Namespace(no_report=True), 1, 1, tmp_path)
+    assert code == 1 and "report disk nearly full" in verdict and "ERROR" not in verdict, verdict
+    hit = "[Errno 28] No space left on device: 'junit.xml'"
+    verdict, code, _ = run_cli._judge(argparse.Namespace(no_report=True), 3, 1, tmp_path, enospc=hit)
+    assert code == 3 and verdict.startswith("ERROR (cluster) — no space left on device writing the report"), verdict
     monkeypatch.setattr(cluster_fault, "report_dir_full", lambda d: "")
     assert run_cli._judge(argparse.Namespace(no_report=True), 1, 1, tmp_path)[1] == 1

@@ -94,6 +94,8 @@ def _scope_lines(summary: dict) -> list[str]:
         out.append(f"- **Waived** by the profile (explicit false): {', '.join(summary['waived'])}")
     if summary.get("notClaimed"):
         out.append(f"- **Not claimed** by the driver (not tested): {', '.join(summary['notClaimed'])}")
+    if (summary.get("clusterFault") or {}).get("unwatched"):  # no failure could be excused as the cluster's
+        out.append(f"- **{summary['clusterFault']['unwatched']}**: no failure was attributed to the cluster")
     rows = [(title, names) for title, names in scope.box(summary) if names]
     if rows and "capabilities" in summary:
         out += ["", "| Scope | |", "|---|---|"] + [f"| {t} | {', '.join(n).replace('|', '/')} |" for t, n in rows]

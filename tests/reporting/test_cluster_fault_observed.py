@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.k8s import health
-from conformance.reporting import classify, cluster_fault, summary
+from conformance.reporting import classify, cluster_fault, markdown, summary
 from tests.reporting.test_cluster_fault import T0, _run
 
 READY = {"t": T0, "ok": True, "what": "ready", "detail": "/readyz ok"}
@@ -47,9 +47,8 @@ def test_connection_refused_counts_with_an_overlapping_unreachable_outage(tmp_pa
     stop = 5 + 3 + cluster_fault.grace() + 60
     data = _verdict(tmp_path, [READY, *_down(5, 3)], message, stop=stop)
     assert data["verdictLine"].startswith("ERROR (cluster) — API server unreachable (connection refused)"), data
-    assert _verdict(tmp_path / "2", [READY, *_down(5, 3, "not-ready", "HTTP 500")], message, stop=stop)[
-        "verdictLine"
-    ] == "FAIL"
+    other_kind = _verdict(tmp_path / "2", [READY, *_down(5, 3, "not-ready", "HTTP 500")], message, stop=stop)
+    assert other_kind["verdictLine"] == "FAIL", other_kind["verdictLine"]
 
 
 def test_readyz_403_at_the_start_attributes_nothing_and_says_so(tmp_path):
@@ -62,6 +61,7 @@ def test_readyz_403_at_the_start_attributes_nothing_and_says_so(tmp_path):
     data = _verdict(tmp_path, logged, "AssertionError: device not visible in container", stop=4000)
     assert data["verdictLine"] == "FAIL", data["verdictLine"]
     assert data["clusterFault"]["unwatched"].startswith("cluster faults could not be watched"), data["clusterFault"]
+    assert "cluster faults could not be watched (/readyz at the start: error: HTTP 403" in markdown.render(data)
 
 
 @pytest.mark.parametrize(("status", "what"), [(403, "error"), (404, "error"), (401, "credentials-refused")])

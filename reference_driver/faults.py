@@ -196,6 +196,14 @@ FAULTS: dict[str, str] = {
     "written by the deployed version before a downgrade to the version writing format 1) is ignored at start-up, as "
     "an older release that does not know the newer layout does, so after the downgrade the driver does not know the "
     "claims the newer version prepared and their unprepare leaves the CDI specs behind.",
+    "prepare-connection-refused": "NodePrepareResources answers every claim with a per-claim error whose text "
+    "says '[Errno 111] Connection refused' (a driver whose own backend refused it): the failure is the driver's, "
+    "never an API server outage (s11 breaker finding 2: ERROR (cluster) only on what the harness observed).",
+}
+# the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
+PREPARE_ERRORS = {
+    "prepare-error": "",
+    "prepare-connection-refused": ": reading the claim failed: [Errno 111] Connection refused",
 }
 
 

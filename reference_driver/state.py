@@ -19,7 +19,7 @@ from typing import Protocol
 from . import cdi, claims, identity, positional, sharing
 from .checkpoint import Checkpoint, CheckpointCorrupt
 from .claims import ClaimError, ClaimRef
-from .faults import Faults
+from .faults import PREPARE_ERRORS, Faults
 from .inventory.base import Device, Snapshot
 
 log = logging.getLogger(__name__)
@@ -194,8 +194,8 @@ class DeviceState:
 
     def prepare(self, ref: ClaimRef) -> list[PreparedDevice]:
         """Prepare one claim (idempotent). Raises ClaimError with the message for the kubelet."""
-        if self.faults.on("prepare-error"):
-            raise ClaimError(f"{ref}: injected fault prepare-error")
+        if bad := [f for f in PREPARE_ERRORS if self.faults.on(f)]:
+            raise ClaimError(f"{ref}: injected fault {bad[0]}{PREPARE_ERRORS[bad[0]]}")
         if self.faults.on("prepare-fails-once") and ref.uid not in self._failed_once:
             self._failed_once.add(ref.uid)
             raise ClaimError(f"{ref}: injected fault prepare-fails-once (a retry succeeds)")

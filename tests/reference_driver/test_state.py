@@ -121,3 +121,12 @@ def test_faults_change_exactly_their_behaviour(make_state, source, fault):
         return
     state.unprepare("uid-1")
     assert state.store.exists("uid-1") == (fault == "unprepare-keeps-cdi")
+
+
+def test_prepare_connection_refused_fails_every_claim_with_that_text(make_state, source):
+    source.add(claim(uid="uid-1"))
+    state = make_state(Faults.parse("prepare-connection-refused"))
+    with pytest.raises(
+        ClaimError, match=r"injected fault prepare-connection-refused: .*\[Errno 111\] Connection refused"
+    ):
+        state.prepare(REF)

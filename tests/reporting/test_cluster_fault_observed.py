@@ -35,9 +35,18 @@ DRIVER_SOCKET = (
 )
 
 
+# the kubelet event that ends waits.pod_running under the reference driver's fault prepare-connection-refused
+PREPARE_EVENT = (
+    "conformance.core.errors.WaitFailed: pod t-1/p-1: FailedPrepareDynamicResources: Failed to prepare dynamic "
+    "resources: prepare dynamic resources: NodePrepareResources failed for ResourceClaim c-1: t-1/c-1: injected "
+    "fault prepare-connection-refused: reading the claim failed: [Errno 111] Connection refused"
+)
+
+
+@pytest.mark.parametrize("message", [DRIVER_SOCKET, PREPARE_EVENT], ids=["stale-socket", "prepare-event"])
 @pytest.mark.parametrize("samples", [[], [READY, {**READY, "t": T0 + 30}]], ids=["no-health-log", "healthy-log"])
-def test_a_drivers_stale_socket_saying_connection_refused_stays_fail(tmp_path, samples):
-    data = _verdict(tmp_path, samples, DRIVER_SOCKET)
+def test_a_drivers_own_connection_refused_stays_fail(tmp_path, samples, message):
+    data = _verdict(tmp_path, samples, message)
     assert data["verdictLine"] == "FAIL" and data["tests"][0]["failureClass"] == classify.DRIVER_DEFECT, data
 
 

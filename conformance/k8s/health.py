@@ -120,6 +120,7 @@ class Watcher:
     def start(self) -> Watcher:
         """Probe once; when the answer is ``ready`` start the thread, else log one ``unprobeable`` entry and watch
         nothing (a /readyz this run cannot read is no outage: 403, 404 through a proxy, no answer)."""
+        self.path.unlink(missing_ok=True)  # a reused --report-dir's earlier run: its samples are not this run's
         ok, what, detail = self._probe()
         if not ok:
             self.unprobeable = f"{what}: {detail}"

@@ -62,6 +62,7 @@ def test_connection_refused_counts_with_an_overlapping_unreachable_outage(tmp_pa
 
 def test_readyz_403_at_the_start_attributes_nothing_and_says_so(tmp_path):
     forbidden = (False, "error", 'HTTP 403 from /readyz: {"message": "forbidden: User cannot get path /readyz"}')
+    (tmp_path / health.FILE).write_text('{"t": 1, "ok": true, "what": "ready"}\n')  # a reused report dir
     w = health.Watcher(None, tmp_path, probe_fn=lambda: forbidden).start()
     assert w.unprobeable.startswith("error: HTTP 403") and w._thread is None, w.unprobeable
     w.stop()  # nothing started: nothing more logged

@@ -38,6 +38,7 @@ INTERVAL = 1.0  # seconds between probes
 PROBE_TIMEOUT = 3.0  # seconds for one probe
 OUTAGE_KINDS = ("unreachable", "not-ready", "credentials-refused")  # the bad samples that make an outage
 MIN_BAD = 2  # consecutive bad samples before a window counts as an outage (no one-probe blips)
+START_TRIES = 3  # first probes before the run gives up watching (only an unreachable/not-ready answer is retried)
 UNPROBEABLE = "unprobeable"  # the one entry of a run whose first probe was not ready: nothing is watched
 
 
@@ -122,6 +123,11 @@ class Watcher:
         nothing (a /readyz this run cannot read is no outage: 403, 404 through a proxy, no answer)."""
         self.path.unlink(missing_ok=True)  # a reused --report-dir's earlier run: its samples are not this run's
         ok, what, detail = self._probe()
+        for _ in range(START_TRIES - 1):  # a slow first answer is retried; a 403/404 is the cluster's setting
+            if ok or what not in OUTAGE_KINDS:
+                break
+            time.sleep(self.interval)
+            ok, what, detail = self._probe()
         if not ok:
             self.unprobeable = f"{what}: {detail}"
             self._log({"t": round(time.time(), 3), "ok": False, "what": UNPROBEABLE, "detail": self.unprobeable})

@@ -74,6 +74,13 @@ def test_readyz_403_at_the_start_attributes_nothing_and_says_so(tmp_path):
     assert "cluster faults could not be watched (/readyz at the start: error: HTTP 403" in markdown.render(data)
 
 
+def test_a_slow_first_probe_is_retried_before_the_run(tmp_path):
+    states = iter([(False, "unreachable", "no answer within 3 s"), (True, "ready", "/readyz ok")])
+    w = health.Watcher(None, tmp_path, interval=0.01, probe_fn=lambda: next(states, (True, "ready", "ok"))).start()
+    w.stop()
+    assert not w.unprobeable and health.read(tmp_path)[0]["what"] == "ready", health.read(tmp_path)
+
+
 @pytest.mark.parametrize(("status", "what"), [(403, "error"), (404, "error"), (401, "credentials-refused")])
 def test_only_401_among_4xx_is_a_bad_sample(monkeypatch, status, what):
     monkeypatch.setattr(health, "_get", lambda k8s, path: (status, '{"message": "nope"}'))

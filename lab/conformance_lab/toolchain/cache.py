@@ -13,10 +13,13 @@ never leaves an entry a later run trusts.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 MANIFEST = "MANIFEST.json"
@@ -61,6 +64,17 @@ def is_complete(entry: Path, binaries: list[str] | tuple[str, ...], fingerprint:
         if name not in files or not path.is_file() or path.stat().st_size != files[name]:
             return False
     return True
+
+
+@contextlib.contextmanager
+def locked(entry: Path) -> Iterator[None]:
+    """Hold the per-entry build lock (``.<entry name>.lock`` beside ``entry``, fcntl, exclusive) for the block:
+    two processes (xdist workers, two worktrees) building one entry build it once; the second waits, then finds
+    it cached. :func:`partial_dir` removes every other partial of the entry, so a build must hold this lock."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.parent / f".{entry.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def partial_dir(entry: Path) -> Path:

@@ -10,7 +10,6 @@ raises CacheMiss naming `make setup-all`, as before).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 import time
@@ -52,9 +51,7 @@ def build(name: str, out=None) -> Path:
     if not enabled():
         raise CacheMiss(f"{name} {tool.version} is not built and {ENV}=0; run `make setup-all`")
     out = out or sys.stderr
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    with open(entry.parent / f".{entry.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process building it: wait, then find it cached
+    with cache.locked(entry):  # another process building it: wait, then find it cached
         if gobuild.is_built(tool):
             return entry / "bin"
         minutes = MINUTES.get(name, 2)

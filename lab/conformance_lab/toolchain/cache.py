@@ -110,7 +110,10 @@ def k8s_binary(name: str, tag: str) -> Path:
     path = k8s_entry(tag) / "bin" / name
     if not path.is_file() or not (k8s_entry(tag) / MANIFEST).is_file():
         minor = tag[1:].rsplit(".", 1)[0]
-        raise CacheMiss(f"{name} for Kubernetes {tag} is not built; run `make setup K8S_VERSION={minor}`")
+        raise CacheMiss(
+            f"{name} for Kubernetes {tag} is not built; run `dra-conformance setup --k8s-version {minor}` "
+            f"(`make setup K8S_VERSION={minor}` in a checkout)"
+        )
     return path
 
 
@@ -128,5 +131,8 @@ def tool_binary(name: str, binary: str | None = None) -> Path:
     entry = tool_entry(name, tool.version)
     path = entry / "bin" / binary
     if not path.is_file() or not (entry / MANIFEST).is_file():
-        raise CacheMiss(f"{binary} ({tool.module}@{tool.version}) is not built; run `make setup`")
+        raise CacheMiss(
+            f"{binary} ({tool.module}@{tool.version}) is not built; run `dra-conformance setup` (`make setup` in a "
+            "checkout)"
+        )
     return path

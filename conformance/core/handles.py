@@ -202,12 +202,13 @@ class SurgeUpdatesDriver(Protocol):
     """A driver handle that rolls its plugin DaemonSets with maxSurge 1 / maxUnavailable 0 (a node's new plugin
     pod runs beside the old one until Ready; kubelet pluginwatcher "Seamless Upgrade", KEP-4381):
     ``can_surge_update()`` -> ``(able, evidence)`` (the profile declares ``rolling_update: surge``);
-    ``surge_update()`` returns when every node runs only new Ready plugin pods (raises an error naming the
-    nodes still rolling); ``restore_update_strategy()`` puts the strategies back (disruptive tests)."""
+    ``surge_update(node)`` returns when every node runs only new Ready plugin pods and ``node`` runs a new one
+    (raises an error naming the nodes still rolling, or that nothing was rolled); ``restore_update_strategy()``
+    puts the strategies back, also after a failed roll (disruptive tests)."""
 
     def can_surge_update(self) -> tuple[bool, str]: ...
 
-    def surge_update(self) -> None: ...
+    def surge_update(self, node: str = "") -> None: ...
 
     def restore_update_strategy(self) -> None: ...
 

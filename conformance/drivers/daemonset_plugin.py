@@ -134,12 +134,19 @@ class DaemonSetDriver(DeployedDriver):
             )
         return True, f"the {self.deploy_mode} deployer updates the plugin DaemonSets with maxSurge 1, maxUnavailable 0"
 
-    def surge_update(self) -> None:
+    def surge_update(self, node: str = "") -> None:
         """Roll every plugin DaemonSet with maxSurge 1 / maxUnavailable 0 (:func:`surge.roll`) and wait until
-        each node runs only new Ready plugin pods. Raises DriverNotReady naming the nodes still rolling."""
-        rolled = surge.roll(self._client(), self.name, self.daemonset_namespaces, timeouts.PLUGIN_REGISTRATION * 5)
-        for ref, strategy in rolled.items():
-            self.strategies.setdefault(ref, strategy)
+        each node runs only new Ready plugin pods; ``node`` (the test's) must have had a plugin pod and run a new
+        one (UID changed). Raises DriverNotReady naming the nodes still rolling, or what was not found. The
+        strategies are saved before each patch, so a failed roll is still restored."""
+        surge.roll(
+            self._client(),
+            self.name,
+            self.daemonset_namespaces,
+            timeouts.PLUGIN_REGISTRATION * 5,
+            self.strategies,
+            node,
+        )
 
     def restore_update_strategy(self) -> None:
         """Put back the DaemonSets' update strategies of before :meth:`surge_update` (no pod changes). Idempotent."""

@@ -64,23 +64,59 @@ def _pods_by_node(k8s: K8s, namespace: str, name: str) -> dict[str, list[Obj]]:
     return out
 
 
-def roll(k8s: K8s, driver: str, namespaces: Iterable[str], timeout: float) -> dict[str, dict]:
+def roll(
+    k8s: K8s, driver: str, namespaces: Iterable[str], timeout: float, original: dict[str, dict], node: str = ""
+) -> None:
     """Update every plugin DaemonSet of ``namespaces`` with surge (see module docstring) and wait until on each
-    of its nodes the pods that ran before are gone and as many new ones run Ready. Returns ``{"<ns>/<name>":
-    original updateStrategy}`` for :func:`restore`. Raises DriverNotReady naming the nodes still rolling, with
-    their pods, when that takes more than ``timeout`` seconds."""
-    original: dict[str, dict] = {}
+    of its nodes the pods that ran before are gone and as many new ones run Ready. Fills ``original``
+    (``{"<ns>/<name>": updateStrategy}``, for :func:`restore`) BEFORE each patch, so a roll that fails half-way
+    still leaves every patched DaemonSet restorable.
+
+    Raises DriverNotReady naming ``driver`` and what was looked for when no DaemonSet of ``namespaces`` runs a
+    kubelet plugin (a hostPath ending in ``plugins_registry``: nothing rolled would pass the test untested), when
+    ``node`` is given and no rolled DaemonSet ran a plugin pod there, or when that node's plugin pod is not a new
+    one afterwards (the UIDs of before still there, or none Ready); and naming the nodes still rolling, with
+    their pods, when the rollout takes more than ``timeout`` seconds."""
+    namespaces = list(namespaces)
     stamp = datetime.datetime.now(datetime.UTC).isoformat()
+    old_on_node: set[str] = set()
     for ns in namespaces:
         for ds in (d for d in k8s.list("DaemonSet", ns) if runs_kubelet_plugin(d)):
             before = _pods_by_node(k8s, ns, ds.name)
-            original[f"{ns}/{ds.name}"] = ds.get("spec.updateStrategy") or {}
+            old_on_node |= {p.uid for p in before.get(node, [])} if node else set()
+            original.setdefault(f"{ns}/{ds.name}", ds.get("spec.updateStrategy") or {})
             patch = {
                 "spec": {"updateStrategy": STRATEGY, "template": {"metadata": {"annotations": {ROLLED_AT: stamp}}}}
             }
             k8s.unguarded().patch("DaemonSet", ds.name, patch, ns)
             _await_replaced(k8s, driver, ns, ds.name, before, timeout)
-    return original
+    if not original:
+        raise errors.DriverNotReady(
+            driver,
+            f"a plugin DaemonSet in namespaces {namespaces} to roll with surge (a hostPath volume ending in "
+            "plugins_registry)",
+            "none found: nothing was rolled",
+        )
+    if node:
+        _check_new_on(k8s, driver, node, namespaces, original, old_on_node)
+
+
+def _check_new_on(
+    k8s: K8s, driver: str, node: str, namespaces: list[str], rolled: Mapping[str, dict], old: set[str]
+) -> None:
+    """Raise DriverNotReady unless a rolled DaemonSet ran a plugin pod on ``node`` before (UIDs ``old``) and
+    every plugin pod there now is a new, Ready one (a UID not in ``old``)."""
+    if not old:
+        raise errors.DriverNotReady(
+            driver, f"a plugin pod of DaemonSets {sorted(rolled)} on node {node} before the roll", "none ran there"
+        )
+    now = [p for ref in rolled for p in _pods_by_node(k8s, *ref.split("/", 1)).get(node, [])]
+    if not now or any(p.uid in old for p in now) or not all(map(_ready, now)):
+        raise errors.DriverNotReady(
+            driver,
+            f"a new Ready plugin pod on node {node} (a UID other than {sorted(old)})",
+            f"pods there now: {[(p.name, p.uid, _ready(p)) for p in now]}",
+        )
 
 
 def _await_replaced(k8s: K8s, driver: str, ns: str, name: str, before: dict[str, list[Obj]], timeout: float) -> None:

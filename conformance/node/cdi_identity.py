@@ -66,12 +66,19 @@ def problems(patterns: Mapping[str, Iterable[str]], driver: str, device, others:
     return out
 
 
+class PodResourcesUnread(NodeAccessUnavailable):
+    """The kubelet's PodResources could not be read on the node, so the CDI device IDs the driver answered for a
+    claim are unknown; the message names the node access mode, the node and why (PREP-12 skips with it)."""
+
+
 def claim_edits(node_access, pod, claim) -> tuple[dict[str, set[str]], str]:
     """``(carried, source)``: what the runtime injects for ``claim`` of the running ``pod`` (:func:`carried`),
     from the CDI device IDs the kubelet's PodResources reports for the claim (the IDs NodePrepareResources
-    answered), each resolved against every spec file of the node; where this access mode has no PodResources
-    client, from every device of the claim's own spec files (said in ``source``). An ID no spec file defines
-    adds nothing and is named in ``source``. Raises what ``node_access.cdi_specs`` raises.
+    answered), each resolved against every spec file of the node. An ID no spec file defines adds nothing and is
+    named in ``source``. Raises :class:`PodResourcesUnread` when this access mode cannot read PodResources on the
+    node: the claim's own spec files alone are a weaker check (a driver may answer IDs of a driver-wide spec that
+    injects another device beside a correct-looking per-claim decoy), so it is not judged (breaker s11 #8);
+    otherwise what ``node_access.cdi_specs`` raises.
     Source: KEP-4381 ``Device.cdi_device_ids``; KEP-3695 ``ClaimResource.cdi_devices``; CDI SPEC.md."""
     node = pod.spec.node_name
     specs = node_access.cdi_specs(node)
@@ -79,8 +86,11 @@ def claim_edits(node_access, pod, claim) -> tuple[dict[str, set[str]], str]:
     try:
         entries = node_access.pod_resources(node).dynamic_resources(pod.name, pod.namespace)
     except NodeAccessUnavailable as exc:
-        own = cdi.device_edits(cdi.specs_naming(specs, claim.uid))
-        return carried(own.values()), f"the claim's own spec devices {sorted(own)} (PodResources not read: {exc})"
+        raise PodResourcesUnread(
+            f"node access {getattr(node_access, 'mode', '?')!r} cannot read the kubelet's PodResources on node "
+            f"{node} ({exc}): the CDI device IDs the driver answered for claim {claim.name} are unknown, and its "
+            "own spec files alone do not show which device a driver-wide spec injects"
+        ) from exc
     ids = podresources.reported_cdi_ids(podresources.for_claim([e for c in entries.values() for e in c], claim))
     undefined = sorted(set(ids) - set(edits))
     source = f"CDI IDs {sorted(ids)} PodResources reports for the claim on node {node}"

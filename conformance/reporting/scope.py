@@ -42,6 +42,15 @@ NOT_CLAIMED = {
     "driver_upgrade": "upgrade path",
     "driver.cdi_identity": "CDI device identity",  # a profile without a cdi_identity pattern
     "driver_downgrade": "downgrade",
+    "driver_surge_update": "rolling update with surge",  # a profile without deploy.rolling_update: surge
+    # CAP-04; listed only where the driver claims consumable capacity (noise for every other driver)
+    "driver.consumed_capacity_signal": "consumed capacity signal",
+}
+# a capability listed only when the profile leaves it out; otherwise the deployer or handle cannot do it
+_PROFILE_SAYS = {
+    "driver_upgrade": "upgrade_from",
+    "driver_downgrade": "upgrade_from",
+    "driver_surge_update": "does not declare rolling_update",
 }
 # evidence of a capability the cluster or the harness lacks rather than the profile (not "not claimed")
 _NOT_THE_PROFILE = ("cluster lacks", "could not be read")
@@ -56,7 +65,9 @@ def waived(capabilities: list[dict]) -> list[str]:
 def not_claimed(capabilities: list[dict]) -> list[str]:
     """The names (:data:`NOT_CLAIMED` values, in its order) of the optional features the profile does not claim:
     not declared, not available, and unavailable because of the profile (``upgrade path``: the profile names no
-    ``upgrade_from``), not because the cluster lacks them."""
+    ``upgrade_from``; ``rolling update with surge``: no ``rolling_update: surge``), not because the cluster or
+    the deployer lacks them. ``consumed capacity signal`` (CAP-04) only for a driver that claims consumable
+    capacity."""
     by_name = {c["name"]: c for c in capabilities}
     out = []
     for name, label in NOT_CLAIMED.items():
@@ -66,10 +77,17 @@ def not_claimed(capabilities: list[dict]) -> list[str]:
         evidence = cap.get("evidence") or ""
         if any(s in evidence for s in _NOT_THE_PROFILE) or WAIVER.search(evidence):  # the cluster's, or a waiver
             continue
-        if name in ("driver_upgrade", "driver_downgrade") and "upgrade_from" not in evidence:  # a deployer that cannot
+        if name in _PROFILE_SAYS and _PROFILE_SAYS[name] not in evidence:  # a deployer or handle that cannot
+            continue
+        if name == "driver.consumed_capacity_signal" and not _claims(by_name.get("driver.consumable_capacity")):
             continue
         out.append(label)
     return out
+
+
+def _claims(cap: dict | None) -> bool:
+    """Whether a summary capability entry is claimed: the profile declares it or the driver's slices show it."""
+    return bool(cap and (cap.get("declared") or cap.get("available")))
 
 
 def areas(mission_areas: list[dict]) -> tuple[list[str], list[str]]:

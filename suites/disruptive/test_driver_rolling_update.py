@@ -31,8 +31,8 @@ def test_pod_keeps_its_device_through_a_rolling_update_with_surge(
     node, ctrs = pod.spec.node_name, waits.containers(pod)
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     before = waits.node_slices(k8s, surging_driver.name, node)
-    # when: the plugin DaemonSets roll with maxSurge 1 / maxUnavailable 0
-    surging_driver.surge_update()
+    # when: the plugin DaemonSets roll with maxSurge 1 / maxUnavailable 0 (a new plugin pod on the pod's node)
+    surging_driver.surge_update(node)
     # then: the pod keeps its containers, and a new claim's pod on that node runs with its devices
     assert not waits.restarted_containers(ctrs, k8s.get("Pod", pod.name, pod.namespace)), ctrs
     fresh = tracker.create(builder.pod(uses=tracker.create(builder.claim()), node_name=node))

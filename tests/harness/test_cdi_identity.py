@@ -135,3 +135,61 @@ def test_consumed_capacity_signal_needs_value_and_gates_its_capability():
     assert "gives no cdi_identity pattern" in items["driver.cdi_identity"].evidence
     with_pattern = capabilities.evaluate(facts, profile.parse({**BASE, "cdi_identity": PATTERN})).items
     assert with_pattern["driver.cdi_identity"].available and with_pattern["driver.cdi_identity"].declared
+
+
+class _Access:
+    """A fake node access: one node's CDI specs and a PodResources entry, or no PodResources (``unreadable``)."""
+
+    mode = "kind"
+
+    def __init__(self, specs: dict[str, str], dynamic: list[dict] | None, unreadable: str = ""):
+        self.specs, self.dynamic, self.unreadable = specs, dynamic, unreadable
+
+    def cdi_specs(self, node: str) -> dict[str, str]:
+        return self.specs
+
+    def pod_resources(self, node: str):
+        from conformance.node.base import NodeAccessUnavailable  # noqa: PLC0415
+
+        if self.unreadable:
+            raise NodeAccessUnavailable(self.unreadable)
+        return self
+
+    def dynamic_resources(self, pod: str, namespace: str) -> dict[str, list[dict]]:
+        return {"ctr": self.dynamic or []}
+
+
+def _claim_and_pod():
+    from conformance.core.objects import Obj  # noqa: PLC0415
+
+    claim = Obj({"kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ns", "uid": "uid-1"}})
+    pod = Obj({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "node-a"}})
+    return claim, pod
+
+
+def _spec(name: str, i: int) -> str:
+    edits = {"env": [f"GPU_UUID=GPU-{i}"]}
+    return json.dumps(
+        {"cdiVersion": "0.6.0", "kind": f"{DRIVER}/gpu", "devices": [{"name": name, "containerEdits": edits}]}
+    )
+
+
+def test_claim_edits_are_those_of_the_ids_podresources_reports():
+    """The IDs the driver answered (PodResources) pick the edits, whatever the claim's own spec says: a
+    driver-wide spec's device injecting GPU-0 is judged, not the per-claim decoy naming GPU-3."""
+    claim, pod = _claim_and_pod()
+    specs = {"claim-uid-1.json": _spec("decoy", 3), "driver.json": _spec("all", 0)}
+    reported = [
+        {"claimName": "c", "claimNamespace": "ns", "claimResources": [{"cdiDevices": [{"name": f"{DRIVER}/gpu=all"}]}]}
+    ]
+    found, source = cdi_identity.claim_edits(_Access(specs, reported), pod, claim)
+    assert found["env"] == {"GPU_UUID=GPU-0"} and "PodResources reports" in source
+
+
+def test_claim_edits_without_podresources_refuse_the_weaker_spec_file_check():
+    """Where node access cannot read PodResources, the claim's own spec files are not judged instead (a decoy
+    would pass): PodResourcesUnread names the access mode, the node and why, and PREP-12 skips with it."""
+    claim, pod = _claim_and_pod()
+    access = _Access({"claim-uid-1.json": _spec("decoy", 3)}, None, unreadable="kind node root not reachable")
+    with pytest.raises(cdi_identity.PodResourcesUnread, match="'kind'.*PodResources on node node-a.*not reachable"):
+        cdi_identity.claim_edits(access, pod, claim)

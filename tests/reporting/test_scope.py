@@ -228,3 +228,59 @@ def test_a_profile_that_leaves_mission_areas_out_never_gives_a_bare_pass():
     data = {"verdict": "PASS", "profile": "core", "narrowed": None, "missionAreas": areas}
     assert scope.verdict_line(data) == "PASS (outside profile core: admin_access)"
     assert scope.verdict_line({**data, "missionAreas": areas[:1]}) == "PASS"
+
+
+def test_not_claimed_lists_the_surge_update_when_the_profile_does_not_declare_it(tmp_path):
+    """A DaemonSet-deployed profile without ``rolling_update: surge``: RST-10 skips, and summary.md says so;
+    a handle that runs no plugin DaemonSet (the deployer cannot) is not "not claimed"."""
+    from conformance.drivers import profiles  # noqa: PLC0415
+    from conformance.drivers.base import DeployedDriver  # noqa: PLC0415
+    from conformance.drivers.daemonset_plugin import DaemonSetDriver  # noqa: PLC0415
+    from conformance.runner.facts import disruptions  # noqa: PLC0415
+
+    (tmp_path / "c").mkdir()
+    raw = {
+        "name": "p",
+        "driver": "gpu.example.com",
+        "device_classes": ["gpu.example.com"],
+        "visibility": {"env_regex": "^GPU="},
+        "deploy": {"mode": "helm", "chart": "c/", "release": "r"},
+    }
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(raw))
+    prof = profiles.load(str(tmp_path / "p.yaml"))
+
+    def entry(handle) -> dict:
+        able, evidence = disruptions(None, handle)["driver_surge_update"]
+        return {"name": "driver_surge_update", "declared": False, "available": able, "evidence": evidence}
+
+    daemonsets = DaemonSetDriver.of(prof, "helm", k8s=object(), daemonset_namespaces=("ns",))
+    assert scope.not_claimed([entry(daemonsets)]) == ["rolling update with surge"]
+    assert scope.not_claimed([entry(DeployedDriver.of(prof, "preinstalled"))]) == []
+
+
+def test_the_consumed_capacity_signal_is_not_claimed_only_where_consumable_capacity_is():
+    """CAP-04 without a ``consumed_capacity_signal`` is listed for a driver that claims consumable capacity
+    (declared, or its slices show it) and left out for every other driver."""
+    signal = {
+        "name": "driver.consumed_capacity_signal",
+        "declared": False,
+        "available": False,
+        "evidence": "profile p names no consumed_capacity_signal (granted capacity not shown: publish-only)",
+    }
+    claims = {"name": "driver.consumable_capacity", "declared": True, "available": True, "evidence": "declares"}
+    shown = {**claims, "declared": False, "evidence": "devices set allowMultipleAllocations"}
+    none = {**claims, "declared": False, "available": False, "evidence": "does not declare"}
+    assert scope.not_claimed([claims, signal]) == ["consumed capacity signal"]
+    assert scope.not_claimed([shown, signal]) == ["consumed capacity signal"]
+    assert scope.not_claimed([none, signal]) == ["consumable capacity"]
+    assert scope.not_claimed([signal]) == []
+
+
+def test_every_opt_in_the_profile_names_has_a_not_claimed_label():
+    """The profile-named opt-ins (driver lifecycle disruptions, identity patterns) each have a headline label,
+    so a skip for want of them is never silent."""
+    from conformance.core import profile_identity  # noqa: PLC0415
+
+    wanted = {d for d in capabilities.DISRUPTIONS if d.startswith("driver_") and d != "driver_reinstall"}
+    wanted |= {f"driver.{k}" for k in profile_identity.PROFILE_PATTERNS}
+    assert wanted <= set(scope.NOT_CLAIMED), sorted(wanted - set(scope.NOT_CLAIMED))

@@ -124,7 +124,10 @@ def test_a_tool_setup_left_out_is_built_on_first_use_with_a_progress_line(empty_
     path = firstuse.tool_binary("helm")
     assert path == cache.tool_entry("helm", helm.version) / "bin" / "helm" and path.is_file()
     err = capsys.readouterr().err
-    assert f"building helm {helm.version} (first use, ~2 min; `make setup-all` builds everything ahead)..." in err
+    assert (
+        f"building helm {helm.version} (first use, up to ~2 min; `dra-conformance setup --all` (`make setup-all` in a "
+        "checkout) builds everything ahead)..."
+    ) in err
     assert f"built helm {helm.version} in " in err
     assert firstuse.tool_binary("helm") == path and calls == ["helm"]  # cached now: built once
     assert json.loads((path.parents[1] / cache.MANIFEST).read_text())["fingerprint"] == gobuild.fingerprint(helm)
@@ -133,7 +136,9 @@ def test_a_tool_setup_left_out_is_built_on_first_use_with_a_progress_line(empty_
 def test_first_use_builds_can_be_turned_off_and_failures_name_the_fix(empty_cache, monkeypatch):
     monkeypatch.setenv(firstuse.ENV, "0")
     with pytest.raises(
-        cache.CacheMiss, match=r"kwok v\S+ is not built and DRA_CONFORMANCE_BUILD_ON_USE=0; run `make setup-all`"
+        cache.CacheMiss,
+        match=r"kwok v\S+ is not built and DRA_CONFORMANCE_BUILD_ON_USE=0; unset DRA_CONFORMANCE_BUILD_ON_USE and "
+        r"re-run, or run `dra-conformance setup --all` \(`make setup-all` in a checkout\)",
     ):
         firstuse.tool_binary("kwok")
     monkeypatch.delenv(firstuse.ENV)
@@ -176,3 +181,26 @@ def test_prefetch_downloads_every_planned_build_and_leaves_failures_to_setup(emp
     out = capsys.readouterr().out
     assert "[prefetch] etcd " in out and "modules downloaded" in out
     assert "containerd" in out and "failed (SetupError; `setup` retries it)" in out
+
+
+def test_an_on_use_only_tool_says_its_long_build_and_never_names_setup_all(empty_cache, monkeypatch, capsys):
+    """A tool `setup --all` leaves out (old driver releases, dra-driver-cpu): the progress line takes the minutes
+    from versions.toml ``build_minutes`` and a failure does not send a user to a setup that would not build it
+    (breaker s11 finding 11)."""
+    cpu = load().go_tools["dra-driver-cpu"]
+    assert cpu.on_use_only and cpu.build_minutes >= 10
+    monkeypatch.setattr(gobuild, "build_tool", _fake_build([]))
+    firstuse.tool_binary("dra-driver-cpu")
+    err = capsys.readouterr().err
+    assert (
+        f"building dra-driver-cpu {cpu.version} (first use, up to ~{cpu.build_minutes} min; it is left to first use)"
+        in err
+    )
+
+    def broken(tool, log, force=False, prepared=None):
+        raise SetupError("dra-example-driver", "`go build` failed", "read the log")
+
+    monkeypatch.setattr(gobuild, "build_tool", broken)
+    with pytest.raises(cache.CacheMiss, match=r"re-run \(it is built on first use only") as exc:
+        firstuse.build("dra-example-driver-v0.1.0")
+    assert "setup-all" not in str(exc.value)

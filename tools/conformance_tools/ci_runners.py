@@ -65,7 +65,7 @@ def local_repositories(workflow: pathlib.Path) -> list[str]:
 
 def actionlint(binary: pathlib.Path, workflows: list[pathlib.Path] = WORKFLOWS) -> subprocess.CompletedProcess:
     """actionlint on ``workflows`` (exit 0: no finding; stdout lists each finding as ``file:line:col: message``)."""
-    return subprocess.run([str(binary), *map(str, workflows)], capture_output=True, text=True, cwd=REPO)
+    return subprocess.run([str(binary), *map(str, workflows)], capture_output=True, text=True, cwd=REPO, timeout=120)
 
 
 def act_command(binary: pathlib.Path, store: pathlib.Path) -> list[str]:

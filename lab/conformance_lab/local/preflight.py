@@ -122,7 +122,8 @@ def find_binaries(tag: str) -> tuple[dict[str, str], list[str]]:
 
 
 def find_kwok() -> tuple[str | None, list[str]]:
-    """The cached kwok binary (built on first use) or a problem naming make setup-all."""
+    """The cached kwok binary (built on first use) or a problem naming `dra-conformance setup --all` /
+    `make setup-all` (:data:`conformance_lab.toolchain.firstuse.SETUP_ALL`)."""
     try:
         return str(firstuse.tool_binary("kwok", "kwok")), []
     except cache.CacheMiss as exc:

@@ -57,7 +57,7 @@ def free_port() -> int:
 
 def registry_binary() -> Path:
     """The cached ``registry`` binary at its pinned version (built on first use); raises CacheMiss naming
-    `make setup-all` when that fails."""
+    `dra-conformance setup --all` (`make setup-all` in a checkout) when that fails."""
     return firstuse.tool_binary("registry")
 
 
@@ -117,7 +117,8 @@ def start_registry(binary: Path | None = None) -> Registry:
     reg.stop()
     raise RegistryError(
         f"{binary} did not answer on {reg.url}/v2/ within {READY_TIMEOUT_S:.0f} s (exit code {proc.poll()}); "
-        f"its log:\n{tail}\nfix: re-run `make setup` (rebuilds the registry) or free the port"
+        f"its log:\n{tail}\nfix: re-run `dra-conformance setup --all` (`make setup-all` in a checkout; builds the "
+        "registry) or free the port"
     )
 
 

@@ -13,10 +13,13 @@ never leaves an entry a later run trusts.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 MANIFEST = "MANIFEST.json"
@@ -63,6 +66,17 @@ def is_complete(entry: Path, binaries: list[str] | tuple[str, ...], fingerprint:
     return True
 
 
+@contextlib.contextmanager
+def locked(entry: Path) -> Iterator[None]:
+    """Hold the per-entry build lock (``.<entry name>.lock`` beside ``entry``, fcntl, exclusive) for the block:
+    two processes (xdist workers, two worktrees) building one entry build it once; the second waits, then finds
+    it cached. :func:`partial_dir` removes every other partial of the entry, so a build must hold this lock."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.parent / f".{entry.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def partial_dir(entry: Path) -> Path:
     """A fresh scratch directory next to ``entry`` for a build that is not trusted yet."""
     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +110,10 @@ def k8s_binary(name: str, tag: str) -> Path:
     path = k8s_entry(tag) / "bin" / name
     if not path.is_file() or not (k8s_entry(tag) / MANIFEST).is_file():
         minor = tag[1:].rsplit(".", 1)[0]
-        raise CacheMiss(f"{name} for Kubernetes {tag} is not built; run `make setup K8S_VERSION={minor}`")
+        raise CacheMiss(
+            f"{name} for Kubernetes {tag} is not built; run `dra-conformance setup --k8s-version {minor}` "
+            f"(`make setup K8S_VERSION={minor}` in a checkout)"
+        )
     return path
 
 
@@ -114,5 +131,8 @@ def tool_binary(name: str, binary: str | None = None) -> Path:
     entry = tool_entry(name, tool.version)
     path = entry / "bin" / binary
     if not path.is_file() or not (entry / MANIFEST).is_file():
-        raise CacheMiss(f"{binary} ({tool.module}@{tool.version}) is not built; run `make setup`")
+        raise CacheMiss(
+            f"{binary} ({tool.module}@{tool.version}) is not built; run `dra-conformance setup` (`make setup` in a "
+            "checkout)"
+        )
     return path

@@ -29,7 +29,8 @@ def _setup(args) -> int:
 
 READY = {
     "main": "ready: make conformance can start (setup took {seconds:.0f} s = {minutes:.1f} min; kind, kwok, helm, "
-    "other drivers and their images build on first use, or all now with `make setup-all`)",
+    "other drivers and their images build on first use, or all now with `dra-conformance setup --all` (`make "
+    "setup-all` in a checkout))",
     "all": "ready: everything is built (setup-all took {seconds:.0f} s = {minutes:.1f} min)",
 }
 

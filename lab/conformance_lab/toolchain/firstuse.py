@@ -2,15 +2,15 @@
 are built the first time something looks them up, with a progress line, instead of failing.
 
 ``tool_binary(name)`` is :func:`conformance_lab.toolchain.cache.tool_binary` that builds the tool on a miss:
-it prints ``building helm v3.22.0 (first use, ~2 min; `make setup-all` builds everything ahead)...`` to stderr,
+it prints ``building helm v3.22.0 (first use, up to ~2 min; `dra-conformance setup --all` (`make setup-all` in a
+checkout) builds everything ahead)...`` to stderr (the minutes: versions.toml ``build_minutes``, else :data:`MINUTES`),
 builds under a per-entry file lock (two xdist workers or two runs build once; the second waits and finds it
 cached), and prints ``built helm v3.22.0 in 95 s``. ``DRA_CONFORMANCE_BUILD_ON_USE=0`` turns it off (a miss
-raises CacheMiss naming `make setup-all`, as before).
+raises CacheMiss naming :data:`SETUP_ALL`, as before).
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 import time
@@ -23,6 +23,8 @@ from conformance_lab.toolchain.steps import SetupError
 ENV = "DRA_CONFORMANCE_BUILD_ON_USE"
 # rough cold build minutes on a quiet 2-core machine (issue 26: ~80 s per Go tool; the registry is larger)
 MINUTES = {"registry": 3, "dranet": 3, "helm": 2, "kind": 2, "kwok": 2}
+# the fix a first-use error names: the CLI for a pip-wheel install (no Makefile), make for a repository checkout
+SETUP_ALL = "`dra-conformance setup --all` (`make setup-all` in a checkout)"
 
 
 def enabled() -> bool:
@@ -36,11 +38,19 @@ def _log() -> Path:
     return logs / f"first-use-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
 
 
+def _fix(tool, retry: str) -> str:
+    """The fix a first-use error names: ``retry`` (e.g. "re-run"), and :data:`SETUP_ALL` unless the tool is
+    ``on_use_only`` (setup leaves it out: it is built on first use only)."""
+    if tool.on_use_only:
+        return f"{retry} (it is built on first use only: `setup --all` leaves it out)"
+    return f"{retry}, or run {SETUP_ALL}"
+
+
 def build(name: str, out=None) -> Path:
     """Build pinned Go tool ``name`` (versions.toml ``[go.<name>]`` or ``[kind.go.<name>]``) unless cached,
     printing a progress line and the time taken to ``out`` (stderr); return its bin dir.
 
-    Raises CacheMiss naming the tool, the log and `make setup-all` when the build fails or first-use builds are
+    Raises CacheMiss naming the tool, the log and :data:`SETUP_ALL` when the build fails or first-use builds are
     off (``$DRA_CONFORMANCE_BUILD_ON_USE=0``); KeyError for a name versions.toml does not pin."""
     pins = versions.load()
     tool = pins.go_tools.get(name) or pins.kind_tools.get(name)
@@ -50,24 +60,21 @@ def build(name: str, out=None) -> Path:
     if gobuild.is_built(tool):
         return entry / "bin"
     if not enabled():
-        raise CacheMiss(f"{name} {tool.version} is not built and {ENV}=0; run `make setup-all`")
+        raise CacheMiss(f"{name} {tool.version} is not built and {ENV}=0; {_fix(tool, f'unset {ENV} and re-run')}")
     out = out or sys.stderr
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    with open(entry.parent / f".{entry.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process building it: wait, then find it cached
+    with cache.locked(entry):  # another process building it: wait, then find it cached
         if gobuild.is_built(tool):
             return entry / "bin"
-        minutes = MINUTES.get(name, 2)
-        print(
-            f"building {name} {tool.version} (first use, ~{minutes} min; `make setup-all` builds everything ahead)...",
-            file=out,
-            flush=True,
-        )
+        minutes = tool.build_minutes or MINUTES.get(name, 2)
+        ahead = "it is left to first use" if tool.on_use_only else f"{SETUP_ALL} builds everything ahead"
+        print(f"building {name} {tool.version} (first use, up to ~{minutes} min; {ahead})...", file=out, flush=True)
         start, log = time.monotonic(), _log()
         try:
             path = gobuild.build_tool(tool, log)
         except SetupError as exc:
-            raise CacheMiss(f"{name} {tool.version} could not be built on first use: {exc} (log: {log})") from exc
+            raise CacheMiss(
+                f"{name} {tool.version} could not be built on first use: {exc} (log: {log}); {_fix(tool, 're-run')}"
+            ) from exc
         print(f"built {name} {tool.version} in {time.monotonic() - start:.0f} s", file=out, flush=True)
         return path
 

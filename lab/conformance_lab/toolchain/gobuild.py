@@ -30,6 +30,8 @@ _NETWORK_HINTS = (
     "410 Gone",
     "proxyconnect",
 )
+# seconds one `go` command may run: a hang guard (the largest cold builds take 10-40 min in several commands)
+GO_TIMEOUT_S = 3600
 
 
 def go_env() -> dict[str, str]:
@@ -44,13 +46,22 @@ def run_go(args: list[str], cwd: Path, what: str, log: Path, env: dict[str, str]
     return stdout.
 
     Raises SetupError naming ``what``, the failing command, the log file and the likely fix (registry
-    unreachable vs. build failure).
+    unreachable vs. build failure), or that it ran past :data:`GO_TIMEOUT_S`.
     """
     if shutil.which("go") is None:
         raise SetupError(what, "the `go` command is not on PATH", "install Go >= 1.24 (this machine ships it)")
     nice = os.environ.get("DRA_CONFORMANCE_GO_NICE")  # e.g. "10": builds yield to the machine's other work
     cmd = (["nice", "-n", nice] if nice else []) + ["go", *args]
-    proc = subprocess.run(cmd, cwd=cwd, env={**go_env(), **(env or {})}, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(
+            cmd, cwd=cwd, env={**go_env(), **(env or {})}, capture_output=True, text=True, timeout=GO_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise SetupError(
+            what,
+            f"`go {' '.join(args[:3])} ...` did not finish in {GO_TIMEOUT_S} s (a hung module download?)",
+            f"check the Go module proxy ({go_env().get('GOPROXY') or 'default'}) and re-run; log: {log}",
+        ) from exc
     with log.open("a") as fh:
         fh.write(f"$ (cd {cwd} && go {' '.join(args)})\n{proc.stdout}{proc.stderr}\n")
     if proc.returncode != 0:

@@ -84,7 +84,11 @@ def kubeadm(tag: str, log: Path, force: bool = False) -> Path:
     base = cache.root() / "work" / f"k8s-{tag}"
     if not (base / "go.mod").is_file() or not cache.is_complete(cache.k8s_entry(tag), list(k8s.K8S_PROGRAMS)):
         minor = tag[1:].rsplit(".", 1)[0]
-        raise SetupError(what, f"Kubernetes {tag} is not built", f"run `make setup K8S_VERSION={minor}` first")
+        raise SetupError(
+            what,
+            f"Kubernetes {tag} is not built",
+            f"run `dra-conformance setup --k8s-version {minor}` (`make setup K8S_VERSION={minor}` in a checkout) first",
+        )
     work = cache.root() / "work" / f"kubeadm-{tag}"
     if work.exists():
         shutil.rmtree(work)
@@ -130,5 +134,5 @@ def all_tools(tag: str, log: Path) -> dict[str, Path]:
     try:
         firstuse.build("kind")
     except cache.CacheMiss as exc:
-        raise SetupError("kind", str(exc), "run `make setup-all` (it builds kind from its module)") from None
+        raise SetupError("kind", str(exc), f"run {firstuse.SETUP_ALL} (it builds kind from its module)") from None
     return {"nerdctl": nerdctl(log), "kubeadm": kubeadm(tag, log), **node_tools(log)}

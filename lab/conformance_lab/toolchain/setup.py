@@ -4,7 +4,8 @@
   the bundled reference driver) needs: Debian packages, Kubernetes, etcd, containerd, the Allure CLI, the pause
   and busybox images. It ends with ``ready: make conformance can start``.
 - ``all`` (`make setup-all`, `dra-conformance setup --all`; CI): also every other pinned Go tool (kwok, kind, helm,
-  registry, drivers), every catalog image and the kind node image. Each of those is otherwise built on first use
+  registry, drivers), actionlint and the Groovy parser (the CI-template checks of `make test`, which never
+  download), every catalog image and the kind node image. Each of those is otherwise built on first use
   (:mod:`conformance_lab.toolchain.firstuse`).
 
 Downloads run beside the builds: Debian packages and npm in the background, each Go build's modules fetched
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from conformance_lab.toolchain import cache, gobuild, k8s, system
+from conformance_lab.toolchain import cache, citools, gobuild, k8s, system
 from conformance_lab.toolchain.steps import Step
 from conformance_lab.toolchain.versions import GoTool, load
 
@@ -75,6 +76,10 @@ def setup_steps(k8s_version: str | None, skip: set[str], scope: str = "main") ->
     steps.append(_k8s_step(tag, log))
     tools = [t for t in v.go_tools.values() if (scope == "all" and not t.on_use_only) or t.name in MAIN_TOOLS]
     steps += [_go_tool_step(t, log) for t in tools]
+    if (
+        scope == "all"
+    ):  # the CI-template checks of `make test` look in the cache only (conformance_lab/toolchain/citools.py)
+        steps += [_go_tool_step(v.ci_tools["actionlint"], log), Step("groovy parser", citools.setup_groovy)]
     needs = (debian,) if "debian" not in skip else ()  # busybox comes from Debian's busybox-static
     if "images" not in skip:
         names = [] if scope == "all" else list(MAIN_IMAGES)

@@ -33,6 +33,8 @@ class GoTool:
     (``{version}`` in ldflags is replaced by the version); nosumdb: the module has no entry in the checksum
     database (sum.golang.org), so its fetch runs with ``GONOSUMDB=<module>`` (that build only, never global);
     on_use_only: built only on first use, never by `make setup-all` (a long lane's extras, e.g. old releases).
+    build_minutes: rough cold build minutes on a quiet 2-core machine, for the first-use progress line (0: the
+    default of :mod:`conformance_lab.toolchain.firstuse`); not part of the build fingerprint.
     """
 
     name: str
@@ -46,6 +48,7 @@ class GoTool:
     replaces: tuple[tuple[str, str], ...] = ()
     nosumdb: bool = False
     on_use_only: bool = False
+    build_minutes: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +115,7 @@ def _go_tool(table: str, name: str, spec: dict) -> GoTool:
         ldflags=spec.get("ldflags", "").replace("{version}", spec["version"]),
         nosumdb=bool(spec.get("nosumdb", False)),
         on_use_only=bool(spec.get("on_use_only", False)),
+        build_minutes=int(spec.get("build_minutes", 0)),
     )
     if len(tool.packages) != len(tool.binaries):
         raise VersionError(f"[{table}] needs one binary name per package")

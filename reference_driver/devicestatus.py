@@ -44,7 +44,7 @@ def condition(kind: str, status: bool, reason: str, message: str, now: str) -> d
 
 
 def prepared_entries(driver: str, devices: Iterable, now: str) -> list[dict]:
-    """Entries for ``devices`` (:class:`~reference_driver.state.PreparedDevice`: pool, device, cdi_ids,
+    """Entries for ``devices`` (:class:`~reference_driver.prepared.PreparedDevice`: pool, device, cdi_ids,
     share_id) of ``driver``: condition :data:`READY` True and ``data.cdiDeviceIDs``."""
     out = []
     for dev in devices:

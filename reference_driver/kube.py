@@ -1,5 +1,5 @@
 """Kubernetes API access for the plugin: client construction (kubeconfig or in-cluster) and the
-:class:`~reference_driver.state.ClaimSource` that reads ResourceClaims as decoded JSON.
+:class:`~reference_driver.prepared.ClaimSource` that reads ResourceClaims as decoded JSON.
 
 Claims are read with ``_preload_content=False`` and decoded as plain JSON, so fields newer than the
 Python client's models (e.g. ``shareID``, ``consumedCapacity``) are never dropped.

@@ -13,64 +13,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import replace
 
 from . import cdi, claims, identity, positional, sharing
 from .checkpoint import Checkpoint, CheckpointCorrupt
 from .claims import ClaimError, ClaimRef
 from .faults import PREPARE_ERRORS, Faults
 from .inventory.base import Device, Snapshot
+from .prepared import ClaimSource, PreparedDevice, RecoveryReport, UnprepareError
 
 log = logging.getLogger(__name__)
-
-
-class ClaimSource(Protocol):
-    """Reads ResourceClaims (``resource.k8s.io/v1``, decoded JSON)."""
-
-    def get_claim(self, namespace: str, name: str) -> dict:
-        """The claim object. Raises LookupError when it does not exist, other exceptions on API errors."""
-
-
-@dataclass(frozen=True)
-class PreparedDevice:
-    """One device as returned to the kubelet (NodePrepareResourceResponse.devices[])."""
-
-    request_names: tuple[str, ...]
-    pool: str
-    device: str
-    cdi_ids: tuple[str, ...]
-    share_id: str | None = None
-
-    def to_json(self) -> dict:
-        """Checkpoint form."""
-        return {
-            "requestNames": list(self.request_names),
-            "pool": self.pool,
-            "device": self.device,
-            "cdiDeviceIDs": list(self.cdi_ids),
-            "shareID": self.share_id,
-        }
-
-    @classmethod
-    def from_json(cls, raw: dict) -> PreparedDevice:
-        """Inverse of to_json. Raises KeyError/TypeError on a malformed entry."""
-        return cls(
-            tuple(raw["requestNames"]), raw["pool"], raw["device"], tuple(raw["cdiDeviceIDs"]), raw.get("shareID")
-        )
-
-
-class UnprepareError(RuntimeError):
-    """Unprepare failed for one claim; returned to the kubelet, which retries."""
-
-
-@dataclass
-class RecoveryReport:
-    """What ``recover()`` found: claims loaded, CDI specs rewritten, quarantined checkpoint (if any)."""
-
-    claims: int = 0
-    rewritten: tuple[str, ...] = ()
-    quarantined: str | None = None
 
 
 def _neighbour(alloc: claims.AllocatedDevice, snap: Snapshot) -> tuple[claims.AllocatedDevice, Device]:

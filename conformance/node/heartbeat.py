@@ -81,13 +81,13 @@ while time.monotonic() - seen < stale:
 sa = "/var/run/secrets/kubernetes.io/serviceaccount"
 host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
 host = f"[{host}]" if ":" in host else host
-token = open(sa + "/token").read().strip()
-request = urllib.request.Request(
-    f"https://{host}:{port}/api/v1/namespaces/{ns}", method="DELETE", headers={"Authorization": "Bearer " + token}
-)
 said = f"no heartbeat from the run for {stale} s: "
 for attempt in range(12):
     try:
+        token = open(sa + "/token").read().strip()
+        request = urllib.request.Request(
+            f"https://{host}:{port}/api/v1/namespaces/{ns}", method="DELETE", headers={"Authorization": "Bearer " + token}
+        )
         urllib.request.urlopen(request, context=ssl.create_default_context(cafile=sa + "/ca.crt"), timeout=10)
         said += f"namespace {ns} deleted by its anchor"
         break

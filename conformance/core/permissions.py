@@ -109,6 +109,9 @@ NEEDED: tuple[Permission, ...] = (
         when=NODE_ACCESS,
         cluster=True,
     ),
+    Permission(  # heartbeat.api_endpoints: the API server's own address, when the Service's ClusterIP fails pods
+        ("list",), "endpointslices", "discovery.k8s.io", why="where the anchor reaches the API server", when=NODE_ACCESS
+    ),
     Permission(  # without it the expected driver nodes are unknown and the node checks fail, unless the profile
         # names them (deploy.node_selector); no fallback to the nodes with slices (issue 24 §2, driver_nodes.py)
         ("list",),

@@ -59,6 +59,7 @@ TABLE = {
     "DeviceTaintRule": (RESOURCE_GROUP, "v1", "devicetaintrules", False),
     "ClusterRole": ("rbac.authorization.k8s.io", "v1", "clusterroles", False),
     "ClusterRoleBinding": ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
+    "EndpointSlice": ("discovery.k8s.io", "v1", "endpointslices", True),
 }
 
 

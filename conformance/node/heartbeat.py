@@ -69,6 +69,7 @@ def anchor_command(stale: int, poll: int = POLL, mount: str = MOUNT, log: str = 
 REAPER = """
 import os, ssl, sys, time, urllib.request
 f, stale, poll, ns, key, log = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+extra = sys.argv[7:]  # the API server's own addresses (host:port), after the kubernetes Service
 last, seen = None, time.monotonic()
 while time.monotonic() - seen < stale:
     try:
@@ -79,35 +80,62 @@ while time.monotonic() - seen < stale:
         last, seen = value, time.monotonic()
     time.sleep(poll)
 sa = "/var/run/secrets/kubernetes.io/serviceaccount"
-host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
-host = f"[{host}]" if ":" in host else host
-said = f"no heartbeat from the run for {stale} s: "
+host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "")
+servers = ([f"[{host}]:{port}" if ":" in host else f"{host}:{port}"] if host else []) + extra
+said, errors, done = f"no heartbeat from the run for {stale} s: ", {}, ""
 for attempt in range(12):
-    try:
-        token = open(sa + "/token").read().strip()
-        request = urllib.request.Request(
-            f"https://{host}:{port}/api/v1/namespaces/{ns}", method="DELETE", headers={"Authorization": "Bearer " + token}
-        )
-        urllib.request.urlopen(request, context=ssl.create_default_context(cafile=sa + "/ca.crt"), timeout=10)
-        said += f"namespace {ns} deleted by its anchor"
+    for server in servers:
+        try:
+            token = open(sa + "/token").read().strip()
+            url, auth = f"https://{server}/api/v1/namespaces/{ns}", {"Authorization": "Bearer " + token}
+            request = urllib.request.Request(url, method="DELETE", headers=auth)
+            urllib.request.urlopen(request, context=ssl.create_default_context(cafile=sa + "/ca.crt"), timeout=10)
+            done = server
+            break
+        except Exception as exc:
+            errors[server] = str(exc)[:200]
+    if done:
         break
-    except Exception as exc:
-        error = exc
-        time.sleep(5)
+    time.sleep(5)
+if done:
+    said += f"namespace {ns} deleted by its anchor (through {done})"
 else:
-    said += f"deleting namespace {ns} failed ({error}); the Job fails and the helper pods it owns are deleted"
+    said += f"deleting namespace {ns} failed ({errors}); the Job fails and the helper pods it owns are deleted"
 print(said, flush=True)
 open(log, "w").write(said)
 sys.exit(1)
 """
 
 
-def reaper_command(stale: int, namespace: str, poll: int = POLL, mount: str = MOUNT) -> list[str]:
+def reaper_command(
+    stale: int, namespace: str, poll: int = POLL, mount: str = MOUNT, endpoints: tuple[str, ...] = ()
+) -> list[str]:
     """The reaper anchor's command (``python``, standard library only): :func:`anchor_command`'s heartbeat check,
-    then ``DELETE`` of ``namespace`` with the pod's ServiceAccount token (12 tries 5 s apart), then exit 1
-    (module docstring). The termination message says what it did."""
+    then ``DELETE`` of ``namespace`` with the pod's ServiceAccount token, the server's certificate verified against
+    the pod's CA, through the ``kubernetes`` Service and then each of ``endpoints`` (``host:port``, the API
+    server's own addresses: :func:`api_endpoints`) until one answers (12 rounds 5 s apart); then exit 1. The
+    termination message says what it did."""
     args = [f"{mount}/annotations", str(int(stale)), str(int(poll)), namespace, ANNOTATION, "/dev/termination-log"]
-    return ["python", "-c", REAPER, *args]
+    return ["python", "-c", REAPER, *args, *endpoints]
+
+
+def api_endpoints(k8s) -> tuple[str, ...]:
+    """``host:port`` of each API server behind the ``kubernetes`` Service (EndpointSlices of ``default`` labelled
+    ``kubernetes.io/service-name=kubernetes``): where the reaper goes when the Service's ClusterIP does not reach
+    this cluster's API server (on a host shared by several local clusters, another's kube-proxy may hold it).
+    Empty when they cannot be read (the reaper then uses the Service alone). Never raises."""
+    try:
+        slices = k8s.list("EndpointSlice", "default", label_selector="kubernetes.io/service-name=kubernetes")
+    except Exception:  # noqa: BLE001 - optional: e.g. RBAC without list endpointslices
+        return ()
+    found = []
+    for item in slices:
+        ports = [p.get("port") for p in item.get("ports") or [] if p.get("name") == "https"]
+        for endpoint in item.get("endpoints") or []:
+            for address in endpoint.get("addresses") or []:
+                host = f"[{address}]" if ":" in address else address
+                found += [f"{host}:{port}" for port in ports]
+    return tuple(found)
 
 
 def reaper_rbac(namespace: str, namespace_uid: str, labels: dict, account: str) -> list[dict]:

@@ -16,9 +16,8 @@ stops (heartbeat.py: the run renews an annotation on it every 30 s; without a re
 collector deletes the helper pods it owns. A hard bound backs this up: the helper pods and the Job carry
 ``activeDeadlineSeconds`` (:data:`HELPER_POD_DEADLINE`, 8 h times ``--timeout-scale``: the kubelet and the Job
 controller end them there even when the anchor pod never ran). With a gRPC relay image (Python) the anchor is a
-reaper: it deletes the helper namespace itself on a stale heartbeat, with a ClusterRole allowing only that, owned by
-the namespace (heartbeat.py ``reaper_rbac``), so nothing is left; without one (or when the run may not create that
-role) the empty helper namespace stays until ``dra-conformance cleanup`` (the run-label sweep) removes it.
+reaper: it deletes the helper namespace on a stale heartbeat (a ClusterRole allowing only that, owned by the
+namespace: heartbeat.py), so nothing is left; else the empty namespace stays until ``dra-conformance cleanup``.
 :attr:`HelperPodNodeAccess.lifetime` says all this at start-up, with the times.
 """
 
@@ -31,6 +30,7 @@ import grpc
 from kubernetes import client as kclient
 from kubernetes.stream import stream
 
+from conformance import images as refs
 from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
@@ -105,6 +105,7 @@ def run_anchor(
     deadline: int = HELPER_POD_DEADLINE,
     stale: int = heartbeat.STALE,
     reaper_image: str = "",
+    endpoints: tuple[str, ...] = (),
 ) -> dict:
     """The batch/v1 Job :data:`ANCHOR` owning the helper pods: one unprivileged busybox pod that exits 1 when the
     run's heartbeat (its own annotation :data:`heartbeat.ANNOTATION`, read through a downwardAPI volume) has not
@@ -112,12 +113,12 @@ def run_anchor(
     ``activeDeadlineSeconds: deadline``: the hard bound (reason DeadlineExceeded); ``ttlSecondsAfterFinished: 0``:
     the TTL-after-finished controller then deletes it (KEP-592) and the garbage collector its dependents. No
     tolerations (it runs on no node in particular, not on tainted control-plane nodes) and no ServiceAccount
-    token. With ``reaper_image`` (Python) it runs :func:`heartbeat.reaper_command` instead, as ServiceAccount
-    :data:`ANCHOR` (with its token): it deletes ``namespace`` when the heartbeat stops. Sources: batch/v1 JobSpec;
-    downward API volume; metadata.ownerReferences."""
+    token. With ``reaper_image`` (Python): :func:`heartbeat.reaper_command` (``endpoints``) as ServiceAccount
+    :data:`ANCHOR`, deleting ``namespace`` when the heartbeat stops. Sources: batch/v1 JobSpec; downward API."""
     labels = names.run_labels(run_id, "node-access")
     volume, mount = heartbeat.anchor_volume()
-    command = heartbeat.reaper_command(stale, namespace) if reaper_image else heartbeat.anchor_command(stale)
+    reaper = heartbeat.reaper_command(stale, namespace, endpoints=endpoints)
+    command = reaper if reaper_image else heartbeat.anchor_command(stale)
     container = {"name": "anchor", "image": reaper_image or image, "command": command, "volumeMounts": [mount]}
     pod = {
         "restartPolicy": "Never",
@@ -217,7 +218,8 @@ class HelperPodNodeAccess:
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
             self.reaper = self._reaper_rbac(ns.uid)
             reaper_image = "" if self.reaper else self.grpc_image
-            spec = run_anchor(self.namespace, self.run_id, self.image, self.deadline, self.stale, reaper_image)
+            found = heartbeat.api_endpoints(self.k8s) if reaper_image else ()
+            spec = run_anchor(self.namespace, self.run_id, self.image, self.deadline, self.stale, reaper_image, found)
             anchor = self.k8s.create(spec)
             ends = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.deadline)
             self.heartbeat = heartbeat.Heartbeat(self.k8s, self.namespace, anchor.uid, self.interval)
@@ -243,7 +245,7 @@ class HelperPodNodeAccess:
         self.lifetime = self._lifetime(ends)
 
     def _reaper_rbac(self, namespace_uid: str) -> str:
-        """Create the reaper anchor's account and permission; why not ("" when created): heartbeat.create_reaper."""
+        """The reaper's account and permission; why not ("" when created): heartbeat.create_reaper."""
         if not self.grpc_image:
             return "no image with Python on every node (the gRPC relay) to run the reaper"
         labels = names.run_labels(self.run_id, "node-access")
@@ -264,9 +266,11 @@ class HelperPodNodeAccess:
             if not self.reaper
             else f"(anchor Job {ANCHOR}; {self.reaper}: the empty namespace stays until `dra-conformance cleanup`)"
         )
+        loose = refs.unpinned([self.image, self.grpc_image])  # privileged code under a tag someone may move
+        pins = f"; WARNING: image(s) {', '.join(loose)} not pinned by digest ({refs.PIN_FIX})" if loose else ""
         return (
             f"privileged helper pods in {self.namespace}: if this run is killed they end about {self.stale} s after "
-            f"its last heartbeat {gone}, {at}"
+            f"its last heartbeat {gone}, {at}{pins}"
         )
 
     @property

@@ -22,8 +22,9 @@ from conformance_lab.local.images import import_into_nodes
 from conformance_lab.toolchain.images import catalog
 
 from conformance import images as refs
+from conformance.clusters.existing import pinned
 from conformance.core import names
-from conformance.k8s import sweep, waits
+from conformance.k8s import discovery, sweep, waits
 from conformance.k8s.client import K8s
 from conformance.node import heartbeat
 from conformance.node.helper_pod import ANCHOR
@@ -54,9 +55,11 @@ CHILD = textwrap.dedent(
 def _start_helpers(cluster, run_id: str) -> subprocess.Popen:
     """A child process holding helper pods on every node of ``cluster`` (module docstring)."""
     import_into_nodes(cluster.name, [catalog.select(["reference-driver"])[0].build()], say=lambda line: None)
-    relay = refs.reference_driver_ref()  # Python + grpcio: the gRPC relay, and the anchor's reaper
-    argv = [str(cluster.kubeconfig), run_id, cluster.images["busybox"], relay, str(DEADLINE), str(STALE)]
-    argv += [str(INTERVAL)]
+    nodes = discovery.nodes(K8s.from_kubeconfig(str(cluster.kubeconfig)))
+    # pinned by the digest every node reports (imported with --digests); Python + grpcio: the relay and the reaper
+    busybox, relay = pinned(nodes, cluster.images["busybox"]), pinned(nodes, refs.reference_driver_ref())
+    assert "@sha256:" in busybox and "@sha256:" in relay, (busybox, relay)
+    argv = [str(cluster.kubeconfig), run_id, busybox, relay, str(DEADLINE), str(STALE), str(INTERVAL)]
     argv += [n.name for n in cluster.nodes]
     return subprocess.Popen([sys.executable, "-c", CHILD, *argv], stdout=subprocess.PIPE, text=True)
 
@@ -81,6 +84,7 @@ def test_helper_pods_and_their_namespace_are_deleted_after_the_run_is_sigkilled(
         pods = _helpers(k8s, run_id)
         assert said == "started" and len(pods) == len(local_cluster.nodes), (said, [p.name for p in pods])
         assert f"they end about {STALE} s after its last heartbeat with their namespace" in lifetime, lifetime
+        assert "not pinned" not in lifetime and "@sha256:" in pods[0].get("spec.containers")[0]["image"], lifetime
         assert all(p.get("spec.activeDeadlineSeconds") == DEADLINE for p in pods), [p.get("spec") for p in pods]
         assert {r["name"] for p in pods for r in p.get("metadata.ownerReferences")} == {ANCHOR}
         namespace = k8s.get("Namespace", pods[0].namespace)

@@ -54,11 +54,17 @@ CHILD = textwrap.dedent(
 
 def _start_helpers(cluster, run_id: str) -> subprocess.Popen:
     """A child process holding helper pods on every node of ``cluster`` (module docstring)."""
-    import_into_nodes(cluster.name, [catalog.select(["reference-driver"])[0].build()], say=lambda line: None)
-    nodes = discovery.nodes(K8s.from_kubeconfig(str(cluster.kubeconfig)))
-    # pinned by the digest every node reports (imported with --digests); Python + grpcio: the relay and the reaper
-    busybox, relay = pinned(nodes, cluster.images["busybox"]), pinned(nodes, refs.reference_driver_ref())
-    assert "@sha256:" in busybox and "@sha256:" in relay, (busybox, relay)
+    archives = [spec.build() for spec in catalog.select(["busybox", "reference-driver"])]
+    import_into_nodes(cluster.name, archives, say=lambda line: None)  # again: the shared cluster may be older code's
+    k8s, wanted = K8s.from_kubeconfig(str(cluster.kubeconfig)), [cluster.images["busybox"], refs.reference_driver_ref()]
+
+    def pins() -> list[str]:  # pinned by the digest every node reports (imported with --digests)
+        found = [pinned(discovery.nodes(k8s), ref) for ref in wanted]
+        return found if all("@sha256:" in ref for ref in found) else []
+
+    # the kubelet lists new images in Node.status.images within its image-list refresh (~30 s)
+    assert waits.poll(pins, timeout=120, interval=5, scale=False), f"no digest reported by every node for {wanted}"
+    busybox, relay = pins()  # Python + grpcio: the relay and the reaper
     argv = [str(cluster.kubeconfig), run_id, busybox, relay, str(DEADLINE), str(STALE), str(INTERVAL)]
     argv += [n.name for n in cluster.nodes]
     return subprocess.Popen([sys.executable, "-c", CHILD, *argv], stdout=subprocess.PIPE, text=True)

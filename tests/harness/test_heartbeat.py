@@ -30,7 +30,7 @@ def test_the_anchor_exits_1_when_the_heartbeat_does_not_change_for_stale_seconds
     out, _ = proc.communicate(timeout=20)
     took = time.monotonic() - started
     assert proc.returncode == 1, out
-    assert 2 <= took < 10, took
+    assert 1 <= took < 10, took  # `date +%s` counts whole seconds: 2 s stale can end after 1.01 s
     assert "no heartbeat from the run for 2 s" in out and 'last: dra-conformance.io/heartbeat="0"' in out, out
     assert "no heartbeat from the run" in (tmp_path / "termination-log").read_text()
 

@@ -9,7 +9,8 @@ same way. Pattern: importlib.metadata entry points (PyPA entry points specificat
 
 ``--version`` prints the version of each installed distribution and, from a checkout, the git commit. A closed
 pipe (``dra-conformance list | head -1``) ends the command quietly with exit 141 (128 + SIGPIPE, the shell's
-code for a process a closed pipe stopped).
+code for a process a closed pipe stopped). SIGTERM interrupts every command as Ctrl-C does (cleanup, then exit 2;
+``conformance.core.commands.sigterm_as_interrupt``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import subprocess
 import sys
 
 from conformance import shipped
+from conformance.core import commands
 
 GROUP = "dra_conformance.commands"
 EXIT_BAD_INPUT = 4
+EXIT_INTERRUPTED = 2  # Ctrl-C or SIGTERM (every command: _dispatch)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE (13)
 FIRST = ("run", "report", "preflight", "cleanup", "profile", "images")  # the plugin's own, first in --help
 DISTRIBUTIONS = ("dra-conformance", "dra-conformance-lab", "dra-conformance-tools")
@@ -191,7 +194,12 @@ def _dispatch(argv: list[str]) -> int:
         print(f"error: `dra-conformance {wanted}` comes with {ELSEWHERE[wanted]}: pip install {ELSEWHERE[wanted]}")
         return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    with commands.sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does, in every command
+        try:
+            return int(args.func(args) or 0)
+        except KeyboardInterrupt:  # a command that cleaned up (its finally/except blocks ran) and let it through
+            print(f"dra-conformance {args.command}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

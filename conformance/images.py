@@ -106,3 +106,16 @@ def in_registry(ref: str, registry: str) -> str:
     the same path. Raises ImageError on a malformed reference or registry."""
     path = normalize(ref).split("/", 1)[1]
     return f"{check_registry(registry)}/{path}"
+
+
+PIN_FIX = (
+    "pin it: `dra-conformance images export` then `images import` on every node (imported with their digests), or "
+    "`dra-conformance images push --registry R` and run with --image-registry R once every node has pulled it"
+)
+
+
+def unpinned(refs: list[str]) -> list[str]:
+    """The references of ``refs`` (empty ones skipped) that name no digest (``@sha256:``): a tag the registry can
+    point at other code. Privileged pods (the helper pods of ``--node-access privileged-pod``) should run only
+    pinned images; the run warns about these (:data:`PIN_FIX`)."""
+    return [r for r in refs if r and "@sha256:" not in r]

@@ -1,10 +1,14 @@
 """Seams of the `dra-conformance` command line that the plugin and the lab share (the lab may import
 conformance.core, not conformance.cli): a command group that more than one distribution fills, e.g. ``images``
-(the plugin's ``images list``, the lab's ``images build|export|import|cache``)."""
+(the plugin's ``images list``, the lab's ``images build|export|import|cache``); and how a long command is
+interrupted (:func:`sigterm_as_interrupt`)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import threading
 
 _ACTIONS = "_dra_conformance_actions"  # attribute of a group's parser holding its subparsers action
 
@@ -21,3 +25,21 @@ def group(subparsers, name: str, help_text: str, metavar: str = "ACTION") -> arg
     if actions is None:
         raise ValueError(f"dra-conformance {name} is a command, not a group: register its actions elsewhere")
     return actions
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While the block runs, SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C (SIGINT) does, so
+    every command cleans up the same way on either (CI runners, ``timeout`` and ``kubectl delete pod`` send
+    SIGTERM; ``cluster up`` tears down what it started, ``install`` removes its cluster, ``run`` tears down and
+    prints VERDICT: INTERRUPTED). The previous handler is restored after the block. Outside the main thread
+    (where Python cannot set handlers) it does nothing. The one mechanism: `dra-conformance` wraps every
+    command in it (conformance/cli.py), tools wrap their own main in it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

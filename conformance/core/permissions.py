@@ -90,6 +90,28 @@ NEEDED: tuple[Permission, ...] = (
     Permission(  # conformance/node/heartbeat.py: the anchor pod ends, and the helper pods with it, when it stops
         ("patch",), "pods", why="the run's heartbeat on the helper pods' anchor pod", when=NODE_ACCESS
     ),
+    Permission(  # heartbeat.py reaper: the anchor deletes the helper namespace after SIGKILL (its own account)
+        ("create",), "serviceaccounts", why="the helper pods' anchor's account", when=NODE_ACCESS
+    ),
+    Permission(  # the anchor's one permission (delete of the helper namespace), owned by it: GC removes them
+        ("create",),
+        "clusterroles",
+        "rbac.authorization.k8s.io",
+        why="the anchor's permission to delete the helper namespace",
+        when=NODE_ACCESS,
+        cluster=True,
+    ),
+    Permission(
+        ("create",),
+        "clusterrolebindings",
+        "rbac.authorization.k8s.io",
+        why="granting it to the anchor's account",
+        when=NODE_ACCESS,
+        cluster=True,
+    ),
+    Permission(  # heartbeat.api_endpoints: the API server's own address, when the Service's ClusterIP fails pods
+        ("list",), "endpointslices", "discovery.k8s.io", why="where the anchor reaches the API server", when=NODE_ACCESS
+    ),
     Permission(  # without it the expected driver nodes are unknown and the node checks fail, unless the profile
         # names them (deploy.node_selector); no fallback to the nodes with slices (issue 24 §2, driver_nodes.py)
         ("list",),

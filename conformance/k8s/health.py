@@ -19,6 +19,12 @@ probe is not ``ready`` (403, 404, no answer...) it logs one ``unprobeable`` entr
 :mod:`conformance.reporting.cluster_fault` compares with each failed test's start and stop. A window opens only
 after a ``ready`` sample and needs :data:`MIN_BAD` consecutive bad samples (a single slow probe is no outage).
 
+The watcher also bounds how long API calls are resent during an outage: a process that follows the log
+(:func:`follow`: the owner at set-up, each xdist worker when it attaches) asks :func:`down_evidence` before resending a
+request (conformance/k8s/retries.py); once the log shows a confirmed outage still open and older than
+:data:`DOWN_BOUND_S` times ``--timeout-scale``, the call fails with that evidence instead of waiting out its
+attempts (a request to an API server whose etcd is stopped hangs to the client's 30 s timeout each time).
+
 Sources: kube-apiserver ``/readyz`` and ``/readyz?verbose`` (Kubernetes docs "Kubernetes API health endpoints";
 the ``etcd`` and ``etcd-readiness`` checks), HTTP 401 for a token whose ServiceAccount was deleted
 (KEP-1205 bound service account tokens).
@@ -40,6 +46,8 @@ OUTAGE_KINDS = ("unreachable", "not-ready", "credentials-refused")  # the bad sa
 MIN_BAD = 2  # consecutive bad samples before a window counts as an outage (no one-probe blips)
 START_TRIES = 3  # first probes before the run gives up watching (only an unreachable/not-ready answer is retried)
 UNPROBEABLE = "unprobeable"  # the one entry of a run whose first probe was not ready: nothing is watched
+DOWN_BOUND_S = 60.0  # seconds (times --timeout-scale) of a confirmed outage after which API calls are not resent
+_followed: Path | None = None  # the health log this process's retry policy reads (follow())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,3 +227,39 @@ def _outage(window: list[dict], end: float) -> Outage:
     for entry in window:
         details.setdefault(str(entry.get("what")), str(entry.get("detail", "")))
     return Outage(window[0]["t"], end, str(window[0].get("what")), "; then ".join(details.values()), tuple(details))
+
+
+def follow(report_dir: Path | None) -> None:
+    """Make :func:`down_evidence` read ``report_dir``'s health log in this process (``None``: read nothing, the
+    default; then API calls are resent by attempts alone). Called by the run's owner once its watcher runs and
+    by each xdist worker when it attaches (the watcher lives in the owner; the log is how workers see it)."""
+    global _followed  # noqa: PLW0603 - one log per process, set at session start
+    _followed = Path(report_dir) / FILE if report_dir is not None else None
+
+
+def open_outage(samples: list[dict]) -> Outage | None:
+    """The outage the samples (as :func:`read` returns) end in, still open (its last sample bad and confirmed:
+    :data:`MIN_BAD` bad samples after a ready one); None when the API server's last sample was not a confirmed
+    outage."""
+    if not samples or samples[-1]["ok"] or samples[-1].get("what") not in OUTAGE_KINDS:
+        return None
+    found = outages(samples)
+    return found[-1] if found and found[-1].end == samples[-1]["t"] else None
+
+
+def down_evidence(bound: float, now: float | None = None) -> str:
+    """Evidence that the API server has been down longer than ``bound`` seconds, from the followed log
+    (:func:`follow`): ``"API server unreachable since 19:11:47 UTC (75 s, health watcher): no answer within 3 s"``;
+    ``""`` when no log is followed, it cannot be read, or it shows no open outage that long (then the caller
+    resends as usual). Never raises."""
+    if _followed is None:
+        return ""
+    try:
+        outage = open_outage(read(_followed.parent))
+    except OSError:
+        return ""
+    now = time.time() if now is None else now
+    if outage is None or now - outage.start < bound:
+        return ""
+    title = TITLES.get(outage.what, outage.what)
+    return f"{title} since {_hms(outage.start)} UTC ({now - outage.start:.0f} s, health watcher): {outage.detail[:300]}"

@@ -57,6 +57,9 @@ TABLE = {
     "ResourceClaimTemplate": (RESOURCE_GROUP, "v1", "resourceclaimtemplates", True),
     "ResourceSlice": (RESOURCE_GROUP, "v1", "resourceslices", False),
     "DeviceTaintRule": (RESOURCE_GROUP, "v1", "devicetaintrules", False),
+    "ClusterRole": ("rbac.authorization.k8s.io", "v1", "clusterroles", False),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
+    "EndpointSlice": ("discovery.k8s.io", "v1", "endpointslices", True),
 }
 
 

@@ -7,20 +7,31 @@ annotations in a ``downwardAPI`` volume (:func:`anchor_volume`; the kubelet rewr
 annotations change) and its container (:func:`anchor_command`, busybox ``sh``) exits 1 when the value has not changed
 for ``stale`` seconds, measured with the node's own clock (no clock skew between the run's host and the node). The
 Job has ``backoffLimit: 0``, so it fails at once; the TTL-after-finished controller deletes it and the garbage
-collector the helper pods it owns. The anchor pod needs no API access (no ServiceAccount token is mounted).
+collector the helper pods it owns. This anchor needs no API access (no ServiceAccount token is mounted); it
+leaves the empty helper namespace to ``dra-conformance cleanup``.
+
+With an image holding Python (the helpers' gRPC relay image) the anchor is a reaper (:func:`reaper_command`): on
+a stale heartbeat it deletes the helper namespace itself (``DELETE /api/v1/namespaces/<ns>`` with its own
+ServiceAccount token, the API server's certificate verified against the pod's CA), so nothing of the run is left
+with no process of the run alive. Its only permission is that one delete: a ClusterRole and ClusterRoleBinding
+(:func:`reaper_rbac`) owned by the helper Namespace (``metadata.ownerReferences``), which the garbage collector
+removes once the namespace is gone. No finalizer anywhere.
 
 Costs: one PATCH per ``interval`` (default 30 s). Needs ``patch pods`` in the helper namespace
 (conformance/core/permissions.py). When the anchor pod cannot run (no schedulable node for an unprivileged pod
 without tolerations), nothing checks the heartbeat and the helper pods end at their ``activeDeadlineSeconds``
 (:meth:`Heartbeat.anchor_problem` says so). Sources: Kubernetes downward API volume (``fieldRef:
 metadata.annotations``, updated in place), batch/v1 Job ``backoffLimit``, ``ttlSecondsAfterFinished`` (KEP-592),
-the Job controller's pod label ``batch.kubernetes.io/controller-uid`` (Kubernetes >= 1.27).
+the Job controller's pod label ``batch.kubernetes.io/controller-uid`` (Kubernetes >= 1.27); RBAC ``resourceNames``;
+garbage collection of cluster-scoped dependents of a cluster-scoped owner ("Owners and Dependents").
 """
 
 from __future__ import annotations
 
 import threading
 import time
+
+from conformance.core.errors import ConformanceError
 
 ANNOTATION = "dra-conformance.io/heartbeat"
 VOLUME = "heartbeat"
@@ -53,6 +64,113 @@ def anchor_command(stale: int, poll: int = POLL, mount: str = MOUNT, log: str = 
         f"sleep {int(poll)}; done"
     )
     return ["sh", "-c", script]
+
+
+REAPER = """
+import os, ssl, sys, time, urllib.request
+f, stale, poll, ns, key, log = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+extra = sys.argv[7:]  # the API server's own addresses (host:port), after the kubernetes Service
+last, seen = None, time.monotonic()
+while time.monotonic() - seen < stale:
+    try:
+        value = [line for line in open(f) if line.startswith(key + "=")]
+    except OSError:
+        value = None
+    if value != last:
+        last, seen = value, time.monotonic()
+    time.sleep(poll)
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "")
+servers = ([f"[{host}]:{port}" if ":" in host else f"{host}:{port}"] if host else []) + extra
+said, errors, done = f"no heartbeat from the run for {stale} s: ", {}, ""
+for attempt in range(12):
+    for server in servers:
+        try:
+            token = open(sa + "/token").read().strip()
+            url, auth = f"https://{server}/api/v1/namespaces/{ns}", {"Authorization": "Bearer " + token}
+            request = urllib.request.Request(url, method="DELETE", headers=auth)
+            urllib.request.urlopen(request, context=ssl.create_default_context(cafile=sa + "/ca.crt"), timeout=10)
+            done = server
+            break
+        except Exception as exc:
+            errors[server] = str(exc)[:200]
+    if done:
+        break
+    time.sleep(5)
+if done:
+    said += f"namespace {ns} deleted by its anchor (through {done})"
+else:
+    said += f"deleting namespace {ns} failed ({errors}); the Job fails and the helper pods it owns are deleted"
+print(said, flush=True)
+open(log, "w").write(said)
+sys.exit(1)
+"""
+
+
+def reaper_command(
+    stale: int, namespace: str, poll: int = POLL, mount: str = MOUNT, endpoints: tuple[str, ...] = ()
+) -> list[str]:
+    """The reaper anchor's command (``python``, standard library only): :func:`anchor_command`'s heartbeat check,
+    then ``DELETE`` of ``namespace`` with the pod's ServiceAccount token, the server's certificate verified against
+    the pod's CA, through the ``kubernetes`` Service and then each of ``endpoints`` (``host:port``, the API
+    server's own addresses: :func:`api_endpoints`) until one answers (12 rounds 5 s apart); then exit 1. The
+    termination message says what it did."""
+    args = [f"{mount}/annotations", str(int(stale)), str(int(poll)), namespace, ANNOTATION, "/dev/termination-log"]
+    return ["python", "-c", REAPER, *args, *endpoints]
+
+
+def api_endpoints(k8s) -> tuple[str, ...]:
+    """``host:port`` of each API server behind the ``kubernetes`` Service (EndpointSlices of ``default`` labelled
+    ``kubernetes.io/service-name=kubernetes``): where the reaper goes when the Service's ClusterIP does not reach
+    this cluster's API server (on a host shared by several local clusters, another's kube-proxy may hold it).
+    Empty when they cannot be read (the reaper then uses the Service alone). Never raises."""
+    try:
+        slices = k8s.list("EndpointSlice", "default", label_selector="kubernetes.io/service-name=kubernetes")
+    except Exception:  # noqa: BLE001 - optional: e.g. RBAC without list endpointslices
+        return ()
+    found = []
+    for item in slices:
+        ports = [p.get("port") for p in item.get("ports") or [] if p.get("name") == "https"]
+        for endpoint in item.get("endpoints") or []:
+            for address in endpoint.get("addresses") or []:
+                host = f"[{address}]" if ":" in address else address
+                found += [f"{host}:{port}" for port in ports]
+    return tuple(found)
+
+
+def reaper_rbac(namespace: str, namespace_uid: str, labels: dict, account: str) -> list[dict]:
+    """The reaper's permission: a ClusterRole allowing ``delete`` of the Namespace ``namespace`` only, and a
+    ClusterRoleBinding granting it to ServiceAccount ``account`` there; both named ``dra-conformance-<namespace>``
+    and owned by that Namespace (uid ``namespace_uid``), so the garbage collector removes them after it."""
+    name = f"dra-conformance-{namespace}"[:253]
+    owner = [{"apiVersion": "v1", "kind": "Namespace", "name": namespace, "uid": namespace_uid}]
+    meta = {"name": name, "labels": labels, "ownerReferences": owner}
+    rbac = "rbac.authorization.k8s.io"
+    rule = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["delete"], "resourceNames": [namespace]}
+    return [
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": meta, "rules": [rule]},
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
+    ]
+
+
+def create_reaper(k8s, namespace: str, namespace_uid: str, labels: dict, account: str) -> str:
+    """Create ServiceAccount ``account`` in ``namespace`` and :func:`reaper_rbac`'s objects through ``k8s``; return
+    why the reaper cannot run (``""`` when all were created): the API server's refusal, e.g. RBAC without
+    ``create clusterroles``. What was created before a refusal is owned by the namespace and goes with it."""
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}}
+    sa["metadata"]["labels"] = labels
+    try:
+        for obj in [sa, *reaper_rbac(namespace, namespace_uid, labels, account)]:
+            k8s.create(obj)
+    except ConformanceError as exc:
+        return f"the reaper's role could not be created ({str(exc).splitlines()[0]})"
+    return ""
 
 
 class Heartbeat:

@@ -15,9 +15,10 @@ stops (heartbeat.py: the run renews an annotation on it every 30 s; without a re
 ``--timeout-scale`` it exits 1). The Job then fails, the TTL-after-finished controller deletes it and the garbage
 collector deletes the helper pods it owns. A hard bound backs this up: the helper pods and the Job carry
 ``activeDeadlineSeconds`` (:data:`HELPER_POD_DEADLINE`, 8 h times ``--timeout-scale``: the kubelet and the Job
-controller end them there even when the anchor pod never ran). What is left is the empty helper namespace, which
-``dra-conformance cleanup`` (the run-label sweep) removes. :attr:`HelperPodNodeAccess.lifetime` says all this at
-start-up, with the times.
+controller end them there even when the anchor pod never ran). With a gRPC relay image (Python) the anchor is a
+reaper: it deletes the helper namespace on a stale heartbeat (a ClusterRole allowing only that, owned by the
+namespace: heartbeat.py), so nothing is left; else the empty namespace stays until ``dra-conformance cleanup``.
+:attr:`HelperPodNodeAccess.lifetime` says all this at start-up, with the times.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import grpc
 from kubernetes import client as kclient
 from kubernetes.stream import stream
 
+from conformance import images as refs
 from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
@@ -97,7 +99,13 @@ def helper_pod(
 
 
 def run_anchor(
-    namespace: str, run_id: str, image: str, deadline: int = HELPER_POD_DEADLINE, stale: int = heartbeat.STALE
+    namespace: str,
+    run_id: str,
+    image: str,
+    deadline: int = HELPER_POD_DEADLINE,
+    stale: int = heartbeat.STALE,
+    reaper_image: str = "",
+    endpoints: tuple[str, ...] = (),
 ) -> dict:
     """The batch/v1 Job :data:`ANCHOR` owning the helper pods: one unprivileged busybox pod that exits 1 when the
     run's heartbeat (its own annotation :data:`heartbeat.ANNOTATION`, read through a downwardAPI volume) has not
@@ -105,21 +113,21 @@ def run_anchor(
     ``activeDeadlineSeconds: deadline``: the hard bound (reason DeadlineExceeded); ``ttlSecondsAfterFinished: 0``:
     the TTL-after-finished controller then deletes it (KEP-592) and the garbage collector its dependents. No
     tolerations (it runs on no node in particular, not on tainted control-plane nodes) and no ServiceAccount
-    token. Sources: batch/v1 JobSpec; downward API volume; metadata.ownerReferences."""
+    token. With ``reaper_image`` (Python): :func:`heartbeat.reaper_command` (``endpoints``) as ServiceAccount
+    :data:`ANCHOR`, deleting ``namespace`` when the heartbeat stops. Sources: batch/v1 JobSpec; downward API."""
     labels = names.run_labels(run_id, "node-access")
     volume, mount = heartbeat.anchor_volume()
-    container = {
-        "name": "anchor",
-        "image": image,
-        "command": heartbeat.anchor_command(stale),
-        "volumeMounts": [mount],
-    }
+    reaper = heartbeat.reaper_command(stale, namespace, endpoints=endpoints)
+    command = reaper if reaper_image else heartbeat.anchor_command(stale)
+    container = {"name": "anchor", "image": reaper_image or image, "command": command, "volumeMounts": [mount]}
     pod = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 1,
-        "automountServiceAccountToken": False,
+        "automountServiceAccountToken": bool(reaper_image),
         "volumes": [volume],
     }
+    if reaper_image:
+        pod["serviceAccountName"] = ANCHOR
     meta = {"labels": labels, "annotations": {heartbeat.ANNOTATION: "0"}}
     return {
         "apiVersion": "batch/v1",
@@ -199,15 +207,20 @@ class HelperPodNodeAccess:
         self.pods: dict[str, str] = {}
         self.heartbeat: heartbeat.Heartbeat | None = None
         self.lifetime = ""  # after start(): when the helper pods end (printed at start-up)
+        self.reaper = ""  # after start(): why the anchor cannot delete the namespace ("" when it can)
         self._error = ""
 
     def start(self) -> None:
         """Create the namespace, the anchor Job, start the heartbeat, create one helper pod per node the Job owns
         and wait until they run (bounded); then set :attr:`lifetime`."""
         try:
-            self.k8s.create(helper_namespace(self.namespace, self.run_id))
+            ns = self.k8s.create(helper_namespace(self.namespace, self.run_id))
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
-            anchor = self.k8s.create(run_anchor(self.namespace, self.run_id, self.image, self.deadline, self.stale))
+            self.reaper = self._reaper_rbac(ns.uid)
+            reaper_image = "" if self.reaper else self.grpc_image
+            found = heartbeat.api_endpoints(self.k8s) if reaper_image else ()
+            spec = run_anchor(self.namespace, self.run_id, self.image, self.deadline, self.stale, reaper_image, found)
+            anchor = self.k8s.create(spec)
             ends = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.deadline)
             self.heartbeat = heartbeat.Heartbeat(self.k8s, self.namespace, anchor.uid, self.interval)
             self.heartbeat.start()
@@ -231,6 +244,13 @@ class HelperPodNodeAccess:
             return
         self.lifetime = self._lifetime(ends)
 
+    def _reaper_rbac(self, namespace_uid: str) -> str:
+        """The reaper's account and permission; why not ("" when created): heartbeat.create_reaper."""
+        if not self.grpc_image:
+            return "no image with Python on every node (the gRPC relay) to run the reaper"
+        labels = names.run_labels(self.run_id, "node-access")
+        return heartbeat.create_reaper(self.k8s, self.namespace, namespace_uid, labels, ANCHOR)
+
     def _lifetime(self, ends: datetime.datetime) -> str:
         """The start-up line: when the helper pods end if this run is killed."""
         at = f"at the latest at {ends:%Y-%m-%d %H:%M} UTC (activeDeadlineSeconds {self.deadline})"
@@ -241,9 +261,16 @@ class HelperPodNodeAccess:
                 f"is killed they stay until {at[len('at the latest at ') :]} (`dra-conformance cleanup --run-id "
                 f"{self.run_id}` removes them sooner)"
             )
+        gone = (
+            "with their namespace (the anchor deletes it)"
+            if not self.reaper
+            else f"(anchor Job {ANCHOR}; {self.reaper}: the empty namespace stays until `dra-conformance cleanup`)"
+        )
+        loose = refs.unpinned([self.image, self.grpc_image])  # privileged code under a tag someone may move
+        pins = f"; WARNING: image(s) {', '.join(loose)} not pinned by digest ({refs.PIN_FIX})" if loose else ""
         return (
             f"privileged helper pods in {self.namespace}: if this run is killed they end about {self.stale} s after "
-            f"its last heartbeat (anchor Job {ANCHOR}), {at}"
+            f"its last heartbeat {gone}, {at}{pins}"
         )
 
     @property

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from collections.abc import Callable
 
@@ -121,8 +120,7 @@ def preflight_command(args: argparse.Namespace) -> int:
         print("# The permissions a dra-conformance run needs (bind with a ClusterRoleBinding to the run's user).")
         print(yaml.safe_dump(role, sort_keys=False, width=200), end="")
         return EXIT_OK
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM cleans up as Ctrl-C does
-    try:
+    try:  # SIGTERM arrives as KeyboardInterrupt, as Ctrl-C does (conformance/cli.py, every command)
         profile = load_profile(args.driver)
         k8s = K8s.from_kubeconfig(args.kubeconfig, args.context)
         checks = run_checks(k8s, profile, args.node_access == "privileged-pod")
@@ -135,7 +133,5 @@ def preflight_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("preflight interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     print(render(checks, args.output))
     return exit_code(checks)

@@ -131,6 +131,7 @@ class Session:
             self.health = health.Watcher(k8s, self.report_dir).start()  # cluster-health.jsonl
             if self.health.unprobeable:  # /readyz not readable now (403, a proxy's 404): no outage is attributed
                 self.progress(f"cluster faults not watched: /readyz at the start said {self.health.unprobeable}")
+            health.follow(self.report_dir)  # API calls stop being resent in a long outage (k8s/retries.py)
         except BaseException:
             self.teardown()
             raise
@@ -237,6 +238,7 @@ class Session:
         self.cluster = provider.attach(state["cluster"]["state"])
         self.node_access = provider.node_access(cfg.node_access, owner=False)
         self.driver = self._deployer(self.cluster, self.k8s).attach(state["driver"])
+        health.follow(self.report_dir)  # the owner's watcher log bounds this worker's resends (k8s/retries.py)
         return self
 
     # -- teardown ------------------------------------------------------------------------------------
@@ -310,6 +312,7 @@ class Session:
     def _stop_health(self) -> list[str]:
         """Stop the cluster-health watcher (conformance/k8s/health.py); a problem when its log was not written."""
         watcher, self.health = self.health, None
+        health.follow(None)
         if watcher is None:
             return []
         watcher.stop()

@@ -8,7 +8,8 @@ The cluster and the driver come from the same registry entries a run uses (provi
 with DaemonSet paths for the pod modes). The offline images every qualification needs on the nodes (busybox;
 the reference-driver image, the helper pods' gRPC relay) are imported too. Nothing is torn down on success;
 ``dra-conformance cluster down --name <name>`` removes all of it. On a failure everything started is removed.
-Exit codes: 0 installed, 3 cluster or driver not usable, 4 bad input.
+Exit codes: 0 installed, 2 interrupted (Ctrl-C or SIGTERM; removed as on a failure), 3 cluster or driver not usable,
+4 bad input.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def _install(args: argparse.Namespace) -> int:
             deployer.teardown()
         if provider is not None:
             provider.down()
-        return 4 if isinstance(exc, ConfigError) else 3
+        return 4 if isinstance(exc, ConfigError) else 2 if isinstance(exc, KeyboardInterrupt) else 3
     name = provider.state().get("name", "")
     print(f"\ndriver {profile.driver} installed ({mode}) on local cluster {name}")
     print(f"kubeconfig: {cluster.kubeconfig}")

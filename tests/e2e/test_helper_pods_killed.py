@@ -1,10 +1,11 @@
-"""The privileged helper pods of ``--node-access privileged-pod`` are deleted even when the process that started them
-is killed with SIGKILL (issue 27 §4, breaker finding 6): a child process starts the real HelperPodNodeAccess on the
-shared local cluster with a short heartbeat window (and a hard deadline far beyond the test), keeps them alive
-through its heartbeat for longer than that window, and is SIGKILLed; the anchor pod then sees the heartbeat stop
-and exits, and the Job controller, the TTL-after-finished controller and the garbage collector remove the Job and
-the helper pods with no process of the run alive. Left: the empty helper namespace, which the run-label sweep
-(``dra-conformance cleanup``) removes. About 100 s (2 runs: 96 s, 94 s; gone 35 s and 32 s after SIGKILL)."""
+"""The privileged helper pods of ``--node-access privileged-pod`` and their namespace are deleted even when the process
+that started them is killed with SIGKILL (issue 27 §4, breaker finding 6): a child process starts the real
+HelperPodNodeAccess on the shared local cluster, with the reference-driver image (Python) as the gRPC relay, a short
+heartbeat window (and a hard deadline far beyond the test), keeps them alive through its heartbeat for longer than
+that window, and is SIGKILLed; the anchor pod then sees the heartbeat stop and deletes the helper namespace with its
+own one-namespace permission; the namespace controller removes the pods and the Job, and the garbage collector the
+ClusterRole and binding the namespace owns, with no process of the run alive and no sweep. About 110 s (2 runs
+before the reaper: 96 s, 94 s; pods gone 35 s and 32 s after SIGKILL)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ import textwrap
 import time
 
 import pytest
+from conformance_lab.local.images import import_into_nodes
+from conformance_lab.toolchain.images import catalog
 
+from conformance import images as refs
+from conformance.clusters.existing import pinned
 from conformance.core import names
-from conformance.k8s import sweep, waits
+from conformance.k8s import discovery, sweep, waits
 from conformance.k8s.client import K8s
 from conformance.node import heartbeat
 from conformance.node.helper_pod import ANCHOR
@@ -34,10 +39,10 @@ CHILD = textwrap.dedent(
     import signal, sys
     from conformance.k8s.client import K8s
     from conformance.node.helper_pod import HelperPodNodeAccess
-    kubeconfig, run_id, image, deadline, stale, interval, *nodes = sys.argv[1:]
+    kubeconfig, run_id, image, relay, deadline, stale, interval, *nodes = sys.argv[1:]
     k8s = K8s.from_kubeconfig(kubeconfig)
     access = HelperPodNodeAccess(
-        k8s, nodes, run_id, image, deadline=int(deadline), stale=int(stale), interval=float(interval)
+        k8s, nodes, run_id, image, relay, deadline=int(deadline), stale=int(stale), interval=float(interval)
     )
     access.start()
     print(access.failure or "started", flush=True)
@@ -49,7 +54,18 @@ CHILD = textwrap.dedent(
 
 def _start_helpers(cluster, run_id: str) -> subprocess.Popen:
     """A child process holding helper pods on every node of ``cluster`` (module docstring)."""
-    argv = [str(cluster.kubeconfig), run_id, cluster.images["busybox"], str(DEADLINE), str(STALE), str(INTERVAL)]
+    archives = [spec.build() for spec in catalog.select(["busybox", "reference-driver"])]
+    import_into_nodes(cluster.name, archives, say=lambda line: None)  # again: the shared cluster may be older code's
+    k8s, wanted = K8s.from_kubeconfig(str(cluster.kubeconfig)), [cluster.images["busybox"], refs.reference_driver_ref()]
+
+    def pins() -> list[str]:  # pinned by the digest every node reports (imported with --digests)
+        found = [pinned(discovery.nodes(k8s), ref) for ref in wanted]
+        return found if all("@sha256:" in ref for ref in found) else []
+
+    # the kubelet lists new images in Node.status.images within its image-list refresh (~30 s)
+    assert waits.poll(pins, timeout=120, interval=5, scale=False), f"no digest reported by every node for {wanted}"
+    busybox, relay = pins()  # Python + grpcio: the relay and the reaper
+    argv = [str(cluster.kubeconfig), run_id, busybox, relay, str(DEADLINE), str(STALE), str(INTERVAL)]
     argv += [n.name for n in cluster.nodes]
     return subprocess.Popen([sys.executable, "-c", CHILD, *argv], stdout=subprocess.PIPE, text=True)
 
@@ -59,11 +75,13 @@ def _helpers(k8s: K8s, run_id: str) -> list:
     return [p for p in k8s.list("Pod", None, label_selector=selector) if p.name.startswith("helper-")]
 
 
-def test_helper_pods_are_deleted_after_the_run_is_sigkilled(local_cluster):
-    """Helper pods are owned by a Job whose pod exits when the run's heartbeat stops (ttlSecondsAfterFinished 0,
-    backoffLimit 0): while the run lives they stay past the heartbeat window; after SIGKILL they are gone within
-    the window plus the controllers' reaction, long before their activeDeadlineSeconds.
-    Source: issue 27 §4; breaker finding 6; batch/v1 JobSpec (KEP-592); downward API volume."""
+def test_helper_pods_and_their_namespace_are_deleted_after_the_run_is_sigkilled(local_cluster):
+    """Helper pods are owned by a Job whose pod deletes their namespace when the run's heartbeat stops: while the
+    run lives they stay past the heartbeat window; after SIGKILL the namespace, the pods, the Job and the anchor's
+    ClusterRole and binding are gone within the window plus the controllers' reaction, with no sweep, long before
+    their activeDeadlineSeconds.
+    Source: issue 27 §4; breaker finding 6; batch/v1 JobSpec (KEP-592); downward API volume; RBAC resourceNames;
+    garbage collection of cluster-scoped dependents."""
     # given: a process holding running helper pods on every node, owned by the anchor Job, beating
     k8s, run_id = K8s.from_kubeconfig(str(local_cluster.kubeconfig)), f"r20000101-0000-{secrets.token_hex(2)}"
     child = _start_helpers(local_cluster, run_id)
@@ -71,27 +89,29 @@ def test_helper_pods_are_deleted_after_the_run_is_sigkilled(local_cluster):
         said, lifetime = child.stdout.readline().strip(), child.stdout.readline().strip()
         pods = _helpers(k8s, run_id)
         assert said == "started" and len(pods) == len(local_cluster.nodes), (said, [p.name for p in pods])
-        assert f"they end about {STALE} s after its last heartbeat" in lifetime, lifetime
+        assert f"they end about {STALE} s after its last heartbeat with their namespace" in lifetime, lifetime
+        assert "not pinned" not in lifetime and "@sha256:" in pods[0].get("spec.containers")[0]["image"], lifetime
         assert all(p.get("spec.activeDeadlineSeconds") == DEADLINE for p in pods), [p.get("spec") for p in pods]
         assert {r["name"] for p in pods for r in p.get("metadata.ownerReferences")} == {ANCHOR}
-        job = k8s.get("Job", ANCHOR, pods[0].namespace)
+        namespace = k8s.get("Namespace", pods[0].namespace)
+        job = k8s.get("Job", ANCHOR, namespace.name)
+        role = k8s.get("ClusterRole", f"dra-conformance-{namespace.name}")
+        binding = k8s.get("ClusterRoleBinding", role.name)
         # the heartbeat keeps them: alive past the window (renewals reach the anchor through the downward API)
         time.sleep(ALIVE)
         assert sorted(p.name for p in _helpers(k8s, run_id)) == sorted(p.name for p in pods)
-        anchor = k8s.list("Pod", pods[0].namespace, label_selector=f"{heartbeat.JOB_UID_LABEL}={job.uid}")
+        anchor = k8s.list("Pod", namespace.name, label_selector=f"{heartbeat.JOB_UID_LABEL}={job.uid}")
         assert [p.get("status.phase") for p in anchor] == ["Running"], [p.get("status") for p in anchor]
         # when: the process is killed with SIGKILL (no handler, no cleanup of its own)
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
         killed = time.monotonic()
-        # then: the helper pods and the anchor Job are deleted by the cluster alone, within the window + 2 min
-        for obj in [*pods, job]:
+        # then: the namespace and everything of the run are deleted by the cluster alone, within the window + 2 min
+        for obj in [namespace, *pods, job, role, binding]:
             waits.object_gone(k8s, obj, timeout=STALE + 120)
-        print(f"helper pods and anchor Job gone {time.monotonic() - killed:.0f} s after SIGKILL")
-        left = sorted(o.ref for o in sweep.labelled(k8s, run_id))
-        assert left == [f"Namespace {pods[0].namespace}"], left
+        print(f"helper namespace, pods, anchor Job and its role gone {time.monotonic() - killed:.0f} s after SIGKILL")
+        assert sweep.labelled(k8s, run_id) == []
     finally:
         if child.poll() is None:
             child.kill()
-        sweep.sweep_run(k8s, run_id)  # what `dra-conformance cleanup --run-id` does: the empty namespace
-    assert sweep.labelled(k8s, run_id) == []
+        sweep.sweep_run(k8s, run_id)  # only after a failure above: what `dra-conformance cleanup --run-id` does

@@ -150,7 +150,7 @@ class LocalCluster:
         try:
             self.handle = self._bring_up(state, facts, tag)
         except BaseException as exc:
-            self._say(f"bring-up failed: {str(exc).splitlines()[0]}; tearing down")
+            self._say(f"bring-up failed: {(str(exc) or type(exc).__name__).splitlines()[0]}; tearing down")
             try:
                 teardown(state)
             except ClusterUnavailable as td:

@@ -5,8 +5,8 @@ its ``VERDICT:`` line with the timings taken out, so verdicts of different runs 
 
 SIGTERM is turned into KeyboardInterrupt (:func:`interruptible`) so callers' ``finally`` blocks stop the child
 run and take their clusters down. Children run in a session of their own (a terminal's Ctrl-C reaches only this
-process) and are stopped with SIGINT, the Ctrl-C path every ``dra-conformance`` command cleans up on (``install``
-and ``cluster up`` do not catch SIGTERM), then SIGKILL after :data:`STOP_GRACE_S`.
+process) and are stopped with SIGINT, the Ctrl-C path every ``dra-conformance`` command cleans up on (SIGTERM
+too, since conformance.core.commands.sigterm_as_interrupt), then SIGKILL after :data:`STOP_GRACE_S`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 from conformance_lab.local.provider import cluster_name
+
+from conformance.core import commands
 
 RUN_TIMEOUT_S = 3600
 STOP_GRACE_S = 300  # a run's tear-down under load (driver uninstall, namespace deletion, cluster down)
@@ -49,16 +51,10 @@ def verdict_of(output: str) -> str:
 
 @contextlib.contextmanager
 def interruptible():
-    """SIGTERM raises KeyboardInterrupt in the main thread while the block runs (then the old handler)."""
-
-    def on_term(_sig, _frame):
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, on_term)
-    try:
+    """SIGTERM raises KeyboardInterrupt in the main thread while the block runs (then the old handler): the one
+    mechanism of every command, conformance.core.commands.sigterm_as_interrupt."""
+    with commands.sigterm_as_interrupt():
         yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 @dataclasses.dataclass

@@ -61,6 +61,27 @@ def units(slices: list[dict]) -> int:
     return sum(1 for d in devices if not d.get("consumesCounters")) + counter_sets
 
 
+def unfit(mirror: Mirror, variants: tuple[str, ...], selector: str = "") -> dict[str, str]:
+    """``{workload: reason}`` for each workload of the bench that does not fit ``mirror``'s device model (the
+    report says so instead of a zero): of ``variants`` (the requested DRA variants), ``cel`` without
+    ``selector`` (the reference selector names attributes this driver may not publish) and ``match-attribute``
+    (pods are sized for pairs on one ``resource.kubernetes.io/pcieRoot``); ``partitions`` when no device
+    consumes shared counters (KEP-4815: nothing to partition; a partitioned model runs them through ``cel``)."""
+    devices = [d for s in mirror.slices for d in s["spec"].get("devices") or []]
+    out = {}
+    if "cel" in variants and not selector:
+        out["cel"] = "no --mirror-selector given (the reference driver's selector names its own attributes)"
+    if "match-attribute" in variants:
+        roots = [(d.get("attributes") or {}).get(workload.PCIE_ROOT) for d in devices]
+        why = "pairs on one PCIe root are sized for the reference fleet, not mirrored models"
+        out["match-attribute"] = why if any(roots) else f"no device publishes {workload.PCIE_ROOT}"
+    if not any(d.get("consumesCounters") for d in devices):
+        out["partitions"] = (
+            f"{len(devices)} device(s) per node, none consumes shared counters (KEP-4815): the model has no partitions"
+        )
+    return out
+
+
 def _node_slices(items: list[dict], driver: str, node: str | None, source: str) -> Mirror:
     mine = [s for s in items if s.get("spec", {}).get("driver") == driver and s["spec"].get("nodeName")]
     nodes = sorted({s["spec"]["nodeName"] for s in mine})

@@ -212,6 +212,10 @@ def markdown(data: dict, plots: list[Path]) -> str:
             f"{mirrored['counter_sets_per_node']} counter set(s) per node (partitioned: {mirrored['partitioned']}); "
             f"pods sized to {mirrored['units_per_node']} device(s) at once per node, the classic extended "
             "resource likewise.",
+            *(
+                f"- not run for this model: **{name}**: {why}"
+                for name, why in sorted((mirrored.get("not_run") or {}).items())
+            ),
         ]
     if data.get("interrupted"):
         lines[1:1] = ["", "**Interrupted (Ctrl-C): partial results.**"]

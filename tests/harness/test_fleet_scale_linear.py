@@ -63,3 +63,27 @@ def test_devices_per_node_count_in_one_pass_in_first_seen_order():
     per_node = capabilities._per_node(CountingList(devices))
     assert list(per_node.items())[:2] == [("n-0", 8), ("n-1", 8)] and per_node["<no node>"] == 1
     assert len(per_node) == NODES + 1
+
+
+def test_a_sweep_of_n_pods_lists_their_namespace_claims_once():
+    from conformance.k8s.tracker import Tracker, claims_by_pod  # noqa: PLC0415
+    from tests.harness.test_tracker import FakeK8s  # noqa: PLC0415
+
+    class CountingK8s(FakeK8s):
+        claim_lists = 0
+
+        def list(self, kind, namespace=None, **kw):
+            CountingK8s.claim_lists += kind == "ResourceClaim"
+            return super().list(kind, namespace, **kw)
+
+    k8s, pods = CountingK8s(), 300
+    tracker = Tracker(k8s, phase_timeout=5)
+    for i in range(pods):
+        tracker.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p-{i}", "namespace": "ns"}})
+        owner = [{"apiVersion": "v1", "kind": "Pod", "name": f"p-{i}", "uid": f"u-p-{i}"}]
+        meta = {"name": f"p-{i}-gpu", "namespace": "ns", "ownerReferences": owner}
+        k8s.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta})
+    assert [c.name for c in claims_by_pod(k8s.list("ResourceClaim", "ns"))["p-7"]] == ["p-7-gpu"]
+    CountingK8s.claim_lists = 0
+    tracker.cleanup()
+    assert len(k8s.deleted) == pods and CountingK8s.claim_lists == 1, CountingK8s.claim_lists  # was one per pod

@@ -87,3 +87,19 @@ def test_a_sweep_of_n_pods_lists_their_namespace_claims_once():
     CountingK8s.claim_lists = 0
     tracker.cleanup()
     assert len(k8s.deleted) == pods and CountingK8s.claim_lists == 1, CountingK8s.claim_lists  # was one per pod
+
+
+def test_an_unreachable_kubelet_costs_discovery_one_attempt():
+    """A kubelet behind the node proxy that answers 503 (kwok's fake nodes, a NotReady node) gives ``{}`` after
+    one request: the read is not retried (~9 s per node with retries; discovery reads 8 nodes)."""
+    from conformance.core import errors  # noqa: PLC0415
+    from conformance.k8s import discovery  # noqa: PLC0415
+
+    calls = []
+
+    class Unreachable:
+        def get_raw(self, path, query=None, *, retry=True):
+            calls.append(retry)
+            raise errors.TransientApiError(503, "ServiceUnavailable", "dial tcp 192.0.2.2:10250", request=path)
+
+    assert discovery.kubelet_feature_gates(Unreachable(), "kwok-0") == {} and calls == [False]

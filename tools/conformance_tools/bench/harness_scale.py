@@ -25,6 +25,7 @@ import io
 import json
 import pstats
 import secrets
+import signal
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or REPO / "reports" / "harness-scale" / stamp)
     out.mkdir(parents=True, exist_ok=True)
     cluster, rows, code = None, [], 0
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM tears down like Ctrl-C
     try:
         cluster = _start_cluster(stamp + "-" + secrets.token_hex(2), BenchConfig(feature_gates="defaults"), out, print)
         for nodes in sizes:
@@ -238,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         k8s = K8s.from_kubeconfig(cluster.handle.kubeconfig) if cluster is not None else None
         code = _teardown(k8s, None, cluster, "harness-scale", print, code, model.driver)
+        signal.signal(signal.SIGTERM, previous)
     doc = {"machine": report.machine(), "rows": rows}
     (out / "harness-scale.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if rows:

@@ -4,8 +4,9 @@ A local cluster (one real node) gets kwok fake nodes, ascending through ``--node
 carrying a driver's mirrored slices (:mod:`conformance_tools.bench.mirror`; default the dra-example-driver
 layout captured from a real node, ``fixtures/bench/dra-example-driver-slices.json``, owned by its Node as the
 kubelet plugin helper does). Per fleet size a "run" puts one pod with a ResourceClaimTemplate claim per fake
-node (scheduled and allocated by the real scheduler; kwok marks them Running), all labelled with a run ID, and
-then times, through an existing-cluster handle (no node access, as ``--cluster existing`` sees it):
+node (or ``--pods`` in all; scheduled and allocated by the real scheduler, kwok marks them Running), all
+labelled with a run ID, and then times, through an existing-cluster handle (no node access, as
+``--cluster existing`` sees it):
 
 * ``discovery``: :class:`conformance.clusters.existing.ExistingProvider`'s handle and
   :func:`conformance.runner.facts.discover` (nodes, kubelet gates, slices, capabilities) with the driver's profile;
@@ -91,9 +92,12 @@ def _timed(phase: str, nodes: int, fn, profile_dir: Path | None):
     return seconds, result
 
 
-def measure(handle, model: mirrorlib.Mirror, profile, nodes: int, out: Path, profiled: bool, progress) -> dict:
-    """One fleet size: fake nodes and mirrored slices up to ``nodes``, the run's pods bound, then the three
-    phases timed; returns the row (seconds per phase, objects, API server RSS)."""
+def measure(
+    handle, model: mirrorlib.Mirror, profile, nodes: int, out: Path, profiled: bool, progress, pods: int = 0
+) -> dict:
+    """One fleet size: fake nodes and mirrored slices up to ``nodes``, the run's ``pods`` (0: one per node)
+    bound, then the three phases timed; returns the row (seconds per phase, objects, API server RSS)."""
+    pods = pods or nodes
     from conformance.clusters.existing import ExistingCluster, ExistingNode, choose_images  # noqa: PLC0415
     from conformance.invariants import judge, snapshot  # noqa: PLC0415
     from conformance.k8s import discovery  # noqa: PLC0415
@@ -104,14 +108,14 @@ def measure(handle, model: mirrorlib.Mirror, profile, nodes: int, out: Path, pro
     fake = fleetlib.add_fake_nodes(k8s, handle.name, nodes, model.units)
     slices = mirrorlib.publish(k8s, model, fake, "harness-scale", owner_uids=_owner_uids(k8s))
     run_id = f"hs{nodes}-{int(time.time())}"
-    objects = run_objects(run_id, model.driver, nodes, handle.images.get("pause", "pause"))
+    objects = run_objects(run_id, model.driver, pods, handle.images.get("pause", "pause"))
     ns = objects[0]["metadata"]["name"]
     with ThreadPoolExecutor(8) as pool:
         for obj in objects[:3]:
             k8s.create(obj)
         list(pool.map(k8s.create, objects[3:]))
-    bind_s = _all_bound(k8s, ns, nodes, timeout=60 + nodes)
-    progress(f"{nodes} fake nodes, {slices} slices, {nodes} pods bound in {bind_s:.1f} s")
+    bind_s = _all_bound(k8s, ns, pods, timeout=60 + pods)
+    progress(f"{nodes} fake nodes, {slices} slices, {pods} pods bound in {bind_s:.1f} s")
     prof_dir = out if profiled else None
 
     def discover():
@@ -129,7 +133,7 @@ def measure(handle, model: mirrorlib.Mirror, profile, nodes: int, out: Path, pro
         state = {"snapshots": [snapshot(k8s, [ns], f"harness-scale-{nodes}")], "start": time.time(), "tests": 1}
         return json.loads(judge(harness, f"harness-scale-{nodes}", state, []).read_text())
 
-    row = {"nodes": nodes, "slices": slices, "pods": nodes, "bind_s": round(bind_s, 1)}
+    row = {"nodes": nodes, "slices": slices, "pods": pods, "bind_s": round(bind_s, 1)}
     caps_s, (caps, found) = _timed("discovery", nodes, discover, prof_dir)
     inv_s, outcome = _timed("invariants", nodes, invariants, prof_dir)
     sweep_s, swept = _timed("sweep", nodes, lambda: sweep_run(k8s, run_id), prof_dir)
@@ -213,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slices", default=str(DEFAULT_SLICES), help="mirrored slice file (bench --mirror format)")
     p.add_argument("--driver", default="gpu.example.com", help="driver of the slice file")
     p.add_argument("--profile", default="dra-example-driver", help="driver profile the discovery evaluates")
+    p.add_argument("--pods", type=int, default=0, help="the run's pods per size (default 0: one per node)")
     p.add_argument("--out", default="", help="output directory (default reports/harness-scale/<time>)")
     args = p.parse_args(argv)
     from conformance.drivers import profiles  # noqa: PLC0415
@@ -229,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster = _start_cluster(stamp + "-" + secrets.token_hex(2), BenchConfig(feature_gates="defaults"), out, print)
         for nodes in sizes:
-            rows.append(measure(cluster.handle, model, profile, nodes, out, nodes == sizes[-1], print))
+            rows.append(measure(cluster.handle, model, profile, nodes, out, nodes == sizes[-1], print, args.pods))
             print(json.dumps(rows[-1]), flush=True)
             code = code or (1 if rows[-1]["problems"] else 0)
     except KeyboardInterrupt:

@@ -37,5 +37,5 @@ def test_table_rows_and_growth_line():
         for n, s in ((100, 1.0), (1000, 10.0))
     ]  # fmt: skip
     text = harness_scale.table(rows)
-    assert "| 1000 | 1000 | 1000 | 10.0 | 10.0 | 20.0 | 300.0 | 0 |" in text
+    assert "| 1000 | 1000 | 1000 | 10.0 (-) | 10.0 (-) | 20.0 (-) | 300.0 | 0 |" in text
     assert "from 100 to 1000 nodes (x10): discovery x10.0, invariants x10.0, sweep x10.0" in text

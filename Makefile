@@ -27,7 +27,7 @@ DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 
 .DEFAULT_GOAL := help
 .PHONY: help setup setup-all venv test unit e2e conformance list versions paths cluster-up cluster-down \
-        cluster-status cluster-logs lint wheels clean matrix report bench-cluster validate-suite images bench kind-node-image
+        cluster-status cluster-logs lint wheels clean matrix report bench-cluster validate-suite images bench kind-node-image harness-scale
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -134,6 +134,10 @@ bench: ## DRA scheduling benchmark: kwok fake nodes (BENCH_NODES x BENCH_DEVICES
 
 bench-cluster: ## print local-cluster bring-up and tear-down times (3 runs)
 	$(PY) benchmarks/cluster_bringup.py --repeat 3
+
+HARNESS_NODES := $(if $(filter command line,$(origin NODES)),$(NODES),100 300 1000)
+harness-scale: ## seconds of discovery, invariants and sweep vs kwok fleet size (NODES="100 300 1000"; not in make test); report in reports/harness-scale/<time>/
+	$(PY) -m conformance_tools.bench.harness_scale --nodes $(HARNESS_NODES) $(HARNESS_ARGS)
 
 wheels: ## build the three distributions (plugin, lab, tools) into dist/
 	rm -rf dist && $(PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w dist . ./lab ./tools

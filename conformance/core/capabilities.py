@@ -12,6 +12,7 @@ a sample; :data:`MISSION_DEFAULTS` left out are held as declared (issue 24 §1: 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -149,9 +150,8 @@ def _apiserver_gate(name: str, gate: str, facts: Mapping[str, Any]) -> Capabilit
     )
 
 
-def _per_node(devices: list[Mapping]) -> dict[str, int]:
-    nodes = [d.get("node") or "<no node>" for d in devices]
-    return {n: nodes.count(n) for n in dict.fromkeys(nodes)}
+def _per_node(devices: list[Mapping]) -> dict[str, int]:  # one pass (Counter), in first-seen node order
+    return dict(collections.Counter(d.get("node") or "<no node>" for d in devices))
 
 
 # the gate each gated driver capability needs

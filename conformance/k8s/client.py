@@ -150,10 +150,10 @@ class K8s:
             resp.release_conn()
         return (json.loads(data) if data else {}), wire.warning_texts(values or [])
 
-    @retry_transient
-    def get_raw(self, path: str, query: dict | None = None) -> str:
-        """GET any path (``/metrics``, ``/api/v1/nodes/n/proxy/metrics``, ``/version``) as text."""
-        return self._send("GET", path, query=query).decode(errors="replace")
+    def get_raw(self, path: str, query: dict | None = None, *, retry: bool = True) -> str:
+        """GET any path (``/metrics``, a node proxy, ``/version``) as text; ``retry=False``: one attempt only."""
+        send = retry_transient(self._send) if retry else self._send
+        return send("GET", path, query=query).decode(errors="replace")
 
     def get_json(self, path: str, query: dict | None = None) -> Any:
         """GET any path and decode JSON (discovery documents, /version)."""

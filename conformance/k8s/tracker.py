@@ -136,11 +136,12 @@ class Tracker:
             deadline = time.monotonic() + timeouts.scaled(max(self._timeout(t.kind) for t in batch))
             deleted = [t for t in batch if self._delete(t, problems, survivors)]
             released: list[Tracked] = []
+            generated: dict[str, dict] = {}  # namespace -> {pod: its claims}: one LIST per namespace, not per pod
             for t in deleted:
                 if t.kind == "Namespace":
                     continue  # namespace removal finishes asynchronously; the session sweep waits for it
                 if t.kind == "Pod":
-                    released += self._wait_generated_claims_released(t, deadline, problems)
+                    released += self._wait_generated_claims_released(t, deadline, problems, generated)
                 if not self._wait_gone(t, deadline, problems):
                     survivors.append(t.ref)
                 elif t.kind == "ResourceClaim":
@@ -197,22 +198,25 @@ class Tracker:
             problems.append(str(exc))
             return False
 
-    def _wait_generated_claims_released(self, t: Tracked, deadline: float, problems: list[str]) -> list[Tracked]:
+    def _wait_generated_claims_released(
+        self, t: Tracked, deadline: float, problems: list[str], generated: dict[str, dict]
+    ) -> list[Tracked]:
         """After a pod is gone, claims generated from its templates must deallocate and disappear too.
-        Returns the deallocated ones (to check that no node still has them prepared)."""
-        try:
-            claims = self.k8s.list("ResourceClaim", t.namespace)
-        except errors.ApiError:
-            return []
+        Returns the deallocated ones (to check that no node still has them prepared). ``generated``: the
+        namespace's claims by owning pod, listed at the first pod of that namespace (cached across pods)."""
+        if t.namespace not in generated:
+            try:
+                claims = self.k8s.list("ResourceClaim", t.namespace)
+            except errors.ApiError:
+                return []
+            generated[t.namespace] = claims_by_pod(claims)
         released = []
-        for claim in claims:
-            owners = claim.get("metadata.ownerReferences") or []
-            if any(o.get("kind") == "Pod" and o.get("name") == t.name for o in owners):
-                try:
-                    waits.claim_deallocated(self.k8s, claim, timeout=self._left(deadline))
-                    released.append(Tracked.of(claim))
-                except (errors.WaitError, errors.ApiError) as exc:
-                    problems.append(str(exc))
+        for claim in generated[t.namespace].get(t.name, []):
+            try:
+                waits.claim_deallocated(self.k8s, claim, timeout=self._left(deadline))
+                released.append(Tracked.of(claim))
+            except (errors.WaitError, errors.ApiError) as exc:
+                problems.append(str(exc))
         return released
 
     def _wait_unprepared(self, claims: list[Tracked], deadline: float, problems: list[str]) -> list[str]:
@@ -234,3 +238,14 @@ class Tracker:
             problems.append(f"could not check that nodes unprepared {[c.ref for c in claims]}: {exc}")
             return []
         return [f"{claim.ref} still prepared on node {node} ({evidence})" for claim, node, evidence in left]
+
+
+def claims_by_pod(claims: list[Obj]) -> dict[str, list[Obj]]:
+    """``{pod name: claims with an ownerReference to that Pod}``: the claims generated from a pod's
+    ResourceClaimTemplates (core/v1 PodStatus.resourceClaimStatuses; the resourceclaim controller sets the owner),
+    built in one pass so a sweep of N pods reads the namespace's claims once, not N times."""
+    out: dict[str, list[Obj]] = {}
+    for claim in claims:
+        for pod in {o.get("name") for o in claim.get("metadata.ownerReferences") or [] if o.get("kind") == "Pod"}:
+            out.setdefault(pod, []).append(claim)
+    return out

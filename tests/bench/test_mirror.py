@@ -84,10 +84,27 @@ def test_slice_files_round_trip_and_kubectl_lists_load(tmp_path):
 
 
 def test_mirror_runs_only_variants_that_fit_any_driver_and_cel_with_its_own_selector():
-    assert BenchConfig(mirror=DRIVER).run_variants() == ("template", "shared")
+    assert BenchConfig(mirror=DRIVER).run_variants() == ("template", "prioritized", "shared")
     cfg = BenchConfig(mirror=DRIVER, mirror_selector='device.attributes["x"].model == "A"')
-    assert cfg.run_variants() == ("template", "cel", "shared")
+    assert cfg.run_variants() == ("template", "cel", "prioritized", "shared")
+    never = workload.claim_spec("prioritized", DRIVER)["devices"]["requests"][0]["firstAvailable"][0]["selectors"]
+    assert never == [{"cel": {"expression": f'device.driver != "{DRIVER}"'}}]  # no attribute of any one driver
     spec = workload.claim_spec("cel", DRIVER, cfg.mirror_selector)
     assert spec["devices"]["requests"][0]["exactly"]["selectors"] == [{"cel": {"expression": cfg.mirror_selector}}]
     assert "startsWith" in str(workload.claim_spec("cel", DRIVER))  # the fleet's own selector otherwise
     assert mirror.resolve(BenchConfig()) is None
+
+
+def test_workloads_that_do_not_fit_the_model_are_named_with_the_reason():
+    """Given a model without counters or PCIe roots (dra-example-driver's 8 GPUs), the report names cel (no
+    selector), match-attribute and partitions as not run, rather than showing zeros; a partitioned model with a
+    selector leaves only match-attribute."""
+    plain = {"spec": {"driver": DRIVER, "nodeName": NODE, "pool": {"name": NODE}, "devices": [{"name": "gpu-0"}]}}
+    model = mirror._node_slices([plain], DRIVER, None, "t")
+    reasons = mirror.unfit(model, BenchConfig().variants)
+    assert sorted(reasons) == ["cel", "match-attribute", "partitions"], reasons
+    assert "no device publishes resource.kubernetes.io/pcieRoot" in reasons["match-attribute"]
+    assert "no partitions" in reasons["partitions"] and "--mirror-selector" in reasons["cel"]
+    partitioned = mirror._node_slices(published(PARTITIONS), DRIVER, None, "t")
+    assert sorted(mirror.unfit(partitioned, BenchConfig().variants, "true")) == ["match-attribute"]
+    assert mirror.unfit(partitioned, ("template",), "") == {}

@@ -83,7 +83,7 @@ def test_mirrored_partitions_schedule_on_20_kwok_nodes_beside_classic(partitions
     lines: list[str] = []
     # when the benchmark runs
     code = bench(cfg, tmp_path, progress=lines.append)
-    # then the template, shared and classic workloads bound every pod on the same fleet
+    # then the template, prioritized, shared and classic workloads bound every pod on the same fleet
     assert code == 0, "\n".join(lines[-30:])
     data = json.loads((tmp_path / "bench" / "bench.json").read_text())
     assert data["cluster"]["mirror"] == {
@@ -94,8 +94,9 @@ def test_mirrored_partitions_schedule_on_20_kwok_nodes_beside_classic(partitions
         "counter_sets_per_node": 2,
         "partitioned": True,
         "units_per_node": 2,
+        "not_run": mirror.unfit(mirror.load(partitions_slices, DRIVER), cfg.variants),  # cel, match-attribute
     }
-    assert {r["variant"] for r in data["results"]} == {"template", "shared", "classic"}
+    assert {r["variant"] for r in data["results"]} == {"template", "prioritized", "shared", "classic"}
     for r in data["results"]:
         assert r["nodes"] == 20 and r["bound"] == r["pods"] == 40, r
         assert r["throughput_pods_per_s"] > 0 and r["latency_s"]["pod_bound"]["p99"] is not None, r

@@ -99,8 +99,11 @@ def pool_consistency(slices: list[Obj]) -> list[Violation]:
     ``slice.pool-count``: the slices of the highest generation all carry ``resourceSliceCount`` equal to
     their number (otherwise the pool never looks complete, or looks complete while a slice is missing)."""
     out = []
+    generations: dict[str, set[int]] = {}  # one pass over the slices, not one per pool
+    for s in slices:
+        generations.setdefault(s.get("spec.pool.name"), set()).add(int(s.get("spec.pool.generation") or 0))
     for pool, current in current_slices(slices).items():
-        gens = sorted({int(s.get("spec.pool.generation") or 0) for s in slices if s.get("spec.pool.name") == pool})
+        gens = sorted(generations[pool])
         if len(gens) > 1:
             out.append(
                 Violation(

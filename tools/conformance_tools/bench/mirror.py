@@ -61,6 +61,27 @@ def units(slices: list[dict]) -> int:
     return sum(1 for d in devices if not d.get("consumesCounters")) + counter_sets
 
 
+def unfit(mirror: Mirror, variants: tuple[str, ...], selector: str = "") -> dict[str, str]:
+    """``{workload: reason}`` for each workload of the bench that does not fit ``mirror``'s device model (the
+    report says so instead of a zero): of ``variants`` (the requested DRA variants), ``cel`` without
+    ``selector`` (the reference selector names attributes this driver may not publish) and ``match-attribute``
+    (pods are sized for pairs on one ``resource.kubernetes.io/pcieRoot``); ``partitions`` when no device
+    consumes shared counters (KEP-4815: nothing to partition; a partitioned model runs them through ``cel``)."""
+    devices = [d for s in mirror.slices for d in s["spec"].get("devices") or []]
+    out = {}
+    if "cel" in variants and not selector:
+        out["cel"] = "no --mirror-selector given (the reference driver's selector names its own attributes)"
+    if "match-attribute" in variants:
+        roots = [(d.get("attributes") or {}).get(workload.PCIE_ROOT) for d in devices]
+        why = "pairs on one PCIe root are sized for the reference fleet, not mirrored models"
+        out["match-attribute"] = why if any(roots) else f"no device publishes {workload.PCIE_ROOT}"
+    if not any(d.get("consumesCounters") for d in devices):
+        out["partitions"] = (
+            f"{len(devices)} device(s) per node, none consumes shared counters (KEP-4815): the model has no partitions"
+        )
+    return out
+
+
 def _node_slices(items: list[dict], driver: str, node: str | None, source: str) -> Mirror:
     mine = [s for s in items if s.get("spec", {}).get("driver") == driver and s["spec"].get("nodeName")]
     nodes = sorted({s["spec"]["nodeName"] for s in mine})
@@ -114,9 +135,10 @@ def check_gates(mirror: Mirror, feature_gates: str) -> None:
         )
 
 
-def fake_slices(mirror: Mirror, fake_node: str, bench_id: str) -> list[dict]:
+def fake_slices(mirror: Mirror, fake_node: str, bench_id: str, owner_uid: str = "") -> list[dict]:
     """The mirror's slices for one fake node: spec copied, ``nodeName`` = ``fake_node``, pool ``i`` of the
-    source renamed ``<fake_node>-<i>``, names ``mirror-<fake_node>-<j>``, labelled with the bench ID."""
+    source renamed ``<fake_node>-<i>``, names ``mirror-<fake_node>-<j>``, labelled with the bench ID; with
+    ``owner_uid`` (the Node's UID) owned by that Node, as the kubelet plugin helper makes them."""
     pools = {name: i for i, name in enumerate(sorted({s["spec"]["pool"]["name"] for s in mirror.slices}))}
     out = []
     for j, source in enumerate(mirror.slices):
@@ -125,18 +147,28 @@ def fake_slices(mirror: Mirror, fake_node: str, bench_id: str) -> list[dict]:
             spec.pop(key, None)
         spec["nodeName"] = fake_node
         spec["pool"]["name"] = f"{fake_node}-{pools[source['spec']['pool']['name']]}"
-        meta = {"name": f"mirror-{fake_node}-{j}", "labels": {workload.BENCH_LABEL: bench_id}}
+        meta: dict = {"name": f"mirror-{fake_node}-{j}", "labels": {workload.BENCH_LABEL: bench_id}}
+        if owner_uid:
+            meta["ownerReferences"] = [
+                {"apiVersion": "v1", "kind": "Node", "name": fake_node, "uid": owner_uid, "controller": True}
+            ]
         out.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": meta, "spec": spec})
     return out
 
 
-def publish(k8s: K8s, mirror: Mirror, fake_nodes: list[str], bench_id: str) -> int:
-    """Create the mirrored slices of every fake node that has none yet (8 in flight); returns the slice count of
-    the driver afterwards. Raises the API error of a failed create (e.g. a field the cluster refuses)."""
+def publish(
+    k8s: K8s, mirror: Mirror, fake_nodes: list[str], bench_id: str, owner_uids: dict[str, str] | None = None
+) -> int:
+    """Create the mirrored slices of every fake node that has none yet (8 in flight; ``owner_uids``: {node:
+    UID} to make them owned by their Node); returns the slice count of the driver afterwards. Raises the API
+    error of a failed create (e.g. a field the cluster refuses)."""
+    uids = owner_uids or {}
     have = {
         s.raw["spec"].get("nodeName") for s in k8s.list("ResourceSlice", field_selector=f"spec.driver={mirror.driver}")
     }
-    todo = [s for node in fake_nodes if node not in have for s in fake_slices(mirror, node, bench_id)]
+    todo = [
+        s for node in fake_nodes if node not in have for s in fake_slices(mirror, node, bench_id, uids.get(node, ""))
+    ]
     pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mirror")
     try:
         list(pool.map(k8s.create, todo))

@@ -108,9 +108,16 @@ def build(bench_id: str, cfg: dict, cluster: dict, results: list[dict], started:
     }
 
 
+def _save(fig, png: Path) -> None:
+    """Write ``fig`` as ``png`` and beside it as SVG (same name, ``.svg``: text, diffable)."""
+    fig.savefig(png, dpi=100)
+    fig.savefig(png.with_suffix(".svg"))
+
+
 def plot(data: dict, out: Path) -> list[Path]:
     """Write ``variants.png`` (throughput and time-to-bound percentiles per workload at the main fleet size) and
-    ``scale.png`` (throughput and p50/p99 time-to-bound against fleet size); returns the files written."""
+    ``scale.png`` (throughput and p50/p99 time-to-bound against fleet size), each also as ``.svg``; returns the
+    PNG files written."""
     import matplotlib  # noqa: PLC0415 - heavy; only when a report is written
 
     matplotlib.use("Agg")
@@ -141,7 +148,7 @@ def plot(data: dict, out: Path) -> list[Path]:
         fig.suptitle(f"dra-conformance bench {data['id']} on {data['machine']['cpus']} CPUs")
         fig.tight_layout()
         written.append(out / "variants.png")
-        fig.savefig(written[-1], dpi=100)
+        _save(fig, written[-1])
         plt.close(fig)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     for variant in ("template", CLASSIC):
@@ -165,7 +172,7 @@ def plot(data: dict, out: Path) -> list[Path]:
     ax2.legend()
     fig.tight_layout()
     written.append(out / "scale.png")
-    fig.savefig(written[-1], dpi=100)
+    _save(fig, written[-1])
     plt.close(fig)
     return written
 
@@ -212,6 +219,10 @@ def markdown(data: dict, plots: list[Path]) -> str:
             f"{mirrored['counter_sets_per_node']} counter set(s) per node (partitioned: {mirrored['partitioned']}); "
             f"pods sized to {mirrored['units_per_node']} device(s) at once per node, the classic extended "
             "resource likewise.",
+            *(
+                f"- not run for this model: **{name}**: {why}"
+                for name, why in sorted((mirrored.get("not_run") or {}).items())
+            ),
         ]
     if data.get("interrupted"):
         lines[1:1] = ["", "**Interrupted (Ctrl-C): partial results.**"]

@@ -100,8 +100,12 @@ def bench(cfg: BenchConfig, out_root: Path, progress: Progress = print) -> int:
             "real_nodes": len(handle.nodes),
             "driver": driver,
             "client_qps": cfg.client_qps or "component defaults",
-            **({"mirror": model.describe()} if model else {}),
         }
+        if model:
+            not_run = mirrorlib.unfit(model, cfg.variants, cfg.mirror_selector)
+            cluster_info["mirror"] = {**model.describe(), "not_run": not_run}
+            for name, why in not_run.items():
+                progress(f"not run for this device model: {name}: {why}")
         k8s = K8s.from_kubeconfig(handle.kubeconfig)
         k8s.create(workload.device_class(driver, bench_id))
         devices = model.units if model else cfg.devices

@@ -63,7 +63,7 @@ def claim_spec(variant: str, driver: str, selector: str = "") -> dict:
         exactly["count"] = 2
         spec["devices"]["constraints"] = [{"requests": ["gpu"], "matchAttribute": PCIE_ROOT}]
     elif variant == "prioritized":
-        never = {"cel": {"expression": f'device.attributes["{driver}"].model == "no-such-model"'}}
+        never = {"cel": {"expression": f'device.driver != "{driver}"'}}  # the class selects only the driver's
         spec["devices"]["requests"] = [
             {
                 "name": "gpu",

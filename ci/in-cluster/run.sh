@@ -6,7 +6,7 @@
 #   LOCAL_CLUSTER  local cluster name (default dra, the name `make cluster-up` gives)
 #   IMAGE          suite image (default dra-conformance.local/suite:dev: `dra-conformance images build suite`,
 #                  or `docker build -t ... .` and push it where the nodes pull from)
-#   SUITE_ARGS     `dra-conformance run` options in the pod (default: reference driver from its Helm chart,
+#   SUITE_ARGS     `dra-conformance run` options in the pod (default: reference driver installed from its Helm chart,
 #                  core profile, privileged helper pods for the node checks)
 #   OUT            where the report goes (default reports/in-cluster-<UTC time>)
 #   TIMEOUT        seconds the run may take (default 1800); the Job's activeDeadlineSeconds is TIMEOUT + HOLD_S
@@ -18,7 +18,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 DC=${DRA_CONFORMANCE:-.venv/bin/dra-conformance}
 IMAGE=${IMAGE:-dra-conformance.local/suite:dev}
-SUITE_ARGS=${SUITE_ARGS:---driver reference --driver-deploy helm --profile core --node-access privileged-pod}
+SUITE_ARGS=${SUITE_ARGS:---driver reference --driver-deploy helm --allow-install --profile core --node-access privileged-pod}
 OUT=${OUT:-reports/in-cluster-$(date -u +%Y%m%d-%H%M%S)}
 TIMEOUT=${TIMEOUT:-1800}
 HOLD_S=${HOLD_S:-600}

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# Run dra-conformance as a pod on a cluster against that same cluster (in-cluster mode), then copy its report
-# out. `make conformance-in-cluster` calls this. Variables (all optional):
+# Run dra-conformance as a Kubernetes Job (job.yaml) on a cluster against that same cluster (in-cluster mode), then
+# copy its report out of the Job's pod. `make conformance-in-cluster` calls this. Variables (all optional):
 #   KUBECONFIG     the cluster; unset: the running local cluster (`dra-conformance cluster up`), into whose
 #                  nodes the suite, reference-driver and busybox images are imported first (offline)
 #   LOCAL_CLUSTER  local cluster name (default dra, the name `make cluster-up` gives)
 #   IMAGE          suite image (default dra-conformance.local/suite:dev: `dra-conformance images build suite`,
 #                  or `docker build -t ... .` and push it where the nodes pull from)
-#   SUITE_ARGS     `dra-conformance run` options in the pod (default: reference driver from its Helm chart,
+#   SUITE_ARGS     `dra-conformance run` options in the pod (default: reference driver installed from its Helm chart,
 #                  core profile, privileged helper pods for the node checks)
 #   OUT            where the report goes (default reports/in-cluster-<UTC time>)
-#   TIMEOUT        seconds the run may take (default 1800)
+#   TIMEOUT        seconds the run may take (default 1800); the Job's activeDeadlineSeconds is TIMEOUT + HOLD_S
+#   HOLD_S         seconds the pod keeps the report for its copy after the run (default 600)
 #   DRA_CONFORMANCE the CLI on this machine (default .venv/bin/dra-conformance); PYTHON its interpreter
-# Exit code: the pod's `dra-conformance run` exit code (0 pass, 1 fail, ...); 3 when the pod never ran.
+# Exit code: the run's (the suite container's exit code: 0 pass, 1 fail, ...); 3 when it never ran or ended
+# without one; 4 for a bad setup (no kubectl, no cluster, another in-cluster Job still running).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 DC=${DRA_CONFORMANCE:-.venv/bin/dra-conformance}
 IMAGE=${IMAGE:-dra-conformance.local/suite:dev}
-SUITE_ARGS=${SUITE_ARGS:---driver reference --driver-deploy helm --profile core --node-access privileged-pod}
+SUITE_ARGS=${SUITE_ARGS:---driver reference --driver-deploy helm --allow-install --profile core --node-access privileged-pod}
 OUT=${OUT:-reports/in-cluster-$(date -u +%Y%m%d-%H%M%S)}
 TIMEOUT=${TIMEOUT:-1800}
+HOLD_S=${HOLD_S:-600}
 KUBECTL=${KUBECTL:-$(command -v kubectl || ls -1 "${XDG_CACHE_HOME:-$HOME/.cache}"/dra-conformance/k8s/*/bin/kubectl 2>/dev/null | tail -1)}
 [ -x "$KUBECTL" ] || { echo "error: no kubectl on PATH or in the cache; run \`make setup\` or set KUBECTL" >&2; exit 4; }
 say() { echo "[in-cluster $(date -u +%H:%M:%S)] $*"; }
@@ -42,30 +45,57 @@ for node, socket in nodes:
 PY
 fi
 k() { "$KUBECTL" "$@"; }
+kn() { "$KUBECTL" -n dra-conformance "$@"; }
 cleanup() {
-  k -n dra-conformance delete pod dra-conformance --ignore-not-found --wait=true --timeout=330s >/dev/null || true
+  kn delete job dra-conformance --ignore-not-found --cascade=foreground --wait=true --timeout=330s >/dev/null || true
   k delete -f "$here/rbac.yaml" --ignore-not-found --wait=true --timeout=180s >/dev/null || true
 }
-trap cleanup EXIT
+job_state() {  # Complete / Failed once the Job has finished, else empty
+  kn get job dra-conformance -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type}{"\n"}{end}' 2>/dev/null |
+    grep -E '^(Complete|Failed)$' | head -1 || true
+}
 start=$(date +%s)
 k apply -f "$here/rbac.yaml" >/dev/null
-sed -e "s|image: IMAGE|image: $IMAGE|" -e "s|value: \"RUN_ARGS\"|value: \"$SUITE_ARGS\"|" "$here/pod.yaml" | k apply -f - >/dev/null
-say "pod dra-conformance/dra-conformance ($IMAGE): dra-conformance run --cluster existing --in-cluster $SUITE_ARGS"
-k -n dra-conformance wait pod/dra-conformance --for=condition=Ready --timeout=300s >/dev/null || {
-  k -n dra-conformance describe pod dra-conformance | tail -20; exit 3; }
-k -n dra-conformance logs -f dra-conformance &
+if kn get job dra-conformance >/dev/null 2>&1; then
+  [ -n "$(job_state)" ] || { echo "error: Job dra-conformance/dra-conformance is still running (another in-cluster run):" \
+    "wait for it or \`kubectl -n dra-conformance delete job dra-conformance\`" >&2; exit 4; }
+  kn delete job dra-conformance --cascade=foreground --wait=true --timeout=330s >/dev/null  # a finished one, kept by its TTL
+fi
+trap cleanup EXIT
+sed -e "s|image: IMAGE|image: $IMAGE|" -e "s|value: \"RUN_ARGS\"|value: \"$SUITE_ARGS\"|" \
+    -e "s|activeDeadlineSeconds: [0-9]*|activeDeadlineSeconds: $((TIMEOUT + HOLD_S))|" \
+    -e "/name: HOLD_S/{n;s|value: \"[0-9]*\"|value: \"$HOLD_S\"|}" "$here/job.yaml" | k apply -f - >/dev/null
+say "job dra-conformance/dra-conformance ($IMAGE): dra-conformance run --cluster existing --in-cluster $SUITE_ARGS"
+# the Job's one pod (backoffLimit 0: never a second), once it is running or has ended
+pod=""
+until [ -n "$pod" ]; do
+  pod=$(kn get pods -l batch.kubernetes.io/job-name=dra-conformance --field-selector=status.phase!=Pending \
+    -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
+  if [ -z "$pod" ] && [ $(( $(date +%s) - start )) -gt 300 ]; then
+    echo "error: the Job's pod did not start in 300 s" >&2
+    kn describe pods -l batch.kubernetes.io/job-name=dra-conformance | tail -20; kn describe job dra-conformance | tail -8; exit 3
+  fi
+  [ -n "$pod" ] || sleep 2
+done
+kn logs -f "$pod" -c suite &
 logs=$!
-until k -n dra-conformance exec dra-conformance -- test -e /reports/exit-code 2>/dev/null; do
-  phase=$(k -n dra-conformance get pod dra-conformance -o jsonpath='{.status.phase}')
-  if [ "$phase" != Running ] || [ $(( $(date +%s) - start )) -gt "$TIMEOUT" ]; then
-    echo "error: pod $phase after $(( $(date +%s) - start ))s without a finished run" >&2; kill $logs 2>/dev/null; exit 3
+suite_code() { kn get pod "$pod" -o jsonpath='{.status.containerStatuses[?(@.name=="suite")].state.terminated.exitCode}'; }
+until code=$(suite_code) && [ -n "$code" ]; do
+  if ! kn get pod "$pod" >/dev/null 2>&1 || [ $(( $(date +%s) - start )) -gt $((TIMEOUT + 60)) ]; then
+    echo "error: pod $pod gone or the run past $TIMEOUT s without an exit code" >&2; kill $logs 2>/dev/null; exit 3
   fi
   sleep 5
 done
-code=$(k -n dra-conformance exec dra-conformance -- cat /reports/exit-code)
-kill $logs 2>/dev/null || true
-mkdir -p "$OUT"
-k cp dra-conformance/dra-conformance:/reports/run "$OUT" >/dev/null
-k -n dra-conformance exec dra-conformance -- touch /reports/collected
-say "run exit code $code after $(( $(date +%s) - start ))s; report copied to $OUT"
+wait $logs 2>/dev/null || true
+mkdir -p "$(dirname "$OUT")"
+if ! kn exec "$pod" -c report -- test -d /reports/run 2>/dev/null; then
+  echo "error: no report to copy: the run wrote none, or pod $pod ended before the copy (HOLD_S=$HOLD_S)" >&2
+elif kn cp -c report "$pod:/reports/run" "$OUT" >/dev/null; then
+  say "run exit code $code after $(( $(date +%s) - start ))s; report copied to $OUT"
+else
+  echo "error: kubectl cp of the report from pod $pod failed" >&2
+fi
+kn exec "$pod" -c report -- touch /reports/collected 2>/dev/null || true
+for _ in $(seq 60); do state=$(job_state); [ -n "$state" ] && break; sleep 2; done
+say "job ${state:-not finished after 120 s}"
 exit "$code"

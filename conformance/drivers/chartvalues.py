@@ -3,13 +3,14 @@
 value; an unset one leaves the chart's default. This is how a run's ``DRA_REFERENCE_FAULTS`` (host mode: the
 plugin's own environment) reaches a driver deployed as a DaemonSet: the reference chart's ``faults`` value
 becomes the container's ``DRA_REFERENCE_FAULTS`` env (reference_driver/deploy/chart/templates/daemonset.yaml).
-Pure: no I/O.
+A string value holding ``{node_name}`` gets the name of the cluster's one node (:func:`fill_node_name`): for a
+chart that only takes a fixed node name, such as dra-driver-cpu's ``args.hostnameOverride``. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from conformance.core import errors
@@ -53,10 +54,43 @@ def from_env(env_values: Any, environ: Mapping[str, str], source: str = "deploy.
     return out
 
 
-def chart_values(deploy: Mapping[str, Any], environ: Mapping[str, str], image_repo: str | None = None) -> dict:
-    """The values a chart is installed or rendered with: the profile's ``values``, then ``env_values`` taken
-    from ``environ``, then ``image.repository`` from ``--image-repo``. Raises ConfigError (see :func:`from_env`)."""
-    values = merge(deploy.get("values") or {}, from_env(deploy.get("env_values"), environ))
+NODE_NAME = "{node_name}"
+
+
+def fill_node_name(values: Any, node_names: Sequence[str], path: str = "deploy.values") -> Any:
+    """A copy of ``values`` (nested mappings, lists, scalars) with ``{node_name}`` in every string replaced by the
+    name of the one node in ``node_names``. A chart that takes a single fixed node name (dra-driver-cpu v0.2.0
+    ``args.hostnameOverride``, the ``--hostname-override`` of its hostNetwork pod) is right only on a one-node
+    cluster, so any other node count raises ConfigError naming the value's dotted path and the node count."""
+    if isinstance(values, str):
+        if NODE_NAME not in values:
+            return values
+        if len(node_names) != 1:
+            raise errors.ConfigError(
+                f"{values!r} names {NODE_NAME}, which is only defined on a one-node cluster; this cluster has "
+                f"{len(node_names)} nodes ({', '.join(node_names) or 'none listed'})",
+                field=path,
+                fix="run on one node (--nodes 1) or drop the placeholder from the profile's values",
+            )
+        return values.replace(NODE_NAME, node_names[0])
+    if isinstance(values, Mapping):
+        return {k: fill_node_name(v, node_names, f"{path}.{k}") for k, v in values.items()}
+    if isinstance(values, list):
+        return [fill_node_name(v, node_names, f"{path}[{i}]") for i, v in enumerate(values)]
+    return values
+
+
+def chart_values(
+    deploy: Mapping[str, Any],
+    environ: Mapping[str, str],
+    image_repo: str | None = None,
+    node_names: Sequence[str] = (),
+) -> dict:
+    """The values a chart is installed or rendered with: the profile's ``values`` (``{node_name}`` filled from
+    ``node_names``, the cluster's nodes), then ``env_values`` taken from ``environ``, then ``image.repository``
+    from ``--image-repo``. Raises ConfigError (see :func:`from_env`, :func:`fill_node_name`)."""
+    own = fill_node_name(deploy.get("values") or {}, list(node_names))
+    values = merge(own, from_env(deploy.get("env_values"), environ))
     if image_repo:
         values = merge(values, {"image": {"repository": image_repo}})
     return values

@@ -198,7 +198,8 @@ class HelmDeployer:
         DriverNotReady or ConfigError (removes nothing: :meth:`deploy` and the upgrade lane decide)."""
         chart = str(d["chart"]) if d.get("repo") else resolve_chart(d["chart"], profile_source=self.profile.source)
         source = chart_source_args(d, chart, self.profile.source)  # before the temporary file: may raise
-        values = chartvalues.chart_values(d, os.environ, self.image_repo)  # values, env_values, --image-repo
+        nodes = [n.name for n in self.cluster.nodes]
+        values = chartvalues.chart_values(d, os.environ, self.image_repo, nodes)  # values, env_values, --image-repo
         self.load_images(d)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
             yaml.safe_dump(values, fh)
@@ -211,7 +212,6 @@ class HelmDeployer:
             args += ["--version", str(d["version"])]
         for item in d.get("set") or []:
             args += ["--set", str(item)]
-        nodes = [n.name for n in self.cluster.nodes]
         before = registered_sockets(self.k8s, nodes)
         try:
             self._helm(*args, timeout=timeout_s + 60)

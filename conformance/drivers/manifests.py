@@ -117,7 +117,7 @@ class ManifestsDeployer:
                 helm = toolbox.program("helm")
             except toolbox.ToolMissing as exc:
                 raise errors.ConfigError(str(exc), source="--driver-deploy manifests", fix="run `make setup`") from None
-            values = chartvalues.chart_values(d, os.environ, self.image_repo)
+            values = chartvalues.chart_values(d, os.environ, self.image_repo, [n.name for n in self.cluster.nodes])
             release = str(d.get("release") or self.profile.name)
             ns = self.namespace or self.profile.name
             self.namespace = ns

@@ -174,15 +174,15 @@ def _prepare(args: argparse.Namespace) -> int | None:
             print(f"error: {exc}", file=sys.stderr)
             return 4
     try:
-        in_cluster = incluster.wanted(args.cluster, args.kubeconfig, getattr(args, "in_cluster", False))
+        if incluster.wanted(args.cluster, args.kubeconfig, getattr(args, "in_cluster", False)):
+            # a kubeconfig of the pod's service account, for our client, helm and kubectl alike
+            tmp = Path(tempfile.mkdtemp(prefix="dra-conformance-in-cluster-"))
+            atexit.register(shutil.rmtree, tmp, True)
+            args.kubeconfig = str(incluster.write_kubeconfig(tmp / "kubeconfig"))  # outside a pod: ConfigError
+            print(f"in-cluster: service account kubeconfig {args.kubeconfig}")
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 4
-    if in_cluster:  # a kubeconfig of the pod's service account, for our client, helm and kubectl alike
-        tmp = Path(tempfile.mkdtemp(prefix="dra-conformance-in-cluster-"))
-        atexit.register(shutil.rmtree, tmp, True)
-        args.kubeconfig = str(incluster.write_kubeconfig(tmp / "kubeconfig"))
-        print(f"in-cluster: service account kubeconfig {args.kubeconfig}")
     if shipped.in_checkout():  # stubs are gitignored: make sure a fresh checkout has them (a wheel ships them)
         try:
             from conformance import protos  # noqa: PLC0415

@@ -44,8 +44,8 @@ def _jenkins_commands() -> list[str]:
 
 
 def _incluster_commands() -> list[str]:
-    pod = yaml.safe_load((CI / "in-cluster" / "pod.yaml").read_text())
-    return [pod["spec"]["containers"][0]["args"][0]]
+    job = yaml.safe_load((CI / "in-cluster" / "job.yaml").read_text())
+    return [job["spec"]["template"]["spec"]["containers"][0]["args"][0]]
 
 
 def _words(command: str) -> list[list[str]]:
@@ -179,6 +179,28 @@ def test_in_cluster_defaults_are_accepted_by_the_cli():
     for args in (default, fallback):
         argv = ["run", "--cluster", "existing", "--in-cluster", *shlex.split(args)]
         assert not _cli_accepts(argv), f"{args}: {_cli_accepts(argv)}"
+
+
+def test_the_in_cluster_job_runs_once_within_a_deadline_and_keeps_the_report_for_its_copy():
+    """ci/in-cluster/job.yaml: a Job that never retries (backoffLimit 0, restartPolicy Never), bounded
+    (activeDeadlineSeconds), kept a while after it finished (ttlSecondsAfterFinished), whose ``report`` container
+    shares the suite's /reports until run.sh has copied it (``collected``) or HOLD_S passed; run.sh fills the
+    placeholders it substitutes, and each template runs it."""
+    job = yaml.safe_load((CI / "in-cluster" / "job.yaml").read_text())
+    assert (job["apiVersion"], job["kind"], job["spec"]["backoffLimit"]) == ("batch/v1", "Job", 0)
+    assert job["spec"]["activeDeadlineSeconds"] > 0 and job["spec"]["ttlSecondsAfterFinished"] >= 600
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "dra-conformance"
+    suite, report = pod["containers"]
+    assert (suite["name"], report["name"]) == ("suite", "report")
+    assert {m["mountPath"] for m in suite["volumeMounts"]} == {m["mountPath"] for m in report["volumeMounts"]}
+    assert "exit $rc" in suite["args"][0] and "/reports/exit-code" in suite["args"][0]
+    assert "/reports/collected" in report["args"][0] and report["env"][0]["name"] == "HOLD_S"
+    script = (CI / "in-cluster" / "run.sh").read_text()
+    for placeholder in ("image: IMAGE", 'value: \\"RUN_ARGS\\"', "activeDeadlineSeconds: [0-9]*", "name: HOLD_S"):
+        assert placeholder in script, f"run.sh does not fill {placeholder}"
+    for template in TEMPLATES:
+        assert "bash ci/in-cluster/run.sh" in template.read_text(), f"{template.relative_to(REPO)}: no in-cluster mode"
 
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda p: p.parent.name)

@@ -68,3 +68,11 @@ def test_forced_in_cluster_refuses_contradictions_with_exit_4(capsys):
         incluster.wanted("existing", "/k", True)
     assert main_cli.main(["run", "--in-cluster"]) == 4
     assert "--cluster local cannot run in-cluster" in capsys.readouterr().err
+
+
+def test_forced_in_cluster_outside_a_pod_exits_4_naming_what_is_missing(capsys, monkeypatch, tmp_path):
+    """No service account variables here (and no token file on a development machine or CI runner)."""
+    for var in (*ENV, "KUBECONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    assert main_cli.main(["run", "--cluster", "existing", "--in-cluster", "--report-dir", str(tmp_path / "r")]) == 4
+    assert "not running in a pod with a service account" in capsys.readouterr().err

@@ -51,6 +51,20 @@ def test_chart_values_merge_profile_values_environment_and_image_repo():
     assert deploy["values"] == {"image": {"tag": "dev"}, "faults": ""}  # the profile is not changed
 
 
+def test_node_name_placeholder_is_the_one_nodes_name_and_refused_on_more_nodes():
+    """dra-driver-cpu's hostNetwork pod names its node by the hostname unless ``args.hostnameOverride`` is set
+    (cmd/dracpu/app.go ``nodeutil.GetHostname``); its profile sets it to ``{node_name}``, which only one node
+    defines."""
+    deploy = profiles.load("dra-driver-cpu").deploy
+    assert deploy["values"]["args"]["hostnameOverride"] == chartvalues.NODE_NAME
+    got = chartvalues.chart_values(deploy, {}, node_names=["dra-1-n1"])
+    assert got["args"] == {"cpuDeviceMode": "individual", "hostnameOverride": "dra-1-n1"}
+    assert chartvalues.fill_node_name({"a": ["x-{node_name}", 3]}, ["n"]) == {"a": ["x-n", 3]}
+    assert chartvalues.chart_values({"values": {"a": "plain"}}, {}, node_names=["n1", "n2"]) == {"a": "plain"}
+    with pytest.raises(ConfigError, match=r"deploy\.values\.args\.hostnameOverride.*2 nodes \(n1, n2\).*--nodes 1"):
+        chartvalues.chart_values(deploy, {}, node_names=["n1", "n2"])
+
+
 @pytest.mark.parametrize("mode", ["helm", "manifests"])
 def test_a_runs_faults_reach_the_reference_daemonsets_container_env(mode, tmp_path):
     """DRA_REFERENCE_FAULTS of the run -> the profile's env_values -> chart value ``faults`` -> the plugin

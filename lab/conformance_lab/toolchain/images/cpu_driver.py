@@ -5,6 +5,9 @@ Facts from upstream (github.com/kubernetes-sigs/dra-driver-cpu v0.2.0, read from
 ``Dockerfile`` builds ``/dracpu`` with ``CGO_ENABLED=0`` onto distroless/base-debian12; the chart
 (``deployment/helm/dra-driver-cpu``) runs ``args: [/dracpu, ...]`` in ``image.repository:image.tag`` (tag default:
 ``appVersion``). The static binary needs no base image beyond the directories and accounts every image here has.
+Like upstream's ``CMD ["/dracpu"]`` the image has no entrypoint: the chart's ``args`` start with ``/dracpu``, so an
+entrypoint would make that path the first argument and Go's flag parsing would stop there (every chart flag
+ignored, ``--hostname-override`` included; seen in session 12).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from conformance_lab.toolchain.images.oci import ImageConfig, ImageError, entrie
 
 TOOL = "dra-driver-cpu"
 CHART = "deployment/helm/dra-driver-cpu"
+CONFIG_REVISION = 2  # bumped when the image config changes: part of the cache key (1: entrypoint /dracpu)
 
 
 def ref() -> str:
@@ -37,8 +41,8 @@ def binary() -> Path:
 
 
 def key() -> str:
-    """Cache key: the image name, the binary's digest and the pinned version."""
-    return store.cache_key(TOOL, versions.load().go_tools[TOOL].version, ref(), sha256_file(binary()))
+    """Cache key: the image name, the binary's digest, the pinned version and the config revision."""
+    return store.cache_key(TOOL, versions.load().go_tools[TOOL].version, ref(), sha256_file(binary()), CONFIG_REVISION)
 
 
 def archive() -> Path:
@@ -54,7 +58,7 @@ def archive() -> Path:
                 ("org.opencontainers.image.source", pinned.module),
                 ("org.opencontainers.image.version", pinned.version),
             )
-            write_image(tmp, name, [layer], ImageConfig(entrypoint=("/dracpu",), labels=labels))
+            write_image(tmp, name, [layer], ImageConfig(cmd=("/dracpu",), labels=labels))
         finally:
             layer.unlink(missing_ok=True)
 

@@ -138,7 +138,7 @@ def local_cluster():
 @pytest.fixture(autouse=True)
 def _shared_cluster_first(request):
     """Every e2e test but the lifecycle ones takes the shared cluster first: under xdist it then starts before
-    any test's own cluster (a run's). Module and package fixtures that start a cluster (existing/'s install, validate-suite) are set up
-    before this one, so they ask for ``local_cluster`` themselves."""
+    any test's own cluster (a run's). Module and package fixtures that start a cluster (existing/'s install,
+    validate-suite) are set up before this one, so they ask for ``local_cluster`` themselves."""
     if request.node.get_closest_marker("e2e") and not request.node.get_closest_marker(LIFECYCLE_MARK):
         request.getfixturevalue("local_cluster")

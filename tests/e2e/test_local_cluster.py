@@ -16,6 +16,7 @@ import pytest
 from conformance_lab.local import LocalCluster, LocalClusterConfig, gates
 from conformance_lab.local import api as apilib
 from conformance_lab.local.config import layout_for
+from conformance_lab.local.provider import free_slot
 from conformance_lab.local.teardown import leftovers
 from conformance_lab.toolchain import cache
 from kubernetes import client, config
@@ -39,13 +40,13 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
     real node; kwok leaves the real kubelets' Nodes alone; restart_kubelet brings a node back Ready with a
     new kubelet; `cluster down` from another process leaves no
     process, mount, interface, cgroup, CNI chain or directory behind."""
-    # given: a cluster of its own (slot 1: own ports; its kube-proxies run in its nodes' namespaces)
+    # given: a cluster of its own (own slot; its kube-proxies run in its nodes' namespaces)
     cfg = LocalClusterConfig(
         name="e2elife",
         nodes=2,
         kwok_nodes=1,
         feature_gates="defaults",
-        slot=1,
+        slot=free_slot(first=2, exclude="e2elife"),  # the lowest free slot (a shared host)
         k8s_version=K8S_VERSION,
         log_dir=REPO / "reports" / "e2e-logs" / "e2elife",
     )
@@ -163,7 +164,7 @@ def test_failed_bring_up_names_the_component_and_leaves_nothing():
         name="e2ebad",
         nodes=1,
         feature_gates="defaults",
-        slot=5,
+        slot=free_slot(first=2, exclude="e2ebad"),
         kube_proxy=False,
         k8s_version=K8S_VERSION,
         extra_feature_gates={"NoSuchDRAGate": True},

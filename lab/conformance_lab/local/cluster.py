@@ -300,7 +300,8 @@ class LocalCluster:
         for i in range(lay.nodes):
             np = node_config.node_paths(lay, i)
             cert, key = pki.issue(f"kubelet-{i}", f"system:node:{np.name}", "system:nodes")
-            write_kubeconfig(np.kubeconfig, node_server, pki.ca_cert, cert, key, f"system:node:{np.name}")
+            for path, url in ((np.kubeconfig, server), (np.kubelet_kubeconfig, node_server)):
+                write_kubeconfig(path, url, pki.ca_cert, cert, key, f"system:node:{np.name}")
         return out
 
     def _start_containerds(

@@ -50,6 +50,7 @@ def test_holders_name_their_host_and_enter_wraps_argv(tmp_path):
 def test_forward_specs_cover_the_control_plane_ports_and_the_mirror_per_node(tmp_path):
     specs = netns.forward_specs(_lay(tmp_path), 5, [6, 7], mirror="127.0.0.1:5000")
     assert specs[0] == "127.0.0.1:6446=/proc/5/ns/net@127.0.0.1:6446"
+    assert "/proc/7/ns/net@127.0.0.1:6446=/proc/5/ns/net@127.0.0.1:6446" in specs
     assert specs[-2:] == [
         "/proc/6/ns/net@127.0.0.1:5000=127.0.0.1:5000",
         "/proc/7/ns/net@127.0.0.1:5000=127.0.0.1:5000",

@@ -8,8 +8,9 @@
   the node's containerd, kubelet and kube-proxy (and so the CNI bridge, the pods' veths, every iptables rule of
   kube-proxy, the kubelet and the CNI plugin) live there: a real node's shape.
 - ``netfwd`` (:mod:`conformance_lab.local.netfwd`): the host's ``127.0.0.1:<apiserver|kcm|scheduler port>`` to
-  the same port in the cluster namespace (kubeconfigs keep ``https://127.0.0.1:<port>``); with a registry mirror,
-  each node's ``127.0.0.1:<port>`` to the host's.
+  the same port in the cluster namespace (kubeconfigs keep ``https://127.0.0.1:<port>``), and each node's
+  ``127.0.0.1:<apiserver port>`` too (a host kubeconfig works for a plugin started in the node); with a
+  registry mirror, each node's ``127.0.0.1:<port>`` to the host's.
 Namespaces are not named (no ``/run/netns`` file): each lives while a process is in it and the kernel destroys
 it with its links when the last one goes, so tear-down (killing the recorded processes) removes everything,
 also of a half-made cluster. Sources: network_namespaces(7), veth(4), unshare(1), nsenter(1), ip-link(8).
@@ -140,6 +141,8 @@ def forward_specs(lay: Layout, cluster_pid: int, node_pids: list[int], mirror: s
     loopback to the host's."""
     cluster = netns_file(cluster_pid)
     specs = [f"127.0.0.1:{p}={cluster}@127.0.0.1:{p}" for p in lay.forwarded_ports().values()]
+    api = lay.apiserver_port  # a host kubeconfig works in a node too (a host-mode plugin started there: dranet)
+    specs += [f"{netns_file(pid)}@127.0.0.1:{api}={cluster}@127.0.0.1:{api}" for pid in node_pids]
     if mirror:
         host, _, port = mirror.rpartition(":")
         host = "127.0.0.1" if host == "localhost" else host

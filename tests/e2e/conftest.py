@@ -93,9 +93,12 @@ def _users(update=None) -> list[int]:
 
 
 def shared_config() -> LocalClusterConfig:
-    """The config of the session's shared cluster."""
+    """The config of the session's shared cluster (the lowest slot no other local cluster records)."""
+    from conformance_lab.local.provider import free_slot  # noqa: PLC0415
+
+    slot = free_slot(first=0, exclude=SHARED_NAME)
     return LocalClusterConfig(
-        name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS, k8s_version=K8S_VERSION
+        name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS, k8s_version=K8S_VERSION, slot=slot
     )
 
 

@@ -316,13 +316,34 @@ def remove_dead_shim_sockets() -> list[str]:
     tear-down leave them); sockets of live shims (any containerd) are kept. Returns what was removed."""
     if not SHIM_SOCKET_DIR.is_dir():
         return []
-    live = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:] if len(line.split()) >= 8}
+    live = bound_unix_paths()
     removed = []
     for f in SHIM_SOCKET_DIR.iterdir():
         if f.is_socket() and str(f) not in live:
             f.unlink(missing_ok=True)
             removed.append(str(f))
     return removed
+
+
+def bound_unix_paths() -> set[str]:
+    """Paths of the bound unix sockets of every network namespace on the host (``/proc/<pid>/net/unix`` of one
+    process per namespace: ``/proc/net/unix`` lists only the reader's, and a local node's shims run in the
+    node's namespace, netns.py)."""
+    seen: set[str] = set()
+    live: set[str] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ns = os.readlink(entry / "ns" / "net")
+            if ns in seen:
+                continue
+            text = (entry / "net" / "unix").read_text()
+        except OSError:
+            continue
+        seen.add(ns)
+        live |= {line.split()[-1] for line in text.splitlines()[1:] if len(line.split()) >= 8}
+    return live
 
 
 def rmdir_each(paths: list[str]) -> list[str]:

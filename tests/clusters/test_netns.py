@@ -145,3 +145,30 @@ def test_the_host_loopback_reaches_a_server_inside_a_namespace(tmp_path):
             inner.wait()
     finally:
         holder.stop(timeout=2)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_a_socket_bound_in_a_node_namespace_counts_as_live_for_the_shim_socket_sweep(tmp_path):
+    """/proc/net/unix lists only the reader's namespace: a node's shim socket must still count as live, or a
+    tear-down elsewhere deletes it (containerd then fails "failed to start shim ... no such file")."""
+    from conformance_lab.local import hostsys
+
+    path = tmp_path / "shim.sock"
+    holder = HostProcess.spawn(netns.NODE_HOLDER, "n", netns.node_holder_argv(_lay(tmp_path), 0), tmp_path / "h.log")
+    try:
+        netns.wait_holder(holder)
+        code = (
+            f"import socket; s = socket.socket(socket.AF_UNIX); s.bind({str(path)!r}); s.listen(); "
+            "print('up', flush=True); input()"
+        )
+        inner = subprocess.Popen(netns.enter(holder.pid, [sys.executable, "-c", code]), stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            assert inner.stdout.readline().strip() == "up"
+            assert str(path) not in open("/proc/net/unix").read()  # the host's view misses it
+            assert str(path) in hostsys.bound_unix_paths()
+        finally:
+            inner.kill()
+            inner.wait()
+    finally:
+        holder.stop(timeout=2)

@@ -6,7 +6,7 @@ lifetimes are left out):
 
 - ``iptables`` / ``ip6tables``: ``<table> <rule>`` of ``-S`` for filter, nat, mangle, raw, security; packet
   counters (``-c N N``, ``[N:N]``) dropped, per-container CNI chain names and container IDs replaced by ``<id>``;
-- ``sysctls``: the keys a local or kind cluster writes (hostsys.enable_ip_forward, preflight.KUBELET_SYSCTLS, the
+- ``sysctls``: the keys a local or kind cluster writes (ip_forward, preflight.KUBELET_SYSCTLS, the
   kubelet's and kube-proxy's own writes: ``route_localnet``, conntrack), ``key=value``;
 - ``links`` / ``addresses`` / ``routes``: ``ip -j link|addr|route`` (both families, every table);
 - ``mounts``: mount points under the lab's directories, ``/run``, ``/var/lib/kubelet`` and ``/var/lib/cni``;

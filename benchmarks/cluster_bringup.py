@@ -16,7 +16,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conformance_lab.local import LocalCluster, LocalClusterConfig  # noqa: E402
-from conformance_lab.local.teardown import other_kube_proxy  # noqa: E402
 
 
 def main() -> int:
@@ -28,9 +27,6 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--slot", type=int, default=4, help="port/subnet slot (default 4, beside other clusters)")
     args = parser.parse_args()
-    kube_proxy = not other_kube_proxy("bench")
-    if not kube_proxy:
-        print("another local cluster runs kube-proxy: measuring without kube-proxy")
     ups, downs = [], []
     for i in range(args.repeat):
         cfg = LocalClusterConfig(
@@ -41,7 +37,7 @@ def main() -> int:
             k8s_version=args.k8s_version,
             log_dir=Path("reports/bench-logs"),
             slot=args.slot,
-            kube_proxy=kube_proxy,
+            kube_proxy=True,
         )
         cluster = LocalCluster(cfg, progress=print)
         t0 = time.monotonic()

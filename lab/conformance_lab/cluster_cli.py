@@ -125,7 +125,7 @@ def _status(args: argparse.Namespace) -> int:
         return 1
     print(
         f"cluster {state.name}: phase {state.phase}, Kubernetes {state.k8s_version}, slot {state.slot}, "
-        f"node IP {state.node_ip}"
+        f"API server {state.node_ip} (cluster network namespace; host 127.0.0.1 forwarded)"
     )
     print(f"kubeconfig: {Path(state.path).parent / 'admin.kubeconfig'}")
     print(
@@ -210,7 +210,7 @@ def register(subparsers) -> None:
     up.add_argument(
         "--no-kube-proxy",
         action="store_true",
-        help="do not run kube-proxy (only one cluster per host may; pods then cannot use Services)",
+        help="do not run kube-proxy on the nodes (saves CPU; pods then cannot use Services)",
     )
     up.add_argument(
         "--daemonset-paths",

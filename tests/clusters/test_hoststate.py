@@ -203,9 +203,10 @@ def test_kube_proxy_is_configured_to_write_no_sysctl(tmp_path, monkeypatch):
     monkeypatch.setattr(config, "STATE_ROOT", tmp_path)
     lay = config.Layout(name="c1", slot=3, nodes=1, log_dir=tmp_path)
     lay.state_dir.mkdir()
-    argv = control_plane.kube_proxy("/c/kube-proxy", lay, tmp_path / "kc", "c1-node-0")
-    cfg = yaml.safe_load((lay.state_dir / "kube-proxy.yaml").read_text())
-    assert argv[1] == f"--config={lay.state_dir / 'kube-proxy.yaml'}"
+    argv = control_plane.kube_proxy("/c/kube-proxy", lay, tmp_path / "kc", 0)
+    cfg = yaml.safe_load((lay.state_dir / "kube-proxy-0.yaml").read_text())
+    assert argv[1] == f"--config={lay.state_dir / 'kube-proxy-0.yaml'}"
+    assert cfg["hostnameOverride"] == "c1-node-0"
     assert cfg["iptables"] == {"localhostNodePorts": False}  # else kube-proxy sets route_localnet=1 for good
     assert cfg["conntrack"]["maxPerCore"] == 0 and cfg["conntrack"]["min"] == 0  # no nf_conntrack_max write
 

@@ -1,6 +1,6 @@
 """Test network interfaces and the NRI hand-off of local nodes (dranet): names unique to the node, ``ip``
 command lines, containerd's per-node NRI section, the plugin's mount namespace. Real ``ip`` links only in the
-root-only test at the end (skipped without CAP_NET_ADMIN)."""
+root-only test at the end, inside network namespaces of its own (skipped without CAP_NET_ADMIN)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import subprocess
 import tomllib
 
 import pytest
-from conformance_lab.local import netdevs
+from conformance_lab.local import netdevs, netns
 from conformance_lab.local.config import LocalClusterConfig, layout_for
 from conformance_lab.local.node_config import containerd_config, node_paths
+from conformance_lab.local.processes import HostProcess
 
 
 def _np(i: int = 1, name: str = "t"):
@@ -78,25 +79,37 @@ def test_nri_plugin_runs_where_the_default_socket_is_its_nodes():
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="creating links needs root (CAP_NET_ADMIN)")
-def test_ifb_links_are_created_recorded_and_removed(tmp_path, monkeypatch):
-    """Real links: created up, recorded before creation, all removed (veth peers too)."""
+def test_ifb_links_are_created_in_the_nodes_namespace_recorded_and_removed(tmp_path, monkeypatch):
+    """Real links: created up inside each node's network namespace (none on the host), recorded before
+    creation, all removed (veth peers too)."""
     state = _State(tmp_path)
+    lay = layout_for(LocalClusterConfig(name="t", nodes=1).validate())
+    for node in ("n", "m"):
+        state.processes.append(
+            HostProcess.spawn(netns.NODE_HOLDER, node, netns.node_holder_argv(lay, 0), tmp_path / node)
+        )
     try:
+        for p in state.processes:
+            netns.wait_holder(p)
         made = netdevs.create(state, "n", "ifb", 2) + netdevs.create(state, "m", "veth", 1)
-        assert netdevs.present(made) == sorted(made + [netdevs.peer(made[-1])])
+        inside = {node: netns.in_node(state.processes, node, []) for node in ("n", "m")}
+        assert netdevs.present(made[:2], inside["n"]) == made[:2] and netdevs.present(made) == []
+        assert netdevs.present(made[2:], inside["m"]) == sorted(made[2:] + [netdevs.peer(made[-1])])
         assert state.host["netdevs"] == {"n": made[:2], "m": made[2:]} and state.saved
-        up = subprocess.run(["ip", "-o", "link", "show", made[0]], capture_output=True, text=True).stdout
-        assert "UP" in up
-    finally:
+        up = subprocess.run([*inside["n"], "ip", "-o", "link", "show", made[0]], capture_output=True, text=True)
+        assert "UP" in up.stdout
         left = netdevs.remove(state)
-    assert left == [] and netdevs.present(made) == [] and state.host["netdevs"] == {}
+        assert left == [] and netdevs.present(made[:2], inside["n"]) == [] and state.host["netdevs"] == {}
+    finally:
+        for p in state.processes:
+            p.stop(timeout=2)
 
 
 class _State:
     """A ClusterState stand-in: name, host record, save()."""
 
     def __init__(self, tmp_path):
-        self.name, self.host, self.saved = f"u{os.getpid() % 100000}", {}, 0
+        self.name, self.host, self.saved, self.processes = f"u{os.getpid() % 100000}", {}, 0, []
         self.path = tmp_path / "state.json"
 
     def save(self):

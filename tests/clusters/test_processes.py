@@ -50,28 +50,6 @@ def test_state_round_trip(tmp_path, monkeypatch):
         statelib.ClusterState.load("nope")
 
 
-def test_other_kube_proxy_sees_running_and_starting_clusters(tmp_path, monkeypatch):
-    from conformance_lab.local import teardown
-
-    monkeypatch.setattr(statelib, "STATE_ROOT", tmp_path)
-    assert not teardown.other_kube_proxy("me")
-    starting = statelib.ClusterState(
-        name="other", slot=1, nodes=1, log_dir=str(tmp_path), host={"kube_proxy": "/bin/kube-proxy"}
-    )
-    starting.save()
-    assert teardown.other_kube_proxy("me") and not teardown.other_kube_proxy("other")
-    starting.phase, starting.host = "running", {}
-    starting.save()
-    assert not teardown.other_kube_proxy("me")
-    proc = HostProcess.spawn("kube-proxy", "", ["sleep", "60"], tmp_path / "kp.log")
-    try:
-        starting.add_process(proc)
-        assert teardown.other_kube_proxy("me")
-    finally:
-        proc.stop(timeout=1)
-    assert not teardown.other_kube_proxy("me")
-
-
 def test_a_slot_recorded_by_another_cluster_is_taken_and_the_provider_moves_on(tmp_path, monkeypatch):
     """Two runs that chose the same free slot at once: the one that records second gets SlotTaken (under the
     host lock, before starting anything) and the provider's next choice skips the recorded slot."""

@@ -93,9 +93,12 @@ def _users(update=None) -> list[int]:
 
 
 def shared_config() -> LocalClusterConfig:
-    """The config of the session's shared cluster."""
+    """The config of the session's shared cluster (the lowest slot no other local cluster records)."""
+    from conformance_lab.local.provider import free_slot  # noqa: PLC0415
+
+    slot = free_slot(first=0, exclude=SHARED_NAME)
     return LocalClusterConfig(
-        name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS, k8s_version=K8S_VERSION
+        name=SHARED_NAME, nodes=2, feature_gates="all", log_dir=SHARED_LOGS, k8s_version=K8S_VERSION, slot=slot
     )
 
 
@@ -138,8 +141,7 @@ def local_cluster():
 @pytest.fixture(autouse=True)
 def _shared_cluster_first(request):
     """Every e2e test but the lifecycle ones takes the shared cluster first: under xdist it then starts before
-    any test's own cluster (a run's) and runs the host's one kube-proxy, which test_local_cluster's Service test
-    needs. Module and package fixtures that start a cluster (existing/'s install, validate-suite) are set up
-    before this one, so they ask for ``local_cluster`` themselves."""
+    any test's own cluster (a run's). Module and package fixtures that start a cluster (existing/'s install,
+    validate-suite) are set up before this one, so they ask for ``local_cluster`` themselves."""
     if request.node.get_closest_marker("e2e") and not request.node.get_closest_marker(LIFECYCLE_MARK):
         request.getfixturevalue("local_cluster")

@@ -10,8 +10,8 @@ labelled with its run ID, found with the cluster's admin credentials; then remov
 
 Faults (:data:`FAULTS`): ``apiserver-restart`` (kube-apiserver stopped, started again after the test),
 ``etcd-stopped-30s``, ``credentials-revoked`` (the run's kubeconfig holds a ServiceAccount token whose
-ServiceAccount is deleted), ``report-disk-full`` (``--report-dir`` on a 4 MiB tmpfs that is filled). A node's
-network cut is listed as not possible yet: nodes of a local cluster share the host network.
+ServiceAccount is deleted), ``report-disk-full`` (``--report-dir`` on a 4 MiB tmpfs that is filled),
+``node-network-cut`` (the node's link on the cluster bridge down while the test runs, up after it).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from conformance_tools.preinstalled import reference_driver
 PASSING = "test_driver_publishes_slices_with_devices"
 TARGET = "test_claim_is_allocated_when_its_pod_is_scheduled"  # its body creates a claim: it needs the API
 RUN_TIMEOUT = 900.0
-NOT_POSSIBLE = "not possible yet: nodes share the host network"
 
 
 @dataclasses.dataclass
@@ -198,11 +197,26 @@ def report_disk_full(lab: Lab):
         yield lab.kubeconfig, lab.tmp / "small-disk" / "report", lambda _info: fill(), _noop
 
 
+@contextlib.contextmanager
+def node_network_cut(lab: Lab):
+    """The node's network cut at the fault point (its link on the cluster bridge down), restored once the test
+    has ended (the node Ready again)."""
+    stack = contextlib.ExitStack()
+    node = f"{lab.state.name}-node-0"
+
+    def start(_info: dict) -> None:
+        stack.enter_context(cf.node_network_cut(lab.state, lab.api, node))
+
+    with stack:
+        yield lab.kubeconfig, lab.tmp / "report-node-network", start, lambda _info: stack.close()
+
+
 FAULTS: dict[str, Callable] = {
     "apiserver-restart": lambda lab: stopped(lab, "kube-apiserver"),
     "etcd-stopped-30s": lambda lab: stopped(lab, "etcd", at_least_s=30.0),
     "credentials-revoked": credentials_revoked,
     "report-disk-full": report_disk_full,
+    "node-network-cut": node_network_cut,
 }
 
 
@@ -239,13 +253,12 @@ def _summary(report: Path) -> dict:
 
 
 def table(rows: list[Outcome]) -> str:
-    """The rows as a Markdown table, with the node network row that is not possible yet."""
+    """The rows as a Markdown table."""
     lines = ["| fault | exit | verdict | classes | evidence | s to end | leftovers |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         v = r.verdict.replace("VERDICT: ", "")[:160]
         lines.append(f"| {r.fault} | {r.code} | {v} | {r.classes} | {r.evidence[:200]} | {r.seconds_to_end:.0f} "
                      f"| {r.leftovers} |")  # fmt: skip
-    lines.append(f"| node-network-cut | - | {NOT_POSSIBLE} | - | - | - | - |")
     return "\n".join(lines)
 
 

@@ -1,7 +1,8 @@
 """LocalCluster: bring-up and tear-down of a real Kubernetes cluster run as host processes (no Docker).
 
-Start order (local-cluster.md §3.7): etcd, kube-apiserver and every node's containerd in parallel ->
-/readyz -> controller-manager, scheduler, kube-proxy, image import, kubelets -> nodes Ready, ``default``
+Start order (local-cluster.md §3.7): network namespaces (netns: cluster, one per node, the forwarder) ->
+etcd, kube-apiserver and every node's containerd in parallel -> /readyz -> controller-manager, scheduler, image
+import, per node kubelet and kube-proxy -> nodes Ready, ``default``
 ServiceAccount, ``kube-root-ca.crt``, resource.k8s.io/v1 served -> kwok fake nodes.
 On any failure the partial cluster is torn down and ClusterUnavailable names the component with its log.
 """
@@ -19,13 +20,13 @@ from conformance.core.errors import ClusterUnavailable, ConfigError, WaitError
 from conformance_lab.local import api as apilib
 from conformance_lab.local import control_plane as cp
 from conformance_lab.local import gates as gatelib
-from conformance_lab.local import hostsys, images, netdevs, node_config, node_mounts, preflight
+from conformance_lab.local import hostsys, images, netdevs, netns, node_config, node_mounts, preflight
 from conformance_lab.local.config import Layout, LocalClusterConfig, layout_for
 from conformance_lab.local.handle import LocalClusterHandle
 from conformance_lab.local.pki import Pki, write_kubeconfig
 from conformance_lab.local.processes import HostProcess
 from conformance_lab.local.state import ClusterState, SlotTaken, host_lock, slots_in_use
-from conformance_lab.local.teardown import other_kube_proxy, teardown
+from conformance_lab.local.teardown import teardown
 from conformance_lab.toolchain import cache, versions
 
 Progress = Callable[[str], None]
@@ -62,7 +63,7 @@ class LocalCluster:
         self.layout: Layout = layout_for(config)
         self.progress = progress or (lambda line: None)
         self.handle: LocalClusterHandle | None = None
-        self.run_kube_proxy = self.config.kube_proxy is not False
+        self.run_kube_proxy = self.config.kube_proxy is not False or self.config.daemonset_paths
         self._t0 = time.monotonic()
 
     # ---- public API -------------------------------------------------------------------------------
@@ -109,18 +110,10 @@ class LocalCluster:
                 )
             self._say(f"removing stale state of {self.config.name!r}")
             teardown(old)
-        with host_lock():  # one kube-proxy per host, one cluster per slot: decide and record atomically
+        with host_lock():  # one cluster per slot: decide and record atomically
             owner = slots_in_use(exclude=self.config.name).get(self.config.slot)
             if owner:
                 raise SlotTaken(f"slot {self.config.slot} is already recorded by local cluster {owner!r}")
-            other = other_kube_proxy(self.config.name)
-            if self.config.kube_proxy and other:
-                raise ConfigError(
-                    "another local cluster on this host runs kube-proxy (it owns the host's KUBE-* iptables chains)",
-                    field="kube_proxy",
-                    fix="tear that cluster down, or use kube_proxy=False for this one",
-                )
-            self.run_kube_proxy = bool(self.config.kube_proxy if self.config.kube_proxy is not None else not other)
             facts = preflight.run(
                 tag, self.layout.all_ports(), need_kwok=self.config.kwok_nodes > 0, nodes=self.config.nodes
             )
@@ -133,8 +126,7 @@ class LocalCluster:
                 feature_gate_mode=self.config.feature_gates,
                 binaries=facts.binaries,
             )
-            if self.run_kube_proxy:
-                state.host["kube_proxy"] = facts.binaries["kube-proxy"]
+            state.host["netns"] = True
             if self.config.daemonset_paths:
                 state.host["daemonset_paths"] = True
                 state.save()  # recorded before creating anything: another cluster's tear-down keeps them
@@ -145,8 +137,6 @@ class LocalCluster:
                 netdevs.ensure_nri_mount_point()
             state.save()
         self._say(f"pre-flight ok (Kubernetes {tag}, cgroup {facts.cgroup}, runc {facts.runc})")
-        if self.config.kube_proxy is None and other:
-            self._say("another local cluster runs kube-proxy: starting this one without it (no Service ClusterIPs)")
         try:
             self.handle = self._bring_up(state, facts, tag)
         except BaseException as exc:
@@ -177,10 +167,19 @@ class LocalCluster:
         self.progress(f"[{time.monotonic() - self._t0:5.1f}s] {msg}")
 
     def _spawn(
-        self, state: ClusterState, name: str, node: str, argv: list[str], env: dict[str, str] | None = None
+        self,
+        state: ClusterState,
+        name: str,
+        node: str,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        netns_pid: int | None = None,
     ) -> HostProcess:
+        """Start and record ``argv`` (in the network namespace of ``netns_pid`` when given)."""
         log = self.layout.log_dir / (f"{node}-{name}.log" if node else f"{name}.log")
         argv = [*argv, *self.config.extra_args.get(name, ())]
+        if netns_pid is not None:
+            argv = netns.enter(netns_pid, argv)
         return state.add_process(HostProcess.spawn(name, node, argv, log, env=env))
 
     def _wait(self, awaited: str, probe, timeout: float, procs: list[HostProcess]) -> None:
@@ -195,24 +194,26 @@ class LocalCluster:
         gates = gatelib.select(cfg.feature_gates, known_gates_cached(b["kube-apiserver"], tag))
         gates.update(cfg.extra_feature_gates)
         state.feature_gates, state.runtime_config = gates, gatelib.runtime_config(cfg.feature_gates, tag, gates)
-        state.node_ip = cp.host_ip()
+        state.node_ip = lay.bridge_ip
         state.images = {**images.DEFAULT_IMAGES, **cfg.images}
         for d in (lay.state_dir, lay.run_dir, lay.log_dir):
             d.mkdir(parents=True, exist_ok=True)
         hostsys.make_root_rshared()
-        state.host["ip_forward"] = hostsys.enable_ip_forward()
         state.save()
         self._say(f"feature gates ({cfg.feature_gates}): {gatelib.flag_value(gates) or '(none)'}")
         kubeconfigs = self._pki(state)
         admin = kubeconfigs["admin"]
-        etcd = self._spawn(state, "etcd", "", cp.etcd(b["etcd"], lay))
+        cns, node_ns = netns.start(lay, lambda n, node, argv: self._spawn(state, n, node, argv), cfg.registry_mirror)
+        self._say(f"network namespaces ready: bridge {lay.bridge_ip}, nodes {lay.node_ip(0)}..")
+        etcd = self._spawn(state, "etcd", "", cp.etcd(b["etcd"], lay), netns_pid=cns)
         apiserver = self._spawn(
             state,
             "kube-apiserver",
             "",
             cp.apiserver(b["kube-apiserver"], lay, Pki(lay.pki_dir), state.node_ip, gates, state.runtime_config),
+            netns_pid=cns,
         )
-        ctrds = self._start_containerds(state, facts)
+        ctrds = self._start_containerds(state, facts, node_ns)
         archives = (
             {}
             if cfg.registry_mirror
@@ -223,7 +224,8 @@ class LocalCluster:
         )
         pki = Pki(lay.pki_dir)
         api = apilib.Api(f"https://127.0.0.1:{lay.apiserver_port}", pki.ca_cert, pki.cert("admin"), pki.key("admin"))
-        self._wait("kube-apiserver /readyz", lambda: apilib.readyz(api), 90, [etcd, apiserver])
+        fwd = state.process(netns.FORWARDER)
+        self._wait("kube-apiserver /readyz", lambda: apilib.readyz(api), 90, [etcd, apiserver, fwd])
         self._say("kube-apiserver ready")
         cp_procs = [
             etcd,
@@ -233,23 +235,13 @@ class LocalCluster:
                 "kube-controller-manager",
                 "",
                 cp.controller_manager(b["kube-controller-manager"], lay, pki, admin, gates),
+                netns_pid=cns,
             ),
-            self._spawn(state, "kube-scheduler", "", cp.scheduler(b["kube-scheduler"], lay, admin, gates)),
+            self._spawn(
+                state, "kube-scheduler", "", cp.scheduler(b["kube-scheduler"], lay, admin, gates), netns_pid=cns
+            ),
+            fwd,
         ]
-        if self.run_kube_proxy:
-            cp_procs.append(
-                self._spawn(
-                    state,
-                    "kube-proxy",
-                    "",
-                    cp.kube_proxy(b["kube-proxy"], lay, kubeconfigs["kube-proxy"], lay.node_name(0)),
-                )
-            )
-        if cfg.daemonset_paths and not self.run_kube_proxy:  # in-cluster clients (DaemonSets) need the Service
-            state.host["api_dnat"] = hostsys.add_api_service_dnat(
-                cfg.name, lay.service_ip, state.node_ip, lay.apiserver_port
-            )
-            state.save()
         kubelets = []
         holders = {p.node: p.pid for p in state.processes if p.name == node_mounts.HOLDER}
         for i, ctrd in enumerate(ctrds):
@@ -258,10 +250,13 @@ class LocalCluster:
             for archive in archives.values():
                 images.import_image(Path(b["ctr"]), np.containerd_socket, archive)
             conf = node_config.kubelet_config(lay, np, pki.ca_cert, gates)
-            argv = node_config.kubelet_argv(b["kubelet"], np, conf, state.node_ip)
+            argv = netns.enter(node_ns[i], node_config.kubelet_argv(b["kubelet"], np, conf, lay.node_ip(i)))
             if np.name in holders:  # root dir at the standard path: plugins' socket paths stay short and real
                 argv = node_mounts.enter(holders[np.name], node_mounts.kubelet_argv(argv))
             kubelets.append(self._spawn(state, "kubelet", np.name, argv))
+            if self.run_kube_proxy:  # one per node, in the node's namespace (its KUBE-* chains stay there)
+                proxy = cp.kube_proxy(b["kube-proxy"], lay, kubeconfigs["kube-proxy"], i)
+                kubelets.append(self._spawn(state, "kube-proxy", np.name, proxy, netns_pid=node_ns[i]))
         pulled = f"nothing imported: images pulled through {cfg.registry_mirror}"
         self._say(f"{'images imported' if archives else pulled}, {len(kubelets)} kubelet(s) started")
         names = [lay.node_name(i) for i in range(lay.nodes)]
@@ -290,7 +285,8 @@ class LocalCluster:
         pki = Pki(lay.pki_dir)
         pki.create()
         pki.issue_apiserver(lay.service_ip, state.node_ip)
-        server = f"https://127.0.0.1:{lay.apiserver_port}"
+        server = f"https://127.0.0.1:{lay.apiserver_port}"  # the host's forwarder; inside: the API server itself
+        node_server = f"https://{lay.bridge_ip}:{lay.apiserver_port}"  # from the nodes' namespaces
         out = {}
         for name, cn, org in (
             ("admin", "dra-conformance-admin", "system:masters"),
@@ -299,14 +295,20 @@ class LocalCluster:
         ):
             cert, key = pki.issue(name, cn, org)
             if name != "apiserver-kubelet-client":
-                out[name] = write_kubeconfig(lay.state_dir / f"{name}.kubeconfig", server, pki.ca_cert, cert, key, cn)
+                url = node_server if name == "kube-proxy" else server
+                out[name] = write_kubeconfig(lay.state_dir / f"{name}.kubeconfig", url, pki.ca_cert, cert, key, cn)
         for i in range(lay.nodes):
             np = node_config.node_paths(lay, i)
             cert, key = pki.issue(f"kubelet-{i}", f"system:node:{np.name}", "system:nodes")
-            write_kubeconfig(np.kubeconfig, server, pki.ca_cert, cert, key, f"system:node:{np.name}")
+            for path, url in ((np.kubeconfig, server), (np.kubelet_kubeconfig, node_server)):
+                write_kubeconfig(path, url, pki.ca_cert, cert, key, f"system:node:{np.name}")
         return out
 
-    def _start_containerds(self, state: ClusterState, facts: preflight.HostFacts) -> list[HostProcess]:
+    def _start_containerds(
+        self, state: ClusterState, facts: preflight.HostFacts, node_ns: list[int]
+    ) -> list[HostProcess]:
+        """Each node's containerd in its network namespace (``node_ns[i]``: holder pid), and in its mount
+        namespace with ``daemonset_paths``."""
         lay, procs = self.layout, []
         for i in range(lay.nodes):
             np = node_config.node_paths(lay, i)
@@ -332,7 +334,7 @@ class LocalCluster:
             )
             bin_dir = str(Path(facts.binaries["containerd"]).parent)  # containerd-shim-runc-v2 lives there
             env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
-            argv = node_config.containerd_argv(facts.binaries["containerd"], conf)
+            argv = netns.enter(node_ns[i], node_config.containerd_argv(facts.binaries["containerd"], conf))
             if self.config.daemonset_paths:
                 argv = node_mounts.enter(self._node_namespace(state, np), argv)
             procs.append(self._spawn(state, "containerd", np.name, argv, env=env))
@@ -358,7 +360,10 @@ class LocalCluster:
     def _start_kwok(self, state: ClusterState, api: apilib.Api, kwok: str, admin: Path, procs) -> None:
         from conformance_lab.local.kwok import create_fake_nodes  # noqa: PLC0415 - kwok only when fake nodes are asked for
 
-        proc = self._spawn(state, "kwok", "", cp.kwok(kwok, self.layout, admin, state.node_ip))
+        cns = state.process(netns.CLUSTER_HOLDER)
+        proc = self._spawn(
+            state, "kwok", "", cp.kwok(kwok, self.layout, admin, state.node_ip), netns_pid=cns.pid if cns else None
+        )
         state.kwok_nodes = create_fake_nodes(api, self.config.name, self.config.kwok_nodes)
         state.save()
         self._wait(

@@ -4,8 +4,8 @@ while, the kubeconfig's credentials revoked, the report directory's disk full.
 Each fault is a context manager: entering it breaks the cluster (or the path), leaving it repairs what can be
 repaired and waits, bounded, until the API server answers ``/readyz`` again; it repairs also when the body
 raises. A revoked credential is not repaired (a ServiceAccount token stays invalid once its ServiceAccount is
-deleted): leaving deletes the binding that granted it. A node's network cut needs a network namespace per node,
-which local clusters do not have yet (nodes share the host network): there is no such fault here.
+deleted): leaving deletes the binding that granted it. A node's network cut pulls the node's cable: its link
+on the cluster bridge goes down (each node has a network namespace of its own, netns.py), then up again.
 
 Sources: kube-apiserver ``/readyz`` (its ``etcd`` check); KEP-1205 bound service account tokens (deleting the
 ServiceAccount invalidates its tokens: HTTP 401); tmpfs(5) ``size=``.
@@ -128,3 +128,30 @@ def _fill(path: Path) -> int:
 def pause(seconds: float) -> None:
     """Keep a fault in place for ``seconds`` (its duration, e.g. etcd stopped for 30 s: not a wait for luck)."""
     time.sleep(seconds)
+
+
+@contextlib.contextmanager
+def node_network_cut(state: ClusterState, api: apilib.Api, node: str) -> Iterator[None]:
+    """``node``'s cable pulled while the body runs: its veth end on the cluster bridge (``vn<i>`` in the cluster
+    namespace, netns.py) set down, so the node's ``eth0`` loses its carrier (its kubelet, kube-proxy and pods
+    reach nothing off the node; its routes stay); set up again after the body (also when it raises) and the
+    node Ready again. Raises KeyError (unknown node, a cluster without namespaces), RuntimeError (``ip``),
+    WaitTimeout."""
+    from conformance_lab.local import netns  # noqa: PLC0415
+
+    holder = _process(state, netns.CLUSTER_HOLDER)
+    nodes = [f"{state.name}-node-{i}" for i in range(state.nodes)]
+    if node not in nodes:
+        raise KeyError(f"no node {node!r} in local cluster {state.name!r}; nodes: {nodes}")
+    link = netns.peer_link(nodes.index(node))
+    netns.ip_batch(holder.pid, [f"link set {link} down"])
+    try:
+        yield
+    finally:
+        netns.ip_batch(holder.pid, [f"link set {link} up"])
+        apilib.wait_for(
+            f"node {node} Ready after its network came back",
+            lambda: apilib.nodes_ready(api, [node]),
+            READY_TIMEOUT,
+            interval=0.5,
+        )

@@ -6,6 +6,9 @@ the pre-flight): apiserver ``6443+s``; ``base = 20000 + 100*s``: etcd client ``b
 kube-controller-manager ``base+2``, kube-scheduler ``base+3``, kube-proxy healthz/metrics ``base+4/5``,
 kwok ``base+6``, kubelet i: port ``base+10+2i``, healthz ``base+11+2i``. Pod subnet of node i
 ``10.88.<16s+i>.0/24``; Service CIDR ``10.0.<s>.0/24`` (the ``kubernetes`` Service gets ``10.0.<s>.1``).
+Network namespaces (``netns``): the control plane's bridge ``10.201.<s>.1/24``, node i ``10.201.<s>.<10+i>``;
+only the API server, controller-manager and scheduler ports are forwarded to the host's loopback, the other
+ports live inside the namespaces.
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ class LocalClusterConfig:
     for the pinned default; feature_gates: ``defaults`` or ``all`` (every DRA gate of the release on, plus
     the alpha/beta ``resource.k8s.io`` versions); log_dir: where component logs go (default
     ``reports/cluster-logs/<name>``); slot: 0..9, offsets ports and subnets so two clusters can coexist;
-    kube_proxy: run kube-proxy (it owns the host's KUBE-* iptables chains, so only one cluster per host
-    can run it): True = required (ConfigError if another cluster runs it), False = never, None = run it
-    unless another cluster already does (Service ClusterIPs then do not work in this cluster); images: override
+    kube_proxy: run one kube-proxy per node, each in its node's network namespace (None or True; False = none:
+    Service ClusterIPs then do not work; ignored with ``daemonset_paths``, whose DaemonSets need the
+    ``kubernetes`` Service); images: override
     of the image references (``busybox``, ``pause``); daemonset_paths: run each node's containerd and kubelet
     in a mount namespace where the node's directories appear at ``/var/lib/kubelet``, ``/var/run/cdi`` and
     ``/etc/cdi``, so a driver chart's DaemonSet works unchanged (``node_mounts``; off: host processes only);
@@ -164,6 +167,23 @@ class Layout:
     @property
     def kwok_port(self) -> int:
         return self.base_port + 6
+
+    def forwarded_ports(self) -> dict[str, int]:
+        """Component -> port served on the host's 127.0.0.1 by the cluster's forwarder (``netns``)."""
+        return {
+            "kube-apiserver": self.apiserver_port,
+            "kube-controller-manager": self.kcm_port,
+            "kube-scheduler": self.scheduler_port,
+        }
+
+    @property
+    def bridge_ip(self) -> str:
+        """The control plane's address on the cluster bridge (API server advertise address)."""
+        return f"10.201.{self.slot}.1"
+
+    def node_ip(self, i: int) -> str:
+        """Node i's address (its ``eth0`` in its network namespace, on the cluster bridge)."""
+        return f"10.201.{self.slot}.{10 + i}"
 
     def kubelet_port(self, i: int) -> int:
         return self.base_port + 10 + 2 * i

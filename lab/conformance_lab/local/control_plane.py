@@ -6,7 +6,6 @@ Flags: local-cluster.md §2.2, §3.2-3.4, §3.6, §4.3 (upstream hack/local-up-c
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import yaml
@@ -14,16 +13,6 @@ import yaml
 from conformance_lab.local import gates as gatelib
 from conformance_lab.local.config import Layout
 from conformance_lab.local.pki import Pki
-
-
-def host_ip() -> str:
-    """The host's primary IPv4 address (source address of the default route); 127.0.0.1 without one."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("1.1.1.1", 9))  # UDP connect sends nothing; it picks the route
-            return s.getsockname()[0]
-        except OSError:
-            return "127.0.0.1"
 
 
 def etcd(bin_: str, lay: Layout) -> list[str]:
@@ -118,15 +107,16 @@ def scheduler(bin_: str, lay: Layout, kubeconfig: Path, gates: dict[str, bool]) 
     return argv
 
 
-def kube_proxy(bin_: str, lay: Layout, kubeconfig: Path, node_name: str) -> list[str]:
-    """kube-proxy in iptables mode; conntrack settings left alone and NodePorts not served on 127.0.0.1 (with
-    ``iptables.localhostNodePorts`` on, its default, kube-proxy sets ``net.ipv4.conf.all.route_localnet=1`` on the
-    host and never puts it back: proxier.go "Setting route_localnet=1"), so it writes no sysctl. Writes its config."""
+def kube_proxy(bin_: str, lay: Layout, kubeconfig: Path, i: int) -> list[str]:
+    """kube-proxy of node i (run in the node's network namespace, netns.py) in iptables mode; conntrack settings
+    left alone (``nf_conntrack_max`` is host-wide) and NodePorts not served on 127.0.0.1 (with
+    ``iptables.localhostNodePorts`` on, its default, kube-proxy sets ``net.ipv4.conf.all.route_localnet=1``:
+    proxier.go "Setting route_localnet=1"). Writes its config ``kube-proxy-<i>.yaml``."""
     cfg = {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig)},
-        "hostnameOverride": node_name,
+        "hostnameOverride": lay.node_name(i),
         "mode": "iptables",
         "clusterCIDR": lay.cluster_cidr,
         "bindAddress": "0.0.0.0",
@@ -135,7 +125,7 @@ def kube_proxy(bin_: str, lay: Layout, kubeconfig: Path, node_name: str) -> list
         "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
         "iptables": {"localhostNodePorts": False},
     }
-    path = lay.state_dir / "kube-proxy.yaml"
+    path = lay.state_dir / f"kube-proxy-{i}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return [bin_, f"--config={path}", "--v=1"]
 

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conformance_lab.local import api as apilib
-from conformance_lab.local import hostsys, node_mounts
+from conformance_lab.local import hostsys, netns, node_mounts
 from conformance_lab.local.config import Layout
 from conformance_lab.local.node_config import node_paths
 from conformance_lab.local.processes import HostProcess, kill_pids, processes_matching
@@ -101,7 +101,8 @@ def _socket_serves(path: Path) -> tuple[bool, str]:
 def _other_node_processes(state: ClusterState, node: str) -> list[HostProcess]:
     """Processes recorded for ``node`` besides its kubelet, containerd and mount-namespace holder (driver
     plugins), in start order."""
-    return [p for p in state.processes if p.node == node and p.name not in (*COMPONENTS, node_mounts.HOLDER)]
+    kept = (*COMPONENTS, node_mounts.HOLDER, netns.NODE_HOLDER)  # the node's network namespace outlives a reboot
+    return [p for p in state.processes if p.node == node and p.name not in kept]
 
 
 def reboot_node(state: ClusterState, lay: Layout, api: apilib.Api, node: str, timeout: float) -> list[str]:

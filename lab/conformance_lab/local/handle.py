@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
 from conformance_lab.local import api as apilib
-from conformance_lab.local import disrupt, netdevs
+from conformance_lab.local import disrupt, netdevs, netns
 from conformance_lab.local import gates as gatelib
 from conformance_lab.local.config import Layout
 from conformance_lab.local.node_config import node_paths
@@ -44,7 +44,8 @@ class LocalNode:
     log_dir: Path
 
 
-def make_nodes(lay: Layout, node_ip: str) -> list[LocalNode]:
+def make_nodes(lay: Layout) -> list[LocalNode]:
+    """The real nodes of ``lay`` (each with its own address in its network namespace, netns.py)."""
     nodes = []
     for i in range(lay.nodes):
         np = node_paths(lay, i)
@@ -52,7 +53,7 @@ def make_nodes(lay: Layout, node_ip: str) -> list[LocalNode]:
         nodes.append(
             LocalNode(
                 name=np.name,
-                ip=node_ip,
+                ip=lay.node_ip(i),
                 kubelet_root_dir=root,
                 plugin_registry_dir=root / "plugins_registry",
                 plugins_dir=root / "plugins",
@@ -72,7 +73,7 @@ class LocalClusterHandle:
     kubeconfig: admin (system:masters); k8s_version: exact tag; feature_gates / runtime_config: what every
     component got; nodes: real kubelet nodes; kwok_nodes: names of fake nodes; images: name -> ref on every
     node; log_dir; server: ``https://127.0.0.1:<port>``; service_ip: ClusterIP of ``kubernetes``;
-    kube_proxy: whether this cluster runs kube-proxy (Service ClusterIPs work only then).
+    kube_proxy: whether this cluster runs kube-proxy (one per node; Service ClusterIPs work only then).
     """
 
     def __init__(self, state: ClusterState, lay: Layout, api: apilib.Api, kubeconfig: Path) -> None:
@@ -83,13 +84,13 @@ class LocalClusterHandle:
         self.feature_gates: dict[str, bool] = dict(state.feature_gates)
         self.feature_gate_mode = state.feature_gate_mode
         self.runtime_config = state.runtime_config
-        self.nodes = make_nodes(lay, state.node_ip)
+        self.nodes = make_nodes(lay)
         self.kwok_nodes = list(state.kwok_nodes)
         self.images = dict(state.images)
         self.log_dir = lay.log_dir
         self.server = api.server
         self.service_ip = lay.service_ip
-        self.kube_proxy = state.process("kube-proxy") is not None
+        self.kube_proxy = any(p.name == "kube-proxy" for p in state.processes)
 
     @property
     def gate_defaults(self) -> dict[str, tuple[str, bool]]:
@@ -134,7 +135,8 @@ class LocalClusterHandle:
                 f"local cluster {self.name} runs containerd without NRI: the driver profile must set deploy.nri: true"
             )
         np = node_paths(self._lay, [n.name for n in self.nodes].index(self.node(node).name))
-        return self.start_host_process(node, name, netdevs.nri_plugin_argv(np, argv), env=env)
+        argv = netns.in_node(self._state.processes, np.name, netdevs.nri_plugin_argv(np, argv))
+        return self.start_host_process(node, name, argv, env=env)
 
     def load_images(self, archives: list[Path]) -> list[str]:
         """Import each OCI archive into every real node's containerd (``ctr images import``); returns the

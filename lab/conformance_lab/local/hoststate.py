@@ -6,7 +6,7 @@ lifetimes are left out):
 
 - ``iptables`` / ``ip6tables``: ``<table> <rule>`` of ``-S`` for filter, nat, mangle, raw, security; packet
   counters (``-c N N``, ``[N:N]``) dropped, per-container CNI chain names and container IDs replaced by ``<id>``;
-- ``sysctls``: the keys a local or kind cluster writes (hostsys.enable_ip_forward, preflight.KUBELET_SYSCTLS, the
+- ``sysctls``: the keys a local or kind cluster writes (ip_forward, preflight.KUBELET_SYSCTLS, the
   kubelet's and kube-proxy's own writes: ``route_localnet``, conntrack), ``key=value``;
 - ``links`` / ``addresses`` / ``routes``: ``ip -j link|addr|route`` (both families, every table);
 - ``mounts``: mount points under the lab's directories, ``/run``, ``/var/lib/kubelet`` and ``/var/lib/cni``;
@@ -23,6 +23,7 @@ lifetimes are left out):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -329,10 +330,14 @@ def unix_sockets(proc_net_unix: str) -> dict[str, int]:
 def unix_listeners(procs: dict[int, str]) -> dict[str, str]:
     """``{socket path: process line}`` of the unix sockets ``procs`` (pid -> :func:`process_line`) hold: names
     the cluster of a shim socket in /run/containerd/s, whose file name is only a hash."""
-    try:
-        paths = unix_sockets(Path("/proc/net/unix").read_text())
-    except OSError:
-        return {}
+    paths: dict[str, int] = {}
+    readers: dict[str, int] = {}  # one process per network namespace (a node's shims: in the node's, netns.py)
+    for pid in (os.getpid(), *procs):
+        with contextlib.suppress(OSError):
+            readers.setdefault(os.readlink(f"/proc/{pid}/ns/net"), pid)
+    for pid in readers.values():
+        with contextlib.suppress(OSError):
+            paths.update(unix_sockets(Path(f"/proc/{pid}/net/unix").read_text()))
     owners = _socket_owners(set(procs))
     return {path: procs[owners[inode]] for path, inode in paths.items() if inode in owners}
 

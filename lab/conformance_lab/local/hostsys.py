@@ -34,18 +34,9 @@ _IP_FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 _IP_FORWARD_ORIG = Path("/run/dra-conformance/ip_forward.orig")
 
 
-def enable_ip_forward() -> str:
-    """Set net.ipv4.ip_forward=1 (pod traffic between node bridges). The host's original value is kept in
-    /run/dra-conformance/ip_forward.orig by the first cluster; returns it."""
-    if not _IP_FORWARD_ORIG.exists():
-        _IP_FORWARD_ORIG.parent.mkdir(parents=True, exist_ok=True)
-        _IP_FORWARD_ORIG.write_text(_IP_FORWARD.read_text().strip())
-    _IP_FORWARD.write_text("1")
-    return _IP_FORWARD_ORIG.read_text().strip()
-
-
 def restore_ip_forward() -> None:
-    """Put back the host's original ip_forward (call when the last local cluster goes down)."""
+    """Put back the host's original ip_forward when a local cluster made before network namespaces recorded
+    it (/run/dra-conformance/ip_forward.orig); call when the last local cluster goes down."""
     try:
         _IP_FORWARD.write_text(_IP_FORWARD_ORIG.read_text().strip())
         _IP_FORWARD_ORIG.unlink()
@@ -247,12 +238,6 @@ def iptables_chains(prefixes: tuple[str, ...] = ("KUBE-", "CNI-")) -> list[str]:
     return chains
 
 
-def kube_proxy_cleanup(kube_proxy: str) -> str:
-    """``kube-proxy --cleanup`` (removes every KUBE-* rule and chain it made); returns its output."""
-    proc = _run([kube_proxy, "--cleanup", "--v=0"])
-    return (proc.stdout + proc.stderr).strip()
-
-
 def delete_chains(prefix: str = "KUBE-") -> None:
     """Remove every iptables and ip6tables rule jumping to, and every chain named, ``prefix``* in
     filter/nat/mangle (the kubelet's KUBE-KUBELET-CANARY / KUBE-IPTABLES-HINT / KUBE-FIREWALL chains survive
@@ -280,34 +265,6 @@ def api_service_chain(cluster: str) -> str:
     return f"DRA-API-{cluster}"  # <= 24 chars (names are <= 16); iptables allows 28
 
 
-def add_api_service_dnat(cluster: str, service_ip: str, apiserver_ip: str, apiserver_port: int) -> str:
-    """Without a kube-proxy of its own, pods of the cluster still reach the API server at the
-    ``kubernetes`` Service (``https://<service_ip>:443``, what in-cluster clients such as a driver's DaemonSet
-    use): one DNAT rule in a chain of its own, jumped to from nat PREROUTING. Returns the chain; raises
-    RuntimeError with iptables' message."""
-    chain = api_service_chain(cluster)
-    delete_api_service_dnat(cluster)
-    dest = f"{apiserver_ip}:{apiserver_port}"
-    for argv in (
-        ["-N", chain],
-        ["-A", chain, "-d", f"{service_ip}/32", "-p", "tcp", "--dport", "443", "-j", "DNAT", "--to-destination", dest],
-        ["-I", "PREROUTING", "1", "-j", chain],
-    ):
-        proc = _run(["iptables", "-t", "nat", *argv])
-        if proc.returncode != 0:
-            raise RuntimeError(f"iptables -t nat {' '.join(argv)} failed: {proc.stderr.strip()}")
-    return chain
-
-
-def delete_api_service_dnat(cluster: str) -> None:
-    """Remove the chain of :func:`add_api_service_dnat` and its jump (exact name; idempotent)."""
-    chain = api_service_chain(cluster)
-    while _run(["iptables", "-t", "nat", "-D", "PREROUTING", "-j", chain]).returncode == 0:
-        pass
-    _run(["iptables", "-t", "nat", "-F", chain])
-    _run(["iptables", "-t", "nat", "-X", chain])
-
-
 SHIM_SOCKET_DIR = Path("/run/containerd/s")  # containerd 2 puts every shim's socket here (not configurable)
 
 
@@ -316,13 +273,34 @@ def remove_dead_shim_sockets() -> list[str]:
     tear-down leave them); sockets of live shims (any containerd) are kept. Returns what was removed."""
     if not SHIM_SOCKET_DIR.is_dir():
         return []
-    live = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:] if len(line.split()) >= 8}
+    live = bound_unix_paths()
     removed = []
     for f in SHIM_SOCKET_DIR.iterdir():
         if f.is_socket() and str(f) not in live:
             f.unlink(missing_ok=True)
             removed.append(str(f))
     return removed
+
+
+def bound_unix_paths() -> set[str]:
+    """Paths of the bound unix sockets of every network namespace on the host (``/proc/<pid>/net/unix`` of one
+    process per namespace: ``/proc/net/unix`` lists only the reader's, and a local node's shims run in the
+    node's namespace, netns.py)."""
+    seen: set[str] = set()
+    live: set[str] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ns = os.readlink(entry / "ns" / "net")
+            if ns in seen:
+                continue
+            text = (entry / "net" / "unix").read_text()
+        except OSError:
+            continue
+        seen.add(ns)
+        live |= {line.split()[-1] for line in text.splitlines()[1:] if len(line.split()) >= 8}
+    return live
 
 
 def rmdir_each(paths: list[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """Test network interfaces of local nodes (for network DRA drivers such as dranet) and the NRI socket hand-off.
 
-Local nodes share the host's network namespace, so a node's "own" interfaces are host interfaces whose names
-are unique to the node: ``<prefix>-<k>`` with ``prefix = "dn" + 6 hex digits of sha256(<cluster>/<node>)``
+Each node has a network namespace of its own (netns.py), where its interfaces are made (a real node's shape; a
+node without one, a cluster made before namespaces, gets them in the host's). Names stay unique to the node:
+``<prefix>-<k>`` with ``prefix = "dn" + 6 hex digits of sha256(<cluster>/<node>)``
 (at most 15 bytes, the kernel's IFNAMSIZ - 1). Kinds: ``ifb`` (one link) and ``veth`` (the published end
 ``<prefix>-<k>``, its peer ``<prefix>p<k>``, which a ``<prefix>-`` filter leaves out). This kernel has no
 ``dummy`` links (CONFIG_DUMMY unset); ifb and veth links can be moved into a pod's network namespace, and
@@ -27,7 +28,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from conformance_lab.local import hostsys
+from conformance_lab.local import hostsys, netns
 from conformance_lab.local.config import RUN_ROOT
 from conformance_lab.local.node_config import NodePaths
 from conformance_lab.local.state import ClusterState, existing_clusters
@@ -83,15 +84,16 @@ def create(state: ClusterState, node: str, kind: str, count: int) -> list[str]:
     state.save()
     for name, argv in zip(wanted, argvs, strict=True):
         for step in (argv, ["ip", "link", "set", name, "up"]):
-            proc = _ip(step)
+            proc = _ip(netns.in_node(state.processes, node, step))
             if proc.returncode != 0:
                 raise RuntimeError(f"`{' '.join(step)}` failed: {proc.stderr.strip()}")
     return wanted
 
 
-def present(names_: list[str]) -> list[str]:
-    """Those of ``names_`` (and their veth peers) that exist in the host's network namespace."""
-    out = _ip(["ip", "-o", "link", "show"]).stdout
+def present(names_: list[str], where: list[str] | None = None) -> list[str]:
+    """Those of ``names_`` (and their veth peers) that exist in the host's network namespace, or where the
+    command prefix ``where`` (``nsenter --net=...``, :func:`netns.in_node`) runs ``ip``."""
+    out = _ip([*(where or []), "ip", "-o", "link", "show"]).stdout
     links = {m.group(1) for m in re.finditer(r"^\d+: ([^:@]+)(?:@[^:]+)?: ", out, re.M)}
     return sorted(n for name in names_ for n in (name, peer(name)) if n in links)
 
@@ -103,11 +105,13 @@ def remove(state: ClusterState, node: str | None = None) -> list[str]:
     recorded = state.host.get("netdevs") or {}
     nodes = [node] if node is not None else list(recorded)
     gone_for = []
+    left = []
     for n in nodes:
-        for name in present(recorded.get(n, [])):
-            _ip(["ip", "link", "del", name])
+        where = netns.in_node(state.processes, n, [])  # [] when the node's namespace is gone (links with it)
+        for name in present(recorded.get(n, []), where):
+            _ip([*where, "ip", "link", "del", name])
         gone_for.append(n)
-    left = present([name for n in nodes for name in recorded.get(n, [])])
+        left += present(recorded.get(n, []), where)
     if not left:
         for n in gone_for:
             recorded.pop(n, None)

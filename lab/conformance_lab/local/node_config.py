@@ -61,7 +61,13 @@ class NodePaths:
 
     @property
     def kubeconfig(self) -> Path:
+        """The node's credentials (``system:node:<name>``) for use on the host: the forwarded 127.0.0.1 server."""
         return self.dir / "kubelet.kubeconfig"
+
+    @property
+    def kubelet_kubeconfig(self) -> Path:
+        """The same credentials for the kubelet in the node's network namespace: the API server's bridge address."""
+        return self.dir / "kubelet-in-node.kubeconfig"
 
 
 def node_paths(lay: Layout, i: int) -> NodePaths:
@@ -238,7 +244,7 @@ def kubelet_argv(bin_: str, np: NodePaths, config: Path, node_ip: str) -> list[s
     return [
         bin_,
         f"--config={config}",
-        f"--kubeconfig={np.kubeconfig}",
+        f"--kubeconfig={np.kubelet_kubeconfig}",
         f"--root-dir={np.kubelet_root}",
         f"--cert-dir={np.dir / 'kubelet-pki'}",
         f"--hostname-override={np.name}",

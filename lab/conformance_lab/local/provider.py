@@ -1,8 +1,8 @@
 """The ``local`` cluster provider of a conformance run: a fresh local cluster with a name and slot of its own
 (ports, subnets), so runs coexist with each other and with the project's e2e cluster.
 
-Slots: 0 is the e2e cluster, 1 its lifecycle tests, 2..9 conformance runs. kube-proxy owns host-wide iptables
-chains: ``up()`` decides under a host-wide lock whether this cluster runs it (``kube_proxy=None``).
+Slots: 0 is the e2e cluster, 1 its lifecycle tests, 2..9 conformance runs (each cluster's network, its
+kube-proxies included, lives in namespaces of its own: netns.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Tear-down of a local cluster from its on-disk state, leaving nothing behind: processes (recorded pids and
 process groups, containerd shims, container processes in the node cgroups), mounts under the cluster
-directories, CNI bridges and veths, iptables chains made by kube-proxy and the bridge plugin, cgroups,
-kubelet log symlinks, and the state/run directories. Logs are kept.
+directories, the network namespaces (netns.py: their links, routes, iptables rules of kube-proxy, the kubelet and
+the bridge plugin go with the last process in them), cgroups, kubelet log symlinks, CNI result files, and the
+state/run directories. Logs are kept.
 
 Order: host processes (plugins) -> kwok, kube-proxy, scheduler, controller-manager -> kubelets ->
 container processes (cgroup kill) -> containerd + shims -> apiserver -> etcd -> mounts -> network ->
@@ -11,7 +12,6 @@ cgroups -> directories. Each step collects errors; the last step raises one erro
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 from conformance.core.errors import ClusterUnavailable
@@ -106,25 +106,6 @@ def _others_running(name: str) -> bool:
     return any(n != name for n in existing_clusters())
 
 
-def other_kube_proxy(name: str) -> bool:
-    """True when another local cluster on this host runs kube-proxy, or is starting and means to (it owns
-    the KUBE-* chains). A starting cluster counts while one of its processes lives or for 2 minutes."""
-    for other in existing_clusters():
-        if other == name:
-            continue
-        try:
-            st = ClusterState.load(other)
-        except (FileNotFoundError, ValueError):
-            continue
-        proc = st.process("kube-proxy")
-        if proc is not None and proc.is_running():
-            return True
-        starting = st.phase == "starting" and st.host.get("kube_proxy")
-        if starting and (any(p.is_running() for p in st.processes) or time.time() - st.path.stat().st_mtime < 120):
-            return True
-    return False
-
-
 def _network_cleanup(state: ClusterState, lay: Layout) -> None:
     networks = [lay.cni_network(i) for i in range(lay.nodes)]
     hostsys.delete_cni_chains(networks)
@@ -136,16 +117,8 @@ def _network_cleanup(state: ClusterState, lay: Layout) -> None:
                 sandbox = f.name[len(net) + 1 :].rsplit("-", 1)[0]
                 (results / f"cni-loopback-{sandbox}-lo").unlink(missing_ok=True)
                 f.unlink(missing_ok=True)
-    for i in range(lay.nodes):
+    for i in range(lay.nodes):  # in the node's namespace (gone with it); on the host only after a crash of mkdir
         hostsys.delete_bridge(lay.bridge(i))
-    if state.host.get("api_dnat"):
-        hostsys.delete_api_service_dnat(state.name)
-    if other_kube_proxy(state.name):
-        return  # KUBE-* chains are host-global: the last cluster running kube-proxy removes them
-    kube_proxy = state.host.get("kube_proxy")
-    if kube_proxy and Path(kube_proxy).exists():
-        hostsys.kube_proxy_cleanup(kube_proxy)
-    hostsys.delete_chains("KUBE-")
 
 
 def _remove_log_links(lay: Layout) -> None:

@@ -2,7 +2,7 @@
 §1: "two and three clusters at once on one host, each complete").
 
 Each cluster is made by ``dra-conformance install`` (free slot, the driver from its chart; one after the other,
-as slots and the one host-wide kube-proxy are decided under the host lock), then the main job runs on every
+as slots are decided under the host lock; each cluster has its own kube-proxies), then the main job runs on every
 cluster as an existing one (``run --cluster existing --driver-deploy preinstalled --node-access privileged-pod
 --profile P``) — all at once, or one after the other with ``--serial`` while all N stay up. Prints each
 cluster's slot, exit code, wall time and verdict, takes every cluster down (also on Ctrl-C/SIGTERM or a failed

@@ -151,6 +151,18 @@ def together(inventory) -> Together:
 
 
 @pytest.fixture
+def together_in_use(together, capabilities) -> Together:
+    """:func:`together` for a test that gives admin access to devices an ordinary claim holds: where those devices
+    consume counters (partitions, KEP-4815), skips with the evidence of ``allocator.admin_access_counters`` when
+    the cluster's allocator reserves an admin claim's counters (kubernetes/kubernetes#140729: the admin claim
+    could never be allocated, whatever the driver does)."""
+    name = "allocator.admin_access_counters"
+    if any(d.consumes for devices in together.by_node.values() for d in devices) and not capabilities.has(name):
+        pytest.skip(f"{name} not available: {capabilities.evidence(name)}")
+    return together
+
+
+@pytest.fixture
 def partition_packing(inventory) -> partitions.Packing:
     """Partitions of one counter set that fit together and, when the set has one, a device that would
     over-allocate it (:func:`conformance.dra.partitions.packing`); skips with the counter sets as evidence only

@@ -54,19 +54,21 @@ def test_admin_template_in_labelled_namespace_yields_admin_claim(k8s, tracker, a
 
 @pytest.mark.scenario("ADM-02", "ADM-03")
 @pytest.mark.xdist_group("dra-cluster-state")  # takes a whole node
-def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_builder, inventory, probe, together):
+def test_admin_claim_gets_devices_already_in_use(
+    k8s, tracker, builder, admin_builder, inventory, probe, together_in_use
+):
     """While a normal pod holds every device of a node (those that can be allocated together), an admin pod
     on that node gets the same devices; the normal claim keeps its allocation and its pod keeps running.
     Source: upstream "kubelet DaemonSet with admin access"; integration "AdminAccess"."""
     # given: a normal pod holding all devices of one node
     node = inventory.nodes()[0]
-    user_claim = tracker.create(builder.claim(allocation_mode="All", selectors=together.selector))
+    user_claim = tracker.create(builder.claim(allocation_mode="All", selectors=together_in_use.selector))
     user = waits.pod_running(
         k8s, tracker.create(builder.pod(uses=user_claim, node_name=node)), timeout=timeouts.POD_START
     )
     # when: an admin pod asks for all devices of the same node
     admin_claim = tracker.create(
-        admin_builder.claim(allocation_mode="All", selectors=together.selector, admin_access=True)
+        admin_builder.claim(allocation_mode="All", selectors=together_in_use.selector, admin_access=True)
     )
     admin = waits.pod_running(
         k8s, tracker.create(admin_builder.pod(uses=admin_claim, node_name=node)), timeout=timeouts.POD_START

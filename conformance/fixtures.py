@@ -116,6 +116,21 @@ def unique_attribute(inventory) -> str:
 
 
 @pytest.fixture
+def unique_per_result(inventory, unique_attribute) -> str:
+    """:func:`unique_attribute` for a test that needs every allocation result of a claim to carry its own value:
+    skips with evidence when a device of the driver allows multiple allocations (KEP-5075: two results of one
+    request may name that device as two shares, sharing every attribute; found by the full profile on consumable
+    capacity + admin access)."""
+    shared = [f"{d.node}/{d.name}" for d in inventory.devices if d.multiple]
+    if shared:
+        pytest.skip(
+            "devices allocated once not available: allowMultipleAllocations on "
+            f"{shared[:4]}{' ...' if len(shared) > 4 else ''} (two results of one claim may name one device)"
+        )
+    return unique_attribute
+
+
+@pytest.fixture
 def multi_slice_pool(k8s, driver) -> str:
     """The name of one of the driver's complete pools published as two or more slices (the pool generation
     rule only shows there); skips with each pool's slice count as evidence when every pool is one slice."""

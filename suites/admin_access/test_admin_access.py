@@ -9,7 +9,7 @@ ExactDeviceRequest.adminAccess, DeviceRequestAllocationResult.adminAccess.
 
 import pytest
 
-from conformance.api import ApiError, api_verbs, timeouts, waits
+from conformance.api import ApiError, api_verbs, entry_key, timeouts, waits
 
 pytestmark = [
     pytest.mark.admin_access,
@@ -107,15 +107,15 @@ def test_driver_signals_admin_access_to_the_container(k8s, tracker, builder, adm
 @pytest.mark.scenario("ADM-03")
 @pytest.mark.requires("driver.multiple_devices")
 def test_admin_claim_devices_are_distinct_within_the_claim(k8s, tracker, admin_builder, inventory, probe):
-    """An admin claim for two devices gets two distinct devices (admin access lifts sharing between claims,
-    not within one).
-    Source: resource.k8s.io/v1 ExactDeviceRequest.count with adminAccess (allocator)."""
+    """An admin claim for two devices gets two distinct results (admin access lifts sharing between claims, not
+    within one): two devices, or two shares (distinct shareID) of a device that allows multiple allocations.
+    Source: resource.k8s.io/v1 ExactDeviceRequest.count with adminAccess (allocator); KEP-5075 shareID."""
     # given: an admin claim for two devices
     claim = tracker.create(admin_builder.claim(count=2, admin_access=True))
     # when: a pod uses it
     pod = waits.pod_running(k8s, tracker.create(admin_builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: two distinct devices, both visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
-    assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
+    assert len({entry_key(r) for r in allocated.results}) == 2, allocated.describe()
     shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence

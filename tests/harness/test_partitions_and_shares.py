@@ -163,3 +163,18 @@ def test_taint_target_on_partitions_takes_its_others_among_devices_that_fit_toge
     assert counters.fit(group, inv.counter_sets), [d.name for d in group]
     plain = device_taints.untainted(Inventory.from_slices(DRIVER_NAME, _slices({"count": 3})), f"{DRIVER_NAME}/uuid")
     assert plain.group is None and len(plain.others) == 2, plain
+
+
+def test_multi_allocatable_devices_are_marked_so_unique_values_per_result_are_not_assumed():
+    """Found by the full profile on consumable capacity + admin access (issue 24 §3): with allowMultipleAllocations
+    a count-2 request got one device twice (two shares), so matchAttribute on a per-device unique attribute held
+    and ALLOC-25's 'unsatisfiable' did not. Inventory devices carry ``multiple``; the unique_per_result fixture
+    skips on them, and ADM-03 counts results by (driver, pool, device, shareID)."""
+    from conformance.dra.claimstatus import entry_key  # noqa: PLC0415
+
+    shared = Inventory.from_slices(DRIVER_NAME, _slices(SHARED))
+    assert shared.devices and all(d.multiple for d in shared.devices)
+    assert not any(d.multiple for d in Inventory.from_slices(DRIVER_NAME, _slices({"count": 2})).devices)
+    two_shares = [{"driver": "d", "pool": "p", "device": "gpu-0", "shareID": s} for s in ("a", "b")]
+    assert len({entry_key(r) for r in two_shares}) == 2
+    assert len({entry_key({**r, "shareID": None}) for r in two_shares}) == 1

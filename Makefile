@@ -184,3 +184,7 @@ multi-cluster: ## N (default 3) local clusters side by side, the core profile (P
 .PHONY: ci-templates
 ci-templates: ## run ci/'s templates with real runners here (not in make test, about 10 min): actionlint; act (GitHub, cell + merge jobs on the host) and gitlab-ci-local (shell executor), core profile, one local cluster each (ci/README.md)
 	$(PY) -m conformance_tools.ci_runners
+
+.PHONY: feature-combinations
+feature-combinations: ## the full profile on each feature-combination profile (device status + binding conditions; partitions + taints + health; consumable capacity + admin access), one local cluster after another; prints profile x verdict x passed/failed/skipped x time (reports/feature-combinations/combinations.md); not in make test
+	$(VENV)/bin/dra-conformance feature-combinations --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(if $(COMBINATIONS),--only $(COMBINATIONS))

@@ -19,6 +19,7 @@ from conformance.dra.claimstatus import (
     IMPLICIT_PREFIX,
     binding_problems,
     device_status_problems,
+    entry_key,
     extended_claim,
     extended_claim_problems,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "IMPLICIT_PREFIX",
     "binding_problems",
     "device_status_problems",
+    "entry_key",
     "extended_claim",
     "extended_claim_problems",
     "eviction_delay",

@@ -116,6 +116,21 @@ def unique_attribute(inventory) -> str:
 
 
 @pytest.fixture
+def unique_per_result(inventory, unique_attribute) -> str:
+    """:func:`unique_attribute` for a test that needs every allocation result of a claim to carry its own value:
+    skips with evidence when a device of the driver allows multiple allocations (KEP-5075: two results of one
+    request may name that device as two shares, sharing every attribute; found by the full profile on consumable
+    capacity + admin access)."""
+    shared = [f"{d.node}/{d.name}" for d in inventory.devices if d.multiple]
+    if shared:
+        pytest.skip(
+            "devices allocated once not available: allowMultipleAllocations on "
+            f"{shared[:4]}{' ...' if len(shared) > 4 else ''} (two results of one claim may name one device)"
+        )
+    return unique_attribute
+
+
+@pytest.fixture
 def multi_slice_pool(k8s, driver) -> str:
     """The name of one of the driver's complete pools published as two or more slices (the pool generation
     rule only shows there); skips with each pool's slice count as evidence when every pool is one slice."""
@@ -148,6 +163,18 @@ def together(inventory) -> Together:
             return inventory.pinned()
 
     return _pick(inventory, "devices allocatable together", together_or_pinned)
+
+
+@pytest.fixture
+def together_in_use(together, capabilities) -> Together:
+    """:func:`together` for a test that gives admin access to devices an ordinary claim holds: where those devices
+    consume counters (partitions, KEP-4815), skips with the evidence of ``allocator.admin_access_counters`` when
+    the cluster's allocator reserves an admin claim's counters (kubernetes/kubernetes#140729: the admin claim
+    could never be allocated, whatever the driver does)."""
+    name = "allocator.admin_access_counters"
+    if any(d.consumes for devices in together.by_node.values() for d in devices) and not capabilities.has(name):
+        pytest.skip(f"{name} not available: {capabilities.evidence(name)}")
+    return together
 
 
 @pytest.fixture

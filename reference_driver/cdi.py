@@ -76,6 +76,14 @@ def device_env(ref: ClaimRef, alloc: AllocatedDevice, device: Device | None) -> 
     return env
 
 
+def node_edits(device: Device) -> list[dict]:
+    """The CDI ``deviceNodes`` of ``device``: ``{"path"}`` each, with ``hostPath`` when a host node backs it
+    (``Device.node_host``: a simulated GPU's ``/dev/dra-gpu-0`` is the host's ``/dev/null``). Source: CDI SPEC.md
+    ``containerEdits.deviceNodes`` (``hostPath`` defaults to ``path``)."""
+    host = {"hostPath": device.node_host} if device.node_host else {}
+    return [{"path": p, **host} for p in device.device_nodes]
+
+
 def build_spec(
     ref: ClaimRef, allocs: list[tuple[AllocatedDevice, Device | None]], skip_env: bool = False, kind: str = CDI_KIND
 ) -> tuple[dict, list[str]]:
@@ -93,7 +101,7 @@ def build_spec(
         env = ["DRA_REFERENCE_FAULT=skip-cdi-env"] if skip_env else device_env(ref, alloc, device)
         edits: dict = {"env": env}
         if device and device.device_nodes:
-            edits["deviceNodes"] = [{"path": p} for p in device.device_nodes]
+            edits["deviceNodes"] = node_edits(device)
         entries.append({"name": name, "containerEdits": edits})
         ids.append(device_id(name, kind))
     return {"cdiVersion": CDI_VERSION, "kind": kind, "devices": entries}, ids
@@ -122,7 +130,7 @@ def retargeted(entry: dict, old: Device, new: Device) -> dict:
     edits = {**(entry.get("containerEdits") or {}), "env": env}
     edits.pop("deviceNodes", None)
     if new.device_nodes:
-        edits["deviceNodes"] = [{"path": p} for p in new.device_nodes]
+        edits["deviceNodes"] = node_edits(new)
     return {**entry, "containerEdits": edits}
 
 

@@ -199,6 +199,10 @@ FAULTS: dict[str, str] = {
     "prepare-connection-refused": "NodePrepareResources answers every claim with a per-claim error whose text "
     "says '[Errno 111] Connection refused' (a driver whose own backend refused it): the failure is the driver's, "
     "never an API server outage (s11 breaker finding 2: ERROR (cluster) only on what the harness observed).",
+    "cdi-node-unanswered": "The claim's CDI spec names each device's node (/dev/dra-gpu-0) in a second CDI device "
+    "entry (<entry>-node) that NodePrepareResources does not answer: the spec on the node names the node, the "
+    "runtime never injects it, so the container lacks the device node (a driver that splits a device's edits "
+    "and answers only one; CDI SPEC.md containerEdits; issue 24 §3 device nodes seen inside the container).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

@@ -6,7 +6,9 @@ the node in name order: a driver that indexes its hardware table off by one) and
 spec-wide ``containerEdits`` carry the uuid env and device nodes of every device of the node: a driver-wide
 spec listing all devices, so every container of the claim is handed all of them); ``capacity-granted-whole``
 (a share of a multi-allocatable device is prepared with the device's whole capacity in its CDI env: the
-driver ignores ``consumedCapacity``; its holds stay right, so only the container shows it).
+driver ignores ``consumedCapacity``; its holds stay right, so only the container shows it);
+``cdi-node-unanswered`` (each device's nodes move to a second CDI entry whose ID is not answered: the spec on
+the node names them, the container never gets them).
 Source: CDI SPEC.md ``containerEdits``; issue 24 §3 (device identity beyond env).
 """
 
@@ -30,12 +32,25 @@ def build_spec(
     if faults.on("cdi-identity-swapped"):
         pairs = [(alloc, _next_identity(device, snap)) for alloc, device in pairs]
     spec, ids = cdi.build_spec(ref, pairs, skip_env=faults.on("skip-cdi-env"), kind=kind)
+    if faults.on("cdi-node-unanswered"):
+        spec["devices"] = [part for entry in spec["devices"] for part in _nodes_apart(entry)]
     if faults.on("cdi-spec-all-devices"):
         everyone = sorted(snap.devices, key=lambda d: d.name)
         env = [f"DRA_GPU_{cdi.env_key(d.name)}_UUID={d.attribute('uuid')}" for d in everyone if d.attribute("uuid")]
-        nodes = [{"path": p} for d in everyone for p in d.device_nodes]
+        nodes = [n for d in everyone for n in cdi.node_edits(d)]
         spec["containerEdits"] = {"env": env, **({"deviceNodes": nodes} if nodes else {})}
     return spec, ids
+
+
+def _nodes_apart(entry: dict) -> list[dict]:
+    """Fault ``cdi-node-unanswered``: ``entry`` (``{"name", "containerEdits"}``) without its device nodes, and
+    an entry ``<name>-node`` carrying them, whose CDI ID is never answered ([entry] when it has none)."""
+    edits = dict(entry.get("containerEdits") or {})
+    nodes = edits.pop("deviceNodes", None)
+    if not nodes:
+        return [entry]
+    apart = {"name": f"{entry['name']}-node", "containerEdits": {"deviceNodes": nodes}}
+    return [{**entry, "containerEdits": edits}, apart]
 
 
 def _next_identity(device: Device | None, snap: Snapshot) -> Device | None:
@@ -46,7 +61,7 @@ def _next_identity(device: Device | None, snap: Snapshot) -> Device | None:
         return device
     other = snap.device(names[(names.index(device.name) + 1) % len(names)])
     attributes = {**device.attributes, **({"uuid": other.attributes["uuid"]} if "uuid" in other.attributes else {})}
-    return replace(device, attributes=attributes, device_nodes=other.device_nodes)
+    return replace(device, attributes=attributes, device_nodes=other.device_nodes, node_host=other.node_host)
 
 
 def _granted_whole(alloc: AllocatedDevice, device: Device | None) -> AllocatedDevice:

@@ -127,6 +127,8 @@ CAPABILITIES = {
     # the cluster's allocator delivers a gated behaviour (no known upstream gap in this release)
     "allocator.distinct_attribute": "the scheduler enforces distinctAttribute constraints (KEP-5075)",
     "allocator.result_tolerations": "the scheduler copies request tolerations into allocation results (KEP-5055)",
+    "allocator.admin_access_counters": "the scheduler gives admin access to devices whose counters are consumed "
+    "(KEP-5018 with KEP-4815)",
     # declared by the driver profile (a declared capability that does not work is a failure)
     "driver.shared_claims": "driver lets several pods share one claim",
     "driver.admin_access": "driver supports adminAccess claims",

@@ -28,8 +28,10 @@ EVICTION_REASON = "DeletionByDeviceTaintManager"
 @dataclasses.dataclass(frozen=True)
 class TaintTarget:
     """One device of ``node``: ``pool``/``name``, ``selector`` (CEL matching only it among the node's devices),
-    ``others`` (names of the node's other devices without published taints) and ``taints`` (its published
-    DeviceTaint dicts)."""
+    ``others`` (names of the node's other devices without published taints that can be allocated together with
+    it), ``taints`` (its published DeviceTaint dicts) and ``group`` (CEL selector of those devices, None: every
+    device; :meth:`Inventory.together`, so partitions sharing counters never make a claim for all of ``others``
+    unsatisfiable)."""
 
     node: str
     pool: str
@@ -37,23 +39,34 @@ class TaintTarget:
     selector: str
     others: tuple[str, ...]
     taints: tuple[dict, ...] = ()
+    group: str | None = None
 
 
-def _target(inventory: Inventory, device: Device, attribute: str) -> TaintTarget:
+def _target(
+    inventory: Inventory, device: Device, attribute: str, among: list[Device] | None = None, group: str | None = None
+) -> TaintTarget:
     value = device.attributes[attribute]
-    others = tuple(d.name for d in inventory.on_node(device.node) if d.name != device.name and not d.taints)
+    pool = inventory.on_node(device.node) if among is None else among
+    others = tuple(d.name for d in pool if d.name != device.name and not d.taints)
     selector = f"{cel_attribute(attribute)} == {cel_literal(value)}"
-    return TaintTarget(device.node, device.pool, device.name, selector, others, tuple(device.taints))
+    return TaintTarget(device.node, device.pool, device.name, selector, others, tuple(device.taints), group)
 
 
 def untainted(inventory: Inventory, attribute: str) -> TaintTarget:
     """The first device without published taints on a node where at least one other such device remains
-    (so a test can show the node still allocates). ``attribute``: qualified, distinct per node. Raises
-    LookupError naming the devices with taints per node when none fits."""
+    (so a test can show the node still allocates), among the devices that can be allocated together
+    (:meth:`Inventory.together`: every device unless they consume shared counters; found by the full profile on
+    partitions + taints, where a claim for all the other devices never fitted). ``attribute``: qualified,
+    distinct per node. Raises LookupError naming the devices with taints per node when none fits."""
+    try:
+        together = inventory.together()
+    except LookupError:  # no group fits together: every device, as before counters
+        together = None
     for node in inventory.nodes():
-        free = [d for d in inventory.on_node(node) if not d.taints]
+        group = inventory.on_node(node) if together is None else together.by_node.get(node, [])
+        free = [d for d in group if not d.taints]
         if len(free) >= 2:
-            return _target(inventory, free[0], attribute)
+            return _target(inventory, free[0], attribute, free, together.selector if together else None)
     raise LookupError(f"no node of {inventory.driver} has two devices without taints; {_tainted(inventory)}")
 
 

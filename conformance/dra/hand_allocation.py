@@ -29,12 +29,14 @@ def allocated_keys(k8s: K8s) -> set[tuple[str, str, str]]:
 
 
 def free_device(k8s: K8s, inventory: Inventory) -> Device:
-    """A node-local device of ``inventory`` without taints or binding conditions that no ResourceClaim has
-    allocated now (first by node, pool, name). Raises LookupError naming the allocated devices when none is
-    free. Hold the cluster (xdist group ``dra-cluster-state``) so no scheduler takes it meanwhile."""
+    """A node-local device of ``inventory`` without taints that no ResourceClaim has allocated now: one without
+    binding conditions first (by node, pool, name), else one with them (a driver that publishes binding
+    conditions on every device, KEP-5007: only the scheduler waits for them; a written allocation carries none,
+    so nothing waits on them). Raises LookupError naming the allocated devices when none is free. Hold the
+    cluster (xdist group ``dra-cluster-state``) so no scheduler takes it meanwhile."""
     taken = allocated_keys(k8s)
-    for dev in sorted(inventory.devices, key=lambda d: (d.node, d.pool, d.name)):
-        if dev.node and not dev.taints and not dev.binding_conditions and (inventory.driver, *dev.key) not in taken:
+    for dev in sorted(inventory.devices, key=lambda d: (bool(d.binding_conditions), d.node, d.pool, d.name)):
+        if dev.node and not dev.taints and (inventory.driver, *dev.key) not in taken:
             return dev
     raise LookupError(f"no free untainted node-local device of {inventory.driver}: allocated now {sorted(taken)}")
 

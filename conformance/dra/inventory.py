@@ -117,7 +117,8 @@ class Device:
     ``types`` (qualified attribute name -> ``int`` | ``bool`` | ``string`` | ``version``), ``consumes``
     (``((counter set, counter, quantity string), ...)`` from ``consumesCounters``: KEP-4815), ``taints``
     (the published DeviceTaint dicts: KEP-5055), ``binding_conditions`` (condition types of
-    ``bindingConditions``: KEP-5007)."""
+    ``bindingConditions``: KEP-5007), ``multiple`` (``allowMultipleAllocations``: KEP-5075, one claim's results
+    may name it twice, as two shares)."""
 
     node: str
     pool: str
@@ -128,6 +129,7 @@ class Device:
     consumes: tuple = ()
     taints: tuple = ()
     binding_conditions: tuple = ()
+    multiple: bool = False
 
     @property
     def key(self) -> tuple[str, str]:
@@ -217,6 +219,7 @@ class Inventory:
                         counters.consumed(device_body(d)),
                         tuple(device_body(d).get("taints") or ()),
                         tuple(device_body(d).get("bindingConditions") or ()),
+                        bool(device_body(d).get("allowMultipleAllocations")),
                     )
                 )
         return cls(driver, devices, counter_sets)

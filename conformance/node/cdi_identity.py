@@ -5,12 +5,15 @@ A device's identity is its rendered entries: env lines, device node container pa
 The CDI edits of a claim holding device D must carry every entry rendered for D, and none rendered for another
 device of the node (an entry both render alike, e.g. a parent GPU's node shared by its partitions, counts as
 D's). Env and paths only: other env lines, nodes and mounts a driver adds (``/dev/nvidiactl``) are its own
-business. Sources: CDI SPEC.md ``containerEdits``; KEP-4381 (prepared devices are the allocation results);
-issue 24 §3.
+business. :class:`PathListing` checks the paths from inside the probe container (what the runtime injected).
+Sources: CDI SPEC.md ``containerEdits``; KEP-4381 (prepared devices are the allocation results); issue 24 §3.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import shlex
 from collections.abc import Iterable, Mapping
 
 from conformance.core.profile_identity import KEYS, render
@@ -97,3 +100,68 @@ def claim_edits(node_access, pod, claim) -> tuple[dict[str, set[str]], str]:
     return carried(edits[i] for i in ids if i in edits), source + (
         f"; defined by no spec: {undefined}" * bool(undefined)
     )
+
+
+PATH_MARK = "DRA_CONFORMANCE_PATH"  # a line of the in-container listing: "<mark> present|absent <path>"
+_PATH_LINE = re.compile(rf"^{PATH_MARK} (present|absent) (\S+)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class PathListing:
+    """What a probe container must hold, seen from inside it: the device node and mount container paths the
+    profile's ``cdi_identity`` renders for the allocated ``device`` (``own``) and for the other devices of its
+    node (``theirs``: path -> device name; a path both render alike counts as ``device``'s). The spec on the node
+    can name a node the runtime never injects (an entry whose CDI ID was not answered); only the container shows
+    what it got. Source: CDI SPEC.md ``containerEdits`` (``deviceNodes[].path``, ``mounts[].containerPath``);
+    issue 24 §3 (device nodes and mounts seen inside the container)."""
+
+    device: str
+    own: frozenset[str]
+    theirs: Mapping[str, str]
+
+    @property
+    def script(self) -> str:
+        """sh lines printing, for every path, ``<mark> present <path>`` and its ``ls -ld`` line, or ``<mark>
+        absent <path>`` (exit status 0); ``""`` when the profile names no path."""
+        paths = sorted(self.own | set(self.theirs))
+        if not paths:
+            return ""
+        quoted = " ".join(shlex.quote(p) for p in paths)
+        return (
+            f'for p in {quoted}; do if [ -e "$p" ]; then echo "{PATH_MARK} present $p"; ls -ld "$p"; '
+            f'else echo "{PATH_MARK} absent $p"; fi; done'
+        )
+
+    def problems(self, output: str) -> list[str]:
+        """What is wrong with the container's listing ``output`` (the probe's output): each own path absent, each
+        other device's path present; a path the listing never reported is a problem too (its probe did not run
+        as written: never a pass). ``[]`` when right."""
+        seen = {m.group(2): m.group(1) for line in output.splitlines() if (m := _PATH_LINE.match(line.strip()))}
+        unlisted = sorted((self.own | set(self.theirs)) - set(seen))
+        out = [f"the listing reported nothing for {unlisted} (did the probe's listing run?)"] if unlisted else []
+        out += [f"{p} of {self.device} is not in the container" for p in sorted(self.own) if seen.get(p) == "absent"]
+        out += [
+            f"{p} of another device, {dev}, is in the container"
+            for p, dev in sorted(self.theirs.items())
+            if seen.get(p) == "present"
+        ]
+        return out
+
+
+def path_listing(patterns: Mapping[str, Iterable[str]], driver: str, device, others: Iterable) -> PathListing:
+    """The :class:`PathListing` of ``device`` on a node that also has ``others`` (inventory Devices), from the
+    ``device_nodes`` and ``mounts`` entries of ``patterns`` (a profile's ``cdi_identity``; env is not a path).
+    Devices lacking a pattern's attribute are left out. Raises LookupError when ``device`` itself lacks one."""
+    paths = {key: patterns[key] for key in ("device_nodes", "mounts") if patterns.get(key)}
+    own = rendered(paths, driver, device)
+    mine = own["device_nodes"] | own["mounts"]
+    theirs: dict[str, str] = {}
+    for other in others:
+        if other.key == device.key:
+            continue
+        try:
+            found = rendered(paths, driver, other)
+        except LookupError:
+            continue
+        theirs.update({p: other.name for p in (found["device_nodes"] | found["mounts"]) - mine})
+    return PathListing(device.name, frozenset(mine), theirs)

@@ -8,7 +8,11 @@ collected ones, or when tests of the profile's shipped manifest have no result
 (conformance/reporting/manifest.py). A run.json without ``narrowing`` (written before it was recorded) reads
 as not narrowed.
 A narrowed run that passes every verdict rule is ``NARROWED-PASS`` (exit code 0 for developers' ``-k``
-runs), never ``PASS``; a FAIL stays FAIL.
+runs: the narrowing is on their own command line and the line says "not a qualification"), never ``PASS``; a
+FAIL stays FAIL. A run whose results lack tests of the manifest while nothing on its command line narrowed it (a
+plugin, a conftest or ``collect_ignore`` dropped them: the user asked for the whole profile) is FAIL
+(:func:`dropped_reasons`, exit code 1): a CI job that reads only the exit code never takes it for a pass (issue 24
+§1, "never a bare PASS over an untested area").
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
     stopped = bool(rec.get("stoppedEarly"))
     collected, selected = rec.get("collected"), rec.get("selected")
     counted = isinstance(collected, int) and isinstance(selected, int)
-    if not args and not stopped and not (counted and selected < collected) and not missing:
+    if not _by_the_run(rec) and not missing:
         return None
     args += [str(a) for a in (rec.get("stop") or [])] if stopped else []
-    dropped = missing and not args and not stopped and not (counted and selected < collected)
+    dropped = missing and not _by_the_run(rec)
     parts = [" ".join(args) or ("tests dropped before they were counted" if dropped else "tests deselected")]
     if counted:
         parts.append(f"{selected} of {collected} tests")
@@ -47,6 +51,29 @@ def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
         "stoppedEarly": stopped,
         "text": "; ".join(parts),
     }
+
+
+def _by_the_run(rec: dict) -> bool:
+    """Whether run.json's ``narrowing`` record says the run itself narrowed its selection: pytest arguments that
+    select a subset, an early stop, or fewer tests selected than collected."""
+    collected, selected = rec.get("collected"), rec.get("selected")
+    counted = isinstance(collected, int) and isinstance(selected, int)
+    return bool(rec.get("select") or rec.get("stoppedEarly") or (counted and selected < collected))
+
+
+def dropped_reasons(run: dict, missing: list[str] | None) -> list[str]:
+    """The verdict reason (a list of one, or empty) of a run whose results lack the profile manifest's tests
+    ``missing`` while nothing on its command line narrowed it (run.json ``narrowing``: no selecting argument, no
+    early stop, every collected test selected): something else dropped them (a ``-p`` plugin, a conftest,
+    ``collect_ignore``), so the run is FAIL, exit code 1, not NARROWED-PASS. ``[]`` when nothing is missing or the
+    user's own arguments narrowed the run (then NARROWED-PASS, exit 0)."""
+    if not missing or _by_the_run(run.get("narrowing") or {}):
+        return []
+    shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+    return [
+        f"{len(missing)} of the profile's tests have no result and no argument of the run deselected them "
+        f"(a plugin, conftest or collect_ignore dropped them): {shown}"
+    ]
 
 
 def verdict(reasons: list[str], narrowed: list | dict | None) -> str:

@@ -4,7 +4,8 @@
 
     source: simulated        # simulated | nvml | auto (nvml when NVML works, else simulated)
     simulated: {count: 4, productName: ..., memory: 80Gi, driverVersion: 1.2.3, partitions: 0,
-                devicesPerPcieRoot: 2, allowMultipleAllocations: false, capacityRequestPolicy: {...}}
+                devicesPerPcieRoot: 2, allowMultipleAllocations: false, capacityRequestPolicy: {...},
+                deviceNodes: true}   # each device's node /dev/dra-<name> (backed by /dev/null) through CDI
     taints: [{device: gpu-3, key: example.com/maintenance, value: v, effect: NoSchedule}]   # optional, see taints.py
 """
 

@@ -77,8 +77,10 @@ class Taint:
 class Device:
     """One allocatable device of this node.
 
-    ``env`` are extra CDI env entries for this device (``NAME=value``); ``device_nodes`` are host device
-    paths injected through CDI (real GPUs only); ``taints`` are published in the slice (device config
+    ``env`` are extra CDI env entries for this device (``NAME=value``); ``device_nodes`` are device node paths
+    injected through CDI (``/dev/nvidia0`` of a real GPU; ``/dev/dra-gpu-0`` of a simulated one);
+    ``node_host`` is the host device node behind each of them ('' = the path itself; ``/dev/null`` for simulated
+    GPUs, which have no device of their own); ``taints`` are published in the slice (device config
     ``taints``); ``occupies`` are the physical units (``<gpu>/slice<j>``) a
     prepared partition or whole partitionable GPU holds, never published (reference_driver/sharing.py).
     """
@@ -89,6 +91,7 @@ class Device:
     consumes_counters: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     allow_multiple_allocations: bool = False
     device_nodes: tuple[str, ...] = ()
+    node_host: str = ""
     occupies: tuple[str, ...] = ()
     taints: tuple[Taint, ...] = ()
 

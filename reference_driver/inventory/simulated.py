@@ -1,6 +1,7 @@
 """Simulated GPUs from the ``simulated:`` section of the device YAML: count, model, memory, uuid, index,
 driverVersion, pcieRoot; optional partitions through shared counters; optional allowMultipleAllocations
-with a capacity requestPolicy.
+with a capacity requestPolicy; each device's node ``/dev/dra-<name>`` injected through CDI (``deviceNodes``,
+default true; backed by the host's ``/dev/null``).
 
 Partitions are MIG-like: ``partitions: N`` splits each GPU into N memory slices, published as the counter set
 ``gpu-<i>-counters`` (``memory`` plus one counter ``slice<j>`` = 1 per slice, so placement is exact); the whole
@@ -32,10 +33,12 @@ _KEYS = {
     "capacityRequestPolicy",
     "architecture",
     "partitionProfiles",
+    "deviceNodes",
 }
 _POLICY_KEYS = {"default", "min", "max", "step"}
 _NAMESPACE = uuid.UUID("6f1d2b1e-8a43-4c55-9d0e-6b2f3d0e9a10")
 MAX_PARTITIONS = 8
+NODE_PREFIX = "/dev/dra-"  # a simulated device's node in the container: /dev/dra-gpu-0
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class SimulatedSpec:
     partition_profiles: tuple[int, ...] = (1,)
     allow_multiple_allocations: bool = False
     request_policy: dict | None = None
+    device_nodes: bool = True
 
 
 def _fail(where: str, msg: str) -> InventoryError:
@@ -97,6 +101,9 @@ def parse_spec(raw: dict | None, where: str = "simulated") -> SimulatedSpec:
     if not isinstance(multi, bool):
         raise _fail(f"{where}.allowMultipleAllocations", f"{multi!r}: expected true or false")
     policy = _parse_policy(raw.get("capacityRequestPolicy"), f"{where}.capacityRequestPolicy", multi)
+    nodes = raw.get("deviceNodes", True)
+    if not isinstance(nodes, bool):
+        raise _fail(f"{where}.deviceNodes", f"{nodes!r}: expected true or false")
     name = str(raw.get("productName", SimulatedSpec.product_name))
     if len(name) > 64:
         raise _fail(f"{where}.productName", "must be at most 64 characters (string attribute limit)")
@@ -111,6 +118,7 @@ def parse_spec(raw: dict | None, where: str = "simulated") -> SimulatedSpec:
         partition_profiles=tuple(profiles),
         allow_multiple_allocations=multi,
         request_policy=policy,
+        device_nodes=nodes,
     )
 
 
@@ -166,6 +174,7 @@ class SimulatedInventory:
                         attributes=base,
                         capacity=capacity,
                         allow_multiple_allocations=spec.allow_multiple_allocations,
+                        **self._node(f"gpu-{index}"),
                     )
                 )
                 continue
@@ -193,6 +202,7 @@ class SimulatedInventory:
                 capacity={"memory": Capacity(memory)},
                 consumes_counters=((counters, consumed),),
                 occupies=tuple(f"gpu-{index}/{s}" for s in slots),
+                **self._node(name),
             )
 
         out = [device(f"gpu-{index}", 0, spec.partitions, {"partition": Attribute("bool", False)})]
@@ -208,6 +218,13 @@ class SimulatedInventory:
                 }
                 out.append(device(name, k * size, size, extra))
         return out
+
+    def _node(self, name: str) -> dict:
+        """The device node of device ``name`` (``deviceNodes: true``, the default): ``/dev/dra-<name>`` in the
+        container, backed by the host's ``/dev/null`` (a simulated GPU has no device of its own), so a container
+        shows which devices it was given as a real GPU's ``/dev/nvidia<i>`` does; ``{}`` with ``deviceNodes:
+        false``. Source: CDI SPEC.md ``containerEdits.deviceNodes``; issue 24 §3."""
+        return {"device_nodes": (f"{NODE_PREFIX}{name}",), "node_host": "/dev/null"} if self.spec.device_nodes else {}
 
     def _attributes(self, index: int) -> dict[str, Attribute]:
         spec = self.spec

@@ -9,7 +9,7 @@ ExactDeviceRequest.adminAccess, DeviceRequestAllocationResult.adminAccess.
 
 import pytest
 
-from conformance.api import ApiError, api_verbs, timeouts, waits
+from conformance.api import ApiError, api_verbs, entry_key, timeouts, waits
 
 pytestmark = [
     pytest.mark.admin_access,
@@ -54,19 +54,21 @@ def test_admin_template_in_labelled_namespace_yields_admin_claim(k8s, tracker, a
 
 @pytest.mark.scenario("ADM-02", "ADM-03")
 @pytest.mark.xdist_group("dra-cluster-state")  # takes a whole node
-def test_admin_claim_gets_devices_already_in_use(k8s, tracker, builder, admin_builder, inventory, probe, together):
+def test_admin_claim_gets_devices_already_in_use(
+    k8s, tracker, builder, admin_builder, inventory, probe, together_in_use
+):
     """While a normal pod holds every device of a node (those that can be allocated together), an admin pod
     on that node gets the same devices; the normal claim keeps its allocation and its pod keeps running.
     Source: upstream "kubelet DaemonSet with admin access"; integration "AdminAccess"."""
     # given: a normal pod holding all devices of one node
     node = inventory.nodes()[0]
-    user_claim = tracker.create(builder.claim(allocation_mode="All", selectors=together.selector))
+    user_claim = tracker.create(builder.claim(allocation_mode="All", selectors=together_in_use.selector))
     user = waits.pod_running(
         k8s, tracker.create(builder.pod(uses=user_claim, node_name=node)), timeout=timeouts.POD_START
     )
     # when: an admin pod asks for all devices of the same node
     admin_claim = tracker.create(
-        admin_builder.claim(allocation_mode="All", selectors=together.selector, admin_access=True)
+        admin_builder.claim(allocation_mode="All", selectors=together_in_use.selector, admin_access=True)
     )
     admin = waits.pod_running(
         k8s, tracker.create(admin_builder.pod(uses=admin_claim, node_name=node)), timeout=timeouts.POD_START
@@ -105,15 +107,15 @@ def test_driver_signals_admin_access_to_the_container(k8s, tracker, builder, adm
 @pytest.mark.scenario("ADM-03")
 @pytest.mark.requires("driver.multiple_devices")
 def test_admin_claim_devices_are_distinct_within_the_claim(k8s, tracker, admin_builder, inventory, probe):
-    """An admin claim for two devices gets two distinct devices (admin access lifts sharing between claims,
-    not within one).
-    Source: resource.k8s.io/v1 ExactDeviceRequest.count with adminAccess (allocator)."""
+    """An admin claim for two devices gets two distinct results (admin access lifts sharing between claims, not
+    within one): two devices, or two shares (distinct shareID) of a device that allows multiple allocations.
+    Source: resource.k8s.io/v1 ExactDeviceRequest.count with adminAccess (allocator); KEP-5075 shareID."""
     # given: an admin claim for two devices
     claim = tracker.create(admin_builder.claim(count=2, admin_access=True))
     # when: a pod uses it
     pod = waits.pod_running(k8s, tracker.create(admin_builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: two distinct devices, both visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
-    assert len({(r.pool, r.device) for r in allocated.results}) == 2, allocated.describe()
+    assert len({entry_key(r) for r in allocated.results}) == 2, allocated.describe()
     shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence

@@ -34,7 +34,7 @@ def test_noschedule_rule_keeps_new_claims_off_the_tainted_device(k8s, tracker, b
     waits.taint_rule_applied(k8s, tracker, builder, t, UNALLOCATABLE, timeout=timeouts.ALLOCATION)
     # when: one pod needs exactly that device, another every other untainted device of the same node
     only = tracker.create(builder.pod(uses=tracker.create(builder.claim(selectors=t.selector)), node_name=t.node))
-    rest_claim = tracker.create(builder.claim(count=len(t.others)))
+    rest_claim = tracker.create(builder.claim(count=len(t.others), selectors=t.group))
     rest = tracker.create(builder.pod(uses=rest_claim, node_name=t.node))
     # then: the first is not scheduled for DRA; the second runs on the other devices and sees exactly them
     waits.pod_unschedulable_with(k8s, only, UNALLOCATABLE, timeout=timeouts.ALLOCATION)

@@ -109,7 +109,7 @@ def test_the_allocated_device_without_the_patterns_attribute_raises():
 
 def test_the_capability_is_off_without_a_pattern_or_under_cdi_false_and_the_reference_has_one():
     ref = load("reference")
-    assert ref.cdi_identity == {"env": ("DRA_GPU_GPU_{index}_UUID={uuid}",)}
+    assert ref.cdi_identity == {"env": ("DRA_GPU_GPU_{index}_UUID={uuid}",), "device_nodes": ("/dev/dra-{device}",)}
     assert profile_identity.availability("cdi_identity", ref, "r")[0]
     assert not profile_identity.availability("cdi_identity", profile.parse(BASE), "p")[0]
     no_cdi = profile.parse({**BASE, "cdi_identity": PATTERN, "capabilities": {"cdi": False}})
@@ -193,3 +193,40 @@ def test_claim_edits_without_podresources_refuse_the_weaker_spec_file_check():
     access = _Access({"claim-uid-1.json": _spec("decoy", 3)}, None, unreadable="kind node root not reachable")
     with pytest.raises(cdi_identity.PodResourcesUnread, match="'kind'.*PodResources on node node-a.*not reachable"):
         cdi_identity.claim_edits(access, pod, claim)
+
+
+def test_the_path_listing_runs_in_sh_and_judges_what_the_container_holds(tmp_path):
+    """Inside the container (issue 24 §3): the listing of a device's nodes and mounts, run by a real sh over real
+    paths, reports the device's own paths present and another device's absent; a path of its own missing, one of
+    another device present, or a listing that never ran (no line for a path) is a problem, never a pass."""
+    import subprocess  # noqa: PLC0415
+
+    pattern = {"device_nodes": [f"{tmp_path}/dev/card{{index}}"], "mounts": [f"{tmp_path}/gpu/{{device}}"]}
+    listing = cdi_identity.path_listing(pattern, DRIVER, _device(1), [_device(0), _device(1), _device(2)])
+    assert listing.own == {f"{tmp_path}/dev/card1", f"{tmp_path}/gpu/gpu-1"}
+    assert listing.theirs[f"{tmp_path}/dev/card0"] == "gpu-0" and listing.theirs[f"{tmp_path}/gpu/gpu-2"] == "gpu-2"
+    for folder, name in (("dev", "card1"), ("gpu", "gpu-1")):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / name).touch()
+
+    def run() -> str:
+        return subprocess.run(["sh", "-c", listing.script], capture_output=True, text=True, check=True).stdout
+
+    assert listing.problems(run()) == []
+    (tmp_path / "dev" / "card1").unlink()  # the runtime never injected the device's node
+    (tmp_path / "dev" / "card2").touch()  # and another device's is there
+    assert listing.problems(run()) == [
+        f"{tmp_path}/dev/card1 of gpu-1 is not in the container",
+        f"{tmp_path}/dev/card2 of another device, gpu-2, is in the container",
+    ]
+    assert "did the probe's listing run" in listing.problems("")[0]
+    empty = cdi_identity.path_listing({"env": ["GPU_UUID={uuid}"]}, DRIVER, _device(1), [_device(0)])
+    assert empty.script == "" and empty.problems("") == []
+
+
+def test_the_reference_profile_names_each_devices_node():
+    """The reference driver injects ``/dev/dra-<device>`` per device (backed by /dev/null): its profile's
+    pattern names it, so PREP-12 lists it inside the container."""
+    prof = load("reference")
+    listing = cdi_identity.path_listing(prof.cdi_identity, prof.driver, _device(3), [_device(0), _device(3)])
+    assert listing.own == {"/dev/dra-gpu-3"} and listing.theirs == {"/dev/dra-gpu-0": "gpu-0"}

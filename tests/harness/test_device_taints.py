@@ -73,3 +73,15 @@ def test_result_tolerations_follow_the_release_and_the_gate(version, gate, avail
     cap = capabilities.evaluate(facts, _profile(taints=True)).items["allocator.result_tolerations"]
     assert cap.available is available, cap
     assert ("DRADeviceTaints" in cap.evidence) if not gate else (version in cap.evidence), cap
+
+
+@pytest.mark.parametrize(("version", "gate"), [("v1.34.4", True), ("v1.37.2", True), ("v1.36.2", False)])
+def test_admin_access_to_consumed_counters_is_a_known_allocator_gap(version, gate):
+    """kubernetes/kubernetes#140729 (open): the allocator reserves an admin claim's counters, so admin access to a
+    partition an ordinary claim holds is never allocated; found by the full profile on the partitions + taints +
+    health combination (issue 24 §3). Not available on any release, and naming the gate when it is off."""
+    facts = {**_facts([_slice("a")]), "k8s_version": version}
+    facts["feature_gates"] = {**facts["feature_gates"], "DRAPartitionableDevices": gate}
+    cap = capabilities.evaluate(facts, _profile(taints=True)).items["allocator.admin_access_counters"]
+    assert cap.available is False, cap
+    assert ("#140729" in cap.evidence) if gate else ("DRAPartitionableDevices" in cap.evidence), cap

@@ -147,3 +147,34 @@ def test_shared_device_amounts_follow_the_request_policy():
 def test_amounts(policy, small, large):
     got = shares.amounts("80Gi", policy)
     assert got == (small * 2**30, large * 2**30)
+
+
+def test_taint_target_on_partitions_takes_its_others_among_devices_that_fit_together():
+    """Found by the full profile on partitions + taints + health (issue 24 §3): TAINT-01 claimed every other
+    untainted device of the node, whole GPUs and their partitions at once, which never fits the counter sets,
+    and its pod stayed Pending. The target and its others now come from Inventory.together (here the whole
+    GPUs), with that group's selector for the claim; without counters nothing changes."""
+    from conformance.dra import counters, device_taints  # noqa: PLC0415
+
+    inv = Inventory.from_slices(DRIVER_NAME, _slices(MIG))
+    t = device_taints.untainted(inv, f"{DRIVER_NAME}/uuid")
+    group = [d for d in inv.on_node(t.node) if d.name in (t.name, *t.others)]
+    assert t.group.endswith("partition == false") and [d.name for d in group] == ["gpu-0", "gpu-1"], t
+    assert counters.fit(group, inv.counter_sets), [d.name for d in group]
+    plain = device_taints.untainted(Inventory.from_slices(DRIVER_NAME, _slices({"count": 3})), f"{DRIVER_NAME}/uuid")
+    assert plain.group is None and len(plain.others) == 2, plain
+
+
+def test_multi_allocatable_devices_are_marked_so_unique_values_per_result_are_not_assumed():
+    """Found by the full profile on consumable capacity + admin access (issue 24 §3): with allowMultipleAllocations
+    a count-2 request got one device twice (two shares), so matchAttribute on a per-device unique attribute held
+    and ALLOC-25's 'unsatisfiable' did not. Inventory devices carry ``multiple``; the unique_per_result fixture
+    skips on them, and ADM-03 counts results by (driver, pool, device, shareID)."""
+    from conformance.dra.claimstatus import entry_key  # noqa: PLC0415
+
+    shared = Inventory.from_slices(DRIVER_NAME, _slices(SHARED))
+    assert shared.devices and all(d.multiple for d in shared.devices)
+    assert not any(d.multiple for d in Inventory.from_slices(DRIVER_NAME, _slices({"count": 2})).devices)
+    two_shares = [{"driver": "d", "pool": "p", "device": "gpu-0", "shareID": s} for s in ("a", "b")]
+    assert len({entry_key(r) for r in two_shares}) == 2
+    assert len({entry_key({**r, "shareID": None}) for r in two_shares}) == 1

@@ -13,6 +13,7 @@ from reference_driver.checkpoint import Checkpoint
 from reference_driver.claims import ClaimRef
 from reference_driver.faults import Faults
 from reference_driver.inventory import SimulatedInventory
+from reference_driver.inventory.base import InventoryError
 from reference_driver.inventory.simulated import parse_spec
 from reference_driver.state import DeviceState
 from tests.reference_driver.helpers import NODE, claim, result
@@ -27,7 +28,7 @@ def _spec(state) -> dict:
 
 
 def _env(spec: dict, prefix: str) -> list[str]:
-    return [e for d in spec["devices"] for e in d["containerEdits"]["env"] if e.startswith(prefix)]
+    return [e for d in spec["devices"] for e in d["containerEdits"].get("env", []) if e.startswith(prefix)]
 
 
 def _uuid(state, device: str) -> str:
@@ -79,3 +80,35 @@ def test_capacity_granted_whole_shows_the_whole_device_in_the_env(tmp_path, sour
     )
     state.prepare(REF)
     assert [e.split("=")[1] for e in _env(_spec(state), "DRA_GPU_GPU_0_0B6A8D52_CONSUMED_MEMORY=")] == [shown]
+
+
+def _nodes(spec: dict) -> dict[str, list[dict]]:
+    return {d["name"]: d["containerEdits"].get("deviceNodes", []) for d in spec["devices"]}
+
+
+def test_each_simulated_device_injects_its_own_node_backed_by_dev_null(make_state, source):
+    """A simulated GPU's CDI entry names its node ``/dev/dra-<name>`` with hostPath /dev/null (a container shows
+    which device it got, as ``/dev/nvidia<i>`` does); ``deviceNodes: false`` leaves nodes out."""
+    source.add(claim(results=[result("gpu-3")]))
+    state = make_state()
+    ids = [i for d in state.prepare(REF) for i in d.cdi_ids]
+    spec = _spec(state)
+    assert _nodes(spec) == {"uid-1-gpu-3": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/null"}]}
+    assert [i.split("=", 1)[1] for i in ids] == ["uid-1-gpu-3"]
+    assert SimulatedInventory(parse_spec({"deviceNodes": False}), NODE).snapshot().devices[0].device_nodes == ()
+    with pytest.raises(InventoryError, match="deviceNodes"):
+        parse_spec({"deviceNodes": "yes"})
+
+
+def test_node_unanswered_moves_the_node_to_an_entry_whose_id_is_not_answered(make_state, source):
+    """Fault ``cdi-node-unanswered``: the spec still names /dev/dra-gpu-3, in an entry ``<entry>-node`` that is not
+    among the answered CDI IDs, so the runtime never injects it; the answered entry keeps its env."""
+    source.add(claim(results=[result("gpu-3")]))
+    state = make_state(Faults.parse("cdi-node-unanswered"))
+    ids = [i.split("=", 1)[1] for d in state.prepare(REF) for i in d.cdi_ids]
+    spec = _spec(state)
+    assert _nodes(spec) == {
+        "uid-1-gpu-3": [],
+        "uid-1-gpu-3-node": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/null"}],
+    }
+    assert ids == ["uid-1-gpu-3"] and _env(spec, "DRA_GPU_DEVICE_") == ["DRA_GPU_DEVICE_GPU_3=gpu-3"]

@@ -39,3 +39,20 @@ def test_one_device_per_node_shows_multiple_devices_as_not_testable_here():
     row = _box(1)["Not testable on this cluster"]
     assert "driver.multiple_devices (not testable here: driver publishes < 2 devices per node)" in row, row
     assert not any(r.startswith("driver.multiple_devices") for r in _box(2)["Not testable on this cluster"])
+
+
+def test_a_kubernetes_gap_no_release_fixes_does_not_suggest_a_newer_version():
+    """allocator.admin_access_counters (kubernetes/kubernetes#140729, open): the scope box names the upstream issue
+    instead of "a newer --k8s-version"; a gap a later release fixes keeps that advice."""
+    from conformance.core.release_gaps import KNOWN_ALLOCATOR_GAPS  # noqa: PLC0415
+
+    open_gap = f"Kubernetes v1.34.4: {KNOWN_ALLOCATOR_GAPS['allocator.admin_access_counters']['1.34']}"
+    fixed = f"Kubernetes v1.34.4: {KNOWN_ALLOCATOR_GAPS['allocator.result_tolerations']['1.34']}"
+    entries = [
+        {"name": name, "status": "skip", "evidence": evidence, "clusterLacks": True}
+        for name, evidence in (("allocator.admin_access_counters", open_gap), ("allocator.result_tolerations", fixed))
+    ]
+    rows = dict(scope.box({"capabilities": entries}))["Not testable on this cluster"]
+    assert rows[0].startswith("allocator.admin_access_counters (Kubernetes gap no release fixes yet: "), rows
+    assert rows[0].endswith("kubernetes/kubernetes#140729, open)") and "newer" not in rows[0], rows
+    assert rows[1].endswith(": a newer --k8s-version)"), rows

@@ -311,11 +311,15 @@ class Builder:
             spec["nodeSelector"] = {"kubernetes.io/hostname": node_name}
         return Obj({"apiVersion": "v1", "kind": "Pod", "metadata": self._meta("Pod", name, True, labels), "spec": spec})
 
-    def probe_pod_command(self, then_sleep: bool = True) -> list[str]:
+    def probe_pod_command(self, then_sleep: bool = True, then: str = "") -> list[str]:
         """``sh -c '(<probe>); echo DRA_CONFORMANCE_PROBE_END rc=$?; exec sleep ...'``: the default command of
         a container, whose end marker proves the probe ran (:mod:`conformance.core.probe_marker`); with
-        ``then_sleep=False`` it exits with the probe's status instead of sleeping."""
-        return ["sh", "-c", probe_marker.script(self.ctx.probe_command, then_sleep)]
+        ``then_sleep=False`` it exits with the probe's status instead of sleeping. ``then``: sh lines run after
+        the probe, before the marker (e.g. a path listing); the marker keeps the probe's exit status."""
+        command = self.ctx.probe_command
+        if then:
+            command = f"{command}\nprobe_rc=$?\n{then}\nexit $probe_rc"
+        return ["sh", "-c", probe_marker.script(command, then_sleep)]
 
     @staticmethod
     def _pod_claim(obj: Obj, pod_claims: dict[str, dict], entry_names: str = POD_CLAIM_PREFIX) -> str:

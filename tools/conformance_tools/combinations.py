@@ -1,0 +1,125 @@
+"""`dra-conformance feature-combinations` (`make feature-combinations`): the whole ``full`` profile on each profile
+that switches on the features a real driver ships together (issue 24 §3, "features in combination"), one local
+cluster after another, then one table: profile x verdict x passed/failed/skipped x time x failures.
+
+Each newer feature has a self-validation profile that switches on that feature alone and is run on the feature's
+own folder (fixtures/self-validation/reference-<feature>.yaml). Real drivers enable them together: a GPU driver
+that attaches devices before binding publishes binding conditions and writes device status; a partitioning driver
+publishes taints on partitions and streams their health; a shared-GPU driver serves consumable capacity to
+monitoring claims with admin access. :data:`COMBINATIONS` names those profiles; every test of ``full`` runs on
+each (a test that assumed one feature alone fails there).
+
+The child runs are validate-suite's (conformance_tools.validation.runs: one process group per run, Ctrl-C waits
+for its cluster tear-down), on 4 workers as the main job runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from conformance_tools.history import _verdict
+from conformance_tools.validation import runs
+from conformance_tools.validation.faultfile import REPO_ROOT
+
+PROFILES = REPO_ROOT / "fixtures" / "self-validation"
+# profile file stem -> the features it switches on together
+COMBINATIONS = {
+    "reference-status-binding": "device status + binding conditions",
+    "reference-partitions-taints-health": "partitions + published taints + health",
+    "reference-capacity-admin": "consumable capacity + admin access",
+}
+RUN_TIMEOUT_S = 3600.0
+TIMEOUT_SCALE = 2.0  # as example-driver-history: a loaded 2-core machine's slowness stays out of the table
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One combination's run: ``verdict`` (the run's VERDICT line without its tally, or the exit text),
+    ``counts`` (Allure status -> tests), ``failures`` (node ID -> first line of the message), ``seconds`` (wall
+    time of the whole run, cluster up and down included), ``report_dir``."""
+
+    name: str
+    features: str
+    verdict: str
+    counts: dict[str, int]
+    failures: dict[str, str]
+    seconds: float
+    report_dir: str
+
+
+def outcome(name: str, result) -> Outcome:
+    """The :class:`Outcome` of combination ``name`` from its child run (a runs.RunResult)."""
+    counts: dict[str, int] = {}
+    for status in result.tests.values():
+        counts[status] = counts.get(status, 0) + 1
+    verdict = _verdict(Path(result.report_dir) / "run.log", result.exit_code, result.note)
+    failures = {n: result.messages.get(n, "") for n in result.failed()}
+    return Outcome(name, COMBINATIONS[name], verdict, counts, failures, round(result.duration_s), result.report_dir)
+
+
+def render(rows: list[Outcome]) -> str:
+    """The table as Markdown: one line per combination, then one per failure."""
+    out = ["| profile | features | verdict | passed/failed/skipped | time |", "|---|---|---|---|---|"]
+    for r in rows:
+        c = r.counts
+        tally = f"{c.get('passed', 0)}/{c.get('failed', 0) + c.get('broken', 0)}/{c.get('skipped', 0)}"
+        out.append(f"| {r.name} | {r.features} | {r.verdict.replace('|', '/')[:200]} | {tally} | {r.seconds:.0f} s |")
+    for r in rows:
+        out += [f"- {r.name}: `{n}`: {m[:200]}" for n, m in sorted(r.failures.items())]
+    return "\n".join(out)
+
+
+def run_all(out_dir: Path, names: list[str], run_args: list[str], progress: Callable[[str], None] = print):
+    """Run ``full`` on each combination in turn (``dra-conformance run --cluster local --driver <profile> --profile
+    full --workers 4 --timeout-scale 2 <run_args>``, report in ``out_dir/<name>``); returns the outcomes. Raises
+    runs.Interrupted on Ctrl-C once the running child tore its cluster down."""
+    rows = []
+    for name in names:
+        rdir = out_dir / name
+        progress(f"== {name} ({COMBINATIONS[name]}): the full profile")
+        args = ("--driver", str(PROFILES / f"{name}.yaml"), *run_args)
+        plan = runs.Plan(name, "", (), "full", TIMEOUT_SCALE, args, (), rdir)
+        result = runs.execute(plan, ["--workers", "4"], progress=progress, timeout_s=RUN_TIMEOUT_S)
+        rows.append(outcome(name, result))
+        (rdir / "outcome.json").write_text(json.dumps(dataclasses.asdict(rows[-1]), indent=1), encoding="utf-8")
+        progress(f"   {name}: {rows[-1].verdict} ({result.duration_s:.0f} s, {rdir})")
+    return rows
+
+
+def register(sub) -> None:
+    """Add ``feature-combinations`` to the ``dra-conformance`` subcommands."""
+    p = sub.add_parser("feature-combinations", help="the full profile on each feature-combination profile")
+    p.add_argument("--only", default="", help=f"comma-separated profiles (default all: {', '.join(COMBINATIONS)})")
+    p.add_argument("--out", default="reports/feature-combinations", help="report directory")
+    p.add_argument("--feature-gates", default="all", help="the clusters' gates (default: all)")
+    p.add_argument("--k8s-version", default=None, help="Kubernetes minor of the clusters (default: the lab's)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the chosen combinations and print the table (also ``<out>/combinations.md`` and ``.json``). Exit 0
+    when every run passed, 1 otherwise, 2 on bad input, 130 on Ctrl-C."""
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or list(COMBINATIONS)
+    unknown = sorted(set(names) - set(COMBINATIONS))
+    if unknown:
+        print(f"error: --only {unknown} unknown; known: {', '.join(COMBINATIONS)}", file=sys.stderr)
+        return 2
+    run_args = ["--feature-gates", args.feature_gates]
+    if args.k8s_version:
+        run_args += ["--k8s-version", args.k8s_version]
+    out = Path(args.out)
+    try:
+        rows = run_all(out, names, run_args)
+    except runs.Interrupted:
+        print("interrupted: the running combination's cluster was torn down", file=sys.stderr)
+        return 130
+    table = render(rows)
+    (out / "combinations.md").write_text(table + "\n", encoding="utf-8")
+    (out / "combinations.json").write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=1), "utf-8")
+    print(table)
+    return 0 if all(r.verdict.startswith("PASS") for r in rows) else 1

@@ -12,6 +12,7 @@ module. See conformance/k8s/README.md for the cheat sheet.
 from conformance.core import errors, markers, timeouts
 from conformance.core.errors import ApiError, Conflict, Invalid, LeakError, NotFound, WaitFailed, WaitTimeout
 from conformance.core.objects import Obj
+from conformance.dra.cel import cel_attribute, cel_capacity, cel_literal
 from conformance.dra.checks.base import Violation
 from conformance.dra.checks.base import describe as describe_violations
 from conformance.dra.checks.slices import check_slices, node_owner_uids
@@ -26,9 +27,6 @@ from conformance.dra.claimstatus import (
 from conformance.dra.device_taints import eviction_delay
 from conformance.dra.hand_allocation import allocate, free_device, result
 from conformance.dra.inventory import (
-    cel_attribute,
-    cel_capacity,
-    cel_literal,
     current_slices,
     device_fields,
     driver_slices,

@@ -12,7 +12,6 @@ a sample; :data:`MISSION_DEFAULTS` left out are held as declared (issue 24 §1: 
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from conformance.core import profile_identity, release_gaps
 from conformance.core.markers import CAPABILITIES
 from conformance.core.profile import DriverProfile
+from conformance.core.slice_features import DRIVER_GATES, SLICE_FEATURES, devices_per_node
 
 DISRUPTIONS = (  # facts.disruptions
     "node_reboot",
@@ -150,50 +150,6 @@ def _apiserver_gate(name: str, gate: str, facts: Mapping[str, Any]) -> Capabilit
     )
 
 
-def _per_node(devices: list[Mapping]) -> dict[str, int]:  # one pass (Counter), in first-seen node order
-    return dict(collections.Counter(d.get("node") or "<no node>" for d in devices))
-
-
-# the gate each gated driver capability needs
-DRIVER_GATES = {
-    "admin_access": "gate.DRAAdminAccess",
-    "prioritized_list": "gate.DRAPrioritizedList",
-    "partitions": "gate.DRAPartitionableDevices",
-    "consumable_capacity": "gate.DRAConsumableCapacity",
-    "taints": "gate.DRADeviceTaints",
-    "published_taints": "gate.DRADeviceTaints",
-    "device_status": "gate.DRAResourceClaimDeviceStatus",
-    "binding_conditions": "gate.DRADeviceBindingConditions",
-    "extended_resource_name": "gate.DRAExtendedResource",
-}
-
-
-def _with(devices: list[Mapping], *fields: str) -> list[str]:  # "pool/device" of the devices showing a field
-    return sorted(f"{d.get('pool')}/{d.get('device')}" for d in devices if any(d.get(f) for f in fields))
-
-
-# driver features the ResourceSlices show (ResourceSlice spec.sharedCounters / devices[].consumesCounters,
-# allowMultipleAllocations, taints, bindingConditions): key -> (devices showing it, what is shown, what is missing)
-SLICE_FEATURES = {
-    "partitions": (
-        lambda ds: _with(ds, "shared_counters", "consumes_counters"),
-        "slices publish sharedCounters/consumesCounters",
-        "no slice of {driver} has sharedCounters or consumesCounters",
-    ),
-    "consumable_capacity": (
-        lambda ds: _with(ds, "allow_multiple_allocations"),
-        "devices set allowMultipleAllocations",
-        "no device of {driver} sets allowMultipleAllocations",
-    ),
-    "published_taints": (lambda ds: _with(ds, "taints"), "devices with taints", "no device of {driver} has taints"),
-    "binding_conditions": (
-        lambda ds: _with(ds, "binding_conditions"),
-        "devices publish bindingConditions",
-        "no device of {driver} publishes bindingConditions",
-    ),
-}
-
-
 def _undeclared(name: str, key: str, src: str, devices: list[Mapping], gates: Mapping[str, Capability]) -> Capability:
     """A driver capability the profile does not declare: unavailable, unless the driver's slices publish it (a
     driver cannot skip its partition tests by not declaring them): then available and counted as declared."""
@@ -218,7 +174,7 @@ def _measured_multiple(
     """``driver.multiple_devices`` of a profile that is silent or says false: the slices are the measured
     truth (review 5 finding 5): a node publishing two or more devices makes it available and held as declared,
     so ``multiple_devices: false`` cannot opt out of the multi-device tests (e.g. partial device status)."""
-    per_node = _per_node(devices)
+    per_node = devices_per_node(devices)
     if max(per_node.values(), default=0) < 2:
         return _undeclared(name, "multiple_devices", src, devices, gates)
     said = "declares multiple_devices: false" if "multiple_devices" in profile.capabilities else "is silent"
@@ -341,7 +297,7 @@ def _named_device_or_signal(
 def _declared(name: str, key: str, src: str, profile: DriverProfile, devices: list) -> Capability:
     """A capability the profile declares and the cluster serves: checked against the slices where they show it."""
     if key == "multiple_devices":
-        per_node = _per_node(devices)
+        per_node = devices_per_node(devices)
         best = max(per_node.values(), default=0)
         if best < 2:
             return Capability(
@@ -371,7 +327,7 @@ def _multi_node(facts: Mapping[str, Any], profile: DriverProfile) -> Capability:
     """``multi_node``: two or more expected driver nodes (``facts["expected_nodes"]``, else the nodes with
     devices); broken when the nodes with devices differ from them (issue 24 §2: a missing node fails, named),
     when they are unknown (``known`` False: taken from the slices) or a DaemonSet is not ready (``problems``)."""
-    published = sorted(n for n in _per_node(facts.get("devices") or []) if n != "<no node>")
+    published = sorted(n for n in devices_per_node(facts.get("devices") or []) if n != "<no node>")
     expected = facts.get("expected_nodes") or {"nodes": published, "source": "the nodes with devices"}
     wanted, odd = sorted(expected["nodes"]), sorted(set(expected["nodes"]) ^ set(published))
     evidence = f"expected driver nodes {wanted} ({expected['source']}); driver {profile.driver} publishes devices on "

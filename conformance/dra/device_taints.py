@@ -17,8 +17,9 @@ import dataclasses
 import datetime
 
 from conformance.core.objects import Obj
+from conformance.dra.cel import cel_attribute, cel_literal
 from conformance.dra.claimstatus import api_second
-from conformance.dra.inventory import Device, Inventory, cel_attribute, cel_literal
+from conformance.dra.inventory import Device, Inventory
 
 # kube-controller-manager device taint eviction controller: the DisruptionTarget condition it writes on a pod
 # before deleting it (pkg/controller/devicetainteviction, addConditionAndDeletePod; 1.34 to 1.37)

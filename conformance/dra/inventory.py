@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 
 from conformance.core.objects import Obj
 from conformance.dra import counters
+from conformance.dra.cel import cel_attribute, cel_literal
 
 
 def current_slices(slices: list[Obj]) -> dict[str, list[Obj]]:
@@ -380,24 +381,3 @@ class Inventory:
     def sample(self, count: int = 2) -> dict:
         """``{device: {attributes, capacity}}`` of the first ``count`` devices (evidence for skips)."""
         return {d.name: {"attributes": d.attributes, "capacity": d.capacity} for d in self.devices[:count]}
-
-
-def cel_attribute(qualified: str) -> str:
-    """CEL access for a qualified attribute: ``device.attributes["<domain>"].<id>``."""
-    domain, ident = qualified.rsplit("/", 1)
-    return f'device.attributes["{domain}"].{ident}'
-
-
-def cel_capacity(qualified: str) -> str:
-    """CEL access for a qualified capacity: ``device.capacity["<domain>"].<id>`` (a quantity)."""
-    domain, ident = qualified.rsplit("/", 1)
-    return f'device.capacity["{domain}"].{ident}'
-
-
-def cel_literal(value) -> str:
-    """A CEL literal for an attribute value (str quoted, bool ``true``/``false``, int as is)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from conformance.dra.inventory import cel_attribute, cel_literal, qualify
+from conformance.dra.cel import cel_attribute, cel_literal
+from conformance.dra.inventory import qualify
 
 
 @dataclasses.dataclass(frozen=True)

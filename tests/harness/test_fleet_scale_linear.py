@@ -5,7 +5,7 @@ scan per node or per pool (2,000 x 2,000) fails it."""
 
 from __future__ import annotations
 
-from conformance.core import capabilities
+from conformance.core import slice_features
 from conformance.core.objects import Obj
 from conformance.dra.checks.slices import pool_consistency
 from conformance.dra.inventory import Inventory
@@ -60,7 +60,7 @@ def test_devices_per_node_are_looked_up_not_scanned_for_every_node():
 
 def test_devices_per_node_count_in_one_pass_in_first_seen_order():
     devices = [{"node": f"n-{i % NODES}"} for i in range(8 * NODES)] + [{"node": ""}]
-    per_node = capabilities._per_node(CountingList(devices))
+    per_node = slice_features.devices_per_node(CountingList(devices))
     assert list(per_node.items())[:2] == [("n-0", 8), ("n-1", 8)] and per_node["<no node>"] == 1
     assert len(per_node) == NODES + 1
 

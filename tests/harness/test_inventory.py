@@ -4,11 +4,9 @@ complete pools only), the attribute/capacity pickers suites take as fixtures, an
 import pytest
 
 from conformance.core.objects import Obj
+from conformance.dra.cel import cel_attribute, cel_capacity, cel_literal
 from conformance.dra.inventory import (
     Inventory,
-    cel_attribute,
-    cel_capacity,
-    cel_literal,
     complete_pools,
     device_fields,
     facts,

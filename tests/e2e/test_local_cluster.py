@@ -16,6 +16,7 @@ import pytest
 from conformance_lab.local import LocalCluster, LocalClusterConfig, gates, hostsys
 from conformance_lab.local import api as apilib
 from conformance_lab.local.config import layout_for
+from conformance_lab.local.provider import free_slot
 from conformance_lab.local.teardown import leftovers, other_kube_proxy
 from conformance_lab.toolchain import cache
 from kubernetes import client, config
@@ -40,14 +41,15 @@ def test_lifecycle_pods_run_on_both_nodes_and_down_leaves_nothing():
     real node; kwok leaves the real kubelets' Nodes alone; restart_kubelet brings a node back Ready with a
     new kubelet; `cluster down` from another process leaves no
     process, mount, interface, cgroup, CNI chain or directory behind."""
-    # given: a cluster of its own (slot 1: own ports/subnets; kube-proxy only if no other cluster runs)
+    # given: a cluster of its own (a free slot from 1, the lifecycle slot: own ports/subnets; kube-proxy only if no
+    # other cluster runs, as in make test-alone)
     alone = not other_kube_proxy("e2elife")
     cfg = LocalClusterConfig(
         name="e2elife",
         nodes=2,
         kwok_nodes=1,
         feature_gates="defaults",
-        slot=1,
+        slot=free_slot(first=1),
         kube_proxy=alone,
         k8s_version=K8S_VERSION,
         log_dir=REPO / "reports" / "e2e-logs" / "e2elife",
@@ -168,7 +170,7 @@ def test_failed_bring_up_names_the_component_and_leaves_nothing():
         name="e2ebad",
         nodes=1,
         feature_gates="defaults",
-        slot=5,
+        slot=free_slot(first=1),
         kube_proxy=False,
         k8s_version=K8S_VERSION,
         extra_feature_gates={"NoSuchDRAGate": True},

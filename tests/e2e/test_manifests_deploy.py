@@ -71,7 +71,7 @@ def _left_in_cluster(kubeconfig: str, k8s_version: str) -> list[str]:
     return [o for o in out if "vendor" in o or NAMESPACE in o or o.startswith(("resourceslice", "deviceclass"))]
 
 
-@pytest.mark.cluster_lifecycle  # its own cluster (the run's), before the shared one starts
+@pytest.mark.slow  # its own cluster (the run's, a free slot), started after the shared one (which owns kube-proxy)
 def test_reference_driver_from_a_vendor_bundle_passes_and_leaves_nothing(tmp_path):
     # given: a profile whose driver comes as one YAML bundle file, and the host's mounts before the run
     profile = _vendor_bundle(tmp_path)

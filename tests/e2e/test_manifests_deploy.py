@@ -83,6 +83,7 @@ def test_reference_driver_from_a_vendor_bundle_passes_and_leaves_nothing(tmp_pat
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
     out = proc.stdout + proc.stderr
+    assert (tmp_path / "report" / "run.json").is_file(), out[-4000:]  # a run that ended before its cluster was up
     run = json.loads((tmp_path / "report" / "run.json").read_text())
     name = run["cluster"]["nodes"][0].rsplit("-node-", 1)[0]
     try:

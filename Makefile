@@ -52,10 +52,9 @@ venv: ## create .venv with the package (editable) and pinned dependencies
 	@bash scripts/bootstrap-venv.sh
 
 E2E_WORKERS ?= 3
-test: lint ## lint, then all of the project's own tests: unit (-n 2), e2e lifecycle tests alone, the other e2e tests on E2E_WORKERS
+test: lint ## lint, then all of the project's own tests: unit (-n 2) beside the e2e tests that need the host alone (cluster_lifecycle), then the other e2e tests on E2E_WORKERS
 	@$(PY) -m conformance.protos >/dev/null
-	$(PY) -m pytest tests -m "not e2e" -n 2 --durations=10 $(PYTEST_ARGS)
-	$(PY) -m pytest tests -m "e2e and cluster_lifecycle" --durations=10 $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-alone
 	$(PY) -m pytest tests -m "e2e and not cluster_lifecycle" -n $(E2E_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=40 $(PYTEST_ARGS)
 
 unit: ## run only the unit tests (no cluster)
@@ -65,6 +64,15 @@ unit: ## run only the unit tests (no cluster)
 e2e: ## run only our end-to-end tests (real local cluster)
 	@$(PY) -m conformance.protos >/dev/null
 	$(PY) -m pytest tests -m e2e $(PYTEST_ARGS)
+
+test-unit: ## make test's unit tests (-n 2); make test runs them beside test-alone (its output is shown when each ends)
+	@$(PY) -m conformance.protos >/dev/null
+	$(PY) -m pytest tests -m "not e2e" -n 2 --durations=10 $(PYTEST_ARGS)
+
+test-alone: ## make test's e2e tests marked cluster_lifecycle, one at a time: no other cluster may run (kind's host diff, kube-proxy chains); unit tests start none
+	@$(PY) -m conformance.protos >/dev/null
+	$(PY) -m pytest tests -m "e2e and cluster_lifecycle" --durations=10 $(PYTEST_ARGS)
+.PHONY: test-unit test-alone
 
 conformance: ## main job: local cluster (CLUSTER=kind: a kind cluster) + reference driver (DRIVER=...), PROFILE suites, report in reports/
 	$(VENV)/bin/dra-conformance run --cluster $(CLUSTER) --driver $(DRIVER) --profile $(PROFILE) \

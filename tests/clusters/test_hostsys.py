@@ -126,3 +126,21 @@ def test_delete_chains_removes_ipv6_chains_and_their_jumps_too():
             subprocess.run([tool, "-t", "filter", "-D", "INPUT", "-m", "comment", "--comment", "dra test", "-j", chain],
                            capture_output=True)  # fmt: skip
             subprocess.run([tool, "-t", "filter", "-X", chain], capture_output=True)
+
+
+def test_a_directory_removed_during_the_walk_is_skipped(tmp_path, monkeypatch):
+    """A pod cgroup the kubelet removes while a tear-down walks the tree (FileNotFoundError from scandir, seen in
+    the registry rehearsal's tear-down) is skipped; the rest is listed children first."""
+    (tmp_path / "kubepods" / "pod-gone").mkdir(parents=True)
+    (tmp_path / "kubepods" / "pod-kept").mkdir()
+    real = os.scandir
+
+    def scandir(path):
+        if str(path).endswith("pod-gone"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    pods = tmp_path / "kubepods"
+    found = hostsys.dirs_under(tmp_path)
+    assert found == [pods / "pod-kept", pods, tmp_path], found

@@ -5,11 +5,14 @@ reports/e2e-logs/) for the whole test session, torn down at the end. Under pytes
 it: the first brings it up (under a file lock), the last one out tears it down. If the host cannot run it
 (not root, missing binaries...), the fixture FAILS with the pre-flight reasons — it never skips.
 
-`make test` runs the e2e tests in two phases: the ``cluster_lifecycle`` tests alone (``-m "e2e and
-cluster_lifecycle"``: they bring up their own cluster and check the host around it), then the rest on xdist
-workers (``--dist loadgroup``). There every test of a module (package) with a module- (package-) scoped fixture
-shares one ``xdist_group``, so the fixture is made once, and every test first takes the shared cluster, so it
-starts before any test's own cluster and owns the host's kube-proxy.
+`make test` runs the e2e tests in two phases: the ``cluster_lifecycle`` tests one at a time, with no other
+local cluster on the host (``make test-alone``: kind's before/after host comparison sees any cluster's CNI
+chains, the local cluster's lifecycle test checks the kube-proxy chains it leaves), beside the unit tests (which
+start no cluster); then the rest on xdist workers (``--dist loadgroup``), among them tests that bring up a
+cluster of their own in a free slot (runs, bench, cluster fault, registry rehearsal). There every test of a
+module (package) with a module- (package-) scoped fixture shares one ``xdist_group``, so the fixture is made
+once, and every test first takes the shared cluster, so it starts before any test's own cluster and owns the
+host's kube-proxy.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def pytest_configure(config):
     if hasattr(config, "workerinput") and config.getvalue("loadgroup"):  # the groups reach xdist's scheduler
         config.pluginmanager.register(GroupIds(), "dra_e2e_group_ids")
     config.addinivalue_line(
-        "markers", f"{LIFECYCLE_MARK}: brings up and tears down its own cluster; runs before the shared cluster starts"
+        "markers",
+        f"{LIFECYCLE_MARK}: runs with no other local cluster on the host (make test-alone, beside the unit tests)",
     )
 
 

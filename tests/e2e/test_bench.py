@@ -1,6 +1,7 @@
 """`dra-conformance bench` end to end at a small scale (5 kwok nodes x 4 devices, 40 pods): every workload binds
 every pod, the report has its JSON, plots and summary, and the tear-down leaves no cluster, fleet or object.
-Brings up its own local cluster (slot chosen like a conformance run's)."""
+Brings up its own local cluster (slot chosen like a conformance run's, no kube-proxy), so it runs beside the
+shared cluster in make test's parallel phase."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from conformance_lab.local.config import STATE_ROOT
 from conformance_tools.bench.config import VARIANTS, BenchConfig
 from conformance_tools.bench.run import bench
 
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster_lifecycle, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]  # 65 s alone; beside 3 workers' runs more
 
 
 def test_small_bench_measures_every_workload_and_cleans_up(tmp_path):

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 TESTS = "test_driver_registers_with_every_kubelet or test_driver_publishes_slices_with_devices"
 
 
-@pytest.mark.cluster_lifecycle  # its own cluster (the run's), before the shared one starts
+@pytest.mark.slow  # its own cluster (the run's, a free slot), started after the shared one (which owns kube-proxy)
 def test_daemonset_serving_one_node_of_two_fails_kep5970_1_naming_the_other(tmp_path):
     # given: the reference chart's DaemonSet on a two-node cluster, the plugin on node-1 publishing nothing
     env = {**os.environ, "PYTHONPATH": str(REPO), "DRA_REFERENCE_FAULTS": "publishes-on-some-nodes-only"}

@@ -71,7 +71,7 @@ def _left_in_cluster(kubeconfig: str, k8s_version: str) -> list[str]:
     return [o for o in out if "vendor" in o or NAMESPACE in o or o.startswith(("resourceslice", "deviceclass"))]
 
 
-@pytest.mark.cluster_lifecycle  # its own cluster (the run's), before the shared one starts
+@pytest.mark.slow  # its own cluster (the run's, a free slot), started after the shared one (which owns kube-proxy)
 def test_reference_driver_from_a_vendor_bundle_passes_and_leaves_nothing(tmp_path):
     # given: a profile whose driver comes as one YAML bundle file, and the host's mounts before the run
     profile = _vendor_bundle(tmp_path)
@@ -83,6 +83,7 @@ def test_reference_driver_from_a_vendor_bundle_passes_and_leaves_nothing(tmp_pat
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
     out = proc.stdout + proc.stderr
+    assert (tmp_path / "report" / "run.json").is_file(), out[-4000:]  # a run that ended before its cluster was up
     run = json.loads((tmp_path / "report" / "run.json").read_text())
     name = run["cluster"]["nodes"][0].rsplit("-node-", 1)[0]
     try:

@@ -15,6 +15,7 @@ import pytest
 from conformance_lab.local import LocalCluster, LocalClusterConfig
 from conformance_lab.local.images import images_on, node_targets
 from conformance_lab.local.provider import free_slot
+from conformance_lab.local.state import SlotTaken
 from conformance_lab.registry import server
 from conformance_lab.toolchain import cache
 
@@ -24,7 +25,7 @@ from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from tests.e2e.existing.common import NAMESPACE, RELEASE, _cli, _release
 
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster_lifecycle]  # its own cluster, alone (make test phase 2)
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # its own cluster (a free slot), beside the others
 
 OURS = ("pause", "busybox", "reference-driver")
 CHART = "dra-reference-driver"
@@ -47,10 +48,25 @@ def _node_images(name: str) -> set[str]:
     return set().union(*(images_on(ctr, socket) for _, socket in nodes))
 
 
+def _mirrored_cluster(registry: str):
+    """(name, handle) of a 1-node cluster in a free slot pulling through ``registry``; a slot another cluster
+    records first while this one starts (SlotTaken, nothing started yet) makes it try the next free one."""
+    for _attempt in range(3):
+        slot = free_slot()
+        name = f"rehearsal{slot}"
+        config = LocalClusterConfig(name=name, nodes=1, slot=slot, registry_mirror=registry, daemonset_paths=True)
+        try:
+            return name, LocalCluster(config, progress=print).up()
+        except SlotTaken as exc:
+            print(f"{exc}: choosing another slot")
+    raise SlotTaken("every free slot was taken while choosing one")
+
+
 @pytest.fixture(scope="module")
-def rehearsal(tmp_path_factory):
+def rehearsal(tmp_path_factory, local_cluster):
     """(registry, cluster name, kubeconfig, images on the node before the driver): a registry with our images and
-    the reference chart, and a cluster pulling only from it; all removed after the module."""
+    the reference chart, and a cluster pulling only from it; all removed after the module. The shared cluster
+    (``local_cluster``) starts first: it keeps the host's kube-proxy when this module runs on an xdist worker."""
     tmp = tmp_path_factory.mktemp("rehearsal")
     helm = str(cache.tool_binary("helm"))
     with server.running_registry() as reg:
@@ -60,10 +76,7 @@ def rehearsal(tmp_path_factory):
         assert packaged.returncode == 0, packaged.stderr
         charted = _run(helm, "push", str(next(tmp.glob("*.tgz"))), f"oci://{reg.host}/charts", "--plain-http")
         assert charted.returncode == 0, charted.stderr
-        slot = free_slot()
-        name = f"rehearsal{slot}"
-        config = LocalClusterConfig(name=name, nodes=1, slot=slot, registry_mirror=reg.host, daemonset_paths=True)
-        handle = LocalCluster(config, progress=print).up()
+        name, handle = _mirrored_cluster(reg.host)
         try:
             yield reg, name, str(handle.kubeconfig), _node_images(name)
         finally:

@@ -112,12 +112,19 @@ def cgroup_pids(name: str) -> set[int]:
         root = hier / name.strip("/")
         if not root.is_dir():
             continue
-        for procs in root.rglob("cgroup.procs"):
+        for d in dirs_under(root):
             try:
-                pids.update(int(p) for p in procs.read_text().split())
+                pids.update(int(p) for p in (d / "cgroup.procs").read_text().split())
             except OSError:
                 pass
     return pids
+
+
+def dirs_under(root: Path) -> list[Path]:
+    """``root`` and every directory below it, deepest first. A directory removed during the walk (a pod's cgroup
+    that its kubelet deletes while a tear-down reads the tree) is skipped, not an error (os.walk without
+    onerror; Path.rglob raised FileNotFoundError there)."""
+    return [Path(d) for d, _, _ in os.walk(root, topdown=False)]
 
 
 def kill_cgroup(name: str, timeout: float = 15.0) -> set[int]:
@@ -142,8 +149,7 @@ def remove_cgroup_root(name: str) -> list[str]:
         root = hier / name.strip("/")
         if not root.is_dir():
             continue
-        dirs = sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
-        for d in [*dirs, root]:
+        for d in dirs_under(root):  # children before their parent
             for _ in range(20):
                 try:
                     d.rmdir()

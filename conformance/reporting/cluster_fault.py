@@ -8,8 +8,9 @@ status ``broken``, its message prefixed ``cluster fault: <evidence>``) when
 
 * its window (Allure ``start``..``stop``) overlaps an outage the run's health watcher recorded
   (``cluster-health.jsonl``: API server unreachable, not ready e.g. ``[-]etcd failed``, the kubeconfig's
-  credentials refused with HTTP 401; :mod:`conformance.k8s.health`) AND it ended during that outage or within
-  :func:`grace` after it, or
+  credentials refused with HTTP 401; :mod:`conformance.k8s.health`; or one of the run's nodes not Ready, e.g.
+  ``Ready=Unknown`` "Kubelet stopped posting node status.": :mod:`conformance.k8s.node_health`, the evidence
+  names the node) AND it ended during that outage or within :func:`grace` after it, or
 * its message shows connection refused or HTTP 401 (:data:`SIGNS`) and an outage of the same kind overlaps its
   window, or
 * its message shows ENOSPC ("No space left on device") AND names the run's report directory.
@@ -31,7 +32,7 @@ import re
 from pathlib import Path
 
 from conformance.core import timeouts
-from conformance.k8s import health
+from conformance.k8s import health, node_health
 from conformance.reporting import classify
 
 PREFIX = "cluster fault: "
@@ -106,11 +107,19 @@ def explain(
     return ""
 
 
+def observed(samples: list[dict]) -> list[health.Outage]:
+    """Every outage of a health log (as ``health.read`` returns): the API server's, then its nodes' (none for a
+    run whose cluster health could not be watched)."""
+    if health.unprobeable(samples):
+        return []
+    return health.outages(samples) + node_health.outages(samples)
+
+
 def attribute(records: list, run_dir: Path | str) -> list[dict]:
     """Mark the failed/broken ``records`` (:class:`conformance.reporting.results.TestRecord`) the cluster
     explains: status ``broken``, failure class infrastructure, message ``cluster fault: <evidence>; <message>``.
     Idempotent. Returns ``[{"id": nodeid, "evidence": text}]`` of the attributed ones, in record order."""
-    outages = health.outages(health.read(Path(run_dir)))
+    outages = observed(health.read(Path(run_dir)))
     found = []
     for rec in records:
         if rec.status not in ("failed", "broken"):
@@ -132,7 +141,7 @@ def section(records: list, run_dir: Path | str) -> dict | None:
     plus ``"unwatched": why`` when the health watcher could not watch this cluster (its first /readyz probe was
     not ready); None when the run saw no outage, attributed no failure and was watched."""
     samples = health.read(Path(run_dir))
-    outages = [o.text() for o in health.outages(samples)]
+    outages = [o.text() for o in observed(samples)]
     tests = attribute(records, run_dir)
     unwatched = health.unprobeable(samples)
     if not outages and not tests and not unwatched:

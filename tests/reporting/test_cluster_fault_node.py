@@ -120,6 +120,15 @@ def test_a_failure_long_after_the_node_came_back_or_before_it_went_stays_fail(tm
     assert len(data["clusterFault"]["unexplained"]) == 2, data["clusterFault"]
 
 
+def test_a_node_outage_never_excuses_a_test_that_reboots_the_node_itself(tmp_path):
+    run = _run(tmp_path, _cut(45, 320), [("test_r", "failed", T0 + 1, T0 + 330, "pod not running again", "")])
+    doc = json.loads((run / "allure-results" / "test_r-result.json").read_text())
+    doc["labels"] += [{"name": "feature", "value": "node_access"}, {"name": "feature", "value": "node_reboot"}]
+    (run / "allure-results" / "test_r-result.json").write_text(json.dumps(doc))
+    data = summary.build(run)
+    assert data["verdictLine"] == "FAIL" and data["clusterFault"]["unexplained"], data["clusterFault"]
+
+
 def test_an_unwatched_run_attributes_no_node_outage(tmp_path):
     unprobeable = {"t": T0, "ok": False, "what": health.UNPROBEABLE, "detail": "error: HTTP 403"}
     log = [unprobeable, *_cut(45, 320)[1:]]

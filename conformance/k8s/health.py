@@ -19,6 +19,10 @@ probe is not ``ready`` (403, 404, no answer...) it logs one ``unprobeable`` entr
 :mod:`conformance.reporting.cluster_fault` compares with each failed test's start and stop. A window opens only
 after a ``ready`` sample and needs :data:`MIN_BAD` consecutive bad samples (a single slow probe is no outage).
 
+Given the run's node names, the watcher also samples their ``Ready`` condition every few seconds into the same log
+(entries with ``"scope": "nodes"``, ignored by :func:`outages`; conformance/k8s/node_health.py): a node cut off is a
+fault of the cluster too.
+
 The watcher also bounds how long API calls are resent during an outage: a process that follows the log
 (:func:`follow`: the owner at set-up, each xdist worker when it attaches) asks :func:`down_evidence` before resending a
 request (conformance/k8s/retries.py); once the log shows a confirmed outage still open and older than
@@ -61,6 +65,7 @@ class Outage:
     what: str
     detail: str
     kinds: tuple[str, ...] = ()  # every class of bad sample seen in it (``what`` first)
+    node: str = ""  # the node of a ``node-not-ready`` outage (conformance/k8s/node_health.py)
 
     def text(self) -> str:
         """``API server unreachable 18:30:01-18:30:09 UTC (8 s): <detail>``."""
@@ -73,6 +78,7 @@ TITLES = {
     "not-ready": "API server not ready",
     "credentials-refused": "the kubeconfig's credentials refused",
     "error": "API server health unknown",
+    "node-not-ready": "node not ready",
 }
 
 
@@ -100,10 +106,10 @@ def probe(k8s) -> tuple[bool, str, str]:
     return False, "not-ready" if status >= 500 else "error", f"HTTP {status} from /readyz: {failed[:300]}"
 
 
-def _get(k8s, path: str) -> tuple[int, str]:
+def _get(k8s, path: str, accept: str = "text/plain") -> tuple[int, str]:
     """One GET with the client's credentials, no urllib3 retries: ``(status, body text)``; raises on no answer."""
     method, url, headers, _, _ = k8s.api.param_serialize(
-        "GET", path, header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"]
+        "GET", path, header_params={"Accept": accept}, auth_settings=["BearerToken"]
     )
     resp = k8s.api.rest_client.pool_manager.request(method, url, headers=headers, retries=False, timeout=PROBE_TIMEOUT)
     return resp.status, resp.data.decode(errors="replace")
@@ -113,11 +119,24 @@ class Watcher:
     """Polls :func:`probe` every ``interval`` seconds in a daemon thread and logs state changes to
     ``report_dir/cluster-health.jsonl``. :meth:`start` returns self; :meth:`stop` (idempotent, bounded by one
     probe) ends the thread and writes the last sample. ``probe_fn``: replaces :func:`probe` (unit tests).
-    :attr:`unprobeable`: why nothing is watched (the first probe was not ready), ``""`` when watched."""
+    :attr:`unprobeable`: why nothing is watched (the first probe was not ready), ``""`` when watched.
+    ``nodes``: the run's node names, whose Ready condition is sampled every ``node_health.EVERY`` ready API
+    samples (conformance/k8s/node_health.py; none: no node samples); ``node_probe_fn(names)`` replaces
+    ``node_health.probe`` (unit tests)."""
 
-    def __init__(self, k8s, report_dir: Path, interval: float = INTERVAL, probe_fn=None) -> None:
+    def __init__(
+        self, k8s, report_dir: Path, interval: float = INTERVAL, probe_fn=None, nodes=(), node_probe_fn=None
+    ) -> None:
+        from conformance.k8s import node_health  # noqa: PLC0415 - node_health builds on this module
+
         self.k8s, self.path, self.interval = k8s, Path(report_dir) / FILE, interval
         self._probe = probe_fn or (lambda: probe(self.k8s))
+        self._nodes = sorted(set(nodes))
+        self._node_probe = node_probe_fn or (lambda names: node_health.probe(self.k8s, names))
+        self._node_entry, self._node_every = node_health.entry, node_health.EVERY
+        self._node_runs: dict[str, int] = {}  # consecutive bad node samples per node
+        self._node_last: dict[str, str] | None = None
+        self._count = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last: tuple[bool, str] | None = None
@@ -159,6 +178,23 @@ class Watcher:
         if force or self._last != (ok, what) or self._bad == MIN_BAD:
             self._last = (ok, what)
             self._log({"t": round(time.time(), 3), "ok": ok, "what": what, "detail": detail})
+        self._count += 1
+        if ok and self._nodes and (force or self._count % self._node_every == 1):
+            self.sample_nodes(force)
+
+    def sample_nodes(self, force: bool = False) -> None:
+        """List the run's nodes once (``node_health.probe``); log the sample when the set of bad nodes or a
+        node's condition changed, on a node's :data:`MIN_BAD`-th bad sample in a row, or when ``force``. A list
+        that got no answer is no sample."""
+        bad = self._node_probe(self._nodes)
+        if bad is None:
+            return
+        self._node_runs = {n: self._node_runs.get(n, 0) + 1 for n in bad}
+        confirmed = any(runs == MIN_BAD for runs in self._node_runs.values())
+        state = {n: why.split(" (")[0] for n, why in bad.items()}  # Ready=Unknown: not its message's wording
+        if force or confirmed or state != self._node_last:
+            self._node_last = state
+            self._log(self._node_entry(bad))
 
     def _log(self, entry: dict) -> None:
         self.samples.append(entry)
@@ -204,6 +240,7 @@ def outages(samples: list[dict]) -> list[Outage]:
     a sample of another class (``error``: a 403, a 404) ends a window and is no outage itself."""
     if unprobeable(samples):
         return []
+    samples = [e for e in samples if e.get("scope") != "nodes"]  # node samples: conformance/k8s/node_health.py
     found: list[Outage] = []
     window: list[dict] = []
     seen_ready = False
@@ -237,10 +274,16 @@ def follow(report_dir: Path | None) -> None:
     _followed = Path(report_dir) / FILE if report_dir is not None else None
 
 
+def followed() -> Path | None:
+    """The health log this process follows (:func:`follow`), None when none."""
+    return _followed
+
+
 def open_outage(samples: list[dict]) -> Outage | None:
     """The outage the samples (as :func:`read` returns) end in, still open (its last sample bad and confirmed:
     :data:`MIN_BAD` bad samples after a ready one); None when the API server's last sample was not a confirmed
     outage."""
+    samples = [e for e in samples if e.get("scope") != "nodes"]
     if not samples or samples[-1]["ok"] or samples[-1].get("what") not in OUTAGE_KINDS:
         return None
     found = outages(samples)

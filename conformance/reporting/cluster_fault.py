@@ -8,12 +8,15 @@ status ``broken``, its message prefixed ``cluster fault: <evidence>``) when
 
 * its window (Allure ``start``..``stop``) overlaps an outage the run's health watcher recorded
   (``cluster-health.jsonl``: API server unreachable, not ready e.g. ``[-]etcd failed``, the kubeconfig's
-  credentials refused with HTTP 401; :mod:`conformance.k8s.health`) AND it ended during that outage or within
-  :func:`grace` after it, or
+  credentials refused with HTTP 401; :mod:`conformance.k8s.health`; or one of the run's nodes not Ready, e.g.
+  ``Ready=Unknown`` "Kubelet stopped posting node status.": :mod:`conformance.k8s.node_health`, the evidence
+  names the node) AND it ended during that outage or within :func:`grace` after it, or
 * its message shows connection refused or HTTP 401 (:data:`SIGNS`) and an outage of the same kind overlaps its
   window, or
 * its message shows ENOSPC ("No space left on device") AND names the run's report directory.
 
+A node outage never explains a test that takes nodes down itself (:data:`TAKES_NODES_DOWN`: its ``requires``
+capabilities, Allure ``feature`` labels): a driver that does not come back after the harness's reboot is judged.
 A one-probe blip, a /readyz the run cannot read (403, 404: no outage at all, see ``health.outages``) and an outage
 the test merely lived through (it failed long after) excuse nothing. The verdict line is ``ERROR (cluster) —
 <evidence>`` when at least one failure was attributed and none is left that the cluster does not explain (the
@@ -31,7 +34,7 @@ import re
 from pathlib import Path
 
 from conformance.core import timeouts
-from conformance.k8s import health
+from conformance.k8s import health, node_health
 from conformance.reporting import classify
 
 PREFIX = "cluster fault: "
@@ -44,6 +47,7 @@ SLACK_S = health.INTERVAL + health.PROBE_TIMEOUT
 # up to 0.3+0.6+1.2+2.4+4.8 = 9.3 s and sends again (another 30 s at most), and Allure's stop comes after the
 # test's own teardown (evidence, deletions: ~20 s): 30 + 9.3 + 30 + 20 ≈ 90 s, times the run's --timeout-scale
 GRACE_S = 90.0
+TAKES_NODES_DOWN = ("node_reboot", "kubelet_restart")  # capabilities of tests whose own step makes a node NotReady
 SIGNS = (  # (pattern, evidence, the outage kind that must overlap the test for the sign to count)
     (
         re.compile(r"Connection refused|ConnectionRefusedError|\[Errno 111\]"),
@@ -106,17 +110,31 @@ def explain(
     return ""
 
 
+def observed(samples: list[dict]) -> list[health.Outage]:
+    """Every outage of a health log (as ``health.read`` returns): the API server's, then its nodes' (none for a
+    run whose cluster health could not be watched)."""
+    if health.unprobeable(samples):
+        return []
+    return health.outages(samples) + node_health.outages(samples)
+
+
+def _takes_nodes_down(rec) -> bool:
+    """Whether the test of ``rec`` reboots a node or restarts a kubelet itself (its ``feature`` labels)."""
+    return any(cap in TAKES_NODES_DOWN for cap in rec.labels.get("feature", []))
+
+
 def attribute(records: list, run_dir: Path | str) -> list[dict]:
     """Mark the failed/broken ``records`` (:class:`conformance.reporting.results.TestRecord`) the cluster
     explains: status ``broken``, failure class infrastructure, message ``cluster fault: <evidence>; <message>``.
     Idempotent. Returns ``[{"id": nodeid, "evidence": text}]`` of the attributed ones, in record order."""
-    outages = health.outages(health.read(Path(run_dir)))
+    outages = observed(health.read(Path(run_dir)))
     found = []
     for rec in records:
         if rec.status not in ("failed", "broken"):
             continue
         why = rec.message[len(PREFIX) :].split("; ", 1)[0] if rec.message.startswith(PREFIX) else ""
-        why = why or explain(rec.start, rec.stop, f"{rec.message}\n{rec.trace}", outages, run_dir)
+        mine = [o for o in outages if not o.node] if _takes_nodes_down(rec) else outages
+        why = why or explain(rec.start, rec.stop, f"{rec.message}\n{rec.trace}", mine, run_dir)
         if not why:
             continue
         rec.status, rec.failure_class = "broken", classify.INFRASTRUCTURE
@@ -132,7 +150,7 @@ def section(records: list, run_dir: Path | str) -> dict | None:
     plus ``"unwatched": why`` when the health watcher could not watch this cluster (its first /readyz probe was
     not ready); None when the run saw no outage, attributed no failure and was watched."""
     samples = health.read(Path(run_dir))
-    outages = [o.text() for o in health.outages(samples)]
+    outages = [o.text() for o in observed(samples)]
     tests = attribute(records, run_dir)
     unwatched = health.unprobeable(samples)
     if not outages and not tests and not unwatched:

@@ -128,7 +128,8 @@ class Session:
             (self.report_dir / narrowing.FILE).unlink(missing_ok=True)
             self.write_state()
             self.write_run_json()
-            self.health = health.Watcher(k8s, self.report_dir).start()  # cluster-health.jsonl
+            nodes = sorted({d["node"] for d in self.facts["devices"] if d.get("node")})  # the run's nodes
+            self.health = health.Watcher(k8s, self.report_dir, nodes=nodes).start()  # cluster-health.jsonl
             if self.health.unprobeable:  # /readyz not readable now (403, a proxy's 404): no outage is attributed
                 self.progress(f"cluster faults not watched: /readyz at the start said {self.health.unprobeable}")
             health.follow(self.report_dir)  # API calls stop being resent in a long outage (k8s/retries.py)

@@ -2,15 +2,16 @@
 ``ERROR (cluster)`` naming the outage, the driver is not blamed (summary.json, JUnit) and nothing is left.
 
 Deterministic: the fault is applied when the known test's body is about to start and repaired when that body
-has ended (conformance_tools.faultpoint), not by timing. Own cluster (1 node, no kube-proxy, a free slot
-from 1, the lifecycle slot conformance runs never take), so no other test sees the restart; it runs beside
-them in make test's parallel phase. Source: issue 27 §2.
+has ended (conformance_tools.faultpoint), not by timing. Own cluster (1 node, a unique name, a free slot
+from 1, the lifecycle slot conformance runs never take), so no other test (nor another worktree running
+this test) sees the restart; it runs beside them in make test's parallel phase. Source: issue 27 §2.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
 
 def test_apiserver_restart_mid_test_gives_error_cluster_and_leaves_nothing():
     # given: a local cluster with the reference driver, and a run whose second test meets the fault
-    with tool.lab_cluster("cfe2e", free_slot(first=1)) as (lab, profile):
+    with tool.lab_cluster(f"cfe2e-{uuid.uuid4().hex[:4]}", free_slot(first=1)) as (lab, profile):
         # when: kube-apiserver is stopped as that test's body starts and started again when it has ended
         row = tool.one(lab, "apiserver-restart", profile)
         report = lab.tmp / "report-kube-apiserver"

@@ -265,13 +265,15 @@ def table(rows: list[Outcome]) -> str:
 @contextlib.contextmanager
 def lab_cluster(name: str, slot: int):
     """A local cluster ``name`` (1 node, all DRA gates, no kube-proxy, slot ``slot``) with the reference driver
-    preinstalled; yields ``(Lab, driver profile path)``. Everything is removed at exit (also on errors)."""
+    preinstalled; yields ``(Lab, driver profile path)``. Everything is removed at exit (also on errors). When
+    ``up`` fails (e.g. a cluster of that name is already running: another worktree's) nothing is torn down here:
+    ``up`` removed what it had started, and a cluster it refused to start is not this call's."""
     cluster = LocalCluster(
         LocalClusterConfig(name=name, nodes=1, feature_gates="all", slot=slot, kube_proxy=False), progress=print
     )
+    handle = cluster.up()
     tmp = Path(tempfile.mkdtemp(prefix="cfaults-"))
     try:
-        handle = cluster.up()
         with reference_driver(handle, tmp, source="cluster-faults") as (profile, _k8s):
             yield attach(name, tmp), profile
     finally:
@@ -285,7 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     credentials cannot delete), else 1."""
     p = argparse.ArgumentParser(prog="cluster-faults", description=__doc__.split("\n\n")[0])
     p.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, of {', '.join(FAULTS)}")
-    p.add_argument("--name", default="cfaults", help="name of the local cluster this tool starts and removes")
+    p.add_argument(
+        "--name",
+        default=f"cfaults-{uuid.uuid4().hex[:4]}",  # unique: a shared host may run this tool twice at once
+        help="name of the local cluster this tool starts and removes",
+    )
     p.add_argument("--keep", default="reports/cluster-faults", help="where each fault's run log and report go")
     args = p.parse_args(argv)
     wanted = [f for f in args.faults.split(",") if f]

@@ -45,7 +45,9 @@ def wait_file(path: Path, timeout: float) -> bool:
 
 
 def _handshake(where: Path, mine: str, theirs: str, body: dict) -> None:
-    (where / mine).write_text(json.dumps(body), encoding="utf-8")
+    part = where / f".{mine}.part"  # written whole, then renamed: the tool polls for the name and reads it at once
+    part.write_text(json.dumps(body), encoding="utf-8")
+    os.replace(part, where / mine)
     timeout = float(os.environ.get("DRA_FAULTPOINT_TIMEOUT", "300"))
     if not wait_file(where / theirs, timeout):
         print(f"faultpoint: no {theirs!r} in {where} after {timeout:.0f} s; going on", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
+from conformance.k8s import node_health
 from conformance.k8s.client import K8s
 from conformance.k8s.waits.core import event_line, has_event, poll, recent_events, stays, until
 from conformance.k8s.waits.objects import object_gone
@@ -19,6 +20,9 @@ def _pod_failed(allow_prepare_errors: bool):
             return "the pod was deleted"
         if pod.phase == "Failed":
             return f"pod phase Failed: {pod.get('status.reason', '')} {pod.get('status.message', '')}".strip()
+        down = node_health.down_evidence(pod.get("spec.nodeName") or "", node_health.DOWN_BOUND_S * timeouts.scale())
+        if down:  # its node cut off longer than the bound: the pod cannot start there (rechecked every watch slice)
+            return f"the pod's node is down: {down}"
         if not allow_prepare_errors:
             event = has_event(events, PREPARE_FAILED)
             if event is not None:

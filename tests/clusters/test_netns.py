@@ -172,3 +172,11 @@ def test_a_socket_bound_in_a_node_namespace_counts_as_live_for_the_shim_socket_s
             inner.wait()
     finally:
         holder.stop(timeout=2)
+
+
+def test_forwarder_ready_line_of_an_earlier_start_does_not_count():
+    """wait_forwarder reads only what the latest start wrote: the log is appended to (breaker s12 F6)."""
+    old = "\n==== 10:00:00 start: netfwd a\nnetfwd ready: a\n==== 10:05:00 start: netfwd b\nbind failed"
+    assert "ready" not in netns.this_start(old)
+    assert "ready" in netns.this_start(old + "\nnetfwd ready: b")
+    assert netns.this_start("netfwd ready: x") == "netfwd ready: x"

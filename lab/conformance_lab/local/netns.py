@@ -156,12 +156,21 @@ def wait_forwarder(proc: HostProcess, timeout: float = 20.0) -> None:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if READY in proc.tail(5):
+        if READY in this_start(proc.tail(40)):
             return
         if not proc.is_running():
             break
         time.sleep(0.05)
     raise RuntimeError(f"the port forwarder did not start; its log ({proc.log_path}) ends with:\n{proc.tail()}")
+
+
+def this_start(log_tail: str) -> str:
+    """The part of a process log tail written by its latest start: the log is appended to, each start begins with
+    a ``==== HH:MM:SS start: ...`` line (processes.spawn), and an earlier run's "ready" must not count."""
+    head = log_tail.rfind("\n==== ")
+    if head < 0 and log_tail.startswith("==== "):
+        head = 0
+    return log_tail[head:] if head >= 0 else log_tail
 
 
 def node_holder_pid(processes: list[HostProcess], node: str) -> int | None:

@@ -352,14 +352,14 @@ class Inventory:
         ]
         return [(n, v) for n in names for v in sorted({d.attributes[n] for d in devices}, key=repr)]
 
-    def selector_for(self, device: Device) -> str:
-        """A CEL selector matching ``device`` and no other published device of the driver: equality on a
-        string/int attribute whose value no other device has. Raises LookupError naming the device when none."""
+    def selector_for(self, device: Device, on_node: bool = False) -> str:
+        """A CEL selector (equality on a string/int attribute) matching ``device`` and no other published device
+        (``on_node``: none ``device.node`` can use, its pod pinned there). Raises LookupError naming the device."""
+        node = device.node if on_node else ""
+        others = [d for d in self.devices if d.key != device.key and not (node and d.node and d.node != node)]
         for name in sorted(device.attributes):
             value = device.attributes[name]
-            if device.types.get(name) in ("string", "int") and not any(
-                d.attributes.get(name) == value for d in self.devices if d.key != device.key
-            ):
+            if device.types.get(name) in ("string", "int") and all(d.attributes.get(name) != value for d in others):
                 return f"{cel_attribute(name)} == {cel_literal(value)}"
         raise LookupError(f"device {device.pool}/{device.name} has no attribute value that no other device shares")
 

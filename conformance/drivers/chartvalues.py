@@ -4,7 +4,8 @@ value; an unset one leaves the chart's default. This is how a run's ``DRA_REFERE
 plugin's own environment) reaches a driver deployed as a DaemonSet: the reference chart's ``faults`` value
 becomes the container's ``DRA_REFERENCE_FAULTS`` env (reference_driver/deploy/chart/templates/daemonset.yaml).
 A string value holding ``{node_name}`` gets the name of the cluster's one node (:func:`fill_node_name`): for a
-chart that only takes a fixed node name, such as dra-driver-cpu's ``args.hostnameOverride``. Pure: no I/O.
+chart that only takes a fixed node name, such as dra-driver-cpu's ``args.hostnameOverride`` on a node whose
+hostname is not its node name (local nodes have their own, so its profile leaves it unset). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ NODE_NAME = "{node_name}"
 def fill_node_name(values: Any, node_names: Sequence[str], path: str = "deploy.values") -> Any:
     """A copy of ``values`` (nested mappings, lists, scalars) with ``{node_name}`` in every string replaced by the
     name of the one node in ``node_names``. A chart that takes a single fixed node name (dra-driver-cpu v0.2.0
-    ``args.hostnameOverride``, the ``--hostname-override`` of its hostNetwork pod) is right only on a one-node
+    ``args.hostnameOverride``, the ``--hostname-override`` of its hostNetwork pod, needed where a node's hostname
+    is not its node name) is right only on a one-node
     cluster, so any other node count raises ConfigError naming the value's dotted path and the node count."""
     if isinstance(values, str):
         if NODE_NAME not in values:

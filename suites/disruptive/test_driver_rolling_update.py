@@ -43,7 +43,8 @@ def test_pod_keeps_its_device_through_a_rolling_update_with_surge(
     waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     gone = waits.poll(lambda: not cdi.claim_specs(node_access, node, claim), timeout=timeouts.KUBELET_RETRY, interval=1)
     assert gone, cdi.left_behind(node_access, node, claim)
-    again = tracker.create(builder.claim(selectors=inventory.selector_for(inventory.of(allocated.results[0]))))
+    same_device = inventory.selector_for(inventory.of(allocated.results[0]), on_node=True)
+    again = tracker.create(builder.claim(selectors=same_device))
     waits.pod_running(k8s, tracker.create(builder.pod(uses=again, node_name=node)), timeout=timeouts.POD_START)
     # and: the new instance publishes: the node's slices, deleted, come back with the same devices
     for old in [s for s in driver_slices(k8s, surging_driver.name) if s.get("spec.nodeName") == node]:

@@ -41,7 +41,7 @@ def test_each_device_of_a_node_is_prepared_as_itself(k8s, tracker, builder, inve
     devices = _spread([d for d in together.by_node.get(node, []) if not d.taints])
     assert devices, f"no untainted device of {inventory.driver} on node {node}: {inventory.names_on(node)}"
     try:
-        selectors = [inventory.selector_for(d) for d in devices]
+        selectors = [inventory.selector_for(d, on_node=True) for d in devices]
     except LookupError as exc:
         pytest.skip(f"a device cannot be pinned alone: {exc}; published (first devices): {inventory.sample()}")
     claims = [tracker.create(builder.claim(selectors=s)) for s in selectors]

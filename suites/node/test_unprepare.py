@@ -36,7 +36,8 @@ def test_force_deleted_pod_has_its_claim_unprepared(k8s, tracker, builder, node_
     waits.claim_deallocated(k8s, claim, timeout=timeouts.DEALLOCATION)
     left = unprepared(node_access, node, claim, timeout=timeouts.DEALLOCATION)
     assert left.found == [], left.describe()
-    again = tracker.create(builder.claim(selectors=inventory.selector_for(inventory.of(allocated.results[0]))))
+    same_device = inventory.selector_for(inventory.of(allocated.results[0]), on_node=True)
+    again = tracker.create(builder.claim(selectors=same_device))
     waits.pod_running(k8s, tracker.create(builder.pod(uses=again, node_name=node)), timeout=timeouts.POD_START)
 
 
@@ -60,5 +61,6 @@ def test_claim_deleted_before_its_unprepare_is_still_unprepared(k8s, tracker, bu
     # then: the node holds nothing of it, and its device is free again
     left = unprepared(node_access, node, claim, timeout=timeouts.DEALLOCATION)
     assert left.found == [], left.describe()
-    again = tracker.create(builder.claim(selectors=inventory.selector_for(inventory.of(allocated.results[0]))))
+    same_device = inventory.selector_for(inventory.of(allocated.results[0]), on_node=True)
+    again = tracker.create(builder.claim(selectors=same_device))
     waits.pod_running(k8s, tracker.create(builder.pod(uses=again, node_name=node)), timeout=timeouts.POD_START)

@@ -37,6 +37,7 @@ def test_node_commands_make_its_link_peer_and_routes_to_the_other_nodes(tmp_path
     assert [c for c in cmds if c.startswith("route")] == [
         "route add 10.88.48.0/24 via 10.201.3.10",
         "route add 10.88.50.0/24 via 10.201.3.12",
+        "route add 10.0.3.0/24 via 10.201.3.1",  # hostNetwork pods -> ClusterIPs (kube-proxy's nat OUTPUT)
     ]
     assert netns.attach_commands(lay, 1)[-1] == "route add 10.88.49.0/24 via 10.201.3.11"
 

@@ -34,12 +34,14 @@ def wait_default_sa(api: client.CoreV1Api, ns: str, timeout: float = 30.0) -> No
     raise AssertionError(f"ServiceAccount {ns}/default not created within {timeout}s")
 
 
-def busybox_pod(name: str, node: str, image: str, script: str) -> client.V1Pod:
-    """A pod pinned to ``node`` running ``sh -c script`` once, never pulling."""
+def busybox_pod(name: str, node: str, image: str, script: str, host_network: bool = False) -> client.V1Pod:
+    """A pod pinned to ``node`` running ``sh -c script`` once, never pulling (``host_network``: in the node's
+    network and UTS namespaces, PodSpec.hostNetwork)."""
     return client.V1Pod(
         metadata=client.V1ObjectMeta(name=name),
         spec=client.V1PodSpec(
             node_name=node,
+            host_network=host_network or None,
             restart_policy="Never",
             termination_grace_period_seconds=1,
             containers=[
@@ -86,12 +88,15 @@ def delete_namespace(api: client.CoreV1Api, ns: str, timeout: float = 90.0) -> N
     raise AssertionError(f"namespace {ns} not deleted within {timeout}s: {state}")
 
 
-def run_on_each_node(api, handle, ns: str, script: str, prefix: str = "p") -> dict[str, str]:
-    """Run ``script`` in a busybox pod on every real node; returns node name -> pod log."""
+def run_on_each_node(
+    api, handle, ns: str, script: str, prefix: str = "p", host_network: bool = False
+) -> dict[str, str]:
+    """Run ``script`` in a busybox pod on every real node (``host_network``: see :func:`busybox_pod`); returns
+    node name -> pod log."""
     names = {}
     for i, node in enumerate(handle.nodes):
         name = f"{prefix}-{i}"
-        api.create_namespaced_pod(ns, busybox_pod(name, node.name, handle.images["busybox"], script))
+        api.create_namespaced_pod(ns, busybox_pod(name, node.name, handle.images["busybox"], script, host_network))
         names[node.name] = name
     logs = {}
     for node, name in names.items():

@@ -63,9 +63,10 @@ def _kube_chains(pid: int) -> int:
 
 
 def test_two_clusters_each_with_its_own_kube_proxy_and_the_host_unchanged_after():
-    """Given a host snapshot, when two clusters run at once and a pod of each asks its API server through the
-    Service, then each answers, each kube-proxy runs (with its KUBE-SERVICES rules) in its own node's
-    namespace, not the host's, and after both are torn down the host diff is empty."""
+    """Given a host snapshot, when two clusters run at once and a pod of each (and a hostNetwork pod) asks its API
+    server through the Service, then each answers, the hostNetwork pod's hostname is its node's name, each
+    kube-proxy runs (with its KUBE-SERVICES rules) in its own node's namespace, not the host's, and after both
+    are torn down the host diff is empty."""
     before = hoststate.capture()
     clusters: list[LocalCluster] = []
     try:
@@ -79,16 +80,20 @@ def test_two_clusters_each_with_its_own_kube_proxy_and_the_host_unchanged_after(
             ns = kube.namespace(api, "netns")
             kube.wait_default_sa(api, ns)
             logs = kube.run_on_each_node(api, h, ns, SERVICE_SCRIPT, prefix="svc")
+            on_node = kube.run_on_each_node(api, h, ns, SERVICE_SCRIPT, prefix="hsvc", host_network=True)
             kube.delete_namespace(api, ns)
-            seen[c.config.name] = (_netns_of(proxy.pid), _netns_of(holder.pid), _kube_chains(holder.pid), logs)
+            seen[c.config.name] = (_netns_of(proxy.pid), _netns_of(holder.pid), _kube_chains(holder.pid), logs, on_node)
     finally:
         for c in clusters:
             c.down()
     after = hoststate.capture()
     host = os.readlink("/proc/self/ns/net")
-    for name, (proxy_ns, node_ns, chains, logs) in seen.items():
+    for name, (proxy_ns, node_ns, chains, logs, on_node) in seen.items():
         assert proxy_ns == node_ns != host and chains > 0, (name, proxy_ns, node_ns, chains)
         assert "Client sent an HTTP request to an HTTPS server" in logs[f"{name}-node-0"], logs
+        # a hostNetwork pod (dra-driver-cpu's) names its node by the hostname and reaches the Service via nat OUTPUT
+        assert on_node[f"{name}-node-0"].split()[-1] == f"{name}-node-0", on_node
+        assert "Client sent an HTTP request to an HTTPS server" in on_node[f"{name}-node-0"], on_node
     assert len({v[1] for v in seen.values()}) == 2, seen
     changes = hostdiff.diff(before, after)
     ours = [c for c in changes if c.counts and (c.section in NETWORK or any(n in c.line for n in NAMES))]

@@ -68,6 +68,17 @@ def test_with_binding_conditions_picks_a_device_that_publishes_them():
         _inventory().with_binding_conditions()
 
 
+def test_selector_for_on_node_ignores_twins_on_other_nodes():
+    """Two nodes publishing the same attributes (dra-driver-cpu on local nodes of one machine): no selector is
+    unique cluster-wide, one is on the device's node (its pod pinned there)."""
+    twin = [_dev("gpu-0", "a", 0), _dev("gpu-1", "a", 1)]
+    inv = Inventory.from_slices(DRIVER, [_slice("n1", twin), _slice("n2", twin, name="s2")])
+    dev = inv.of(Obj({"pool": "n2", "device": "gpu-1"}))
+    with pytest.raises(LookupError, match="n2/gpu-1"):
+        inv.selector_for(dev)
+    assert inv.selector_for(dev, on_node=True) == f'device.attributes["{DRIVER}"].index == 1'
+
+
 def test_of_finds_the_device_an_allocation_result_names():
     result = Obj({"pool": "n1", "device": "gpu-2"})
     assert _inventory().of(result).attributes[f"{DRIVER}/model"] == "b"

@@ -52,17 +52,25 @@ def test_chart_values_merge_profile_values_environment_and_image_repo():
 
 
 def test_node_name_placeholder_is_the_one_nodes_name_and_refused_on_more_nodes():
-    """dra-driver-cpu's hostNetwork pod names its node by the hostname unless ``args.hostnameOverride`` is set
-    (cmd/dracpu/app.go ``nodeutil.GetHostname``); its profile sets it to ``{node_name}``, which only one node
-    defines."""
-    deploy = profiles.load("dra-driver-cpu").deploy
-    assert deploy["values"]["args"]["hostnameOverride"] == chartvalues.NODE_NAME
+    """A chart that only takes a fixed node name (dra-driver-cpu's ``args.hostnameOverride``, cmd/dracpu/app.go
+    ``nodeutil.GetHostname``) can be given ``{node_name}``, which only one node defines."""
+    deploy = {"values": {"args": {"cpuDeviceMode": "individual", "hostnameOverride": chartvalues.NODE_NAME}}}
     got = chartvalues.chart_values(deploy, {}, node_names=["dra-1-n1"])
     assert got["args"] == {"cpuDeviceMode": "individual", "hostnameOverride": "dra-1-n1"}
     assert chartvalues.fill_node_name({"a": ["x-{node_name}", 3]}, ["n"]) == {"a": ["x-n", 3]}
     assert chartvalues.chart_values({"values": {"a": "plain"}}, {}, node_names=["n1", "n2"]) == {"a": "plain"}
     with pytest.raises(ConfigError, match=r"deploy\.values\.args\.hostnameOverride.*2 nodes \(n1, n2\).*--nodes 1"):
         chartvalues.chart_values(deploy, {}, node_names=["n1", "n2"])
+
+
+def test_dra_driver_cpu_names_its_node_by_the_hostname_on_any_node_count():
+    """Local nodes have their own UTS namespace (hostname = node name), so dra-driver-cpu's profile sets no
+    ``hostnameOverride`` (the chart then passes no ``--hostname-override``: deployment/helm/dra-driver-cpu/
+    templates/daemonset.yaml) and its values are the same on two nodes as on one."""
+    deploy = profiles.load("dra-driver-cpu").deploy
+    one = chartvalues.chart_values(deploy, {}, node_names=["n1"])
+    assert one["args"] == {"cpuDeviceMode": "individual"}
+    assert chartvalues.chart_values(deploy, {}, node_names=["n1", "n2"]) == one
 
 
 @pytest.mark.parametrize("mode", ["helm", "manifests"])

@@ -4,7 +4,8 @@
   bridge ``br0`` at ``Layout.bridge_ip`` (``10.201.<slot>.1/24``); etcd, kube-apiserver, controller-manager,
   scheduler and kwok are entered into it (``nsenter --net``), and routes to each node's pod subnet via the node.
 - ``netns-node`` per node (``unshare --net --uts``, hostname = node name, ``ip_forward=1`` inside): a veth ``eth0``
-  with ``Layout.node_ip(i)``, its peer ``vn<i>`` on the cluster bridge, routes to the other nodes' pod subnets;
+  with ``Layout.node_ip(i)``, its peer ``vn<i>`` on the cluster bridge, routes to the other nodes' pod subnets
+  and to the Service CIDR via the bridge (a hostNetwork pod's connect() needs a route before nat OUTPUT's DNAT);
   the node's containerd, kubelet and kube-proxy (and so the CNI bridge, the pods' veths, every iptables rule of
   kube-proxy, the kubelet and the CNI plugin) live there: a real node's shape.
 - ``netfwd`` (:mod:`conformance_lab.local.netfwd`): the host's ``127.0.0.1:<apiserver|kcm|scheduler port>`` to
@@ -109,13 +110,16 @@ def cluster_commands(lay: Layout) -> list[str]:
 
 def node_commands(lay: Layout, i: int, cluster_pid: int) -> list[str]:
     """``ip`` commands run in node i's namespace: its veth (peer made in the cluster namespace), address, routes
-    to the other nodes' pod subnets."""
+    to the other nodes' pod subnets, and a route to the Service CIDR via the bridge: a socket in the node's own
+    namespace (a hostNetwork pod, e.g. dra-driver-cpu's) is routed before kube-proxy's nat OUTPUT rule rewrites
+    the ClusterIP, so without it connect() fails "network is unreachable"."""
     cmds = [
         f"link add {NODE_LINK} type veth peer name {peer_link(i)} netns {cluster_pid}",
         f"addr add {lay.node_ip(i)}/24 dev {NODE_LINK}",
         f"link set {NODE_LINK} up",
     ]
-    return cmds + [f"route add {lay.pod_subnet(j)} via {lay.node_ip(j)}" for j in range(lay.nodes) if j != i]
+    routes = [f"route add {lay.pod_subnet(j)} via {lay.node_ip(j)}" for j in range(lay.nodes) if j != i]
+    return cmds + routes + [f"route add {lay.service_cidr} via {lay.bridge_ip}"]
 
 
 def attach_commands(lay: Layout, i: int) -> list[str]:

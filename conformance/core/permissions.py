@@ -93,21 +93,19 @@ NEEDED: tuple[Permission, ...] = (
     Permission(  # heartbeat.py reaper: the anchor deletes the helper namespace after SIGKILL (its own account)
         ("create",), "serviceaccounts", why="the helper pods' anchor's account", when=NODE_ACCESS
     ),
-    Permission(  # the anchor's one permission (delete of the helper namespace), owned by it: GC removes them
+    Permission(  # the anchor's one permission (delete of the helper namespace): a Role in it, gone with it
         ("create",),
-        "clusterroles",
+        "roles",
         "rbac.authorization.k8s.io",
         why="the anchor's permission to delete the helper namespace",
         when=NODE_ACCESS,
-        cluster=True,
     ),
     Permission(
         ("create",),
-        "clusterrolebindings",
+        "rolebindings",
         "rbac.authorization.k8s.io",
         why="granting it to the anchor's account",
         when=NODE_ACCESS,
-        cluster=True,
     ),
     Permission(  # heartbeat.api_endpoints: the API server's own address, when the Service's ClusterIP fails pods
         ("list",), "endpointslices", "discovery.k8s.io", why="where the anchor reaches the API server", when=NODE_ACCESS

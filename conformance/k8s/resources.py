@@ -60,6 +60,8 @@ TABLE = {
     "ClusterRole": ("rbac.authorization.k8s.io", "v1", "clusterroles", False),
     "ClusterRoleBinding": ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
     "EndpointSlice": ("discovery.k8s.io", "v1", "endpointslices", True),
+    "Role": ("rbac.authorization.k8s.io", "v1", "roles", True),
+    "RoleBinding": ("rbac.authorization.k8s.io", "v1", "rolebindings", True),
 }
 
 

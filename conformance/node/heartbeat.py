@@ -13,17 +13,18 @@ leaves the empty helper namespace to ``dra-conformance cleanup``.
 With an image holding Python (the helpers' gRPC relay image) the anchor is a reaper (:func:`reaper_command`): on
 a stale heartbeat it deletes the helper namespace itself (``DELETE /api/v1/namespaces/<ns>`` with its own
 ServiceAccount token, the API server's certificate verified against the pod's CA), so nothing of the run is left
-with no process of the run alive. Its only permission is that one delete: a ClusterRole and ClusterRoleBinding
-(:func:`reaper_rbac`) owned by the helper Namespace (``metadata.ownerReferences``), which the garbage collector
-removes once the namespace is gone. No finalizer anywhere.
+with no process of the run alive. Its only permission is that one delete: a Role and RoleBinding
+(:func:`reaper_rbac`) inside the helper namespace (a namespaced Role with ``resourceNames: [<ns>]`` on
+``namespaces`` authorizes deleting that Namespace object, kubernetes/kubernetes#134929), which go with the
+namespace: the run needs no cluster-wide ``create clusterroles``. No owner reference, no finalizer anywhere.
 
 Costs: one PATCH per ``interval`` (default 30 s). Needs ``patch pods`` in the helper namespace
 (conformance/core/permissions.py). When the anchor pod cannot run (no schedulable node for an unprivileged pod
 without tolerations), nothing checks the heartbeat and the helper pods end at their ``activeDeadlineSeconds``
 (:meth:`Heartbeat.anchor_problem` says so). Sources: Kubernetes downward API volume (``fieldRef:
 metadata.annotations``, updated in place), batch/v1 Job ``backoffLimit``, ``ttlSecondsAfterFinished`` (KEP-592),
-the Job controller's pod label ``batch.kubernetes.io/controller-uid`` (Kubernetes >= 1.27); RBAC ``resourceNames``;
-garbage collection of cluster-scoped dependents of a cluster-scoped owner ("Owners and Dependents").
+the Job controller's pod label ``batch.kubernetes.io/controller-uid`` (Kubernetes >= 1.27); RBAC ``resourceNames``
+(a Role's rule on ``namespaces`` applies to the Namespace it is in: kubernetes/kubernetes#134929, #142024).
 """
 
 from __future__ import annotations
@@ -138,35 +139,34 @@ def api_endpoints(k8s) -> tuple[str, ...]:
     return tuple(found)
 
 
-def reaper_rbac(namespace: str, namespace_uid: str, labels: dict, account: str) -> list[dict]:
-    """The reaper's permission: a ClusterRole allowing ``delete`` of the Namespace ``namespace`` only, and a
-    ClusterRoleBinding granting it to ServiceAccount ``account`` there; both named ``dra-conformance-<namespace>``
-    and owned by that Namespace (uid ``namespace_uid``), so the garbage collector removes them after it."""
-    name = f"dra-conformance-{namespace}"[:253]
-    owner = [{"apiVersion": "v1", "kind": "Namespace", "name": namespace, "uid": namespace_uid}]
-    meta = {"name": name, "labels": labels, "ownerReferences": owner}
+def reaper_rbac(namespace: str, labels: dict, account: str) -> list[dict]:
+    """The reaper's permission: a Role in ``namespace`` allowing ``delete`` of the Namespace ``namespace`` only
+    (``resourceNames``), and a RoleBinding granting it to ServiceAccount ``account`` there; both named
+    ``dra-conformance-reaper``. They live in the namespace, so they are deleted with it (no owner reference).
+    Measured on v1.34.4: that account may delete its namespace (200) and nothing else (403)."""
+    meta = {"name": "dra-conformance-reaper", "namespace": namespace, "labels": labels}
     rbac = "rbac.authorization.k8s.io"
     rule = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["delete"], "resourceNames": [namespace]}
     return [
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": meta, "rules": [rule]},
+        {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": meta, "rules": [rule]},
         {
             "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": meta,
-            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": name},
+            "kind": "RoleBinding",
+            "metadata": dict(meta),
+            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": meta["name"]},
             "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
         },
     ]
 
 
-def create_reaper(k8s, namespace: str, namespace_uid: str, labels: dict, account: str) -> str:
+def create_reaper(k8s, namespace: str, labels: dict, account: str) -> str:
     """Create ServiceAccount ``account`` in ``namespace`` and :func:`reaper_rbac`'s objects through ``k8s``; return
     why the reaper cannot run (``""`` when all were created): the API server's refusal, e.g. RBAC without
-    ``create clusterroles``. What was created before a refusal is owned by the namespace and goes with it."""
+    ``create roles`` in that namespace. What was created before a refusal is in the namespace and goes with it."""
     sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}}
     sa["metadata"]["labels"] = labels
     try:
-        for obj in [sa, *reaper_rbac(namespace, namespace_uid, labels, account)]:
+        for obj in [sa, *reaper_rbac(namespace, labels, account)]:
             k8s.create(obj)
     except ConformanceError as exc:
         return f"the reaper's role could not be created ({str(exc).splitlines()[0]})"

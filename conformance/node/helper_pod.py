@@ -16,8 +16,8 @@ stops (heartbeat.py: the run renews an annotation on it every 30 s; without a re
 collector deletes the helper pods it owns. A hard bound backs this up: the helper pods and the Job carry
 ``activeDeadlineSeconds`` (:data:`HELPER_POD_DEADLINE`, 8 h times ``--timeout-scale``: the kubelet and the Job
 controller end them there even when the anchor pod never ran). With a gRPC relay image (Python) the anchor is a
-reaper: it deletes the helper namespace on a stale heartbeat (a ClusterRole allowing only that, owned by the
-namespace: heartbeat.py), so nothing is left; else the empty namespace stays until ``dra-conformance cleanup``.
+reaper: it deletes the helper namespace on a stale heartbeat (a Role in that namespace allowing only that, gone
+with it: heartbeat.py), so nothing is left; else the empty namespace stays until ``dra-conformance cleanup``.
 :attr:`HelperPodNodeAccess.lifetime` says all this at start-up, with the times.
 """
 
@@ -214,9 +214,9 @@ class HelperPodNodeAccess:
         """Create the namespace, the anchor Job, start the heartbeat, create one helper pod per node the Job owns
         and wait until they run (bounded); then set :attr:`lifetime`."""
         try:
-            ns = self.k8s.create(helper_namespace(self.namespace, self.run_id))
+            self.k8s.create(helper_namespace(self.namespace, self.run_id))
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
-            self.reaper = self._reaper_rbac(ns.uid)
+            self.reaper = self._reaper_rbac()
             reaper_image = "" if self.reaper else self.grpc_image
             found = heartbeat.api_endpoints(self.k8s) if reaper_image else ()
             spec = run_anchor(self.namespace, self.run_id, self.image, self.deadline, self.stale, reaper_image, found)
@@ -244,12 +244,12 @@ class HelperPodNodeAccess:
             return
         self.lifetime = self._lifetime(ends)
 
-    def _reaper_rbac(self, namespace_uid: str) -> str:
+    def _reaper_rbac(self) -> str:
         """The reaper's account and permission; why not ("" when created): heartbeat.create_reaper."""
         if not self.grpc_image:
             return "no image with Python on every node (the gRPC relay) to run the reaper"
         labels = names.run_labels(self.run_id, "node-access")
-        return heartbeat.create_reaper(self.k8s, self.namespace, namespace_uid, labels, ANCHOR)
+        return heartbeat.create_reaper(self.k8s, self.namespace, labels, ANCHOR)
 
     def _lifetime(self, ends: datetime.datetime) -> str:
         """The start-up line: when the helper pods end if this run is killed."""

@@ -3,8 +3,8 @@ that started them is killed with SIGKILL (issue 27 §4, breaker finding 6): a ch
 HelperPodNodeAccess on the shared local cluster, with the reference-driver image (Python) as the gRPC relay, a short
 heartbeat window (and a hard deadline far beyond the test), keeps them alive through its heartbeat for longer than
 that window, and is SIGKILLed; the anchor pod then sees the heartbeat stop and deletes the helper namespace with its
-own one-namespace permission; the namespace controller removes the pods and the Job, and the garbage collector the
-ClusterRole and binding the namespace owns, with no process of the run alive and no sweep. About 110 s (2 runs
+own one-namespace permission (a Role + RoleBinding inside that namespace); the namespace controller removes the
+pods, the Job, the Role and the binding, with no process of the run alive and no sweep. About 110 s (2 runs
 before the reaper: 96 s, 94 s; pods gone 35 s and 32 s after SIGKILL)."""
 
 from __future__ import annotations
@@ -78,10 +78,10 @@ def _helpers(k8s: K8s, run_id: str) -> list:
 def test_helper_pods_and_their_namespace_are_deleted_after_the_run_is_sigkilled(local_cluster):
     """Helper pods are owned by a Job whose pod deletes their namespace when the run's heartbeat stops: while the
     run lives they stay past the heartbeat window; after SIGKILL the namespace, the pods, the Job and the anchor's
-    ClusterRole and binding are gone within the window plus the controllers' reaction, with no sweep, long before
-    their activeDeadlineSeconds.
+    Role and RoleBinding (in the namespace) are gone within the window plus the controllers' reaction, with no
+    sweep, long before their activeDeadlineSeconds.
     Source: issue 27 §4; breaker finding 6; batch/v1 JobSpec (KEP-592); downward API volume; RBAC resourceNames;
-    garbage collection of cluster-scoped dependents."""
+    kubernetes/kubernetes#134929 (a namespaced Role on its own Namespace)."""
     # given: a process holding running helper pods on every node, owned by the anchor Job, beating
     k8s, run_id = K8s.from_kubeconfig(str(local_cluster.kubeconfig)), f"r20000101-0000-{secrets.token_hex(2)}"
     child = _start_helpers(local_cluster, run_id)
@@ -95,8 +95,9 @@ def test_helper_pods_and_their_namespace_are_deleted_after_the_run_is_sigkilled(
         assert {r["name"] for p in pods for r in p.get("metadata.ownerReferences")} == {ANCHOR}
         namespace = k8s.get("Namespace", pods[0].namespace)
         job = k8s.get("Job", ANCHOR, namespace.name)
-        role = k8s.get("ClusterRole", f"dra-conformance-{namespace.name}")
-        binding = k8s.get("ClusterRoleBinding", role.name)
+        role = k8s.get("Role", "dra-conformance-reaper", namespace.name)
+        binding = k8s.get("RoleBinding", role.name, namespace.name)
+        assert not k8s.list("ClusterRole", None, label_selector=f"{names.RUN_LABEL}={names.label_value(run_id)}")
         # the heartbeat keeps them: alive past the window (renewals reach the anchor through the downward API)
         time.sleep(ALIVE)
         assert sorted(p.name for p in _helpers(k8s, run_id)) == sorted(p.name for p in pods)

@@ -180,18 +180,22 @@ def _reaping(monkeypatch, refuse: str = "") -> tuple[hp.HelperPodNodeAccess, lis
     return access, created
 
 
-def test_with_a_python_image_the_anchor_deletes_the_namespace_with_a_role_the_namespace_owns(monkeypatch):
+def test_with_a_python_image_the_anchor_deletes_the_namespace_with_a_role_inside_the_namespace(monkeypatch):
     """Issue 27 §4: after SIGKILL nothing of the run is left. The anchor runs the reaper as its own
-    ServiceAccount; its only permission is delete of this namespace (resourceNames); the ClusterRole and binding
-    are owned by the Namespace, so the garbage collector removes them after it. No finalizer anywhere."""
+    ServiceAccount; its only permission is delete of this namespace (resourceNames), granted by a Role and
+    RoleBinding inside the namespace (gone with it; nothing cluster-scoped, no owner reference, no finalizer).
+    Source: kubernetes/kubernetes#134929 (a namespaced Role's rule on its own Namespace)."""
     access, created = _reaping(monkeypatch)
     kinds = {o["kind"]: o for o in created}
-    role, binding, job = kinds["ClusterRole"], kinds["ClusterRoleBinding"], kinds["Job"]
-    owner = [{"apiVersion": "v1", "kind": "Namespace", "name": access.namespace, "uid": "uid-Namespace"}]
-    assert role["metadata"]["ownerReferences"] == owner == binding["metadata"]["ownerReferences"]
+    role, binding, job = kinds["Role"], kinds["RoleBinding"], kinds["Job"]
+    assert "ClusterRole" not in kinds and "ClusterRoleBinding" not in kinds
+    assert role["metadata"]["namespace"] == access.namespace == binding["metadata"]["namespace"]
+    assert "ownerReferences" not in role["metadata"] and "ownerReferences" not in binding["metadata"]
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["delete"], "resourceNames": [access.namespace]}
     ]
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
+    assert binding["roleRef"] == ref
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": hp.ANCHOR, "namespace": access.namespace}]
     assert kinds["ServiceAccount"]["metadata"]["namespace"] == access.namespace
     assert all("finalizers" not in o["metadata"] for o in created)
@@ -211,11 +215,11 @@ def test_with_a_python_image_the_anchor_deletes_the_namespace_with_a_role_the_na
 
 
 def test_without_the_reapers_role_the_anchor_only_ends_the_pods_and_says_the_namespace_stays(monkeypatch):
-    access, created = _reaping(monkeypatch, refuse="ClusterRole")
+    access, created = _reaping(monkeypatch, refuse="Role")
     job = next(o for o in created if o["kind"] == "Job")
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == heartbeat.anchor_command(120) and container["image"] == "busybox:1.36"
     assert job["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
     said = access.lifetime
-    assert "the reaper's role could not be created (" in said and 'cannot create resource "clusterroles"' in said
+    assert "the reaper's role could not be created (" in said and 'cannot create resource "roles"' in said
     assert "the empty namespace stays until `dra-conformance cleanup`" in said, said

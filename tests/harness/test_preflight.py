@@ -355,3 +355,7 @@ def test_print_role_writes_the_cluster_role_a_run_needs_without_a_cluster(capsys
     with_exec = yaml.safe_load(capsys.readouterr().out)
     assert with_exec["rules"] == permissions.cluster_role_rules(node_access=True)
     assert any("pods/exec" in r.get("resources", []) for r in with_exec["rules"])
+    # the reaper's permission is a Role inside the helper namespace: nothing cluster-wide to create (issue 27 §4)
+    assert not any({"clusterroles", "clusterrolebindings"} & set(r.get("resources", [])) for r in with_exec["rules"])
+    roles = {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["create"]}
+    assert roles in with_exec["rules"]

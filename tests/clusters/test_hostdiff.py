@@ -80,3 +80,21 @@ def test_owners_now_lists_only_clusters_with_a_live_process(monkeypatch):
     monkeypatch.setattr(hostowners.ClusterState, "load", classmethod(lambda cls, name: C1))
     monkeypatch.setattr(hostowners, "_kind_alive", lambda: False)
     assert hostowners.owners_now() == {}  # recorded, but no process runs
+
+
+def test_the_kind_runtime_owns_its_nerdctl_network_bridges(monkeypatch, tmp_path):
+    from conformance_lab.kind import host as kindhost
+
+    conf = tmp_path / "cni" / "dra-kind"
+    conf.mkdir(parents=True)
+    (conf / "nerdctl-kind.conflist").write_text(
+        '{"name": "kind", "plugins": [{"type": "bridge", "bridge": "br-0b27c158feb3"}, {"type": "portmap"}]}'
+    )
+    (conf / "broken.conflist").write_text("{not json")
+    monkeypatch.setattr(kindhost, "LIB", tmp_path)
+    monkeypatch.setattr(hostowners, "existing_clusters", lambda: [])
+    monkeypatch.setattr(hostowners, "_kind_alive", lambda: True)
+    owners = hostowners.owners_now()
+    line = "links     + veth2e2407bf type=ether master=br-0b27c158feb3 up=yes mtu=1500"
+    assert hostowners.owner_of(line, owners) == "kind runtime"
+    assert hostowners.owner_of("links     + br-ffff00001111 type=bridge", owners) == ""

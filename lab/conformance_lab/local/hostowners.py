@@ -13,6 +13,7 @@ owner one of whose tokens it contains.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conformance_lab.local import netdevs
@@ -63,6 +64,22 @@ def _kind_alive() -> bool:
     return kindhost.SOCKET.exists() and bool(processes_matching(str(kindhost.SOCKET)))
 
 
+def _kind_bridges() -> list[str]:
+    """Bridge names (``br-<network id>``) of the kind runtime's nerdctl networks, read from the CNI network lists
+    in its own netconf dir (``<kind lib>/cni/<namespace>/*.conflist``, the ``bridge`` plugin's ``bridge``
+    field); [] when none can be read. Each kind network gets such a bridge, with veths and a link-local address."""
+    from conformance_lab.kind import host as kindhost  # noqa: PLC0415 - only the paths, on use
+
+    names = []
+    for conflist in sorted((kindhost.LIB / "cni").glob("*/*.conflist")):
+        try:
+            plugins = json.loads(conflist.read_text()).get("plugins") or []
+        except (OSError, ValueError, AttributeError):
+            continue
+        names += [p["bridge"] for p in plugins if isinstance(p, dict) and isinstance(p.get("bridge"), str)]
+    return names
+
+
 def owners_now() -> dict[str, list[str]]:
     """``{owner label: tokens}`` of every local cluster with a state file and a live process, the host-global
     owners they imply, and the kind runtime when its containerd runs. Order = attribution order."""
@@ -85,7 +102,7 @@ def owners_now() -> dict[str, list[str]]:
     for name in proxies:
         owners[f"kube-proxy of {name}"] = list(KUBE_PROXY_TOKENS)
     if _kind_alive():
-        owners["kind runtime"] = list(KIND_TOKENS)
+        owners["kind runtime"] = [*KIND_TOKENS, *_kind_bridges()]
     return owners
 
 

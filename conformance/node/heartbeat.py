@@ -46,7 +46,7 @@ INTERVAL = 30.0  # seconds between renewals
 STALE = 300  # seconds without a renewal after which the anchor ends (times --timeout-scale)
 POLL = 5  # seconds between the anchor's reads of its annotations
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
-FIRST_BEAT = 30  # seconds the first beat may wait for the Job controller to create the anchor pod
+FIRST_BEAT = 15  # seconds the first beat may wait for the Job controller to create the anchor pod
 NO_POD = "no pod of the anchor Job"  # the error of a beat that found none (yet)
 
 
@@ -187,10 +187,11 @@ class HeartbeatFailed(ConformanceError):
 class Heartbeat:
     """Renews :data:`ANNOTATION` on the pod of the Job with UID ``job_uid`` in ``namespace`` every ``interval``
     seconds from a daemon thread (:meth:`start` .. :meth:`stop`). ``error``: the last renewal's failure ("" after a
-    success); ``failing_since``: ``time.monotonic()`` of the first failure since the last success (None while
-    they succeed). A failure is retried at the next beat: the anchor tolerates ``stale`` seconds of them, after
-    half of that :meth:`check` says so at every node-access call (breaker F7: a PATCH refused by a policy engine
-    or a changed Role would otherwise let the anchor delete the helper namespace mid-run, unexplained)."""
+    success); ``failing_since``: ``time.monotonic()`` of the first refused renewal since the last success (None
+    while they succeed, or find no anchor pod). A failure is retried at the next beat: the anchor tolerates
+    ``stale`` seconds of them, after half of that :meth:`check` says so at every node-access call (breaker F7: a
+    PATCH refused by a policy engine or a changed Role would otherwise let the anchor delete the helper namespace
+    mid-run, unexplained)."""
 
     def __init__(self, k8s, namespace: str, job_uid: str, interval: float = INTERVAL, stale: float = STALE) -> None:
         self.k8s, self.namespace, self.job_uid, self.interval = k8s, namespace, job_uid, float(interval)
@@ -207,8 +208,8 @@ class Heartbeat:
         value (``<count> <unix time>``). Records a failure in ``error`` instead of raising."""
         try:
             pods = self._pods()
-            if not pods:
-                self._failed(f"{NO_POD} (uid {self.job_uid}) in {self.namespace} yet")
+            if not pods:  # not a refusal, and with no anchor pod nothing counts down: not in failing_since
+                self.error = f"{NO_POD} (uid {self.job_uid}) in {self.namespace} yet"
                 return
             value = f"{self.beats + 1} {time.time():.0f}"
             for pod in pods:
@@ -229,10 +230,11 @@ class Heartbeat:
     def start(self, first_within: float = FIRST_BEAT) -> None:
         """The first beat now, then one every ``interval`` seconds from a daemon thread. The first is retried
         every second while the Job controller has not created the anchor pod yet (at most ``first_within``
-        seconds, times ``--timeout-scale``). Raises HeartbeatFailed naming the API server's answer when it
-        cannot be written (e.g. ``patch pods`` refused): without it the helper pods end after ``stale`` s."""
+        seconds, times ``--timeout-scale``; still none: renewals go on, :meth:`anchor_problem` says why nothing
+        ends the helper pods before their deadline). Raises HeartbeatFailed naming the API server's answer when
+        the beat is refused (e.g. ``patch pods``): without heartbeats the helper pods end after ``stale`` s."""
         waits.poll(self._first_beat_done, timeout=first_within, interval=1.0)
-        if not self.beats:
+        if not self.beats and not self.error.startswith(NO_POD):
             raise HeartbeatFailed(
                 f"the first heartbeat to the anchor Job's pod in {self.namespace} failed: {self.error}; without "
                 f"heartbeats the anchor ends the helper pods after {self.stale:.0f} s. Fix: allow `list` and `patch` "

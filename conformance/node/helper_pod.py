@@ -209,8 +209,8 @@ class HelperPodNodeAccess:
         self._error = ""
 
     def start(self) -> None:
-        """Create the namespace, the anchor Job, start the heartbeat, create one helper pod per node the Job owns
-        and wait until they run (bounded); then set :attr:`lifetime`."""
+        """Create the namespace, the anchor Job, start the heartbeat (a refused first beat: :attr:`failure` names
+        it), create one helper pod per node the Job owns and wait until they run (bounded); then :attr:`lifetime`."""
         try:
             self.k8s.create(helper_namespace(self.namespace, self.run_id))
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
@@ -221,7 +221,7 @@ class HelperPodNodeAccess:
             anchor = self.k8s.create(spec)
             ends = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.deadline)
             self.heartbeat = heartbeat.Heartbeat(self.k8s, self.namespace, anchor.uid, self.interval, self.stale)
-            self.heartbeat.start()  # HeartbeatFailed (a ConformanceError): no node access, the reason named
+            self.heartbeat.start()  # before the helper pods (slow pulls); HeartbeatFailed: no node access, named
             for i, node in enumerate(self.node_names):
                 spec = helper_pod(
                     f"{HELPER_PREFIX}{i}",

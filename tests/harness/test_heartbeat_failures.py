@@ -96,3 +96,17 @@ def test_node_access_calls_name_a_heartbeat_failing_for_half_of_stale(monkeypatc
     access.heartbeat.failing_since -= 61
     with pytest.raises(NodeAccessUnavailable, match=r"has failed for 61 s \(last error: 403 Forbidden: pods is"):
         access.plugin_sockets("n0")  # before any exec
+
+
+def test_an_anchor_pod_that_never_comes_is_no_refusal_and_node_access_goes_on(monkeypatch):
+    """No anchor pod (e.g. admission refuses it): nothing counts down, the helper pods end at their deadline
+    (anchor_problem says so at start-up), so neither start() nor node-access calls fail over it."""
+    now = [1000.0]
+    k8s = FakeK8s([])
+    beat = heartbeat.Heartbeat(k8s, "ns", "u", interval=60, stale=120)
+    beat.start(first_within=1.5)
+    beat.stop()
+    monkeypatch.setattr(heartbeat.time, "monotonic", lambda: now[0])
+    now[0] += 10_000
+    beat.check()
+    assert beat.beats == 0 and beat.error.startswith(heartbeat.NO_POD) and beat.failing_since is None

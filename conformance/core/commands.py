@@ -1,7 +1,7 @@
 """Seams of the `dra-conformance` command line that the plugin and the lab share (the lab may import
 conformance.core, not conformance.cli): a command group that more than one distribution fills, e.g. ``images``
-(the plugin's ``images list``, the lab's ``images build|export|import|cache``); and how a long command is
-interrupted (:func:`sigterm_as_interrupt`)."""
+(the plugin's ``images list``, the lab's ``images build|export|import|cache``); how a long command is interrupted
+(:func:`sigterm_as_interrupt`), and the steps an interrupt must not cut in two (:func:`signals_deferred`)."""
 
 from __future__ import annotations
 
@@ -43,3 +43,30 @@ def sigterm_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+_DEFERRED = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """While the block runs, SIGINT and SIGTERM are noted instead of acted on; when it ends the previous
+    handlers are back and each noted signal is raised again (:func:`signal.raise_signal`), so it acts as it
+    would have: KeyboardInterrupt under :func:`sigterm_as_interrupt`, the default action otherwise. For steps
+    that must not be cut in two: spawning a process and recording it (an interrupt between them leaks a
+    process nobody stops), and a tear-down (a second Ctrl-C would abort it half-way). Yields the list of noted
+    signal numbers (for a message after the block). Nestable; outside the main thread it defers nothing.
+    Python-level handlers, not ``pthread_sigmask``: a mask is inherited across fork and exec, so a child
+    started inside the block would ignore the SIGTERM of a later tear-down."""
+    noted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+    previous = {sig: signal.signal(sig, lambda signum, _frame: noted.append(signum)) for sig in _DEFERRED}
+    try:
+        yield noted
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(noted):  # once each, in arrival order
+            signal.raise_signal(sig)

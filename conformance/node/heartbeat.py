@@ -18,6 +18,9 @@ with no process of the run alive. Its only permission is that one delete: a Role
 ``namespaces`` authorizes deleting that Namespace object, kubernetes/kubernetes#134929), which go with the
 namespace: the run needs no cluster-wide ``create clusterroles``. No owner reference, no finalizer anywhere.
 
+Failures are not silent: :meth:`Heartbeat.start` raises when the first beat cannot be written, and every
+node-access call names the error once beats have failed for half of ``stale`` (:meth:`Heartbeat.check`).
+
 Costs: one PATCH per ``interval`` (default 30 s). Needs ``patch pods`` in the helper namespace
 (conformance/core/permissions.py). When the anchor pod cannot run (no schedulable node for an unprivileged pod
 without tolerations), nothing checks the heartbeat and the helper pods end at their ``activeDeadlineSeconds``
@@ -33,6 +36,8 @@ import threading
 import time
 
 from conformance.core.errors import ConformanceError
+from conformance.k8s import waits
+from conformance.node.base import NodeAccessUnavailable
 
 ANNOTATION = "dra-conformance.io/heartbeat"
 VOLUME = "heartbeat"
@@ -41,6 +46,8 @@ INTERVAL = 30.0  # seconds between renewals
 STALE = 300  # seconds without a renewal after which the anchor ends (times --timeout-scale)
 POLL = 5  # seconds between the anchor's reads of its annotations
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+FIRST_BEAT = 15  # seconds the first beat may wait for the Job controller to create the anchor pod
+NO_POD = "no pod of the anchor Job"  # the error of a beat that found none (yet)
 
 
 def anchor_volume() -> tuple[dict, dict]:
@@ -173,14 +180,23 @@ def create_reaper(k8s, namespace: str, labels: dict, account: str) -> str:
     return ""
 
 
+class HeartbeatFailed(ConformanceError):
+    """The first heartbeat could not be written: without one the anchor ends the helper pods after ``stale`` s."""
+
+
 class Heartbeat:
     """Renews :data:`ANNOTATION` on the pod of the Job with UID ``job_uid`` in ``namespace`` every ``interval``
     seconds from a daemon thread (:meth:`start` .. :meth:`stop`). ``error``: the last renewal's failure ("" after a
-    success); a failure is retried at the next beat (the anchor tolerates ``stale`` seconds of them)."""
+    success); ``failing_since``: ``time.monotonic()`` of the first refused renewal since the last success (None
+    while they succeed, or find no anchor pod). A failure is retried at the next beat: the anchor tolerates
+    ``stale`` seconds of them, after half of that :meth:`check` says so at every node-access call (breaker F7: a
+    PATCH refused by a policy engine or a changed Role would otherwise let the anchor delete the helper namespace
+    mid-run, unexplained)."""
 
-    def __init__(self, k8s, namespace: str, job_uid: str, interval: float = INTERVAL) -> None:
+    def __init__(self, k8s, namespace: str, job_uid: str, interval: float = INTERVAL, stale: float = STALE) -> None:
         self.k8s, self.namespace, self.job_uid, self.interval = k8s, namespace, job_uid, float(interval)
-        self.beats, self.error = 0, ""
+        self.stale = float(stale)
+        self.beats, self.error, self.failing_since = 0, "", None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -192,26 +208,58 @@ class Heartbeat:
         value (``<count> <unix time>``). Records a failure in ``error`` instead of raising."""
         try:
             pods = self._pods()
-            if not pods:
-                self.error = f"no pod of the anchor Job (uid {self.job_uid}) in {self.namespace} yet"
+            if not pods:  # not a refusal, and with no anchor pod nothing counts down: not in failing_since
+                self.error = f"{NO_POD} (uid {self.job_uid}) in {self.namespace} yet"
                 return
             value = f"{self.beats + 1} {time.time():.0f}"
             for pod in pods:
                 self.k8s.patch("Pod", pod.name, {"metadata": {"annotations": {ANNOTATION: value}}}, self.namespace)
-            self.beats, self.error = self.beats + 1, ""
+            self.beats, self.error, self.failing_since = self.beats + 1, "", None
         except Exception as exc:  # noqa: BLE001 - API or connection error: retried at the next beat, never fatal
-            self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self._failed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+    def _failed(self, error: str) -> None:
+        self.error = error
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
 
     def _loop(self) -> None:
-        while True:
+        while not self._stop.wait(self.interval):
             self.beat()
-            if self._stop.wait(self.interval):
-                return
 
-    def start(self) -> None:
-        """Start renewing (the first beat at once)."""
+    def start(self, first_within: float = FIRST_BEAT) -> None:
+        """The first beat now, then one every ``interval`` seconds from a daemon thread. The first is retried
+        every second while the Job controller has not created the anchor pod yet (at most ``first_within``
+        seconds, times ``--timeout-scale``; still none: renewals go on, :meth:`anchor_problem` says why nothing
+        ends the helper pods before their deadline). Raises HeartbeatFailed naming the API server's answer when
+        the beat is refused (e.g. ``patch pods``): without heartbeats the helper pods end after ``stale`` s."""
+        waits.poll(self._first_beat_done, timeout=first_within, interval=1.0)
+        if not self.beats and not self.error.startswith(NO_POD):
+            raise HeartbeatFailed(
+                f"the first heartbeat to the anchor Job's pod in {self.namespace} failed: {self.error}; without "
+                f"heartbeats the anchor ends the helper pods after {self.stale:.0f} s. Fix: allow `list` and `patch` "
+                f"of pods in {self.namespace} (RBAC, admission webhooks, policy engines)"
+            )
         self._thread = threading.Thread(target=self._loop, name="helper-pods-heartbeat", daemon=True)
         self._thread.start()
+
+    def _first_beat_done(self) -> bool:
+        self.beat()
+        return bool(self.beats) or not self.error.startswith(NO_POD)
+
+    def check(self) -> None:
+        """Raise NodeAccessUnavailable naming the heartbeat's error once it has failed for longer than half of
+        ``stale`` seconds (the helper pods, and with the reaper their namespace, go when it reaches ``stale``);
+        nothing while beats succeed or fail for less. Called at each node-access call (helper_pod.py)."""
+        since = self.failing_since
+        if since is None or time.monotonic() - since <= self.stale / 2:
+            return
+        raise NodeAccessUnavailable(
+            f"the heartbeat to the anchor Job's pod in {self.namespace} has failed for "
+            f"{time.monotonic() - since:.0f} s (last error: {self.error}); after {self.stale:.0f} s without one the "
+            f"anchor ends the privileged helper pods (a reaper deletes {self.namespace}). Fix: allow `list` and "
+            f"`patch` of pods in {self.namespace} for the run (RBAC, admission webhooks, policy engines)"
+        )
 
     def stop(self) -> None:
         """Stop renewing (waits at most one request for the thread)."""

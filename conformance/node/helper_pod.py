@@ -12,13 +12,12 @@ Bounded lifetime, also when the run is killed with SIGKILL (no finalizer, nothin
 issue 27 §4): every helper pod is owned (``metadata.ownerReferences``) by the run's anchor, a batch/v1 Job
 (:func:`run_anchor`; ``backoffLimit: 0``, ``ttlSecondsAfterFinished: 0``), whose pod ends when the run's heartbeat
 stops (heartbeat.py: the run renews an annotation on it every 30 s; without a renewal for 5 min times
-``--timeout-scale`` it exits 1). The Job then fails, the TTL-after-finished controller deletes it and the garbage
-collector deletes the helper pods it owns. A hard bound backs this up: the helper pods and the Job carry
+``--timeout-scale`` it exits 1; heartbeat failures are named at node-access calls). The Job then fails, the
+TTL-after-finished controller and the garbage collector delete it and its pods. A hard bound: the pods and Job carry
 ``activeDeadlineSeconds`` (:data:`HELPER_POD_DEADLINE`, 8 h times ``--timeout-scale``: the kubelet and the Job
-controller end them there even when the anchor pod never ran). With a gRPC relay image (Python) the anchor is a
-reaper: it deletes the helper namespace on a stale heartbeat (a Role in that namespace allowing only that, gone
-with it: heartbeat.py), so nothing is left; else the empty namespace stays until ``dra-conformance cleanup``.
-:attr:`HelperPodNodeAccess.lifetime` says all this at start-up, with the times.
+controller end them even when the anchor pod never ran). With a gRPC relay image (Python) the anchor is a
+reaper: it deletes the helper namespace on a stale heartbeat (a Role there allows only that: heartbeat.py); else
+the empty namespace stays until ``dra-conformance cleanup``. :attr:`HelperPodNodeAccess.lifetime` says all this.
 """
 
 from __future__ import annotations
@@ -45,8 +44,7 @@ HOST_NS = "nsenter -t 1 -m -u -i -n -p --"  # run in the host's namespaces (host
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
 GRPC_CONTAINER = "grpc"
 GRPC_IDLE = ["python", "-c", "import signal; signal.pause()"]  # the grpc container waits for execs
-HELPER_POD_DEADLINE = 8 * 3600  # hard bound, seconds (times --timeout-scale): a long full profile; heartbeat.py ends
-# them minutes after the run stops
+HELPER_POD_DEADLINE = 8 * 3600  # hard bound, s (times --timeout-scale): a long full profile; heartbeat.py ends them
 ANCHOR = "node-access-anchor"  # the Job owning the helper pods
 HELPER_PREFIX = "helper-"  # helper pod i is helper-<i>; the anchor Job's pod is not one
 
@@ -211,8 +209,8 @@ class HelperPodNodeAccess:
         self._error = ""
 
     def start(self) -> None:
-        """Create the namespace, the anchor Job, start the heartbeat, create one helper pod per node the Job owns
-        and wait until they run (bounded); then set :attr:`lifetime`."""
+        """Create the namespace, the anchor Job, start the heartbeat (a refused first beat: :attr:`failure` names
+        it), create one helper pod per node the Job owns and wait until they run (bounded); then :attr:`lifetime`."""
         try:
             self.k8s.create(helper_namespace(self.namespace, self.run_id))
             waits.default_service_account(self.k8s, self.namespace, timeout=timeouts.API_SHORT)
@@ -222,8 +220,8 @@ class HelperPodNodeAccess:
             spec = run_anchor(self.namespace, self.run_id, self.image, self.deadline, self.stale, reaper_image, found)
             anchor = self.k8s.create(spec)
             ends = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self.deadline)
-            self.heartbeat = heartbeat.Heartbeat(self.k8s, self.namespace, anchor.uid, self.interval)
-            self.heartbeat.start()
+            self.heartbeat = heartbeat.Heartbeat(self.k8s, self.namespace, anchor.uid, self.interval, self.stale)
+            self.heartbeat.start()  # before the helper pods (slow pulls); HeartbeatFailed: no node access, named
             for i, node in enumerate(self.node_names):
                 spec = helper_pod(
                     f"{HELPER_PREFIX}{i}",
@@ -309,6 +307,8 @@ class HelperPodNodeAccess:
     def _exec_argv(self, node: str, argv: list[str], container: str = "helper") -> str:
         if node not in self.pods:
             raise NodeAccessUnavailable(f"no helper pod on node {node}: {self._error or 'not started'}")
+        if self.heartbeat is not None:  # failing for half of `stale`: named here, before the pods go (F7)
+            self.heartbeat.check()
         api = kclient.CoreV1Api(self.k8s.api)
         return stream(
             api.connect_get_namespaced_pod_exec,

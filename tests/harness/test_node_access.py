@@ -79,6 +79,12 @@ def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_ch
         def delete(self, kind, name, namespace=None):
             deleted.append((kind, name))
 
+        def list(self, kind, namespace=None, label_selector=""):  # the anchor Job's pod, for the heartbeat
+            return [SimpleNamespace(name="node-access-anchor-x")]
+
+        def patch(self, kind, name, body, namespace=None):
+            pass
+
     monkeypatch.setattr(existing.K8s, "from_kubeconfig", staticmethod(lambda *a, **k: RefusingK8s()))
     monkeypatch.setattr(hp.waits, "default_service_account", lambda *a, **k: None)
     monkeypatch.setattr(hp.HelperPodNodeAccess, "stop", lambda self: deleted.append(("Namespace", self.namespace)))

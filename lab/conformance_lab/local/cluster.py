@@ -5,17 +5,20 @@ etcd, kube-apiserver and every node's containerd in parallel -> /readyz -> contr
 import, per node kubelet and kube-proxy -> nodes Ready, ``default``
 ServiceAccount, ``kube-root-ca.crt``, resource.k8s.io/v1 served -> kwok fake nodes.
 On any failure the partial cluster is torn down and ClusterUnavailable names the component with its log.
+Ctrl-C/SIGTERM never cut a spawn from its record in the state, nor the tear-down (commands.signals_deferred).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.core.commands import signals_deferred
 from conformance.core.errors import ClusterUnavailable, ConfigError, WaitError
 from conformance_lab.local import api as apilib
 from conformance_lab.local import control_plane as cp
@@ -98,7 +101,8 @@ class LocalCluster:
     def up(self) -> LocalClusterHandle:
         """Bring the cluster up and wait until it is usable. Raises ConfigError for bad input,
         PreflightError (ClusterUnavailable) for host problems, ClusterUnavailable for a component that
-        failed (after tearing down what had started)."""
+        failed (after tearing down what had started), KeyboardInterrupt for Ctrl-C/SIGTERM (after that tear-down:
+        a second signal during it waits for its end)."""
         self._t0 = time.monotonic()
         tag = resolve_version(self.config.k8s_version)
         old = self.state()
@@ -109,7 +113,8 @@ class LocalCluster:
                     f"run `dra-conformance cluster down --name {self.config.name}` first"
                 )
             self._say(f"removing stale state of {self.config.name!r}")
-            teardown(old)
+            with signals_deferred():
+                teardown(old)
         with host_lock():  # one cluster per slot: decide and record atomically
             owner = slots_in_use(exclude=self.config.name).get(self.config.slot)
             if owner:
@@ -141,10 +146,7 @@ class LocalCluster:
             self.handle = self._bring_up(state, facts, tag)
         except BaseException as exc:
             self._say(f"bring-up failed: {(str(exc) or type(exc).__name__).splitlines()[0]}; tearing down")
-            try:
-                teardown(state)
-            except ClusterUnavailable as td:
-                self._say(str(td))
+            self._teardown(state)
             if isinstance(exc, (ClusterUnavailable, ConfigError)):
                 raise
             if isinstance(exc, (WaitError, images.ImageError, OSError, RuntimeError)):
@@ -166,6 +168,21 @@ class LocalCluster:
     def _say(self, msg: str) -> None:
         self.progress(f"[{time.monotonic() - self._t0:5.1f}s] {msg}")
 
+    def _teardown(self, state: ClusterState) -> None:
+        """Tear down what ``up`` started, with Ctrl-C/SIGTERM deferred until it is done (a second one during
+        it is noted and said; the caller's exception, or KeyboardInterrupt for the noted signal, follows). When
+        it could not finish (TeardownError, or anything else it raised), names it and the command that
+        finishes it. Never raises its own error."""
+        hint = f"run `dra-conformance cluster down --name {state.name}` to remove what is left"
+        with signals_deferred() as noted:
+            try:
+                teardown(state)
+            except Exception as exc:  # noqa: BLE001 - reported with the hint; the bring-up's own error follows
+                self._say(f"tear-down did not finish: {(str(exc) or type(exc).__name__).splitlines()[0]}; {hint}")
+            if noted:
+                said = ", ".join(signal.Signals(s).name for s in noted)
+                self._say(f"{said} during the tear-down: finished it first, now exiting as interrupted")
+
     def _spawn(
         self,
         state: ClusterState,
@@ -180,7 +197,8 @@ class LocalCluster:
         argv = [*argv, *self.config.extra_args.get(name, ())]
         if netns_pid is not None:
             argv = netns.enter(netns_pid, argv)
-        return state.add_process(HostProcess.spawn(name, node, argv, log, env=env))
+        with signals_deferred():  # an interrupt between the two would leak a process no tear-down knows
+            return state.add_process(HostProcess.spawn(name, node, argv, log, env=env))
 
     def _wait(self, awaited: str, probe, timeout: float, procs: list[HostProcess]) -> None:
         def failed() -> str | None:

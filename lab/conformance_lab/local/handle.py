@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.core.commands import signals_deferred
 from conformance.core.errors import ClusterUnavailable
 from conformance_lab.local import api as apilib
 from conformance_lab.local import disrupt, netdevs, netns
@@ -113,8 +114,9 @@ class LocalClusterHandle:
         current = self._state.process(name, node)
         if current and current.is_running():
             raise ValueError(f"a process named {name!r} already runs for node {node} (pid {current.pid})")
-        proc = HostProcess.spawn(name, node, argv, self.log_dir / f"{node}-{name}.log", env=env)
-        return self._state.add_process(proc)
+        with signals_deferred():  # recorded before an interrupt can act (tear-down stops only recorded ones)
+            proc = HostProcess.spawn(name, node, argv, self.log_dir / f"{node}-{name}.log", env=env)
+            return self._state.add_process(proc)
 
     def add_test_netdevs(self, node: str, kind: str, count: int) -> list[str]:
         """Create ``count`` test network interfaces of ``kind`` (``ifb`` | ``veth``) for ``node`` (MakesTestNetdevs;

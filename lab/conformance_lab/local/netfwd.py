@@ -7,8 +7,9 @@ A SPEC is ``LISTEN=TARGET``, each ``[NETNS@]HOST:PORT``; NETNS is a namespace fi
 absent = the forwarder's own (the host's). Listening sockets are made in the listen namespace, each accepted
 connection gets an outgoing socket made in the target namespace (a socket stays in the namespace it was created
 in: network_namespaces(7); ``setns(2)`` with ``CLONE_NEWNET`` switches only the calling thread). One thread per
-listener, two per connection; an unreachable target closes the accepted connection. ``netfwd ready`` is
-printed once every listener is bound; a spec that cannot be bound exits 2 naming it.
+listener, two per connection; an unreachable target closes the accepted connection; a failed accept() (out of
+descriptors) is logged and retried with back-off. ``netfwd ready`` is printed once every listener is bound; a spec
+that cannot be bound exits 2 naming it.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import errno
 import os
 import socket
 import sys
 import threading
+import time
 
 CLONE_NEWNET = 0x40000000  # include/uapi/linux/sched.h
 READY = "netfwd ready"
+BACKOFF_S, BACKOFF_MAX_S = 0.05, 1.0  # pauses after a failed accept(): doubled per failure, reset on success
+_CLOSED = (errno.EBADF, errno.EINVAL, errno.ENOTSOCK)  # the listening socket itself is gone
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -107,9 +112,34 @@ def _serve(conn: socket.socket, target: Endpoint, target_fd: int | None, own_fd:
 
 
 def _accept_loop(lsock: socket.socket, target: Endpoint, target_fd: int | None, own_fd: int) -> None:
+    """Accept connections for ``target`` until the listening socket is closed. A failed accept (EMFILE/ENFILE:
+    out of descriptors, ENOBUFS, ECONNABORTED ...) or thread start is logged once per streak and retried after a
+    growing pause (:data:`BACKOFF_S` .. :data:`BACKOFF_MAX_S`): the port stays served once the cause is gone
+    (breaker, session 12: one EMFILE used to end the thread and the port was dead for the cluster's life)."""
+    where, failures, pause = lsock.getsockname(), 0, BACKOFF_S
     while True:
-        conn, _ = lsock.accept()
-        threading.Thread(target=_serve, args=(conn, target, target_fd, own_fd), daemon=True).start()
+        conn = None
+        try:
+            conn, _ = lsock.accept()
+            threading.Thread(target=_serve, args=(conn, target, target_fd, own_fd), daemon=True).start()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: "can't start new thread"
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, OSError) and exc.errno in _CLOSED:
+                _log(f"listener {where[0]}:{where[1]} closed ({exc}); no longer serving it")
+                return
+            if not failures:
+                _log(f"accept on {where[0]}:{where[1]} failed: {exc}; retrying, at most {BACKOFF_MAX_S:g} s apart")
+            time.sleep(pause)
+            failures, pause = failures + 1, min(pause * 2, BACKOFF_MAX_S)
+            continue
+        if failures:
+            _log(f"accept on {where[0]}:{where[1]} works again after {failures} failure(s)")
+            failures, pause = 0, BACKOFF_S
+
+
+def _log(line: str) -> None:
+    print(f"netfwd: {line}", file=sys.stderr, flush=True)
 
 
 def listen(pairs: list[tuple[Endpoint, Endpoint]]) -> list[threading.Thread]:

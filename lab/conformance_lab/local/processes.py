@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.core.commands import signals_deferred
+
 
 def start_time(pid: int) -> int | None:
     """Field 22 of /proc/<pid>/stat (clock ticks since boot), or None when the pid does not exist."""
@@ -117,10 +119,11 @@ class HostProcess:
     def restart(self) -> HostProcess:
         """Stop, then start the same argv again; returns self with the new pid."""
         self.stop()
-        new = HostProcess.spawn(self.name, self.node, self.argv, self.log_path, self.env, self.cwd)
-        self.pid, self.started = new.pid, new.started
-        if self.on_change:
-            self.on_change(self)
+        with signals_deferred():  # the new pid is recorded (on_change) before an interrupt can act
+            new = HostProcess.spawn(self.name, self.node, self.argv, self.log_path, self.env, self.cwd)
+            self.pid, self.started = new.pid, new.started
+            if self.on_change:
+                self.on_change(self)
         return self
 
     def tail(self, lines: int = 30) -> str:
@@ -170,6 +173,36 @@ def processes_matching(needle: str) -> list[int]:
         if needle in cmdline:
             found.append(int(entry.name))
     return found
+
+
+def _ancestors() -> set[int]:
+    """This process and its parents up to pid 1 (from /proc/<pid>/stat, field 4)."""
+    found, pid = set(), os.getpid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
+def strays(*dirs: Path, spared: tuple[str, ...] = ("admin.kubeconfig",)) -> list[int]:
+    """Pids whose command line names a path inside one of ``dirs`` (``<dir>/...``: a cluster ``dra`` never matches
+    ``dra2``'s), except this process and its parents, and except where every such path is a file of ``spared``
+    (the admin kubeconfig: a user's ``kubectl`` or a run against the cluster is not part of it). What tear-down
+    kills last: components no state records, e.g. started by a bring-up interrupted before recording them."""
+    prefixes = tuple(f"{str(d).rstrip('/')}/" for d in dirs)
+    mine, found = _ancestors(), []
+    for pid in {pid for prefix in prefixes for pid in processes_matching(prefix)} - mine:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        named = [a for a in args for prefix in prefixes if prefix in a]
+        if any(not a.endswith(tuple(f"/{f}" for f in spared)) for a in named):
+            found.append(pid)
+    return sorted(found)
 
 
 def kill_pids(pids: list[int]) -> None:

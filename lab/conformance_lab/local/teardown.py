@@ -5,7 +5,8 @@ the bridge plugin go with the last process in them), cgroups, kubelet log symlin
 state/run directories. Logs are kept.
 
 Order: host processes (plugins) -> kwok, kube-proxy, scheduler, controller-manager -> kubelets ->
-container processes (cgroup kill) -> containerd + shims -> apiserver -> etcd -> mounts -> network ->
+container processes (cgroup kill) -> containerd + shims -> apiserver -> etcd -> any other process naming the
+cluster's directories -> mounts -> network ->
 cgroups -> directories. Each step collects errors; the last step raises one error listing them.
 """
 
@@ -18,7 +19,7 @@ from conformance.core.errors import ClusterUnavailable
 from conformance_lab.local import hostsys, netdevs, node_mounts
 from conformance_lab.local.config import Layout
 from conformance_lab.local.node_config import node_paths
-from conformance_lab.local.processes import kill_pids, processes_matching
+from conformance_lab.local.processes import kill_pids, processes_matching, strays
 from conformance_lab.local.state import ClusterState, existing_clusters, host_lock
 
 _CONTROL_ORDER = ("kwok", "kube-proxy", "kube-scheduler", "kube-controller-manager")
@@ -65,6 +66,7 @@ def teardown(state: ClusterState) -> None:
     hostsys.remove_dead_shim_sockets()
     for name in _LAST:
         _stop(state, [p for p in state.processes if p.name == name], errors)
+    kill_pids(strays(lay.state_dir, lay.run_dir))  # unrecorded: started by a bring-up killed before recording
     left = hostsys.unmount_under(lay.state_dir, lay.run_dir)
     if left:
         errors.append(f"mounts could not be removed: {left}")

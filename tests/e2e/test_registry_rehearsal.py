@@ -23,7 +23,7 @@ from conformance import images as refs
 from conformance.drivers.readiness import daemonset_ready
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from tests.e2e.existing.common import NAMESPACE, RELEASE, _cli, _release
+from tests.e2e.existing.common import DRIVER, NAMESPACE, RELEASE, _cli, _release
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # its own cluster (a free slot), beside the others
 
@@ -41,6 +41,11 @@ def _settled(k8s: K8s) -> bool:
     return bool(found) and all(
         daemonset_ready(d) and d.get("status.numberAvailable") == d.get("status.desiredNumberScheduled") for d in found
     )
+
+
+def _published(k8s: K8s) -> bool:
+    """The driver published at least one ResourceSlice."""
+    return any(s.get("spec.driver") == DRIVER for s in k8s.list("ResourceSlice"))
 
 
 def _node_images(name: str) -> set[str]:
@@ -62,7 +67,7 @@ def publish(reg: server.Registry, tmp) -> None:
 
 def install_from_oci(reg: server.Registry, kubeconfig: str, tmp) -> K8s:
     """``helm install`` the reference driver from the OCI chart in ``reg`` with a vendor values file, as a cluster
-    admin would, and wait until its DaemonSet is settled; returns a client of the cluster."""
+    admin would, and wait until its DaemonSet is settled and its ResourceSlices are published; returns a client."""
     values = tmp / "vendor-values.yaml"
     values.write_text("stateDir: /var/lib/kubelet/dra-reference-driver\n")
     install = _run(str(cache.tool_binary("helm")), "install", RELEASE, f"oci://{reg.host}/charts/{CHART}",
@@ -71,6 +76,8 @@ def install_from_oci(reg: server.Registry, kubeconfig: str, tmp) -> K8s:
     assert install.returncode == 0, install.stdout + install.stderr
     k8s = K8s.from_kubeconfig(kubeconfig)
     assert waits.poll(lambda: _settled(k8s), timeout=120, interval=1.0), k8s.list("DaemonSet", NAMESPACE)
+    published = waits.poll(lambda: _published(k8s), timeout=120, interval=1.0)
+    assert published, f"no ResourceSlice of {DRIVER} within 120 s of the DaemonSet being ready"
     return k8s
 
 

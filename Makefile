@@ -196,3 +196,7 @@ ci-templates: ## run ci/'s templates with real runners here (not in make test, a
 .PHONY: feature-combinations
 feature-combinations: ## the full profile on each feature-combination profile (device status + binding conditions; partitions + taints + health; consumable capacity + admin access), one local cluster after another; prints profile x verdict x passed/failed/skipped x time (reports/feature-combinations/combinations.md); not in make test
 	$(VENV)/bin/dra-conformance feature-combinations --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(if $(COMBINATIONS),--only $(COMBINATIONS))
+
+.PHONY: kind-rehearsal
+kind-rehearsal: ## the registry rehearsal on kind: nodes pull only through the loopback registry (nothing loaded), reference driver helm-installed from the OCI chart, `run --cluster existing --image-registry` core; not in make test (about 6-8 min)
+	DRA_E2E_KIND_REHEARSAL=1 $(PY) -m pytest tests/e2e/test_kind_rehearsal.py -v -s -p no:cacheprovider $(PYTEST_ARGS)

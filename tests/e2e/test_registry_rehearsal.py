@@ -23,7 +23,7 @@ from conformance import images as refs
 from conformance.drivers.readiness import daemonset_ready
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from tests.e2e.existing.common import NAMESPACE, RELEASE, _cli, _release
+from tests.e2e.existing.common import DRIVER, NAMESPACE, RELEASE, _cli, _release
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # its own cluster (a free slot), beside the others
 
@@ -43,9 +43,50 @@ def _settled(k8s: K8s) -> bool:
     )
 
 
+def _published(k8s: K8s) -> bool:
+    """The driver published at least one ResourceSlice."""
+    return any(s.get("spec.driver") == DRIVER for s in k8s.list("ResourceSlice"))
+
+
 def _node_images(name: str) -> set[str]:
     _, ctr, nodes = node_targets(name)
     return set().union(*(images_on(ctr, socket) for _, socket in nodes))
+
+
+def publish(reg: server.Registry, tmp) -> None:
+    """Push the suite's images (OURS) with `dra-conformance images push` and the reference chart with `helm push`
+    to ``reg`` (``oci://HOST/charts/dra-reference-driver``, version 0.1.0)."""
+    helm = str(cache.tool_binary("helm"))
+    pushed = _cli("images", "push", *OURS, "--registry", reg.host)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    packaged = _run(helm, "package", str(refs.reference_driver_chart()), "--destination", str(tmp))
+    assert packaged.returncode == 0, packaged.stderr
+    charted = _run(helm, "push", str(next(tmp.glob("*.tgz"))), f"oci://{reg.host}/charts", "--plain-http")
+    assert charted.returncode == 0, charted.stderr
+
+
+def install_from_oci(reg: server.Registry, kubeconfig: str, tmp) -> K8s:
+    """``helm install`` the reference driver from the OCI chart in ``reg`` with a vendor values file, as a cluster
+    admin would, and wait until its DaemonSet is settled and its ResourceSlices are published; returns a client."""
+    values = tmp / "vendor-values.yaml"
+    values.write_text("stateDir: /var/lib/kubelet/dra-reference-driver\n")
+    install = _run(str(cache.tool_binary("helm")), "install", RELEASE, f"oci://{reg.host}/charts/{CHART}",
+                   "--version", "0.1.0", "--plain-http", "--values", str(values), "--namespace", NAMESPACE,
+                   "--create-namespace", "--wait", "--timeout", "240s", "--kubeconfig", kubeconfig)  # fmt: skip
+    assert install.returncode == 0, install.stdout + install.stderr
+    k8s = K8s.from_kubeconfig(kubeconfig)
+    assert waits.poll(lambda: _settled(k8s), timeout=120, interval=1.0), k8s.list("DaemonSet", NAMESPACE)
+    published = waits.poll(lambda: _published(k8s), timeout=120, interval=1.0)
+    assert published, f"no ResourceSlice of {DRIVER} within 120 s of the DaemonSet being ready"
+    return k8s
+
+
+def qualify(reg: server.Registry, kubeconfig: str, report) -> subprocess.CompletedProcess:
+    """`run --cluster existing --driver-deploy preinstalled --node-access privileged-pod --image-registry HOST
+    --profile core` of the preinstalled reference driver (serial, no Allure report)."""
+    argv = ["run", "--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference", "--profile", "core"]
+    argv += ["--driver-deploy", "preinstalled", "--node-access", "privileged-pod", "--image-registry", reg.host]
+    return _cli(*argv, "--workers", "0", "--no-report", "--report-dir", str(report))
 
 
 def _mirrored_cluster(registry: str):
@@ -67,15 +108,8 @@ def rehearsal(tmp_path_factory, local_cluster):
     """(registry, cluster name, kubeconfig, images on the node before the driver): a registry with our images and
     the reference chart, and a cluster pulling only from it; all removed after the module. The shared cluster
     (``local_cluster``) starts first: it keeps the host's kube-proxy when this module runs on an xdist worker."""
-    tmp = tmp_path_factory.mktemp("rehearsal")
-    helm = str(cache.tool_binary("helm"))
     with server.running_registry() as reg:
-        pushed = _cli("images", "push", *OURS, "--registry", reg.host)
-        assert pushed.returncode == 0, pushed.stdout + pushed.stderr
-        packaged = _run(helm, "package", str(refs.reference_driver_chart()), "--destination", str(tmp))
-        assert packaged.returncode == 0, packaged.stderr
-        charted = _run(helm, "push", str(next(tmp.glob("*.tgz"))), f"oci://{reg.host}/charts", "--plain-http")
-        assert charted.returncode == 0, charted.stderr
+        publish(reg, tmp_path_factory.mktemp("rehearsal"))
         name, handle = _mirrored_cluster(reg.host)
         try:
             yield reg, name, str(handle.kubeconfig), _node_images(name)
@@ -87,19 +121,10 @@ def test_a_cluster_pulling_from_the_registry_qualifies_the_driver_helm_installed
     # given: nothing of ours on the node, then the driver installed by helm from the OCI chart with a values file
     reg, name, kubeconfig, before = rehearsal
     ours = {refs.normalize(r) for r in (refs.OFFLINE["pause"], refs.OFFLINE["busybox"], refs.reference_driver_ref())}
-    values = tmp_path / "vendor-values.yaml"
-    values.write_text("stateDir: /var/lib/kubelet/dra-reference-driver\n")
-    install = _run(str(cache.tool_binary("helm")), "install", RELEASE, f"oci://{reg.host}/charts/{CHART}",
-                   "--version", "0.1.0", "--plain-http", "--values", str(values), "--namespace", NAMESPACE,
-                   "--create-namespace", "--wait", "--timeout", "240s", "--kubeconfig", kubeconfig)  # fmt: skip
-    assert install.returncode == 0, install.stdout + install.stderr
-    k8s = K8s.from_kubeconfig(kubeconfig)
-    assert waits.poll(lambda: _settled(k8s), timeout=120, interval=1.0), k8s.list("DaemonSet", NAMESPACE)
+    k8s = install_from_oci(reg, kubeconfig, tmp_path)
     release = _release(k8s)
     # when: the existing-cluster path runs the core profile with every suite image from the registry
-    argv = ["run", "--cluster", "existing", "--kubeconfig", kubeconfig, "--driver", "reference", "--profile", "core"]
-    argv += ["--driver-deploy", "preinstalled", "--node-access", "privileged-pod", "--image-registry", reg.host]
-    proc = _cli(*argv, "--workers", "0", "--no-report", "--report-dir", str(tmp_path / "report"))
+    proc = qualify(reg, kubeconfig, tmp_path / "report")
     out = proc.stdout + proc.stderr
     # then: it passes, every image of ours on the node came from a pull, and the release is as installed
     assert not before & ours, f"the harness imported images before the run: {sorted(before & ours)}"

@@ -11,7 +11,9 @@ The cluster config sets the run's DRA feature gates and ``resource.k8s.io`` runt
 ``--cluster local``), CDI in containerd, ``failCgroupV1: false`` on cgroup v1 hosts, one control plane and
 ``--nodes`` workers. ``--kind-name NAME`` reuses a running cluster of that name (and leaves it running);
 otherwise ``down()`` deletes the cluster (unless ``--keep-cluster``) and undoes the host side effects.
-Images (busybox, pause, the driver's) go in with ``kind load image-archive``; node access is
+Images (busybox, pause, the driver's) go in with ``kind load image-archive``, or, with a registry ``mirror``
+(``KindProvider(ctx, mirror="127.0.0.1:PORT")``), nothing is loaded and the nodes pull through the lab's loopback
+registry (:mod:`conformance_lab.kind.mirror`); node access is
 ``nerdctl``/``docker exec`` into the node containers (:class:`conformance_lab.kind.node_access.KindNodeAccess`).
 """
 
@@ -33,6 +35,7 @@ import yaml
 from conformance.core import errors
 from conformance.core.handles import NodeAccess, ProviderContext
 from conformance_lab.kind import host as kindhost
+from conformance_lab.kind import mirror as kindmirror
 from conformance_lab.kind.node_access import KindNodeAccess
 from conformance_lab.local import gates as gatelib
 from conformance_lab.local import hostlimits
@@ -137,20 +140,22 @@ def _kind(args: list[str], what: str, timeout: float = 900, log: Path | None = N
 
 
 def delete(name: str, runtime: kindhost.KindRuntime) -> list[str]:
-    """``kind delete cluster --name name``; with nerdctl, also stop our containerd when no cluster is left and
-    undo the host side effects (:meth:`kindhost.KindRuntime.stop`). Returns what was undone."""
+    """``kind delete cluster --name name``; stop its registry mirror's forwarder (:func:`kindmirror.stop`); with
+    nerdctl, also stop our containerd when no cluster is left and undo the host side effects
+    (:meth:`kindhost.KindRuntime.stop`). Returns what was undone."""
     try:
         _kind(["delete", "cluster", "--name", name], "delete cluster", timeout=300)
     except errors.ClusterUnavailable as exc:
         return [f"kind delete failed: {exc}"]
-    return [] if use_docker() else runtime.stop()
+    return kindmirror.stop(name) + ([] if use_docker() else runtime.stop())
 
 
 class KindProvider:
     """``--cluster kind`` (ClusterProvider Protocol of core/handles.py)."""
 
-    def __init__(self, ctx: ProviderContext) -> None:
+    def __init__(self, ctx: ProviderContext, mirror: str = "") -> None:
         self.ctx = ctx
+        self.mirror = mirror  # 127.0.0.1:PORT of a lab registry the nodes pull through (nothing loaded), or ""
         self.handle: KindCluster | None = None
         self.runtime = kindhost.KindRuntime(ctx.report_dir)
         self.reused = False  # --kind-name named a running cluster: never deleted by this run
@@ -190,6 +195,8 @@ class KindProvider:
                 self.reused = True  # not ours: down() must not delete it
                 raise errors.ClusterUnavailable(f"a kind cluster named {name} exists already; pass --kind-name {name}")
             else:
+                if self.mirror:
+                    kindmirror.configure(config, name, self.mirror)
                 image = OFFICIAL_IMAGE.format(tag=tag) if docker else self._node_image(tag)
                 path = self.ctx.report_dir / "kind-config.yaml"
                 path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -231,11 +238,26 @@ class KindProvider:
                 cli,
                 created=not existing,
             )
-            self.handle.load_images([s.build() for s in specs])
+            self._pull_or_load(name, [s.build() for s in specs] if not self.mirror else [])
         except BaseException:
             self.down()
             raise
         return self.handle
+
+    def _pull_or_load(self, name: str, archives: list[Path]) -> None:
+        """``kind load`` ``archives``; with a mirror, load nothing and start the forwarder from every node's
+        loopback (control plane included) to the registry."""
+        assert self.handle is not None
+        if not self.mirror:
+            self.handle.load_images(archives)
+            return
+        if not self.handle.created:
+            raise errors.ClusterUnavailable(f"kind cluster {name} exists: a registry mirror is set when it is created")
+        env = None if Path(self.handle.cli).name == "docker" else self.runtime.env()
+        all_nodes = _kind(["get", "nodes", "--name", name], "get nodes").split()
+        pids = [kindmirror.node_pid(self.handle.cli, env, n) for n in all_nodes]
+        kindmirror.start_forwarder(name, self.mirror, pids, self.ctx.report_dir / "kind-netfwd.log")
+        self.ctx.progress(f"kind: nothing loaded, {len(pids)} node(s) pull through {self.mirror}")
 
     def _node_image(self, tag: str) -> str:
         """The offline node image for ``tag``, built or found cached, loaded into our containerd; its ref."""

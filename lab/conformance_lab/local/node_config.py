@@ -97,7 +97,13 @@ def registry_hosts(np: NodePaths, mirror: str) -> Path:
     resolving and pulling only from ``http://<mirror>`` (a loopback registry, no TLS; no fall-back to the
     upstream host); return the ``certs.d`` directory (containerd's registry ``config_path``). Source: containerd
     docs/hosts.md (``server``, ``[host."..."] capabilities``)."""
-    root = np.dir / "certs.d"
+    return write_hosts(np.dir / "certs.d", mirror)
+
+
+def write_hosts(root: Path, mirror: str) -> Path:
+    """Write ``root/<host>/hosts.toml`` for each of :data:`MIRRORED_HOSTS` and ``mirror`` (``HOST:PORT``) itself,
+    each pulling and resolving only from ``http://<mirror>``; return ``root``. Used for local nodes
+    (:func:`registry_hosts`) and kind nodes (conformance_lab.kind.mirror, mounted at /etc/containerd/certs.d)."""
     for host in (*MIRRORED_HOSTS, mirror):
         (root / host).mkdir(parents=True, exist_ok=True)
         (root / host / "hosts.toml").write_text(

@@ -56,11 +56,13 @@ def carried(edits: Iterable[Mapping[str, frozenset]]) -> dict[str, set[str]]:
 
 
 def problems(patterns: Mapping[str, Iterable[str]], driver: str, device, others: Iterable, found) -> list[str]:
-    """What is wrong with the CDI edits ``found`` (:func:`carried`) of a claim holding ``device``, whose node also
-    has the devices ``others`` (devices that lack a pattern's attribute are left out of the comparison): each
-    entry of ``device``'s missing, and each entry of another device's present (naming that device).
+    """What is wrong with the CDI edits ``found`` (:func:`carried`; a key left out is empty) of a claim holding
+    ``device``, whose node also has the devices ``others`` (devices that lack a pattern's attribute are left out
+    of the comparison): each entry of ``device``'s missing, and each entry of another device's present (naming
+    that device).
     ``[]`` when right. Raises LookupError when ``device`` itself lacks a pattern's attribute."""
     own = rendered(patterns, driver, device)
+    found = {key: set(found.get(key, ())) for key in KEYS}  # a part not given is empty (an env-only listing)
     out = [f"{key} {sorted(own[key] - found[key])} of {device.name} missing" for key in KEYS if own[key] - found[key]]
     for other in others:
         if other.key == device.key:

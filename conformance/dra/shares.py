@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
+from conformance.dra.cel import cel_attribute, cel_literal
 from conformance.dra.counters import quantity
 from conformance.dra.inventory import Inventory, complete_pools, device_body, device_fields, slice_devices
 
@@ -88,3 +89,25 @@ def shared_device(driver: str, slices: list, inventory: Inventory) -> SharedDevi
         f"no device of {driver} sets allowMultipleAllocations with a capacity two requests can share and one "
         f"large request can fill; seen: {seen or 'none'}; published (first devices): {inventory.sample()}"
     )
+
+
+def allocated_once(inventory: Inventory, attribute: str) -> str:
+    """A CEL selector (``""`` when no device allows multiple allocations) matching the devices published
+    without ``allowMultipleAllocations`` by their values of ``attribute`` (a qualified string/int attribute
+    distinct per node), so that two results of one claim name two devices, never two shares of one (KEP-5075).
+    Raises LookupError naming the devices when no node has two such devices, or when a value of them is also a
+    multi-allocatable device's (the selector would match it). Source: resource.k8s.io/v1 Device
+    ``allowMultipleAllocations``; breaker s12 F8 (ALLOC-25 on a driver with some multi-allocatable devices)."""
+    multi = [d for d in inventory.devices if d.multiple]
+    if not multi:
+        return ""
+    once = [d for d in inventory.devices if not d.multiple and attribute in d.attributes]
+    per_node = {n: sum(d.node == n for d in once) for n in {d.node for d in once}}
+    if max(per_node.values(), default=0) < 2:
+        shown = [f"{d.node}/{d.name}" for d in multi[:4]]
+        raise LookupError(f"no node has two devices without allowMultipleAllocations (allowed on {shown} ...)")
+    values = sorted({d.attributes[attribute] for d in once}, key=str)
+    shared = sorted(d.name for d in multi if d.attributes.get(attribute) in values)
+    if shared:
+        raise LookupError(f"{attribute} values of devices allocated once are also those of {shared[:4]}")
+    return f"{cel_attribute(attribute)} in [{', '.join(cel_literal(v) for v in values)}]"

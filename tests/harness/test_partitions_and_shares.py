@@ -169,7 +169,7 @@ def test_multi_allocatable_devices_are_marked_so_unique_values_per_result_are_no
     """Found by the full profile on consumable capacity + admin access (issue 24 §3): with allowMultipleAllocations
     a count-2 request got one device twice (two shares), so matchAttribute on a per-device unique attribute held
     and ALLOC-25's 'unsatisfiable' did not. Inventory devices carry ``multiple``; the unique_per_result fixture
-    skips on them, and ADM-03 counts results by (driver, pool, device, shareID)."""
+    keeps the claim off them (see below), and ADM-03 counts results by (driver, pool, device, shareID)."""
     from conformance.dra.claimstatus import entry_key  # noqa: PLC0415
 
     shared = Inventory.from_slices(DRIVER_NAME, _slices(SHARED))
@@ -178,3 +178,22 @@ def test_multi_allocatable_devices_are_marked_so_unique_values_per_result_are_no
     two_shares = [{"driver": "d", "pool": "p", "device": "gpu-0", "shareID": s} for s in ("a", "b")]
     assert len({entry_key(r) for r in two_shares}) == 2
     assert len({entry_key({**r, "shareID": None}) for r in two_shares}) == 1
+
+
+def test_allocated_once_keeps_alloc_25_to_the_devices_without_multiple_allocations():
+    """Breaker s12 F8: ALLOC-25 skipped for the whole driver when any device allowed multiple allocations. Its
+    claim now carries a selector for the devices allocated once (by their unique values); none when no device
+    allows it; a gap (LookupError, a fixture skip with evidence) only when no node has two such devices."""
+    uuid = f"{DRIVER_NAME}/uuid"
+
+    def on(node, raw):
+        return [s for s in _slices(raw) if s.get("spec.nodeName") == node]
+
+    mixed = Inventory.from_slices(DRIVER_NAME, on("node-1", SHARED) + on("node-2", {"count": 3}))
+    selector = shares.allocated_once(mixed, uuid)
+    once = sorted(str(d.attributes[uuid]) for d in mixed.devices if not d.multiple)
+    listed = ", ".join(f'"{u}"' for u in once)
+    assert len(once) == 3 and selector == f'device.attributes["{DRIVER_NAME}"].uuid in [{listed}]', selector
+    assert shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices({"count": 2})), uuid) == ""
+    with pytest.raises(LookupError, match="no node has two devices without allowMultipleAllocations"):
+        shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices(SHARED)), uuid)

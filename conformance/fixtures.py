@@ -122,9 +122,16 @@ def unique_per_result(inventory, unique_attribute) -> tuple[str, str]:
     (``""`` when no device allows it; KEP-5075: two results of one request may name such a device as two shares,
     sharing every attribute; :func:`conformance.dra.shares.allocated_once`). Skips with evidence when no node has
     two devices allocated once (breaker s12 F8: the skip was driver-wide when any device allowed it)."""
-    return unique_attribute, _pick(
-        inventory, "devices allocated once", lambda: shares.allocated_once(inventory, unique_attribute)
-    )
+    once = _pick(inventory, "devices allocated once", lambda: shares.allocated_once(inventory, at_least=2))
+    return unique_attribute, once.selector
+
+
+@pytest.fixture
+def allocated_once(inventory) -> shares.AllocatedOnce:
+    """:class:`conformance.dra.shares.AllocatedOnce`: the selector and per-node count of the devices one claim
+    can name once each (a count above it is unsatisfiable); skips with evidence when every device allows multiple
+    allocations."""
+    return _pick(inventory, "devices allocated once", lambda: shares.allocated_once(inventory))
 
 
 @pytest.fixture

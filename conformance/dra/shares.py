@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
-from conformance.dra.cel import cel_attribute, cel_literal
 from conformance.dra.counters import quantity
 from conformance.dra.inventory import Inventory, complete_pools, device_body, device_fields, slice_devices
 
@@ -91,23 +90,34 @@ def shared_device(driver: str, slices: list, inventory: Inventory) -> SharedDevi
     )
 
 
-def allocated_once(inventory: Inventory, attribute: str) -> str:
-    """A CEL selector (``""`` when no device allows multiple allocations) matching the devices published
-    without ``allowMultipleAllocations`` by their values of ``attribute`` (a qualified string/int attribute
-    distinct per node), so that two results of one claim name two devices, never two shares of one (KEP-5075).
-    Raises LookupError naming the devices when no node has two such devices, or when a value of them is also a
-    multi-allocatable device's (the selector would match it). Source: resource.k8s.io/v1 Device
-    ``allowMultipleAllocations``; breaker s12 F8 (ALLOC-25 on a driver with some multi-allocatable devices)."""
+ALLOCATED_ONCE = "!device.allowMultipleAllocations"  # CEL: devices without it (KEP-5075, DRAConsumableCapacity)
+
+
+@dataclasses.dataclass(frozen=True)
+class AllocatedOnce:
+    """The devices a claim's results can each name only once: ``selector`` (a CEL expression keeping a request to
+    devices without ``allowMultipleAllocations``; ``""`` when no device allows it, so no selector is needed and
+    none is sent to a cluster that may lack the field) and ``per_node_max`` (the most such devices on one node)."""
+
+    selector: str
+    per_node_max: int
+
+
+def allocated_once(inventory: Inventory, at_least: int = 1) -> AllocatedOnce:
+    """:class:`AllocatedOnce` of ``inventory``: tests whose claim assumes one result per device (a count above a
+    node's devices is unsatisfiable; a per-device unique value differs between results) keep to these devices,
+    since two results of one request may name a multi-allocatable device as two shares (KEP-5075). Raises
+    LookupError naming the devices when no node has ``at_least`` devices without it. Source: resource.k8s.io/v1
+    Device ``allowMultipleAllocations``, CELDeviceSelector ``device.allowMultipleAllocations``; breaker s12 F8
+    (ALLOC-25 skipped driver-wide) and the count-above-any-node test on consumable capacity (s12 notes)."""
     multi = [d for d in inventory.devices if d.multiple]
     if not multi:
-        return ""
-    once = [d for d in inventory.devices if not d.multiple and attribute in d.attributes]
-    per_node = {n: sum(d.node == n for d in once) for n in {d.node for d in once}}
-    if max(per_node.values(), default=0) < 2:
+        return AllocatedOnce("", inventory.per_node_max())
+    most = max((sum(not d.multiple for d in inventory.on_node(n)) for n in inventory.nodes()), default=0)
+    if most < at_least:
         shown = [f"{d.node}/{d.name}" for d in multi[:4]]
-        raise LookupError(f"no node has two devices without allowMultipleAllocations (allowed on {shown} ...)")
-    values = sorted({d.attributes[attribute] for d in once}, key=str)
-    shared = sorted(d.name for d in multi if d.attributes.get(attribute) in values)
-    if shared:
-        raise LookupError(f"{attribute} values of devices allocated once are also those of {shared[:4]}")
-    return f"{cel_attribute(attribute)} in [{', '.join(cel_literal(v) for v in values)}]"
+        raise LookupError(
+            f"no node has {at_least} device(s) without allowMultipleAllocations (allowed on {shown}"
+            f"{' ...' if len(multi) > 4 else ''}: two results of one claim may name one device)"
+        )
+    return AllocatedOnce(ALLOCATED_ONCE, most)

@@ -180,20 +180,19 @@ def test_multi_allocatable_devices_are_marked_so_unique_values_per_result_are_no
     assert len({entry_key({**r, "shareID": None}) for r in two_shares}) == 1
 
 
-def test_allocated_once_keeps_alloc_25_to_the_devices_without_multiple_allocations():
-    """Breaker s12 F8: ALLOC-25 skipped for the whole driver when any device allowed multiple allocations. Its
-    claim now carries a selector for the devices allocated once (by their unique values); none when no device
-    allows it; a gap (LookupError, a fixture skip with evidence) only when no node has two such devices."""
-    uuid = f"{DRIVER_NAME}/uuid"
+def test_allocated_once_keeps_claims_to_the_devices_without_multiple_allocations():
+    """Breaker s12 F8: ALLOC-25 skipped for the whole driver when any device allowed multiple allocations, and
+    the count-above-any-node test asked for a count that shares can satisfy. Their claims now carry the CEL
+    selector for devices allocated once, with that per-node count; none when no device allows it; a gap
+    (LookupError, a fixture skip with evidence) only when no node has enough such devices."""
 
     def on(node, raw):
         return [s for s in _slices(raw) if s.get("spec.nodeName") == node]
 
-    mixed = Inventory.from_slices(DRIVER_NAME, on("node-1", SHARED) + on("node-2", {"count": 3}))
-    selector = shares.allocated_once(mixed, uuid)
-    once = sorted(str(d.attributes[uuid]) for d in mixed.devices if not d.multiple)
-    listed = ", ".join(f'"{u}"' for u in once)
-    assert len(once) == 3 and selector == f'device.attributes["{DRIVER_NAME}"].uuid in [{listed}]', selector
-    assert shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices({"count": 2})), uuid) == ""
-    with pytest.raises(LookupError, match="no node has two devices without allowMultipleAllocations"):
-        shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices(SHARED)), uuid)
+    mixed = shares.allocated_once(Inventory.from_slices(DRIVER_NAME, on("node-1", SHARED) + on("node-2", {"count": 3})))
+    assert mixed == shares.AllocatedOnce("!device.allowMultipleAllocations", 3), mixed
+    assert shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices({"count": 2}))) == shares.AllocatedOnce(
+        "", 2
+    )
+    with pytest.raises(LookupError, match=r"no node has 1 device\(s\) without allowMultipleAllocations"):
+        shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices(SHARED)))

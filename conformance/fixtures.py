@@ -116,18 +116,22 @@ def unique_attribute(inventory) -> str:
 
 
 @pytest.fixture
-def unique_per_result(inventory, unique_attribute) -> str:
-    """:func:`unique_attribute` for a test that needs every allocation result of a claim to carry its own value:
-    skips with evidence when a device of the driver allows multiple allocations (KEP-5075: two results of one
-    request may name that device as two shares, sharing every attribute; found by the full profile on consumable
-    capacity + admin access)."""
-    shared = [f"{d.node}/{d.name}" for d in inventory.devices if d.multiple]
-    if shared:
-        pytest.skip(
-            "devices allocated once not available: allowMultipleAllocations on "
-            f"{shared[:4]}{' ...' if len(shared) > 4 else ''} (two results of one claim may name one device)"
-        )
-    return unique_attribute
+def unique_per_result(inventory, unique_attribute) -> tuple[str, str]:
+    """``(attribute, selector)`` for a test that needs every allocation result of a claim to carry its own value:
+    :func:`unique_attribute`, and a CEL selector keeping the claim to devices without allowMultipleAllocations
+    (``""`` when no device allows it; KEP-5075: two results of one request may name such a device as two shares,
+    sharing every attribute; :func:`conformance.dra.shares.allocated_once`). Skips with evidence when no node has
+    two devices allocated once (breaker s12 F8: the skip was driver-wide when any device allowed it)."""
+    once = _pick(inventory, "devices allocated once", lambda: shares.allocated_once(inventory, at_least=2))
+    return unique_attribute, once.selector
+
+
+@pytest.fixture
+def allocated_once(inventory) -> shares.AllocatedOnce:
+    """:class:`conformance.dra.shares.AllocatedOnce`: the selector and per-node count of the devices one claim
+    can name once each (a count above it is unsatisfiable); skips with evidence when every device allows multiple
+    allocations."""
+    return _pick(inventory, "devices allocated once", lambda: shares.allocated_once(inventory))
 
 
 @pytest.fixture

@@ -203,6 +203,10 @@ FAULTS: dict[str, str] = {
     "entry (<entry>-node) that NodePrepareResources does not answer: the spec on the node names the node, the "
     "runtime never injects it, so the container lacks the device node (a driver that splits a device's edits "
     "and answers only one; CDI SPEC.md containerEdits; issue 24 §3 device nodes seen inside the container).",
+    "cdi-node-hostpath-swapped": "Each device's CDI device node keeps its own container path (/dev/dra-gpu-3) but "
+    "its hostPath is the host node behind the next device of the node in name order with another one: the right "
+    "name, another device behind it (a driver mapping container paths to host nodes off by one; CDI SPEC.md "
+    "deviceNodes hostPath; breaker s12 F1).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

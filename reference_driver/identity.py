@@ -31,6 +31,8 @@ def build_spec(
         pairs = [(_granted_whole(alloc, device), device) for alloc, device in pairs]
     if faults.on("cdi-identity-swapped"):
         pairs = [(alloc, _next_identity(device, snap)) for alloc, device in pairs]
+    if faults.on("cdi-node-hostpath-swapped"):
+        pairs = [(alloc, _next_host_node(device, snap)) for alloc, device in pairs]
     spec, ids = cdi.build_spec(ref, pairs, skip_env=faults.on("skip-cdi-env"), kind=kind)
     if faults.on("cdi-node-unanswered"):
         spec["devices"] = [part for entry in spec["devices"] for part in _nodes_apart(entry)]
@@ -62,6 +64,20 @@ def _next_identity(device: Device | None, snap: Snapshot) -> Device | None:
     other = snap.device(names[(names.index(device.name) + 1) % len(names)])
     attributes = {**device.attributes, **({"uuid": other.attributes["uuid"]} if "uuid" in other.attributes else {})}
     return replace(device, attributes=attributes, device_nodes=other.device_nodes, node_host=other.node_host)
+
+
+def _next_host_node(device: Device | None, snap: Snapshot) -> Device | None:
+    """``device`` with its own device node paths and the host node of the next device of ``snap`` by name
+    (wrapping) whose host node differs (unchanged when there is none, or when ``device`` has no node)."""
+    names = sorted(d.name for d in snap.devices)
+    if device is None or not device.device_nodes or device.name not in names:
+        return device
+    start = names.index(device.name)
+    for step in range(1, len(names)):
+        other = snap.device(names[(start + step) % len(names)])
+        if other.node_host and other.node_host != device.node_host:
+            return replace(device, node_host=other.node_host)
+    return device
 
 
 def _granted_whole(alloc: AllocatedDevice, device: Device | None) -> AllocatedDevice:

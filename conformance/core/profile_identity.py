@@ -7,12 +7,14 @@ Shape (every key optional, at least one entry in all)::
       device_nodes: ['/dev/dri/card{index}']      # container paths of CDI deviceNodes (``path``)
       env: ['NVIDIA_VISIBLE_DEVICES={uuid}']      # CDI env entries, NAME=value
       mounts: ['/run/gpu/{uuid}']                 # container paths of CDI mounts (``containerPath``)
+      host_device_nodes: ['/dev/{hostNode}']      # host nodes behind the device nodes (``hostPath``, which
+                                                  # defaults to ``path``); default: the device_nodes patterns
 
 A placeholder ``{name}`` is a declared attribute (``attributes``; unqualified names get the driver's domain,
 qualified ones such as ``{resource.kubernetes.io/pciBusID}`` are kept), ``{device}`` (the device name) or
 ``{pool}``. Rendered for the allocated device, each entry must be in the CDI edits the runtime applies for its
 claim, and no entry rendered for another device of the node may be (conformance/node/cdi_identity.py).
-Source: CDI SPEC.md ``containerEdits`` (``env``, ``deviceNodes[].path``, ``mounts[].containerPath``);
+Source: CDI SPEC.md ``containerEdits`` (``env``, ``deviceNodes[].path`` and ``.hostPath``, ``mounts[].containerPath``);
 issue 24 §3 "device identity beyond env".
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from conformance.core.errors import ConfigError
 
-KEYS = ("device_nodes", "env", "mounts")
+KEYS = ("device_nodes", "env", "mounts", "host_device_nodes")
 BUILT_IN = ("device", "pool")  # placeholders that are not attributes
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 FIX = "cdi_identity: {device_nodes: ['/dev/dri/card{index}'], env: ['GPU_UUID={uuid}'], mounts: ['/run/gpu{index}']}"

@@ -69,6 +69,7 @@ _TOP["cdi_identity"] = {
             ("device_nodes", "container paths of the CDI deviceNodes, e.g. /dev/dri/card{index}"),
             ("env", "CDI env entries NAME=value, e.g. GPU_UUID={uuid}"),
             ("mounts", "container paths of the CDI mounts"),
+            ("host_device_nodes", "host nodes behind the CDI deviceNodes (hostPath); default: device_nodes"),
         )
     },
     "description": "what the CDI edits of an allocated device carry; {attribute}, {device}, {pool} placeholders",

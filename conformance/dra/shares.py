@@ -88,3 +88,36 @@ def shared_device(driver: str, slices: list, inventory: Inventory) -> SharedDevi
         f"no device of {driver} sets allowMultipleAllocations with a capacity two requests can share and one "
         f"large request can fill; seen: {seen or 'none'}; published (first devices): {inventory.sample()}"
     )
+
+
+ALLOCATED_ONCE = "!device.allowMultipleAllocations"  # CEL: devices without it (KEP-5075, DRAConsumableCapacity)
+
+
+@dataclasses.dataclass(frozen=True)
+class AllocatedOnce:
+    """The devices a claim's results can each name only once: ``selector`` (a CEL expression keeping a request to
+    devices without ``allowMultipleAllocations``; ``""`` when no device allows it, so no selector is needed and
+    none is sent to a cluster that may lack the field) and ``per_node_max`` (the most such devices on one node)."""
+
+    selector: str
+    per_node_max: int
+
+
+def allocated_once(inventory: Inventory, at_least: int = 1) -> AllocatedOnce:
+    """:class:`AllocatedOnce` of ``inventory``: tests whose claim assumes one result per device (a count above a
+    node's devices is unsatisfiable; a per-device unique value differs between results) keep to these devices,
+    since two results of one request may name a multi-allocatable device as two shares (KEP-5075). Raises
+    LookupError naming the devices when no node has ``at_least`` devices without it. Source: resource.k8s.io/v1
+    Device ``allowMultipleAllocations``, CELDeviceSelector ``device.allowMultipleAllocations``; breaker s12 F8
+    (ALLOC-25 skipped driver-wide) and the count-above-any-node test on consumable capacity (s12 notes)."""
+    multi = [d for d in inventory.devices if d.multiple]
+    if not multi:
+        return AllocatedOnce("", inventory.per_node_max())
+    most = max((sum(not d.multiple for d in inventory.on_node(n)) for n in inventory.nodes()), default=0)
+    if most < at_least:
+        shown = [f"{d.node}/{d.name}" for d in multi[:4]]
+        raise LookupError(
+            f"no node has {at_least} device(s) without allowMultipleAllocations (allowed on {shown}"
+            f"{' ...' if len(multi) > 4 else ''}: two results of one claim may name one device)"
+        )
+    return AllocatedOnce(ALLOCATED_ONCE, most)

@@ -1,7 +1,9 @@
 """Device identity in CDI edits: whether what the runtime injects for a claim is its allocated device, judged by
 the profile's ``cdi_identity`` patterns (conformance/core/profile_identity.py) rendered for every device.
 
-A device's identity is its rendered entries: env lines, device node container paths, mount container paths.
+A device's identity is its rendered entries: env lines, device node container paths, the host nodes behind them
+(``hostPath``: a right name with another device behind it is the wrong device; breaker s12 F1), mount container
+paths.
 The CDI edits of a claim holding device D must carry every entry rendered for D, and none rendered for another
 device of the node (an entry both render alike, e.g. a parent GPU's node shared by its partitions, counts as
 D's). Env and paths only: other env lines, nodes and mounts a driver adds (``/dev/nvidiactl``) are its own
@@ -24,14 +26,18 @@ from conformance.node.base import NodeAccessUnavailable
 _PARTS = {
     "env": ("env", lambda entry: entry),
     "device_nodes": ("deviceNodes", lambda entry: entry[0]),  # (path, hostPath[, type, major, minor])
+    "host_device_nodes": ("deviceNodes", lambda entry: entry[1]),  # hostPath (cdi.device_edits: default path)
     "mounts": ("mounts", lambda entry: entry[1]),  # (hostPath, containerPath, options)
 }
 
 
 def rendered(patterns: Mapping[str, Iterable[str]], driver: str, device) -> dict[str, set[str]]:
     """``{key: {entry}}``: ``patterns`` (a profile's ``cdi_identity``) rendered for ``device`` (an inventory
-    Device: ``name``, ``pool``, ``attributes`` by qualified name). Raises LookupError naming an attribute the
-    device does not publish."""
+    Device: ``name``, ``pool``, ``attributes`` by qualified name). Without ``host_device_nodes`` the host nodes
+    are the ``device_nodes`` paths themselves (CDI: ``hostPath`` defaults to ``path``). Raises LookupError
+    naming an attribute the device does not publish."""
+    if not patterns.get("host_device_nodes") and patterns.get("device_nodes"):
+        patterns = {**patterns, "host_device_nodes": patterns["device_nodes"]}
     return {
         key: {render(t, driver, device.name, device.pool, device.attributes) for t in patterns.get(key, ())}
         for key in KEYS
@@ -40,7 +46,8 @@ def rendered(patterns: Mapping[str, Iterable[str]], driver: str, device) -> dict
 
 def carried(edits: Iterable[Mapping[str, frozenset]]) -> dict[str, set[str]]:
     """``{key: {entry}}``: what the CDI edits (values of :func:`conformance.node.cdi.device_edits`) put into a
-    container, as :func:`rendered` names it: env lines, device node paths, mount container paths."""
+    container, as :func:`rendered` names it: env lines, device node paths, the host nodes behind them (``hostPath``;
+    a node created from its type and numbers is judged by its hostPath too), mount container paths."""
     out: dict[str, set[str]] = {key: set() for key in KEYS}
     for one in edits:
         for key, (part, value) in _PARTS.items():
@@ -49,11 +56,13 @@ def carried(edits: Iterable[Mapping[str, frozenset]]) -> dict[str, set[str]]:
 
 
 def problems(patterns: Mapping[str, Iterable[str]], driver: str, device, others: Iterable, found) -> list[str]:
-    """What is wrong with the CDI edits ``found`` (:func:`carried`) of a claim holding ``device``, whose node also
-    has the devices ``others`` (devices that lack a pattern's attribute are left out of the comparison): each
-    entry of ``device``'s missing, and each entry of another device's present (naming that device).
+    """What is wrong with the CDI edits ``found`` (:func:`carried`; a key left out is empty) of a claim holding
+    ``device``, whose node also has the devices ``others`` (devices that lack a pattern's attribute are left out
+    of the comparison): each entry of ``device``'s missing, and each entry of another device's present (naming
+    that device).
     ``[]`` when right. Raises LookupError when ``device`` itself lacks a pattern's attribute."""
     own = rendered(patterns, driver, device)
+    found = {key: set(found.get(key, ())) for key in KEYS}  # a part not given is empty (an env-only listing)
     out = [f"{key} {sorted(own[key] - found[key])} of {device.name} missing" for key in KEYS if own[key] - found[key]]
     for other in others:
         if other.key == device.key:

@@ -4,15 +4,16 @@ fields, the ``NARROWED-PASS`` verdict and the texts the summary, the matrix and 
 A run is narrowed when run.json's ``narrowing`` (written by conformance/runner/narrowing.py) names pytest
 arguments that select a subset of the profile's tests (``-k``, ``-m``, ``--deselect``, paths or node IDs...),
 when the run stopped early (``-x`` / ``--maxfail``), when fewer tests were selected than the profile's
-collected ones, or when tests of the profile's shipped manifest have no result
-(conformance/reporting/manifest.py). A run.json without ``narrowing`` (written before it was recorded) reads
-as not narrowed.
+collected ones (counting only those the user's selecting options deselected), or when tests of the profile's
+shipped manifest have no result (conformance/reporting/manifest.py). A run.json without ``narrowing`` (written
+before it was recorded) reads as not narrowed.
 A narrowed run that passes every verdict rule is ``NARROWED-PASS`` (exit code 0 for developers' ``-k``
 runs: the narrowing is on their own command line and the line says "not a qualification"), never ``PASS``; a
 FAIL stays FAIL. A run whose results lack tests of the manifest while nothing on its command line narrowed it (a
-plugin, a conftest or ``collect_ignore`` dropped them: the user asked for the whole profile) is FAIL
-(:func:`dropped_reasons`, exit code 1): a CI job that reads only the exit code never takes it for a pass (issue 24
-§1, "never a bare PASS over an untested area").
+plugin, a conftest or ``collect_ignore`` dropped them: the user asked for the whole profile), or whose recorder
+saw tests deselected by no selecting option (``narrowing.dropped``: a ``-p`` or entry-point plugin, a conftest;
+with or without ``-k`` beside it; breaker s12 F4), is FAIL (:func:`dropped_reasons`, exit code 1): a CI job
+that reads only the exit code never takes it for a pass (issue 24 §1, "never a bare PASS over an untested area").
 """
 
 from __future__ import annotations
@@ -32,13 +33,16 @@ def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
     stopped = bool(rec.get("stoppedEarly"))
     collected, selected = rec.get("collected"), rec.get("selected")
     counted = isinstance(collected, int) and isinstance(selected, int)
-    if not _by_the_run(rec) and not missing:
+    plugin_dropped = _dropped(rec)
+    if not _by_the_run(rec) and not missing and not plugin_dropped:
         return None
     args += [str(a) for a in (rec.get("stop") or [])] if stopped else []
     dropped = missing and not _by_the_run(rec)
     parts = [" ".join(args) or ("tests dropped before they were counted" if dropped else "tests deselected")]
     if counted:
         parts.append(f"{selected} of {collected} tests")
+    if plugin_dropped:
+        parts.append(f"{plugin_dropped} deselected by no argument of the run")
     if stopped:
         parts.append("stopped early")
     if missing:  # named only where nothing else says what narrowed the run (a dropped test)
@@ -53,12 +57,19 @@ def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
     }
 
 
+def _dropped(rec: dict) -> int:
+    """How many counted tests run.json's ``narrowing`` record says no selecting option deselected (``dropped``:
+    another plugin's deselection, conformance/runner/narrowing.py); 0 when none or not recorded."""
+    value = rec.get("dropped")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def _by_the_run(rec: dict) -> bool:
     """Whether run.json's ``narrowing`` record says the run itself narrowed its selection: pytest arguments that
-    select a subset, an early stop, or fewer tests selected than collected."""
+    select a subset, an early stop, or fewer tests selected than collected beyond those ``dropped``."""
     collected, selected = rec.get("collected"), rec.get("selected")
     counted = isinstance(collected, int) and isinstance(selected, int)
-    return bool(rec.get("select") or rec.get("stoppedEarly") or (counted and selected < collected))
+    return bool(rec.get("select") or rec.get("stoppedEarly") or (counted and selected + _dropped(rec) < collected))
 
 
 def dropped_reasons(run: dict, missing: list[str] | None) -> list[str]:
@@ -66,8 +77,17 @@ def dropped_reasons(run: dict, missing: list[str] | None) -> list[str]:
     ``missing`` while nothing on its command line narrowed it (run.json ``narrowing``: no selecting argument, no
     early stop, every collected test selected): something else dropped them (a ``-p`` plugin, a conftest,
     ``collect_ignore``), so the run is FAIL, exit code 1, not NARROWED-PASS. ``[]`` when nothing is missing or the
-    user's own arguments narrowed the run (then NARROWED-PASS, exit 0)."""
-    if not missing or _by_the_run(run.get("narrowing") or {}):
+    user's own arguments narrowed the run (then NARROWED-PASS, exit 0). Tests the recorder saw deselected by no
+    selecting option (``narrowing.dropped``) give the reason whatever else narrowed the run."""
+    rec = run.get("narrowing") or {}
+    if _dropped(rec):
+        names = [str(n) for n in rec.get("droppedTests") or []]
+        shown = ", ".join(names) + (", ..." if len(names) < _dropped(rec) else "")
+        return [
+            f"{_dropped(rec)} of the profile's collected tests were deselected by no argument of the run (a -p or "
+            f"entry-point plugin or a conftest deselected them; run without it): {shown}"
+        ]
+    if not missing or _by_the_run(rec):
         return []
     shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
     return [

@@ -5,7 +5,12 @@ summary shows a narrowed run as not a qualification of its profile (conformance/
 A small pytest plugin (:func:`register`; no pytest import: plain hook methods) counts the tests: its
 ``pytest_collection_modifyitems`` is registered before the harness's, so pluggy (last registered, first called)
 calls it after the harness deselected by ``--profile`` and before ``-k`` / ``-m`` / ``--deselect`` (pytest's
-own plugins, registered first); ``pytest_collection_finish`` gives the selected count. Under xdist the
+own plugins, registered first); ``pytest_collection_finish`` gives the selected count. A ``-p`` or entry-point
+plugin's ``pytest_collection_modifyitems`` runs after the count too (registered before the recorder), so the
+recorder tells deselections apart by origin: those pytest_deselected reports from pytest's own selecting
+options (:data:`USER_ORIGINS`: ``-k``, ``-m``, ``--deselect``, ``--lf``, ``--sw``) are the user's narrowing; any
+other test counted and not selected (another plugin's deselection, or one dropped silently) is ``dropped``, and
+the run is FAIL (conformance/reporting/narrowed.py; breaker s12 F4). Under xdist the
 workers collect and write the counts to ``<report_dir>/.dra-narrowing.json``; the controller (or the only
 process) adds the arguments at the end of the session. Source: pytest's options ``-k`` (keyword), ``-m``
 (markexpr), ``--deselect``, ``--ignore``, ``--ignore-glob``, ``--lf``, ``--sw``, ``-x`` / ``--maxfail``.
@@ -14,6 +19,7 @@ process) adds the arguments at the end of the session. Source: pytest's options 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,10 @@ SELECTING = (  # option dest -> the flag that shows it (the value follows, a lis
     ("ignore_glob", "--ignore-glob"),
 )
 SELECTING_FLAGS = (("lf", "--lf"), ("stepwise", "--sw"), ("stepwise_skip", "--sw-skip"))
+# modules whose pytest_deselected calls are the user's selecting options: -k / -m (mark), --deselect (main),
+# --lf (cacheprovider), --sw / --sw-skip (stepwise); pytest 8-9 module names
+USER_ORIGINS = ("_pytest.mark", "_pytest.main", "_pytest.cacheprovider", "_pytest.stepwise")
+DROPPED_SHOWN = 5  # node IDs of dropped tests kept in the record
 # ini keys that change what pytest collects (``-o key=value``); another ini file (``-c``) may change any of them
 COLLECTING_INI = ("python_files", "python_classes", "python_functions", "testpaths", "norecursedirs", "addopts")
 
@@ -89,10 +99,24 @@ def load(report_dir: Path) -> dict:
 
     {"select": [args], "stop": [args], "stoppedEarly": bool,
      "collected": int,   # the profile's tests collected (from suites/, or from the given paths)
-     "selected": int}    # of those, the tests selected to run
+     "selected": int,    # of those, the tests selected to run
+     "dropped": int,     # optional: of those, deselected by no selecting option (another plugin, a conftest)
+     "droppedTests": [node IDs]}   # the first of them
     """
     path = Path(report_dir) / FILE
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def caller_module(depth: int = 1) -> str:
+    """The module name of the code that called the hook being run ``depth`` frames up, skipping pluggy's own
+    frames (its hook callers) and this module's: e.g. ``_pytest.mark`` for ``-k``'s pytest_deselected call."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.split(".")[0] != "pluggy" and module != __name__:
+            return module
+        frame = frame.f_back
+    return ""
 
 
 class Recorder:
@@ -100,15 +124,27 @@ class Recorder:
 
     def __init__(self, config, report_dir: Path) -> None:
         self.config, self.report_dir, self.collected = config, Path(report_dir), None
+        self.counted: list = []  # the tests counted as collected
+        self.by_user: set[int] = set()  # id() of those the user's selecting options deselected
 
     def pytest_collection_modifyitems(self, items):
-        """The profile's tests, before ``-k`` / ``-m`` / ``--deselect`` deselect any."""
-        self.collected = len(items)
+        """The profile's tests, before ``-k`` / ``-m`` / ``--deselect`` and other plugins deselect any."""
+        self.collected, self.counted = len(items), list(items)
+
+    def pytest_deselected(self, items):
+        """Remember the tests whose deselection comes from pytest's selecting options (:data:`USER_ORIGINS`)."""
+        if caller_module(2).startswith(USER_ORIGINS):
+            self.by_user.update(id(i) for i in items)
 
     def pytest_collection_finish(self, session):
-        """The selected tests (under xdist: every worker writes the same counts; the controller collects none)."""
-        if self.collected is not None:
-            record(self.report_dir, collected=self.collected, selected=len(session.items))
+        """The selected tests (under xdist: every worker writes the same counts; the controller collects none)
+        and the ``dropped`` ones: counted, not selected, and not deselected by the user's options."""
+        if self.collected is None:
+            return
+        kept = {id(i) for i in session.items}
+        dropped = [str(getattr(i, "nodeid", i)) for i in self.counted if id(i) not in kept | self.by_user]
+        extra = {"dropped": len(dropped), "droppedTests": dropped[:DROPPED_SHOWN]} if dropped else {}
+        record(self.report_dir, collected=self.collected, selected=len(session.items), **extra)
 
     def pytest_sessionfinish(self, session):
         """The controller (or the only process): the narrowing arguments and whether the run stopped early,

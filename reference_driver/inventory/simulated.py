@@ -39,6 +39,13 @@ _POLICY_KEYS = {"default", "min", "max", "step"}
 _NAMESPACE = uuid.UUID("6f1d2b1e-8a43-4c55-9d0e-6b2f3d0e9a10")
 MAX_PARTITIONS = 8
 NODE_PREFIX = "/dev/dra-"  # a simulated device's node in the container: /dev/dra-gpu-0
+HOST_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom")  # what backs it on the host, by GPU index
+
+
+def host_node(index: int) -> str:
+    """The host char device behind GPU ``index``'s simulated node: :data:`HOST_NODES` by index (wrapping), also
+    published as attribute ``hostDeviceNode`` (its name under /dev) so a profile pattern can say which one."""
+    return HOST_NODES[index % len(HOST_NODES)]
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,7 @@ class SimulatedInventory:
                         attributes=base,
                         capacity=capacity,
                         allow_multiple_allocations=spec.allow_multiple_allocations,
-                        **self._node(f"gpu-{index}"),
+                        **self._node(f"gpu-{index}", index),
                     )
                 )
                 continue
@@ -202,7 +209,7 @@ class SimulatedInventory:
                 capacity={"memory": Capacity(memory)},
                 consumes_counters=((counters, consumed),),
                 occupies=tuple(f"gpu-{index}/{s}" for s in slots),
-                **self._node(name),
+                **self._node(name, index),
             )
 
         out = [device(f"gpu-{index}", 0, spec.partitions, {"partition": Attribute("bool", False)})]
@@ -219,16 +226,21 @@ class SimulatedInventory:
                 out.append(device(name, k * size, size, extra))
         return out
 
-    def _node(self, name: str) -> dict:
-        """The device node of device ``name`` (``deviceNodes: true``, the default): ``/dev/dra-<name>`` in the
-        container, backed by the host's ``/dev/null`` (a simulated GPU has no device of its own), so a container
-        shows which devices it was given as a real GPU's ``/dev/nvidia<i>`` does; ``{}`` with ``deviceNodes:
-        false``. Source: CDI SPEC.md ``containerEdits.deviceNodes``; issue 24 §3."""
-        return {"device_nodes": (f"{NODE_PREFIX}{name}",), "node_host": "/dev/null"} if self.spec.device_nodes else {}
+    def _node(self, name: str, index: int) -> dict:
+        """The device node of device ``name`` of GPU ``index`` (``deviceNodes: true``, the default):
+        ``/dev/dra-<name>`` in the container, backed by a harmless host char device of its own per GPU
+        (:func:`host_node`: ``/dev/null``, ``/dev/zero``, ``/dev/full``, ``/dev/urandom`` by index; a partition
+        shares its GPU's), so a container shows which devices it was given as a real GPU's ``/dev/nvidia<i>`` does
+        and what is behind the path differs per GPU (breaker s12 F1); ``{}`` with ``deviceNodes: false``.
+        Source: CDI SPEC.md ``containerEdits.deviceNodes`` (``hostPath``); issue 24 §3."""
+        if not self.spec.device_nodes:
+            return {}
+        return {"device_nodes": (f"{NODE_PREFIX}{name}",), "node_host": host_node(index)}
 
     def _attributes(self, index: int) -> dict[str, Attribute]:
         spec = self.spec
         root = index // spec.devices_per_pcie_root
+        host = {"hostDeviceNode": Attribute("string", host_node(index).removeprefix("/dev/"))}
         return {
             "type": Attribute("string", "gpu"),
             "index": Attribute("int", index),
@@ -239,4 +251,5 @@ class SimulatedInventory:
             "driverVersion": Attribute("version", spec.driver_version),
             "resource.kubernetes.io/pcieRoot": Attribute("string", f"pci{root // 256:04x}:{root % 256:02x}"),
             "resource.kubernetes.io/pciBusID": Attribute("string", f"{index // 256:04x}:{index % 256:02x}:00.0"),
+            **(host if spec.device_nodes else {}),
         }

@@ -57,10 +57,14 @@ def test_match_attribute_across_two_requests(k8s, tracker, builder, inventory, p
 @pytest.mark.scenario("ALLOC-25")
 def test_match_attribute_on_unique_values_is_unsatisfiable(k8s, tracker, builder, unique_per_result):
     """matchAttribute on an attribute that is unique per device cannot hold for two devices: the pod stays
-    unschedulable with the scheduler's reason and the claim unallocated.
+    unschedulable with the scheduler's reason and the claim unallocated. Devices that allow multiple allocations
+    are left out (two shares of one device share every value: KEP-5075).
     Source: resource.k8s.io/v1 DeviceConstraint.matchAttribute; scheduler "cannot allocate all claims"."""
-    # given: a claim for two devices that must share a per-device unique value
-    claim = tracker.create(builder.claim(count=2, constraints=[match_attribute(unique_per_result)]))
+    # given: a claim for two devices (each allocated once) that must share a per-device unique value
+    unique, allocated_once = unique_per_result
+    claim = tracker.create(
+        builder.claim(count=2, selectors=allocated_once or None, constraints=[match_attribute(unique)])
+    )
     # when: a pod uses it
     pod = tracker.create(builder.pod(uses=claim))
     # then: unschedulable, claim unallocated

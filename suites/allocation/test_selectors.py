@@ -116,13 +116,14 @@ def test_allocation_mode_all_takes_every_device_of_the_node(k8s, tracker, builde
 
 
 @pytest.mark.scenario("ALLOC-25")
-def test_count_above_any_node_keeps_pod_unschedulable(k8s, tracker, builder, inventory):
-    """A count larger than any node's device count cannot be allocated: the pod stays unschedulable.
+def test_count_above_any_node_keeps_pod_unschedulable(k8s, tracker, builder, allocated_once):
+    """A count larger than any node's device count cannot be allocated: the pod stays unschedulable. Devices that
+    allow multiple allocations are left out (a count above them is satisfiable as shares: KEP-5075).
     Source: resource.k8s.io/v1 ExactDeviceRequest.count; scheduler "cannot allocate all claims"."""
-    # given: a count one above the largest node inventory
-    count = inventory.per_node_max() + 1
+    # given: a count one above the largest node inventory (of devices allocated once)
+    count = allocated_once.per_node_max + 1
     # when: a pod's claim asks for it
-    claim = tracker.create(builder.claim(count=count))
+    claim = tracker.create(builder.claim(count=count, selectors=allocated_once.selector or None))
     pod = tracker.create(builder.pod(uses=claim))
     # then: it is unschedulable
     waits.pod_unschedulable_with(k8s, pod, "cannot allocate all claims", timeout=timeouts.ALLOCATION)

@@ -60,7 +60,8 @@ def test_the_pattern_parses_and_renders_attributes_device_and_pool():
         ({"env": ["GPU=0"]}, "cdi_identity.env[0]", "no placeholder"),
         ({"device_nodes": ["dev/card{index}"]}, "cdi_identity.device_nodes[0]", "absolute"),
         ({"mounts": "/run/{uuid}"}, "cdi_identity.mounts", "list of strings"),
-        ({"nodes": ["/dev/{index}"]}, "cdi_identity", "device_nodes, env, mounts"),
+        ({"nodes": ["/dev/{index}"]}, "cdi_identity", "device_nodes, env, mounts, host_device_nodes"),
+        ({"host_device_nodes": ["nvidia{index}"]}, "cdi_identity.host_device_nodes[0]", "absolute"),
         ({"env": []}, "cdi_identity", "gives no pattern"),
     ],
 )
@@ -86,6 +87,49 @@ def test_another_devices_node_or_uuid_is_named():
     assert "env ['GPU_UUID=GPU-2'] of another device, gpu-2" in wrong
 
 
+def _swapped_host(i: int, host: str) -> dict[str, set[str]]:
+    """The edits of gpu-``i`` with its node's container path right and ``host`` behind it."""
+    spec = {
+        "cdiVersion": "0.6.0",
+        "kind": f"{DRIVER}/gpu",
+        "devices": [
+            {
+                "name": "d",
+                "containerEdits": {
+                    "env": [f"GPU_UUID=GPU-{i}"],
+                    "deviceNodes": [{"path": f"/dev/dri/card{i}", "hostPath": host}],
+                },
+            }
+        ],
+    }
+    return cdi_identity.carried(cdi.device_edits({"s.json": json.dumps(spec)}).values())
+
+
+def test_the_right_node_name_with_another_devices_node_behind_it_is_named():
+    """Breaker s12 F1: path /dev/dri/card0 backed by the host's /dev/dri/card1 is card1's device; hostPath defaults
+    to the path (CDI), so without host_device_nodes the host side must be the rendered path itself."""
+    pattern = {"device_nodes": ["/dev/dri/card{index}"], "env": ["GPU_UUID={uuid}"]}
+    devices = [_device(i) for i in range(2)]
+    wrong = cdi_identity.problems(pattern, DRIVER, _device(0), devices, _swapped_host(0, "/dev/dri/card1"))
+    assert wrong == [
+        "host_device_nodes ['/dev/dri/card0'] of gpu-0 missing",
+        "host_device_nodes ['/dev/dri/card1'] of another device, gpu-1",
+    ]
+    assert cdi_identity.problems(pattern, DRIVER, _device(0), devices, _swapped_host(0, "/dev/dri/card0")) == []
+
+
+def test_a_host_pattern_names_the_node_behind_a_remapped_path():
+    """``host_device_nodes`` for a driver that backs its container paths by other host nodes (the reference
+    driver: /dev/dra-<device> backed by /dev/<hostDeviceNode>)."""
+    pattern = {"device_nodes": ["/dev/dri/card{index}"], "host_device_nodes": ["/dev/host{index}"]}
+    devices = [_device(i) for i in range(3)]
+    assert cdi_identity.problems(pattern, DRIVER, _device(2), devices, _swapped_host(2, "/dev/host2")) == []
+    assert cdi_identity.problems(pattern, DRIVER, _device(2), devices, _swapped_host(2, "/dev/host0")) == [
+        "host_device_nodes ['/dev/host2'] of gpu-2 missing",
+        "host_device_nodes ['/dev/host0'] of another device, gpu-0",
+    ]
+
+
 def test_a_spec_wide_edit_listing_every_device_is_named():
     common = {"env": [f"GPU_UUID=GPU-{i}" for i in range(3)]}
     wrong = cdi_identity.problems(PATTERN, DRIVER, _device(1), [_device(i) for i in range(3)], _edits(1, common=common))
@@ -109,7 +153,11 @@ def test_the_allocated_device_without_the_patterns_attribute_raises():
 
 def test_the_capability_is_off_without_a_pattern_or_under_cdi_false_and_the_reference_has_one():
     ref = load("reference")
-    assert ref.cdi_identity == {"env": ("DRA_GPU_GPU_{index}_UUID={uuid}",), "device_nodes": ("/dev/dra-{device}",)}
+    assert ref.cdi_identity == {
+        "env": ("DRA_GPU_GPU_{index}_UUID={uuid}",),
+        "device_nodes": ("/dev/dra-{device}",),
+        "host_device_nodes": ("/dev/{hostDeviceNode}",),
+    }
     assert profile_identity.availability("cdi_identity", ref, "r")[0]
     assert not profile_identity.availability("cdi_identity", profile.parse(BASE), "p")[0]
     no_cdi = profile.parse({**BASE, "cdi_identity": PATTERN, "capabilities": {"cdi": False}})

@@ -68,6 +68,30 @@ class _Config:
             self.workerinput = {}
 
 
+DESELECTING_PLUGIN = """
+def pytest_collection_modifyitems(config, items):
+    gone = [i for i in items if "smoke" in i.nodeid]
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        items[:] = [i for i in items if i not in gone]
+"""
+
+
+def test_a_plugins_deselection_is_recorded_as_dropped_not_as_the_users_narrowing(tmp_path, monkeypatch):
+    """Breaker s12 F4: a ``-p`` plugin (registered before the recorder, so its hook runs after the count) that
+    deselects through pytest_deselected, as pytest-testmon or pytest-picked do: its tests are ``dropped``; with
+    ``-k`` beside it, only the plugin's are; ``-k`` alone drops nothing."""
+    (tmp_path / "dropper.py").write_text(DESELECTING_PLUGIN)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    plugin = _collect(tmp_path / "plugin", "-p", "dropper")
+    assert plugin["dropped"] == plugin["collected"] - plugin["selected"] > 0, plugin
+    assert all("smoke" in t for t in plugin["droppedTests"]), plugin
+    both = _collect(tmp_path / "both", "-p", "dropper", "-k", "not claim_is_allocated")
+    assert both["dropped"] == plugin["dropped"] < both["collected"] - both["selected"], (plugin, both)
+    alone = _collect(tmp_path / "alone", "-k", "smoke")
+    assert "dropped" not in alone and alone["selected"] < alone["collected"], alone
+
+
 def test_the_controller_adds_the_arguments_and_whether_the_run_stopped_early(tmp_path):
     recorder = narrowing.Recorder(_Config(keyword="smoke", maxfail=1), tmp_path)
     recorder.pytest_collection_finish(types.SimpleNamespace(items=[]))  # never collected (an xdist controller)
@@ -78,6 +102,8 @@ def test_the_controller_adds_the_arguments_and_whether_the_run_stopped_early(tmp
     assert narrowing.load(tmp_path) == {
         "collected": 3,
         "selected": 1,
+        "dropped": 2,  # gone without a pytest_deselected call from -k / -m / --deselect (pytest's own modules)
+        "droppedTests": ["2", "3"],
         "select": ["-k", "smoke"],
         "stop": ["-x"],
         "stoppedEarly": True,

@@ -169,7 +169,7 @@ def test_multi_allocatable_devices_are_marked_so_unique_values_per_result_are_no
     """Found by the full profile on consumable capacity + admin access (issue 24 §3): with allowMultipleAllocations
     a count-2 request got one device twice (two shares), so matchAttribute on a per-device unique attribute held
     and ALLOC-25's 'unsatisfiable' did not. Inventory devices carry ``multiple``; the unique_per_result fixture
-    skips on them, and ADM-03 counts results by (driver, pool, device, shareID)."""
+    keeps the claim off them (see below), and ADM-03 counts results by (driver, pool, device, shareID)."""
     from conformance.dra.claimstatus import entry_key  # noqa: PLC0415
 
     shared = Inventory.from_slices(DRIVER_NAME, _slices(SHARED))
@@ -178,3 +178,21 @@ def test_multi_allocatable_devices_are_marked_so_unique_values_per_result_are_no
     two_shares = [{"driver": "d", "pool": "p", "device": "gpu-0", "shareID": s} for s in ("a", "b")]
     assert len({entry_key(r) for r in two_shares}) == 2
     assert len({entry_key({**r, "shareID": None}) for r in two_shares}) == 1
+
+
+def test_allocated_once_keeps_claims_to_the_devices_without_multiple_allocations():
+    """Breaker s12 F8: ALLOC-25 skipped for the whole driver when any device allowed multiple allocations, and
+    the count-above-any-node test asked for a count that shares can satisfy. Their claims now carry the CEL
+    selector for devices allocated once, with that per-node count; none when no device allows it; a gap
+    (LookupError, a fixture skip with evidence) only when no node has enough such devices."""
+
+    def on(node, raw):
+        return [s for s in _slices(raw) if s.get("spec.nodeName") == node]
+
+    mixed = shares.allocated_once(Inventory.from_slices(DRIVER_NAME, on("node-1", SHARED) + on("node-2", {"count": 3})))
+    assert mixed == shares.AllocatedOnce("!device.allowMultipleAllocations", 3), mixed
+    assert shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices({"count": 2}))) == shares.AllocatedOnce(
+        "", 2
+    )
+    with pytest.raises(LookupError, match=r"no node has 1 device\(s\) without allowMultipleAllocations"):
+        shares.allocated_once(Inventory.from_slices(DRIVER_NAME, _slices(SHARED)))

@@ -1,5 +1,6 @@
-"""Faults ``cdi-identity-swapped`` and ``cdi-spec-all-devices`` (reference_driver/identity.py): the CDI spec says
-another device is, or every device is, the claim's, while the device-name env line stays right."""
+"""Faults ``cdi-identity-swapped``, ``cdi-spec-all-devices``, ``cdi-node-unanswered`` and
+``cdi-node-hostpath-swapped`` (reference_driver/identity.py): the CDI spec says another device is, or every device
+is, the claim's, while the device-name env line stays right."""
 
 from __future__ import annotations
 
@@ -86,16 +87,21 @@ def _nodes(spec: dict) -> dict[str, list[dict]]:
     return {d["name"]: d["containerEdits"].get("deviceNodes", []) for d in spec["devices"]}
 
 
-def test_each_simulated_device_injects_its_own_node_backed_by_dev_null(make_state, source):
-    """A simulated GPU's CDI entry names its node ``/dev/dra-<name>`` with hostPath /dev/null (a container shows
-    which device it got, as ``/dev/nvidia<i>`` does); ``deviceNodes: false`` leaves nodes out."""
+def test_each_simulated_device_injects_its_own_node_backed_by_its_own_host_node(make_state, source):
+    """A simulated GPU's CDI entry names its node ``/dev/dra-<name>`` with the hostPath of its index (gpu-3:
+    /dev/urandom; a container shows which device it got, as ``/dev/nvidia<i>`` does), published as attribute
+    ``hostDeviceNode``; ``deviceNodes: false`` leaves both out."""
     source.add(claim(results=[result("gpu-3")]))
     state = make_state()
     ids = [i for d in state.prepare(REF) for i in d.cdi_ids]
     spec = _spec(state)
-    assert _nodes(spec) == {"uid-1-gpu-3": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/null"}]}
+    assert _nodes(spec) == {"uid-1-gpu-3": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/urandom"}]}
     assert [i.split("=", 1)[1] for i in ids] == ["uid-1-gpu-3"]
-    assert SimulatedInventory(parse_spec({"deviceNodes": False}), NODE).snapshot().devices[0].device_nodes == ()
+    devices = state._snapshot().devices
+    assert [d.node_host for d in devices] == ["/dev/null", "/dev/zero", "/dev/full", "/dev/urandom"]
+    assert [d.attribute("hostDeviceNode") for d in devices] == ["null", "zero", "full", "urandom"]
+    bare = SimulatedInventory(parse_spec({"deviceNodes": False}), NODE).snapshot().devices[0]
+    assert bare.device_nodes == () and bare.attribute("hostDeviceNode") is None
     with pytest.raises(InventoryError, match="deviceNodes"):
         parse_spec({"deviceNodes": "yes"})
 
@@ -109,6 +115,17 @@ def test_node_unanswered_moves_the_node_to_an_entry_whose_id_is_not_answered(mak
     spec = _spec(state)
     assert _nodes(spec) == {
         "uid-1-gpu-3": [],
-        "uid-1-gpu-3-node": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/null"}],
+        "uid-1-gpu-3-node": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/urandom"}],
     }
     assert ids == ["uid-1-gpu-3"] and _env(spec, "DRA_GPU_DEVICE_") == ["DRA_GPU_DEVICE_GPU_3=gpu-3"]
+
+
+def test_hostpath_swapped_keeps_the_path_and_backs_it_by_the_next_devices_host_node(make_state, source):
+    """Fault ``cdi-node-hostpath-swapped``: gpu-3's entry keeps /dev/dra-gpu-3 and its env, but the node behind it
+    is gpu-0's /dev/null (the next device by name, wrapping), not its own /dev/urandom."""
+    source.add(claim(results=[result("gpu-3")]))
+    state = make_state(Faults.parse("cdi-node-hostpath-swapped"))
+    state.prepare(REF)
+    spec = _spec(state)
+    assert _nodes(spec) == {"uid-1-gpu-3": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/null"}]}
+    assert _env(spec, "DRA_GPU_GPU_3_UUID=") == [f"DRA_GPU_GPU_3_UUID={_uuid(state, 'gpu-3')}"]

@@ -116,3 +116,30 @@ def test_results_missing_tests_of_the_manifest_make_the_run_narrowed(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"profile": "core", "narrowing": narrowing}))
     data = summary.build(tmp_path)
     assert data["verdict"] == "NARROWED-PASS" and data["verdictReasons"] == [], data["verdictReasons"]
+
+
+def test_tests_a_plugin_deselected_make_the_run_fail_even_beside_the_users_k(tmp_path):
+    """Breaker s12 F4: a ``-p`` or entry-point plugin's deselection (run.json ``narrowing.dropped``: counted, not
+    deselected by -k / -m / --deselect) is not the user's narrowing: FAIL (exit 1) naming the tests, also when
+    the user's own ``-k`` narrowed the run beside it; the same counts without ``dropped`` stay NARROWED-PASS."""
+    core = manifest.load()["core"]
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    for i, nodeid in enumerate(core[4:]):  # every test that ran passed; the plugin deselected the first four
+        labels = [{"name": "nodeid", "value": f"suites/{nodeid}"}, {"name": "profile", "value": "core"}]
+        doc = {"name": nodeid, "fullName": nodeid, "status": "passed", "labels": labels, "start": 1, "stop": 2}
+        (results / f"{i}-result.json").write_text(json.dumps(doc))
+    total = len(core)
+    plugin = {"select": [], "collected": total, "selected": total - 4, "dropped": 4, "droppedTests": core[:4]}
+    for extra in ({}, {"select": ["-k", "not nothing"]}):
+        (tmp_path / "run.json").write_text(json.dumps({"profile": "core", "narrowing": {**plugin, **extra}}))
+        data = summary.build(tmp_path)
+        assert data["verdict"] == "FAIL", (extra, data["verdictLine"])
+        assert (
+            data["verdictReasons"][-1].startswith(
+                "4 of the profile's collected tests were deselected by no argument of the run (a -p or entry-point"
+            )
+            and core[0] in data["verdictReasons"][-1]
+        ), data["verdictReasons"]
+        assert "4 deselected by no argument of the run" in data["narrowed"]["text"], data["narrowed"]
+    assert narrowed.dropped_reasons({"narrowing": {"collected": 9, "selected": 8, "select": ["-k", "x"]}}, []) == []

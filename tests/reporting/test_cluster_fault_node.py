@@ -163,3 +163,20 @@ def test_a_pod_wait_ends_once_its_node_is_down_past_the_bound(followed, monkeypa
     assert pods._pod_failed(False)(unscheduled, []) is None
     followed([{**s, "t": s["t"] + ago} for s in _cut(10, 20)])  # Ready again
     assert pods._pod_failed(False)(pod, []) is None
+
+
+def test_a_pod_wait_ends_once_the_runtime_keeps_refusing_its_container_over_nri_or_cdi():
+    pod = Obj({"metadata": {"name": "p", "namespace": "t"}, "spec": {}, "status": {"phase": "Pending"}})
+
+    def failed(message, count):
+        event = {"reason": "Failed", "count": count, "message": message, "involvedObject": {"kind": "Pod", "name": "p"}}
+        return pods._pod_failed(False)(pod, [Obj(event)])
+
+    nri = 'Error: failed to create containerd container: failed to get NRI adjustment for container: claimUID "u" bound'
+    got = failed(nri, 11)
+    assert got.startswith("the container runtime refused the pod's container over the driver's CDI/NRI: "), got
+    assert "claimUID" in got and "(x11)" in got
+    assert failed(nri, 2) is None  # a retry or two is a start-up race, not the answer
+    cdi = "Error: failed to create containerd container: CDI device injection failed: unresolvable CDI devices x/y=z"
+    assert failed(cdi, 3) is not None
+    assert failed("Error: ErrImagePull", 5) is None  # an image pull is not the driver's

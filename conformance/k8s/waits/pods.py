@@ -1,5 +1,6 @@
 """Pod state waits. Sources: core/v1 Pod phase and PodScheduled condition; DRA kubelet events
-``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) that end a wait early."""
+``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) and repeated container-creation refusals naming CDI or
+NRI (the kubelet's ``Failed`` event with the runtime's CreateContainerError text) that end a wait early."""
 
 from __future__ import annotations
 
@@ -12,6 +13,27 @@ from conformance.k8s.waits.objects import object_gone
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
 EVENT_POLL_S = 0.5  # seconds between event lists
+# the runtime refused to create a container because of what the driver gave it: its CDI spec (containerd's "CDI
+# device injection failed: unresolvable CDI devices ...") or its NRI plugin ("failed to get NRI adjustment for
+# container: ..."); after this many kubelet retries the refusal is the answer, not a start-up race
+RUNTIME_REFUSALS = 3
+_RUNTIME_DRIVER_PARTS = ("CDI", "NRI")
+
+
+def runtime_refusal(events: list[Obj]) -> Obj | None:
+    """The newest kubelet ``Failed`` event that reports the container runtime refusing to create a container
+    over CDI or NRI (``failed to create containerd container`` / ``CreateContainerError`` with ``CDI`` or
+    ``NRI`` in it), counted :data:`RUNTIME_REFUSALS` times or more; None otherwise. Source: kubelet
+    kuberuntime_manager (event reason ``Failed``, message ``Error: <runtime error>``), containerd's CDI
+    injection and NRI adjustment errors."""
+    for event in reversed(events):
+        message = event.get("message") or ""
+        if event.get("reason") != "Failed" or (event.get("count") or 1) < RUNTIME_REFUSALS:
+            continue
+        if "create containerd container" in message or "CreateContainerError" in message:
+            if any(part in message for part in _RUNTIME_DRIVER_PARTS):
+                return event
+    return None
 
 
 def _pod_failed(allow_prepare_errors: bool):
@@ -27,6 +49,9 @@ def _pod_failed(allow_prepare_errors: bool):
             event = has_event(events, PREPARE_FAILED)
             if event is not None:
                 return f"kubelet could not prepare the pod's claims: {event_line(event)}"
+        refused = runtime_refusal(events)
+        if refused is not None:
+            return f"the container runtime refused the pod's container over the driver's CDI/NRI: {event_line(refused)}"
         return None
 
     return failed

@@ -55,7 +55,7 @@ E2E_WORKERS ?= 3
 test: lint ## lint, then all of the project's own tests: unit (-n 2) beside the e2e tests that need the host alone (cluster_lifecycle), then the other e2e tests on E2E_WORKERS
 	@$(PY) -m conformance.protos >/dev/null
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-alone
-	$(PY) -m pytest tests -m "e2e and not cluster_lifecycle" -n $(E2E_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=40 $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "e2e and not cluster_lifecycle" -n $(E2E_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=40 --junitxml=reports/e2e-parallel.xml $(PYTEST_ARGS)
 
 unit: ## run only the unit tests (no cluster)
 	@$(PY) -m conformance.protos >/dev/null
@@ -73,6 +73,13 @@ test-alone: ## make test's e2e tests marked cluster_lifecycle, one at a time: no
 	@$(PY) -m conformance.protos >/dev/null
 	$(PY) -m pytest tests -m "e2e and cluster_lifecycle" --durations=10 $(PYTEST_ARGS)
 .PHONY: test-unit test-alone
+
+e2e-durations: ## rewrite tests/e2e/durations.json (the parallel phase's order: longest first) from the last make test's reports/e2e-parallel.xml
+	$(PY) -m conformance_tools.e2e_order refresh --junit reports/e2e-parallel.xml
+
+e2e-makespan: ## expected wall time of make test's parallel phase from tests/e2e/durations.json: old order vs now, on 3 and 4 workers
+	$(PY) -m conformance_tools.e2e_order simulate --workers 3 4
+.PHONY: e2e-durations e2e-makespan
 
 conformance: ## main job: local cluster (CLUSTER=kind: a kind cluster) + reference driver (DRIVER=...), PROFILE suites, report in reports/
 	$(VENV)/bin/dra-conformance run --cluster $(CLUSTER) --driver $(DRIVER) --profile $(PROFILE) \

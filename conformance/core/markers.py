@@ -93,6 +93,12 @@ META = (
         "shard_devices(n=1): the outcome depends only on n devices per node of the test's own; under xdist it "
         "runs in its worker's device shard beside other sharded tests (conformance.runner.parallel)",
     ),
+    Marker(
+        "long_window",
+        "meta",
+        "long_window: the test mostly watches a fixed window (e.g. 60 s of no churn); under xdist it is queued right "
+        "after the cluster-exclusive tests and starts when they end, beside other work (conformance.runner.parallel)",
+    ),
 )
 
 ALL = AREAS + PROFILES + META

@@ -27,6 +27,13 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   that creates a claim without the shard selector, or a Pod asking for extended resources (KEP-5004: any
   device), fails with :class:`ShardError` instead of racing.
 
+* **order** (issue 26 §1): on a worker the collection is ordered (the same on every worker, so xdist accepts it)
+  cluster-exclusive tests first (their group is xdist's first work unit: the block starts the run), then tests
+  marked ``long_window`` (a fixed observation window, e.g. 60 s of no slice churn, that must not overlap the
+  block), then the rest as collected. A ``long_window`` test waits before its run lock until the block has
+  begun (the file :data:`BLOCK_BEGUN`, at most :data:`BLOCK_WAIT_S`), so it never starts first and delays the
+  block by its whole window; it then starts when the block ends, beside the tests that start pods.
+
 Locks are taken in one order (run lock, then device lock) and an exclusive holder never asks for the
 device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent waiting for a lock are
 counted (:attr:`RunLocks.queued_s`) and shown apart from the test's own time in the run's timings.
@@ -57,6 +64,9 @@ TURNSTILE = ".dra-run-turnstile.lock"  # held while waiting for the run lock: an
 DEVICE_KINDS = frozenset({"Pod"})  # creating one of these may take devices from another test
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
 SHARD_MARK = "shard_devices"
+WINDOW_MARK = "long_window"
+BLOCK_BEGUN = ".dra-exclusive-begun"  # created by the worker running the cluster-exclusive block once it holds it
+BLOCK_WAIT_S = 120.0  # seconds a long_window test waits for the block to begin (then it goes on: timing only)
 SHARD = pytest.StashKey[str]()  # the test's shard selector ("" when it holds the device lock exclusively)
 
 
@@ -114,6 +124,8 @@ class RunLocks:
             self.queued_before_s = self.queued_s - before
         else:
             self.queued_before_s = 0.0
+        if exclusive:
+            (self.folder / BLOCK_BEGUN).touch()
         self._exclusive = exclusive
         self.shard = "" if exclusive else shard
         self.kind, self.devices_at = ("exclusive" if exclusive else "shared"), 0.0
@@ -152,6 +164,7 @@ class ParallelGuard:
     def __init__(self, locks: RunLocks, worker: int, workers: int, devices: Callable[[], tuple | None]) -> None:
         self.locks, self.worker, self.workers, self.devices = locks, worker, workers, devices
         self._plan: shards.ShardPlan | None | bool = False  # False: not made yet
+        self.exclusive_ahead = False  # the collection holds cluster-exclusive tests (they run as the first block)
 
     def plan(self) -> shards.ShardPlan | None:
         """The run's shard plan (one shard per worker), made once from the discovered devices."""
@@ -176,9 +189,25 @@ class ParallelGuard:
             return ""
         return plan.selector(self.worker)
 
+    @pytest.hookimpl(trylast=True)  # after the plugin's groups and every deselection
+    def pytest_collection_modifyitems(self, items):
+        """Order the items (module docstring, *order*): a stable sort, the same on every worker."""
+        items.sort(key=lambda item: (not is_exclusive(item), item.get_closest_marker(WINDOW_MARK) is None))
+        self.exclusive_ahead = any(is_exclusive(item) for item in items)
+
+    def wait_for_block(self, item) -> None:
+        """Before a ``long_window`` test's run lock: wait (0.2 s polls, at most :data:`BLOCK_WAIT_S`) until the
+        cluster-exclusive block has begun, when the run has one."""
+        if not self.exclusive_ahead or item.get_closest_marker(WINDOW_MARK) is None or is_exclusive(item):
+            return
+        deadline = time.monotonic() + BLOCK_WAIT_S
+        while not (self.locks.folder / BLOCK_BEGUN).exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
         item.stash[SHARD] = shard = self.shard_of(item)
+        self.wait_for_block(item)
         self.locks.begin(is_exclusive(item), shard)
         try:
             return (yield)
@@ -220,7 +249,7 @@ class LockFilesCleanup:
         self.folder = Path(folder)
 
     def pytest_sessionfinish(self, session):
-        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE):
+        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE, BLOCK_BEGUN):
             (self.folder / name).unlink(missing_ok=True)
 
 

@@ -12,6 +12,7 @@ from conformance.api import invalid_opaque_parameters, opaque_config, timeouts, 
 pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381)]
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("ALLOC-01")
 @pytest.mark.requires("driver.opaque_config")
 def test_class_config_reaches_the_container(k8s, tracker, builder, profile, inventory, probe):
@@ -32,6 +33,7 @@ def test_class_config_reaches_the_container(k8s, tracker, builder, profile, inve
     assert probe.shows_config(pod), "class config missing in the container: " + probe.evidence(pod)
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("ALLOC-01")
 @pytest.mark.requires("driver.opaque_config")
 def test_claim_config_overrides_class_config(k8s, tracker, builder, profile, probe):
@@ -52,6 +54,7 @@ def test_claim_config_overrides_class_config(k8s, tracker, builder, profile, pro
     assert not probe.shows_config(pod), f"class config applied after claim config: {probe.evidence(pod)}"
 
 
+@pytest.mark.shard_devices(2)
 @pytest.mark.scenario("ALLOC-01")
 @pytest.mark.requires("driver.opaque_config")
 def test_invalid_opaque_config_fails_prepare_for_that_claim(k8s, tracker, builder, profile, inventory, probe):
@@ -74,6 +77,7 @@ def test_invalid_opaque_config_fails_prepare_for_that_claim(k8s, tracker, builde
     waits.pod_running(k8s, other, timeout=timeouts.POD_START)
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("ALLOC-01")
 @pytest.mark.requires("driver.opaque_config")
 def test_config_of_another_driver_is_ignored(k8s, tracker, builder, profile, inventory, probe):
@@ -95,6 +99,7 @@ def test_config_of_another_driver_is_ignored(k8s, tracker, builder, profile, inv
     assert probe.shows_config(pod), probe.evidence(pod)
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("ALLOC-01")
 def test_claim_with_only_another_drivers_config_runs(k8s, tracker, builder, inventory, probe):
     """A claim whose only opaque config is addressed to another driver (an object ``kind`` no config decoder

@@ -32,6 +32,7 @@ pytestmark = [
 
 
 @pytest.mark.scenario("PUB-01")
+@pytest.mark.long_window  # 60 s of reading only: under xdist it starts when the exclusive block ends
 def test_published_slices_do_not_churn(k8s, driver):
     """Over the node consistency window (60 s) the driver's slices stay the same objects (names, UIDs) with the
     same pool generations, slice counts and device names: a healthy driver writes only when its devices change.

@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pyt
 UNPREPARE_AFTER_S = 20
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.requires("driver.cdi", "node_access")
 def test_force_deleted_pod_has_its_claim_unprepared(k8s, tracker, builder, node_access, inventory):
     """A running pod deleted with grace period 0: its claim is deallocated, the node ends holding nothing
@@ -41,6 +42,7 @@ def test_force_deleted_pod_has_its_claim_unprepared(k8s, tracker, builder, node_
     waits.pod_running(k8s, tracker.create(builder.pod(uses=again, node_name=node)), timeout=timeouts.POD_START)
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.requires("driver.cdi", "node_access")
 def test_claim_deleted_before_its_unprepare_is_still_unprepared(k8s, tracker, builder, node_access, inventory):
     """A running pod force-deleted and its claim deleted right after: the claim object is gone while the

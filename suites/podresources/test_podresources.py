@@ -36,6 +36,7 @@ def _running_with_claim(k8s, tracker, builder):
     return waits.pod_running(k8s, pod, timeout=timeouts.POD_START), claim
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-01", "PRA-04")
 @pytest.mark.requires("driver.cdi", "driver.container_isolation")
 def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker, builder, node_access, probe):
@@ -57,6 +58,7 @@ def test_list_reports_the_claim_for_the_referencing_container_only(k8s, tracker,
     assert user and other, f"{user.evidence}\n{other.evidence}"
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-02")
 @pytest.mark.requires("gate.KubeletPodResourcesGet")
 def test_get_reports_the_same_as_list(k8s, tracker, builder, node_access):
@@ -86,6 +88,7 @@ def test_get_for_an_unknown_pod_fails_with_not_found(builder, inventory, node_ac
     assert "not found" in error.value.details(), error.value
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-04")
 @pytest.mark.requires("driver.cdi")
 def test_reported_cdi_ids_are_defined_by_the_driver(k8s, tracker, builder, node_access):
@@ -104,6 +107,7 @@ def test_reported_cdi_ids_are_defined_by_the_driver(k8s, tracker, builder, node_
     assert own, evidence
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-01")
 def test_template_claim_is_reported_under_its_generated_name(k8s, tracker, builder, node_access):
     """For a template claim, PodResources reports the generated ResourceClaim name, not the template's.
@@ -118,6 +122,7 @@ def test_template_claim_is_reported_under_its_generated_name(k8s, tracker, build
     assert [d.get("claimName") for d in entries["ctr"]] == [c.name for c in waits.pod_claims(k8s, pod)], entries
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-01")
 def test_report_stays_stable_while_the_pod_runs(k8s, tracker, builder, node_access):
     """Repeated List calls report the same DRA entries for a running pod (no growth, no loss).
@@ -133,6 +138,7 @@ def test_report_stays_stable_while_the_pod_runs(k8s, tracker, builder, node_acce
     assert stable["user"], stable
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-03")
 def test_deleted_pod_disappears_from_list(k8s, tracker, builder, node_access):
     """After the pod is deleted, List no longer reports it.
@@ -148,6 +154,7 @@ def test_deleted_pod_disappears_from_list(k8s, tracker, builder, node_access):
     assert client.entry(pod.name, pod.namespace) == {}
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-01")
 def test_allocatable_resources_are_unaffected_by_dra_claims(k8s, tracker, builder, inventory, node_access):
     """GetAllocatableResources reports no DRA device and does not change while a pod holds a claim.

@@ -20,6 +20,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.shard_devices()
 @pytest.mark.scenario("PRA-04")
 @pytest.mark.requires("driver.cdi")
 def test_reported_devices_are_the_devices_the_container_sees(k8s, tracker, builder, inventory, node_access, probe):

@@ -28,6 +28,7 @@ from conformance_lab.local import LocalCluster, LocalClusterConfig
 from conformance_lab.local.cluster import resolve_version
 from conformance_lab.local.config import RUN_ROOT
 from conformance_lab.local.processes import alive
+from conformance_tools import e2e_order
 
 from conformance.core.errors import ConformanceError
 from conformance.runner.parallel import GroupIds
@@ -60,17 +61,29 @@ def _scope_group(item) -> str | None:
     return None
 
 
+def _unit(item) -> str:
+    """The xdist work unit of ``item``: its xdist_group (names sorted, as xdist joins them), else its node ID."""
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name")) for m in item.iter_markers("xdist_group")})
+    return "@" + "_".join(names) if names else item.nodeid
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup hook reads the xdist_group marks
 def pytest_collection_modifyitems(session, config, items):
-    """Own-cluster lifecycle tests first, so they do not run beside the shared cluster (one kube-proxy
-    per host owns the KUBE-* iptables chains); then the slow ones, so xdist starts the longest first. E2e tests
-    sharing a module/package fixture get one xdist group (an explicit xdist_group mark wins)."""
-    items.sort(key=lambda item: (not item.get_closest_marker(LIFECYCLE_MARK), not item.get_closest_marker("slow")))
+    """E2e tests sharing a module/package fixture get one xdist group (an explicit xdist_group mark wins). Then
+    own-cluster lifecycle tests first, so they do not run beside the shared cluster (one kube-proxy per host owns
+    the KUBE-* iptables chains); then the work units (a group, or a test) longest first by their tests' seconds in
+    tests/e2e/durations.json (`make e2e-durations` refreshes it; a test it lacks counts 60 s when marked slow, 3 s
+    otherwise), so the parallel phase (``--no-loadscope-reorder``) does not start a long one last (issue 26 §2)."""
     for item in items:
         if item.get_closest_marker("e2e") and not item.get_closest_marker("xdist_group"):
             group = _scope_group(item)
             if group:
                 item.add_marker(pytest.mark.xdist_group(group))
+    seconds, unit_s = e2e_order.load(), {}
+    for item in items:
+        secs = e2e_order.expected(item.nodeid, bool(item.get_closest_marker("slow")), seconds)
+        unit_s[_unit(item)] = unit_s.get(_unit(item), 0.0) + secs
+    items.sort(key=lambda item: (not item.get_closest_marker(LIFECYCLE_MARK), -unit_s[_unit(item)]))
 
 
 @contextmanager

@@ -34,12 +34,13 @@ ADMIN_COUNTERS_EVIDENCE = {
 
 # Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->
 # {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4 fails);
-# upstream kubernetes/kubernetes#140438. v1.35.4 was first built here on 2026-12-06 and v1.36.3 / v1.37.2 not yet,
-# so "fixed by 1.35.4" below is not yet a measurement on this machine (NOTES-releases, session 13).
+# upstream kubernetes/kubernetes#140438. On v1.35.4 (first built here 2026-12-06) both distinctAttribute tests of
+# test_constraints.py and test_allocation_result_carries_the_request_tolerations pass; v1.36.3 / v1.37.2 are not
+# built here yet, their entries rest on the v0.36.3 / v0.37.2 allocator source (NOTES-releases, session 13).
 KNOWN_ALLOCATOR_GAPS = {
     "allocator.distinct_attribute": {
         "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
-        "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"
+        "(measured on v1.34.4; v1.35.4 measured fixed; kubernetes/kubernetes#140438)"
     },
     "allocator.result_tolerations": {
         "1.34": "the 1.34 kube-scheduler allocator never copies a request's tolerations into "

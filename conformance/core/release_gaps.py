@@ -10,33 +10,49 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from conformance.core.capabilities import Capability
 
+# How allocator.admin_access_counters was established per minor (breaker F3: no bare "not measured here").
+# measured: `dra-conformance run --cluster local --k8s-version <minor> --driver fixtures/self-validation/
+# reference-partitions-taints-health.yaml --profile full --feature-gates all --workers 0 --timeout-scale 0.5 --
+# suites/admin_access/test_admin_access.py::test_admin_claim_gets_devices_already_in_use` with the entry removed.
+# read: k8s.io/dynamic-resource-allocation structured/internal/{stable,incubating,experimental}/allocator_*.go,
+# where checkAvailableCounters runs for an admin-access request as for any other (no admin bypass).
+_MEASURED = "the admin pod stays Pending 'cannot allocate all claims'"
+_READ = (
+    "not measured on a cluster ({tag} was not built here yet); read in k8s.io/dynamic-resource-allocation {lib} "
+    "structured/internal/*/allocator_*.go: checkAvailableCounters runs for admin-access requests too"
+)
+ADMIN_COUNTERS_EVIDENCE = {
+    "1.34": "measured on v1.34.4 with the full profile on fixtures/self-validation/"
+    f"reference-partitions-taints-health.yaml, {_MEASURED}",
+    "1.35": "not measurable on v1.35.4 (2026-12-06): with this entry removed, the run above failed because the "
+    "v1.35.4 kube-scheduler panicked (nil pointer in checkAvailableCounters, dynamic-resource-allocation v0.35.4 "
+    "allocator_experimental.go:1424) allocating the ORDINARY claim on those partitions and exited, so the user pod "
+    "stayed Pending; read in v0.35.4 as for 1.36: no admin bypass of checkAvailableCounters",
+    "1.36": _READ.format(tag="v1.36.3", lib="v0.36.3"),
+    "1.37": _READ.format(tag="v1.37.2", lib="v0.37.2"),
+}
+
 # Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->
-# {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4
-# fails, v1.35.4 / v1.36.3 / v1.37.2 pass); upstream kubernetes/kubernetes#140438.
+# {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4 fails);
+# upstream kubernetes/kubernetes#140438. On v1.35.4 (first built here 2026-12-06) both distinctAttribute tests of
+# test_constraints.py and test_allocation_result_carries_the_request_tolerations pass; v1.36.3 / v1.37.2 are not
+# built here yet, their entries rest on the v0.36.3 / v0.37.2 allocator source (NOTES-releases, session 13).
 KNOWN_ALLOCATOR_GAPS = {
     "allocator.distinct_attribute": {
         "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "
-        "(measured on v1.34.4; fixed by 1.35.4; kubernetes/kubernetes#140438)"
+        "(measured on v1.34.4; v1.35.4 measured fixed; kubernetes/kubernetes#140438)"
     },
     "allocator.result_tolerations": {
         "1.34": "the 1.34 kube-scheduler allocator never copies a request's tolerations into "
         "status.allocation.devices.results[].tolerations (measured with suites/taints on v1.34.4: the result "
-        "has none; k8s.io/dynamic-resource-allocation v0.34.4 never sets the field, v0.36.2 does)"
+        "has none; k8s.io/dynamic-resource-allocation v0.34.4 never sets the field; v0.35.4, v0.36.3 and v0.37.2 set "
+        "it in their experimental and incubating allocators, v0.36.3 and v0.37.2 also in stable)"
     },
     "allocator.admin_access_counters": {
         minor: "the kube-scheduler allocator checks and reserves the counters of a device allocated with admin "
         "access, so an admin claim never gets a partition (or partitioned device) whose counters an ordinary claim "
-        f"consumed{measured} (kubernetes/kubernetes#140729, open)"
-        for minor, measured in (
-            (
-                "1.34",
-                ": measured on v1.34.4 with the full profile on fixtures/self-validation/"
-                "reference-partitions-taints-health.yaml, the admin pod stays Pending 'cannot allocate all claims'",
-            ),
-            ("1.35", "; not measured here"),
-            ("1.36", "; not measured here"),
-            ("1.37", "; not measured here"),
-        )
+        f"consumed: {evidence} (kubernetes/kubernetes#140729, open)"
+        for minor, evidence in ADMIN_COUNTERS_EVIDENCE.items()
     },
 }
 # the gate each allocator capability needs, and the words of its evidence when that gate is off

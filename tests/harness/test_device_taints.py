@@ -85,3 +85,18 @@ def test_admin_access_to_consumed_counters_is_a_known_allocator_gap(version, gat
     cap = capabilities.evaluate(facts, _profile(taints=True)).items["allocator.admin_access_counters"]
     assert cap.available is False, cap
     assert ("#140729" in cap.evidence) if gate else ("DRAPartitionableDevices" in cap.evidence), cap
+
+
+def test_admin_counters_gap_says_how_each_release_was_established():
+    """Breaker F3 (session 12): every minor of ``allocator.admin_access_counters`` carries a measurement or a
+    source reading (file and library version), never a bare "not measured here", and the minors are the pinned
+    releases of versions.toml (a new pin needs its own evidence). Independent of what the cache holds."""
+    from conformance_lab.toolchain.versions import load  # noqa: PLC0415
+
+    from conformance.core.release_gaps import ADMIN_COUNTERS_EVIDENCE, KNOWN_ALLOCATOR_GAPS  # noqa: PLC0415
+
+    assert set(ADMIN_COUNTERS_EVIDENCE) == set(load().k8s_releases), ADMIN_COUNTERS_EVIDENCE
+    for minor, evidence in KNOWN_ALLOCATOR_GAPS["allocator.admin_access_counters"].items():
+        assert "not measured here" not in evidence, (minor, evidence)
+        assert f"v{minor}." in evidence and ("measured on" in evidence or "read in" in evidence), (minor, evidence)
+        assert evidence.endswith("(kubernetes/kubernetes#140729, open)"), evidence  # the scope box's "no fix yet"

@@ -61,10 +61,10 @@ def test_cluster_of_run_is_the_local_provider_s_name_of_the_run_id(tmp_path):
 def test_a_child_past_its_timeout_is_stopped_with_124(tmp_path):
     log = tmp_path / "c.log"
     log.write_text("")
-    # the child takes SIGINT as a command does (lab.spawn resets it): a test run started in the background of a
-    # shell without job control inherits it ignored, and the child would then sleep through the stop
-    child = "import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-c", child])
+    # the child's SIGINT at its default from its start, as lab.spawn does: a test run started in the background of
+    # a shell without job control inherits it ignored, and the child would then sleep through the stop
+    quiet = lab._default_sigint
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], preexec_fn=quiet)  # noqa: PLW1509
     start = time.monotonic()
     [(code, _text, _took)] = lab.wait_all([lab.Child(proc, log, start)], timeout_s=0.5)
     assert code == 124 and proc.poll() is not None and time.monotonic() - start < 30

@@ -166,9 +166,11 @@ def test_a_pod_wait_ends_once_its_node_is_down_past_the_bound(followed, monkeypa
 
 
 def test_a_pod_wait_ends_once_the_runtime_keeps_refusing_its_container_over_nri_or_cdi():
-    pod = Obj({"metadata": {"name": "p", "namespace": "t"}, "spec": {}, "status": {"phase": "Pending"}})
+    waiting = {"state": {"waiting": {"reason": "CreateContainerError"}}}
+    running = {"state": {"running": {"startedAt": "2026-12-06T00:00:00Z"}}}
 
-    def failed(message, count):
+    def failed(message, count, status=waiting):
+        pod = Obj({"metadata": {"name": "p", "namespace": "t"}, "spec": {}, "status": {"containerStatuses": [status]}})
         event = {"reason": "Failed", "count": count, "message": message, "involvedObject": {"kind": "Pod", "name": "p"}}
         return pods._pod_failed(False)(pod, [Obj(event)])
 
@@ -177,6 +179,9 @@ def test_a_pod_wait_ends_once_the_runtime_keeps_refusing_its_container_over_nri_
     assert got.startswith("the container runtime refused the pod's container over the driver's CDI/NRI: "), got
     assert "claimUID" in got and "(x11)" in got
     assert failed(nri, 2) is None  # a retry or two is a start-up race, not the answer
+    assert failed(nri, 11, running) is None  # past refusals of a container running now (breaker s13 B6)
     cdi = "Error: failed to create containerd container: CDI device injection failed: unresolvable CDI devices x/y=z"
     assert failed(cdi, 3) is not None
+    other_nri = "Error: failed to create containerd container: failed to get NRI adjustment: topology plugin timed out"
+    assert failed(other_nri, 5) is None  # another NRI plugin's trouble is not the driver's (B5)
     assert failed("Error: ErrImagePull", 5) is None  # an image pull is not the driver's

@@ -15,24 +15,34 @@ PREPARE_FAILED = "FailedPrepareDynamicResources"
 EVENT_POLL_S = 0.5  # seconds between event lists
 # the runtime refused to create a container because of what the driver gave it: its CDI spec (containerd's "CDI
 # device injection failed: unresolvable CDI devices ...") or its NRI plugin ("failed to get NRI adjustment for
-# container: ..."); after this many kubelet retries the refusal is the answer, not a start-up race
+# container: ... claimUID ..."); after this many kubelet retries the refusal is the answer, not a start-up race
 RUNTIME_REFUSALS = 3
-_RUNTIME_DRIVER_PARTS = ("CDI", "NRI")
 
 
-def runtime_refusal(events: list[Obj]) -> Obj | None:
-    """The newest kubelet ``Failed`` event that reports the container runtime refusing to create a container
-    over CDI or NRI (``failed to create containerd container`` / ``CreateContainerError`` with ``CDI`` or
-    ``NRI`` in it), counted :data:`RUNTIME_REFUSALS` times or more; None otherwise. Source: kubelet
-    kuberuntime_manager (event reason ``Failed``, message ``Error: <runtime error>``), containerd's CDI
+def _creating_fails(pod: Obj) -> bool:
+    """Whether a container of ``pod`` is waiting now because the runtime could not create it."""
+    statuses = (pod.get("status.initContainerStatuses") or []) + (pod.get("status.containerStatuses") or [])
+    return any(((c.get("state") or {}).get("waiting") or {}).get("reason") == "CreateContainerError" for c in statuses)
+
+
+def runtime_refusal(pod: Obj, events: list[Obj]) -> Obj | None:
+    """The newest kubelet ``Failed`` event that reports the container runtime refusing to create a container of
+    ``pod`` over a CDI device (``CDI device injection failed``: the pod's CDI devices are its claims') or a claim
+    named by an NRI plugin (``NRI`` and ``claim`` in the text: another NRI plugin's own trouble is not the
+    driver's; breaker s13 B5), counted :data:`RUNTIME_REFUSALS` times or more while a container is waiting with
+    ``CreateContainerError`` now (past refusals of a pod now running do not count; B6); None otherwise. Source:
+    kubelet kuberuntime_manager (event reason ``Failed``, message ``Error: <runtime error>``), containerd's CDI
     injection and NRI adjustment errors."""
+    if not _creating_fails(pod):
+        return None
     for event in reversed(events):
         message = event.get("message") or ""
         if event.get("reason") != "Failed" or (event.get("count") or 1) < RUNTIME_REFUSALS:
             continue
-        if "create containerd container" in message or "CreateContainerError" in message:
-            if any(part in message for part in _RUNTIME_DRIVER_PARTS):
-                return event
+        if "create containerd container" not in message and "CreateContainerError" not in message:
+            continue
+        if "CDI device injection failed" in message or ("NRI" in message and "claim" in message.lower()):
+            return event
     return None
 
 
@@ -49,7 +59,7 @@ def _pod_failed(allow_prepare_errors: bool):
             event = has_event(events, PREPARE_FAILED)
             if event is not None:
                 return f"kubelet could not prepare the pod's claims: {event_line(event)}"
-        refused = runtime_refusal(events)
+        refused = runtime_refusal(pod, events)
         if refused is not None:
             return f"the container runtime refused the pod's container over the driver's CDI/NRI: {event_line(refused)}"
         return None

@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=cfg.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # the stop handlers before any socket exists: a SIGTERM that follows the registration socket's appearance at once
+    # (a kubelet, a test) stops the plugin cleanly instead of killing it with the default action
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
     # grpc and kubernetes are imported only here, keeping the pure modules importable without them
     from .claimstatus import BindingController, DeviceStatusReporter  # noqa: PLC0415
     from .kube import ApiClaimSource, ClaimStatusWriter, api_client, unhealthy_switch  # noqa: PLC0415
@@ -114,9 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     if binder is not None:
         threading.Thread(target=binder.run, name="binding", daemon=True).start()
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     log.info("stopping")
     publisher.stop()

@@ -42,14 +42,15 @@ def sigterm_as_interrupt():
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:  # signals_deferred(ignore_after=True): exiting
+            signal.signal(signal.SIGTERM, previous)
 
 
 _DEFERRED = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
-def signals_deferred():
+def signals_deferred(ignore_after: bool = False):
     """While the block runs, SIGINT and SIGTERM are noted instead of acted on; when it ends the previous
     handlers are back and each noted signal is raised again (:func:`signal.raise_signal`), so it acts as it
     would have: KeyboardInterrupt under :func:`sigterm_as_interrupt`, the default action otherwise. For steps
@@ -57,7 +58,10 @@ def signals_deferred():
     process nobody stops), and a tear-down (a second Ctrl-C would abort it half-way). Yields the list of noted
     signal numbers (for a message after the block). Nestable; outside the main thread it defers nothing.
     Python-level handlers, not ``pthread_sigmask``: a mask is inherited across fork and exec, so a child
-    started inside the block would ignore the SIGTERM of a later tear-down."""
+    started inside the block would ignore the SIGTERM of a later tear-down. ``ignore_after``: for the last step
+    of a process that exits as interrupted (an interrupted bring-up's tear-down): SIGINT and SIGTERM stay ignored
+    after the block and a noted one raises KeyboardInterrupt, so a Ctrl-C held down cannot kill the interpreter
+    on its way out (exit 130, not 2: breaker s13 B8)."""
     noted: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield noted
@@ -67,6 +71,8 @@ def signals_deferred():
         yield noted
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_IGN if ignore_after else handler)
+        if ignore_after and noted:
+            raise KeyboardInterrupt
         for sig in dict.fromkeys(noted):  # once each, in arrival order
             signal.raise_signal(sig)

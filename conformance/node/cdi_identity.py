@@ -6,8 +6,11 @@ A device's identity is its rendered entries: env lines, device node container pa
 paths.
 The CDI edits of a claim holding device D must carry every entry rendered for D, and none rendered for another
 device of the node (an entry both render alike, e.g. a parent GPU's node shared by its partitions, counts as
-D's). Env and paths only: other env lines, nodes and mounts a driver adds (``/dev/nvidiactl``) are its own
-business. :class:`PathListing` checks the paths from inside the probe container (what the runtime injected).
+D's; but declared ``host_device_nodes`` that render alike for two devices that are not partitions of one parent,
+sharing no counter set, cannot tell them apart: the attribute behind them is the driver's own word, so the
+check would be circular and the claim is judged wrong: breaker s13 B3). Env and paths only: other env lines,
+nodes and mounts a driver adds (``/dev/nvidiactl``) are its own business. :class:`PathListing` checks the paths
+from inside the probe container (what the runtime injected).
 Sources: CDI SPEC.md ``containerEdits``; KEP-4381 (prepared devices are the allocation results); issue 24 §3.
 """
 
@@ -59,7 +62,9 @@ def problems(patterns: Mapping[str, Iterable[str]], driver: str, device, others:
     """What is wrong with the CDI edits ``found`` (:func:`carried`; a key left out is empty) of a claim holding
     ``device``, whose node also has the devices ``others`` (devices that lack a pattern's attribute are left out
     of the comparison): each entry of ``device``'s missing, and each entry of another device's present (naming
-    that device). Host nodes the profile does not declare (``host_device_nodes``) are not required, only
+    that device), and each other device, not a partition of ``device``'s parent (no shared counter set), whose
+    declared ``host_device_nodes`` render alike (the check cannot tell them apart). Host nodes the profile does not
+    declare (``host_device_nodes``) are not required, only
     compared with the other devices' (another device's path behind this one's node is still caught).
     ``[]`` when right. Raises LookupError when ``device`` itself lacks a pattern's attribute."""
     own = rendered(patterns, driver, device)
@@ -79,7 +84,24 @@ def problems(patterns: Mapping[str, Iterable[str]], driver: str, device, others:
             stray = (theirs[key] - own[key]) & found[key]
             if stray:
                 out.append(f"{key} {sorted(stray)} of another device, {other.name}")
+        out += _indistinct(patterns, device, other, own["host_device_nodes"] & theirs["host_device_nodes"])
     return out
+
+
+def _indistinct(patterns: Mapping[str, Iterable[str]], device, other, alike: set[str]) -> list[str]:
+    """The problem (a list of one, or empty) of declared ``host_device_nodes`` ``alike`` for ``device`` and
+    ``other`` (inventory Devices): two devices that share no counter set (KEP-4815 ``consumesCounters``: not
+    partitions of one parent) behind one host node are one piece of hardware given to two claims, or the
+    profile's pattern does not name what is behind them; either way PREP-12 cannot tell them apart (breaker
+    s13 B3: the attribute rendered is published by the driver under test)."""
+    sets = {(device.pool, c[0]) for c in device.consumes} & {(other.pool, c[0]) for c in other.consumes}
+    if not alike or not patterns.get("host_device_nodes") or sets:
+        return []
+    return [
+        f"host_device_nodes cannot tell {device.name} from {other.name}: both render {sorted(alike)} and they are "
+        "not partitions of one parent (no shared counter set); distinct devices must be backed by distinct host "
+        "nodes, or cdi_identity.host_device_nodes must name what differs (docs/writing-a-profile.md)"
+    ]
 
 
 class PodResourcesUnread(NodeAccessUnavailable):

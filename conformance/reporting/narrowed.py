@@ -12,11 +12,15 @@ runs: the narrowing is on their own command line and the line says "not a qualif
 FAIL stays FAIL. A run whose results lack tests of the manifest while nothing on its command line narrowed it (a
 plugin, a conftest or ``collect_ignore`` dropped them: the user asked for the whole profile), or whose recorder
 saw tests deselected by no selecting option (``narrowing.dropped``: a ``-p`` or entry-point plugin, a conftest;
-with or without ``-k`` beside it; breaker s12 F4), is FAIL (:func:`dropped_reasons`, exit code 1): a CI job
+with or without ``-k`` beside it; breaker s12 F4), or whose manifest tests without a result were neither selected
+nor deselected by the user's typed options (a plugin that removed them before the recorder counted, or that set
+``-k`` itself; breaker s13 B1, B2), is FAIL (:func:`dropped_reasons`, exit code 1): a CI job
 that reads only the exit code never takes it for a pass (issue 24 §1, "never a bare PASS over an untested area").
 """
 
 from __future__ import annotations
+
+from conformance.reporting import manifest
 
 PASS, FAIL, NARROWED_PASS = "PASS", "FAIL", "NARROWED-PASS"
 PASSING = (PASS, NARROWED_PASS)  # verdicts with exit code 0
@@ -33,7 +37,7 @@ def from_run(run: dict, missing: list[str] | None = None) -> dict | None:
     stopped = bool(rec.get("stoppedEarly"))
     collected, selected = rec.get("collected"), rec.get("selected")
     counted = isinstance(collected, int) and isinstance(selected, int)
-    plugin_dropped = _dropped(rec)
+    plugin_dropped = _lost(rec, missing)[0]
     if not _by_the_run(rec) and not missing and not plugin_dropped:
         return None
     args += [str(a) for a in (rec.get("stop") or [])] if stopped else []
@@ -64,6 +68,20 @@ def _dropped(rec: dict) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def _lost(rec: dict, missing: list[str] | None) -> tuple[int, list[str]]:
+    """``(count, first node IDs)`` of the profile's tests that something other than the user dropped: the
+    recorder's ``dropped``, or (a record with ``selectedTests``, whose user arguments do not narrow what is
+    collected) the ``missing`` manifest tests neither selected nor in ``byUser`` (a plugin removed them before
+    the count, or deselected them through a ``-k`` the user did not type; breaker s13 B1, B2)."""
+    loose: list[str] = []
+    if "selectedTests" in rec and not rec.get("narrowsCollection"):
+        accounted = {manifest.key(str(n)) for n in [*rec["selectedTests"], *(rec.get("byUser") or [])]}
+        loose = [m for m in missing or [] if manifest.key(m) not in accounted]
+    if len(loose) >= _dropped(rec):
+        return len(loose), loose[:5]
+    return _dropped(rec), [str(n) for n in rec.get("droppedTests") or []]
+
+
 def _by_the_run(rec: dict) -> bool:
     """Whether run.json's ``narrowing`` record says the run itself narrowed its selection: pytest arguments that
     select a subset, an early stop, or fewer tests selected than collected beyond those ``dropped``."""
@@ -80,12 +98,14 @@ def dropped_reasons(run: dict, missing: list[str] | None) -> list[str]:
     user's own arguments narrowed the run (then NARROWED-PASS, exit 0). Tests the recorder saw deselected by no
     selecting option (``narrowing.dropped``) give the reason whatever else narrowed the run."""
     rec = run.get("narrowing") or {}
-    if _dropped(rec):
-        names = [str(n) for n in rec.get("droppedTests") or []]
-        shown = ", ".join(names) + (", ..." if len(names) < _dropped(rec) else "")
+    count, names = _lost(rec, missing)
+    if count:
+        shown = ", ".join(names) + (", ..." if len(names) < count else "")
+        untyped = [f"-{'-deselect' if d == 'deselect' else d[0]}" for d in rec.get("untyped") or []]
+        set_by = f"; {' '.join(untyped)} set by no argument the user typed" if untyped else ""
         return [
-            f"{_dropped(rec)} of the profile's collected tests were deselected by no argument of the run (a -p or "
-            f"entry-point plugin or a conftest deselected them; run without it): {shown}"
+            f"{count} of the profile's tests were deselected by no argument of the run (a -p or entry-point "
+            f"plugin or a conftest deselected or removed them{set_by}; run without it): {shown}"
         ]
     if not missing or _by_the_run(rec):
         return []

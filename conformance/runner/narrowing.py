@@ -19,6 +19,8 @@ process) adds the arguments at the end of the session. Source: pytest's options 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -41,6 +43,7 @@ SELECTING_FLAGS = (("lf", "--lf"), ("stepwise", "--sw"), ("stepwise_skip", "--sw
 # modules whose pytest_deselected calls are the user's selecting options: -k / -m (mark), --deselect (main),
 # --lf (cacheprovider), --sw / --sw-skip (stepwise); pytest 8-9 module names
 USER_ORIGINS = ("_pytest.mark", "_pytest.main", "_pytest.cacheprovider", "_pytest.stepwise")
+TYPED = ("keyword", "markexpr", "deselect")  # the deselecting options compared with what the user typed (B2)
 DROPPED_SHOWN = 5  # node IDs of dropped tests kept in the record
 # ini keys that change what pytest collects (``-o key=value``); another ini file (``-c``) may change any of them
 COLLECTING_INI = ("python_files", "python_classes", "python_functions", "testpaths", "norecursedirs", "addopts")
@@ -101,7 +104,11 @@ def load(report_dir: Path) -> dict:
      "collected": int,   # the profile's tests collected (from suites/, or from the given paths)
      "selected": int,    # of those, the tests selected to run
      "dropped": int,     # optional: of those, deselected by no selecting option (another plugin, a conftest)
-     "droppedTests": [node IDs]}   # the first of them
+     "droppedTests": [node IDs],   # the first of them
+     "byUser": [node IDs],         # deselected by the user's typed -k / -m / --deselect / --lf / --sw
+     "selectedTests": [node IDs],  # selected to run
+     "narrowsCollection": bool,    # the user's arguments narrow what is collected (paths, --ignore, -c ...)
+     "untyped": [dest]}            # optional: -k / -m / --deselect set by something the user did not type
     """
     path = Path(report_dir) / FILE
     return json.loads(path.read_text()) if path.is_file() else {}
@@ -109,14 +116,31 @@ def load(report_dir: Path) -> dict:
 
 def caller_module(depth: int = 1) -> str:
     """The module name of the code that called the hook being run ``depth`` frames up, skipping pluggy's own
-    frames (its hook callers) and this module's: e.g. ``_pytest.mark`` for ``-k``'s pytest_deselected call."""
+    frames (its hook callers) and this module's: e.g. ``_pytest.mark`` for ``-k``'s pytest_deselected call.
+    A frame whose ``__name__`` names a module whose file is not the frame's code file (code that only claims
+    the name, breaker s13 B2) gives ``""``."""
     frame = sys._getframe(depth)
     while frame is not None:
         module = str(frame.f_globals.get("__name__", ""))
         if module.split(".")[0] != "pluggy" and module != __name__:
-            return module
+            real = getattr(sys.modules.get(module), "__file__", None)
+            return module if real and Path(real).resolve() == Path(frame.f_code.co_filename).resolve() else ""
         frame = frame.f_back
     return ""
+
+
+def typed_options(config) -> dict[str, Any]:
+    """``{"keyword": str, "markexpr": str, "deselect": [node IDs]}``: the ``-k`` / ``-m`` / ``--deselect`` the
+    user typed (ini ``addopts``, ``PYTEST_ADDOPTS`` and ``config.invocation_params.args``, in pytest's order,
+    parsed by pytest's own parser), not ``config.option``, which any plugin may change (breaker s13 B2). None
+    when they cannot be parsed (then ``config.option`` is trusted, as before)."""
+    try:
+        args = [*config.getini("addopts"), *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+        args += [str(a) for a in config.invocation_params.args]
+        ns = config._parser.parse_known_args(args)
+    except Exception:  # noqa: BLE001 - a parser that changed shape: fall back to config.option
+        return None
+    return {"keyword": ns.keyword or "", "markexpr": ns.markexpr or "", "deselect": list(ns.deselect or [])}
 
 
 class Recorder:
@@ -126,6 +150,17 @@ class Recorder:
         self.config, self.report_dir, self.collected = config, Path(report_dir), None
         self.counted: list = []  # the tests counted as collected
         self.by_user: set[int] = set()  # id() of those the user's selecting options deselected
+        self.user_ids: list[str] = []  # their node IDs
+        self.typed = typed_options(config)
+
+    def _option(self, dest: str) -> Any:
+        value = getattr(self.config.option, dest, None)
+        return list(value or []) if dest == "deselect" else value or ""
+
+    def untyped(self) -> list[str]:
+        """The ``-k`` / ``-m`` / ``--deselect`` options in ``config.option`` now that the user did not type
+        (a plugin set them), as ``[dest, ...]``; empty when the typed ones could not be parsed."""
+        return [d for d in TYPED if self.typed is not None and self._option(d) != self.typed[d]]
 
     def pytest_collection_modifyitems(self, items):
         """The profile's tests, before ``-k`` / ``-m`` / ``--deselect`` and other plugins deselect any."""
@@ -133,8 +168,10 @@ class Recorder:
 
     def pytest_deselected(self, items):
         """Remember the tests whose deselection comes from pytest's selecting options (:data:`USER_ORIGINS`)."""
-        if caller_module(2).startswith(USER_ORIGINS):
+        origin = caller_module(2)
+        if origin and origin.startswith(USER_ORIGINS) and not self.untyped():
             self.by_user.update(id(i) for i in items)
+            self.user_ids += [str(getattr(i, "nodeid", i)) for i in items]
 
     def pytest_collection_finish(self, session):
         """The selected tests (under xdist: every worker writes the same counts; the controller collects none)
@@ -144,7 +181,8 @@ class Recorder:
         kept = {id(i) for i in session.items}
         dropped = [str(getattr(i, "nodeid", i)) for i in self.counted if id(i) not in kept | self.by_user]
         extra = {"dropped": len(dropped), "droppedTests": dropped[:DROPPED_SHOWN]} if dropped else {}
-        record(self.report_dir, collected=self.collected, selected=len(session.items), **extra)
+        ids = {"byUser": self.user_ids, "selectedTests": [str(getattr(i, "nodeid", i)) for i in session.items]}
+        record(self.report_dir, collected=self.collected, selected=len(session.items), **extra, **ids)
 
     def pytest_sessionfinish(self, session):
         """The controller (or the only process): the narrowing arguments and whether the run stopped early,
@@ -152,7 +190,12 @@ class Recorder:
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return
         stopped = bool(getattr(session, "shouldfail", False) or getattr(session, "shouldstop", False))
-        record(self.report_dir, **arguments(vars(self.config.option), self.config.args), stoppedEarly=stopped)
+        options = {**vars(self.config.option), **(self.typed or {})}  # the user's -k/-m/--deselect, not a plugin's
+        rest = {d: None for d in (*TYPED, "stepwise", "stepwise_skip")}
+        fields = arguments(options, self.config.args)
+        fields["narrowsCollection"] = bool(arguments({**options, **rest}, self.config.args)["select"])
+        fields.update({"untyped": self.untyped()} if self.untyped() else {})
+        record(self.report_dir, **fields, stoppedEarly=stopped)
 
 
 def register(config, report_dir: Path) -> Recorder:

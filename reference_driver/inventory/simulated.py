@@ -44,7 +44,11 @@ HOST_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom")  # what bac
 
 def host_node(index: int) -> str:
     """The host char device behind GPU ``index``'s simulated node: :data:`HOST_NODES` by index (wrapping), also
-    published as attribute ``hostDeviceNode`` (its name under /dev) so a profile pattern can say which one."""
+    published as attribute ``hostDeviceNode`` (its name under /dev) so a profile pattern can say which one.
+    Limit: only 4 harmless host char devices exist, so GPUs ``i`` and ``i + 4`` of a node with more than 4 GPUs
+    share one; PREP-12 then fails "host_device_nodes cannot tell gpu-0 from gpu-4" (breaker s13 B3: it must not
+    take one host node for two devices' identity): where PREP-12 runs, use ``count`` <= 4 per node, or
+    ``deviceNodes: false`` (no node, no host_device_nodes to judge)."""
     return HOST_NODES[index % len(HOST_NODES)]
 
 

@@ -29,7 +29,8 @@ def test_cdi_edits_of_a_claim_carry_its_devices_identity(k8s, tracker, builder, 
     path the profile's ``cdi_identity`` renders for that device exists and none rendered for another device of
     the node does; the CDI edits of the IDs PodResources reports for it carry every entry rendered for that device
     and none rendered for another; when the probe command is ``env`` and the pattern has ``env`` entries, the
-    container's env shows the device's lines and no other device's.
+    container's env shows the device's lines and no other device's. Declared host nodes rendered alike for two
+    devices that are not partitions of one parent fail the test: it cannot tell them apart (breaker s13 B3).
     Source: CDI SPEC.md containerEdits; KEP-4381 (prepared devices are the allocation results); issue 24 §3."""
     # given: a claim pinned to one device (not the first an idle node hands out)
     node = inventory.nodes()[0]

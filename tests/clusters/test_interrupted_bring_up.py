@@ -103,3 +103,28 @@ def test_strays_are_processes_naming_the_cluster_dirs_except_the_admin_kubeconfi
 
 def test_this_process_and_its_parents_are_never_strays():
     assert {os.getpid(), os.getppid()} <= _ancestors() and 1 not in _ancestors()
+
+
+def test_after_an_interrupted_bring_ups_tear_down_further_signals_are_ignored(made, monkeypatch):
+    """Breaker s13 B8: Ctrl-C held down during `cluster up` sent SIGINTs after "now exiting as interrupted" that
+    killed the interpreter on its way out (exit 130, not 2). After the tear-down of an interrupted bring-up
+    SIGINT and SIGTERM stay ignored (also past `sigterm_as_interrupt`'s end), and a signal noted during it still
+    ends the command as interrupted; a bring-up that failed otherwise keeps its handlers."""
+    cluster, state, said = made
+    monkeypatch.setattr(clusterlib, "teardown", lambda _state: os.kill(os.getpid(), signal.SIGINT))
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(KeyboardInterrupt), commands.sigterm_as_interrupt():
+            cluster._teardown(state, interrupted=True)
+        assert {sig: signal.getsignal(sig) for sig in before} == dict.fromkeys(before, signal.SIG_IGN)
+        os.kill(os.getpid(), signal.SIGINT)  # held Ctrl-C: nothing happens any more
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert any("SIGINT during the tear-down" in s for s in said), said
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        monkeypatch.setattr(clusterlib, "teardown", lambda _state: None)
+        cluster._teardown(state)  # not interrupted: the handlers are left as they were
+        assert {sig: signal.getsignal(sig) for sig in before} == before
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

@@ -278,3 +278,24 @@ def test_the_reference_profile_names_each_devices_node():
     prof = load("reference")
     listing = cdi_identity.path_listing(prof.cdi_identity, prof.driver, _device(3), [_device(0), _device(3)])
     assert listing.own == {"/dev/dra-gpu-3"} and listing.theirs == {"/dev/dra-gpu-0": "gpu-0"}
+
+
+def test_host_nodes_rendered_alike_for_devices_that_are_not_partitions_of_one_parent_fail():
+    """Breaker s13 B3: a driver that backs every device by one host node and says so in its ``hostDeviceNode``
+    attribute (or the reference driver's backing wrapping past 4 GPUs) cannot be told apart by PREP-12: the claim
+    is judged wrong, naming both devices; partitions sharing their parent's counter set may share its node."""
+    pattern = {"device_nodes": ["/dev/dri/card{index}"], "host_device_nodes": ["/dev/{hostDeviceNode}"]}
+
+    def dev(i: int, host: str, consumes: tuple = ()) -> Device:
+        attrs = {f"{DRIVER}/index": i, f"{DRIVER}/uuid": f"GPU-{i}", f"{DRIVER}/hostDeviceNode": host}
+        return Device("node-a", "node-a", f"gpu-{i}", attrs, {}, consumes=consumes)
+
+    same = [dev(i, "nvidia0") for i in range(4)]
+    wrong = cdi_identity.problems(pattern, DRIVER, same[2], same, _swapped_host(2, "/dev/nvidia0"))
+    assert len(wrong) == 3 and wrong[0].startswith("host_device_nodes cannot tell gpu-2 from gpu-0: both render"), wrong
+    wrapped = [dev(i, ["null", "zero", "full", "urandom"][i % 4]) for i in range(8)]
+    wrong = cdi_identity.problems(pattern, DRIVER, wrapped[4], wrapped, _swapped_host(4, "/dev/null"))
+    assert wrong == [wrong[0]] and "cannot tell gpu-4 from gpu-0" in wrong[0], wrong
+    counters = (("gpu-0-counters", "memory", "1Gi"),)
+    parts = [dev(0, "nvidia0", counters), dev(1, "nvidia0", counters)]  # partitions of one parent
+    assert cdi_identity.problems(pattern, DRIVER, parts[1], parts, _swapped_host(1, "/dev/nvidia0")) == []

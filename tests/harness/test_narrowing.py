@@ -104,6 +104,9 @@ def test_the_controller_adds_the_arguments_and_whether_the_run_stopped_early(tmp
         "selected": 1,
         "dropped": 2,  # gone without a pytest_deselected call from -k / -m / --deselect (pytest's own modules)
         "droppedTests": ["2", "3"],
+        "byUser": [],
+        "selectedTests": ["1"],
+        "narrowsCollection": False,
         "select": ["-k", "smoke"],
         "stop": ["-x"],
         "stoppedEarly": True,
@@ -128,3 +131,61 @@ def test_run_json_carries_the_narrowing_record():
         narrowing={"select": ["-k", "x"], "collected": 10, "selected": 2},
     )
     assert json.loads(json.dumps(doc))["narrowing"]["selected"] == 2
+
+
+EARLY_PLUGIN = """
+import pytest
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    items[:] = [i for i in items if "smoke" not in i.nodeid]   # silently, before the recorder counts
+"""
+SNEAKY_PLUGIN = """
+def pytest_configure(config):
+    config.option.keyword = "not smoke"   # -k's own code path deselects, as if the user had typed it
+
+def pytest_collection_finish(session):
+    session.config.option.keyword = ""    # gone before the arguments are recorded
+"""
+
+
+def _verdict_reasons(rec: dict) -> tuple[list[str], dict | None]:
+    """The FAIL reasons and ``narrowed`` of a run whose results are exactly ``rec``'s selected tests."""
+    from conformance.reporting import manifest, narrowed
+
+    missing = manifest.missing("core", rec["selectedTests"])
+    run = {"narrowing": {**rec, **narrowing.arguments({}, [str(SUITES)])}}
+    return narrowed.dropped_reasons(run, missing), narrowed.from_run(run, missing)
+
+
+@pytest.mark.parametrize("plugin, extra", [(EARLY_PLUGIN, ["-k", "not claim_is_allocated"]), (SNEAKY_PLUGIN, [])])
+def test_a_plugin_that_drops_tests_before_the_count_or_through_k_makes_the_run_fail(
+    tmp_path, monkeypatch, plugin, extra
+):
+    """Breaker s13 B1 (a tryfirst plugin removes tests before the recorder counts them, beside the user's -k) and
+    B2 (a plugin sets ``config.option.keyword`` itself, then clears it): the smoke tests were neither selected nor
+    deselected by what the user typed, so the verdict is FAIL naming them, not NARROWED-PASS."""
+    (tmp_path / "plug.py").write_text(plugin)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    rec = _collect(tmp_path / "run", "-p", "plug", *extra)
+    assert not any("smoke" in t for t in rec["selectedTests"] + rec["byUser"]), rec
+    reasons, _ = _verdict_reasons(rec)
+    assert reasons and "deselected by no argument of the run" in reasons[0] and "smoke" in reasons[0], reasons
+
+
+def test_the_users_typed_k_also_through_pytest_addopts_is_narrowing_not_dropping(tmp_path, monkeypatch):
+    """-k typed on the command line or in PYTEST_ADDOPTS deselects as the user's: NARROWED-PASS, no reason."""
+    typed = _collect(tmp_path / "typed", "-k", "smoke")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-k smoke")
+    env = _collect(tmp_path / "env")
+    for rec in (typed, env):
+        assert "dropped" not in rec and rec["byUser"] and rec["selected"] < rec["collected"], rec
+        reasons, shown = _verdict_reasons(rec)
+        assert reasons == [] and shown, (reasons, rec)
+
+
+def test_code_that_only_claims_a_pytest_module_name_is_not_the_user():
+    """Breaker s13 B2: ``caller_module`` trusts a ``__name__`` only when that module's file runs the frame."""
+    spoof = {"__name__": "_pytest.mark", "narrowing": narrowing}
+    exec(compile("def call():\n    return narrowing.caller_module(1)\n", "/tmp/not_pytest.py", "exec"), spoof)
+    assert spoof["call"]() == ""
+    assert narrowing.caller_module(1) == __name__

@@ -137,7 +137,7 @@ def test_tests_a_plugin_deselected_make_the_run_fail_even_beside_the_users_k(tmp
         assert data["verdict"] == "FAIL", (extra, data["verdictLine"])
         assert (
             data["verdictReasons"][-1].startswith(
-                "4 of the profile's collected tests were deselected by no argument of the run (a -p or entry-point"
+                "4 of the profile's tests were deselected by no argument of the run (a -p or entry-point"
             )
             and core[0] in data["verdictReasons"][-1]
         ), data["verdictReasons"]

@@ -59,3 +59,22 @@ def test_checked_in_durations_name_only_collected_e2e_tests():
     for nodeid in seconds:
         path = e2e_order.REPO / nodeid.split("::")[0]
         assert path.is_file() and nodeid.startswith("tests/e2e/"), f"{nodeid}: no such e2e test file; refresh it"
+
+
+def test_outside_the_repository_simulate_and_refresh_exit_2_naming_the_missing_file(tmp_path, monkeypatch, capsys):
+    """Breaker s13 B7: from a tools wheel (``REPO`` is site-packages/..) the durations are looked up in the
+    current directory's repository, upwards; not found, simulate and refresh say so and exit 2 instead of pricing
+    every test at the defaults (or writing under lib/)."""
+    monkeypatch.setattr(e2e_order, "REPO", tmp_path / "site-packages-parent")
+    repo = tmp_path / "repo"
+    (repo / "tests" / "e2e").mkdir(parents=True)
+    (repo / e2e_order.RELATIVE).write_text(json.dumps({"seconds": {"t": 1}}))
+    (repo / "sub").mkdir()
+    assert e2e_order.durations_path(repo / "sub") == repo / e2e_order.RELATIVE
+    monkeypatch.chdir(tmp_path)
+    assert e2e_order.main(["simulate", "--workers", "3"]) == 2
+    assert f"{tmp_path / e2e_order.RELATIVE} not found" in capsys.readouterr().err
+    assert e2e_order.main(["refresh", "--log", str(tmp_path / "x.log")]) == 2
+    (tmp_path / "empty.json").write_text("{}")
+    assert e2e_order.main(["simulate", "--durations", str(tmp_path / "empty.json")]) == 2
+    assert "no durations read" in capsys.readouterr().err

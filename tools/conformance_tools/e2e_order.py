@@ -27,8 +27,23 @@ import xml.etree.ElementTree as ET
 from collections import deque
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-DURATIONS = REPO / "tests" / "e2e" / "durations.json"
+REPO = Path(__file__).resolve().parents[2]  # the source tree of an editable install (site-packages/.. from a wheel)
+RELATIVE = Path("tests") / "e2e" / "durations.json"
+
+
+def durations_path(cwd: Path | None = None) -> Path:
+    """The repository's ``tests/e2e/durations.json``: beside this module's source tree (an editable install), else
+    in the repository holding ``cwd`` (default the current directory: the nearest folder, upwards, that has it;
+    a tools wheel lies in site-packages, whose ``..`` has none: breaker s13 B7); else ``cwd``'s, which does not
+    exist (callers say so)."""
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    for root in (REPO, cwd, *cwd.resolve().parents):
+        if (root / RELATIVE).is_file():
+            return root / RELATIVE
+    return cwd / RELATIVE
+
+
+DURATIONS = durations_path()
 PHASE = ["-m", "e2e and not cluster_lifecycle"]  # the Makefile's parallel phase
 DEFAULT_S, SLOW_S = 3.0, 60.0  # seconds assumed for a test the file lacks (marked `slow`: SLOW_S)
 
@@ -134,18 +149,29 @@ def read_log(path: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI (module docstring). Exit 0; 2 on a bad argument (argparse)."""
+    """CLI (module docstring). Exit 0; 2 on a bad argument (argparse), or when the durations file is not found
+    (outside the repository without ``--durations`` / ``--out``) or holds no durations (``simulate``)."""
     parser = argparse.ArgumentParser(prog="python -m conformance_tools.e2e_order", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     sim = sub.add_parser("simulate", help="expected makespan of the parallel phase, old order vs the conftest's")
     sim.add_argument("--workers", type=int, nargs="+", default=[3])
-    sim.add_argument("--durations", type=Path, default=DURATIONS)
-    ref = sub.add_parser("refresh", help=f"rewrite {DURATIONS.relative_to(REPO)} from a JUnit XML or a log")
+    sim.add_argument("--durations", type=Path, default=None, help=f"default: the repository's {RELATIVE}")
+    ref = sub.add_parser("refresh", help=f"rewrite the repository's {RELATIVE} from a JUnit XML or a log")
     src = ref.add_mutually_exclusive_group(required=True)
     src.add_argument("--junit", type=Path)
     src.add_argument("--log", type=Path)
-    ref.add_argument("--out", type=Path, default=DURATIONS)
+    ref.add_argument("--out", type=Path, default=None, help=f"default: the repository's {RELATIVE}")
     opts = parser.parse_args(argv)
+    where = opts.durations if opts.cmd == "simulate" else opts.out
+    if where is None and not durations_path().is_file():  # outside the repository (an installed tools wheel)
+        print(
+            f"{durations_path()} not found: run from the dra-conformance repository, or pass --"
+            f"{'durations' if opts.cmd == 'simulate' else 'out'} FILE (without it every test would be priced at "
+            f"{DEFAULT_S:.0f} s, or {SLOW_S:.0f} s when marked slow)",
+            file=sys.stderr,
+        )
+        return 2
+    opts.durations = opts.out = where or durations_path()
     if opts.cmd == "refresh":
         seconds = read_junit(opts.junit) if opts.junit else read_log(opts.log)
         doc = {"source": str(opts.junit or opts.log), "seconds": dict(sorted(seconds.items()))}
@@ -153,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{opts.out}: {len(seconds)} test(s), {sum(seconds.values()):.0f} s in all")
         return 0
     seconds = load(opts.durations)
+    if not seconds:
+        print(f'{opts.durations}: no durations read (missing or not {{"seconds": {{...}}}})', file=sys.stderr)
+        return 2
     before, after = collect([])
     for name, entries in (("slow first (old)", slow_first(before)), ("conftest order (now)", after)):
         work = units([(n, g, expected(n, s, seconds)) for n, g, s in entries])

@@ -146,7 +146,7 @@ class LocalCluster:
             self.handle = self._bring_up(state, facts, tag)
         except BaseException as exc:
             self._say(f"bring-up failed: {(str(exc) or type(exc).__name__).splitlines()[0]}; tearing down")
-            self._teardown(state)
+            self._teardown(state, interrupted=isinstance(exc, KeyboardInterrupt))
             if isinstance(exc, (ClusterUnavailable, ConfigError)):
                 raise
             if isinstance(exc, (WaitError, images.ImageError, OSError, RuntimeError)):
@@ -168,13 +168,13 @@ class LocalCluster:
     def _say(self, msg: str) -> None:
         self.progress(f"[{time.monotonic() - self._t0:5.1f}s] {msg}")
 
-    def _teardown(self, state: ClusterState) -> None:
+    def _teardown(self, state: ClusterState, interrupted: bool = False) -> None:
         """Tear down what ``up`` started, with Ctrl-C/SIGTERM deferred until it is done (a second one during
         it is noted and said; the caller's exception, or KeyboardInterrupt for the noted signal, follows). When
         it could not finish (TeardownError, or anything else it raised), names it and the command that
-        finishes it. Never raises its own error."""
+        finishes it. Never raises its own error. ``interrupted``: SIGINT/SIGTERM stay ignored after it (B8)."""
         hint = f"run `dra-conformance cluster down --name {state.name}` to remove what is left"
-        with signals_deferred() as noted:
+        with signals_deferred(ignore_after=interrupted) as noted:
             try:
                 teardown(state)
             except Exception as exc:  # noqa: BLE001 - reported with the hint; the bring-up's own error follows

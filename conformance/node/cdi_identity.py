@@ -58,6 +58,18 @@ def carried(edits: Iterable[Mapping[str, frozenset]]) -> dict[str, set[str]]:
     return out
 
 
+def _rendered_others(patterns: Mapping[str, Iterable[str]], driver: str, device, others: Iterable):
+    """``(other, rendered(patterns, driver, other))`` for each of ``others`` but ``device`` itself, leaving out the
+    devices that lack a pattern's attribute."""
+    for other in others:
+        if other.key == device.key:
+            continue
+        try:
+            yield other, rendered(patterns, driver, other)
+        except LookupError:
+            continue
+
+
 def problems(patterns: Mapping[str, Iterable[str]], driver: str, device, others: Iterable, found) -> list[str]:
     """What is wrong with the CDI edits ``found`` (:func:`carried`; a key left out is empty) of a claim holding
     ``device``, whose node also has the devices ``others`` (devices that lack a pattern's attribute are left out
@@ -73,13 +85,7 @@ def problems(patterns: Mapping[str, Iterable[str]], driver: str, device, others:
     # backs /dev/nvidia0 by /run/nvidia/driver/dev/nvidia0, which is its own (breaker s13 B4)
     judged = [key for key in KEYS if key != "host_device_nodes" or patterns.get("host_device_nodes")]
     out = [f"{key} {sorted(own[key] - found[key])} of {device.name} missing" for key in judged if own[key] - found[key]]
-    for other in others:
-        if other.key == device.key:
-            continue
-        try:
-            theirs = rendered(patterns, driver, other)
-        except LookupError:
-            continue
+    for other, theirs in _rendered_others(patterns, driver, device, others):
         for key in KEYS:
             stray = (theirs[key] - own[key]) & found[key]
             if stray:
@@ -191,12 +197,6 @@ def path_listing(patterns: Mapping[str, Iterable[str]], driver: str, device, oth
     own = rendered(paths, driver, device)
     mine = own["device_nodes"] | own["mounts"]
     theirs: dict[str, str] = {}
-    for other in others:
-        if other.key == device.key:
-            continue
-        try:
-            found = rendered(paths, driver, other)
-        except LookupError:
-            continue
+    for other, found in _rendered_others(paths, driver, device, others):
         theirs.update({p: other.name for p in (found["device_nodes"] | found["mounts"]) - mine})
     return PathListing(device.name, frozenset(mine), theirs)

@@ -62,7 +62,8 @@ def _check(args: argparse.Namespace) -> int:
             loaded = profiles.load(name)
         except errors.ConfigError as exc:
             bad += 1
-            print(f"error {exc}")
+            # profiles.resolve names the option of `run` (--driver); here the input is the FILE argument
+            print(f"error: {name}: {exc.detail} (fix: {exc.fix})" if exc.source == "--driver" else f"error: {exc}")
             for also in _schema_problems(name, exc.field):
                 print(f"  also {also}")
             continue

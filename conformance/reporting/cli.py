@@ -26,27 +26,32 @@ def _run(args: argparse.Namespace) -> int:
             args.run_dir, html_report=not args.no_html, single_file=args.single_file, history_from=args.history_from
         )
     except (FileNotFoundError, ValueError, html.ReportError) as exc:
-        print(f"error: {exc}")
-        return 2
+        return _error(exc)
     print(f"{verdict.line or verdict.text}: {verdict.summary_path} ({time.monotonic() - start:.1f}s)")
     if args.screenshot and not args.no_html:
         try:
             print(f"screenshot: {build.screenshot(args.run_dir)}")
         except browser.BrowserError as exc:
-            print(f"error: {exc}")
-            return 2
+            return _error(exc)
     for reason in verdict.reasons:
         print(f"  - {reason}")
     return verdict.exit_code
 
 
+def _error(exc: Exception) -> int:
+    """Print ``exc`` on stderr; exit 4 for a run directory that cannot be read (missing or malformed results: bad
+    input, as for every command), 3 when a tool failed (the Allure CLI, the browser of ``--screenshot``). Never 2,
+    which means INTERRUPTED (README "Reading the verdict")."""
+    print(f"error: {exc}", file=sys.stderr)
+    return 3 if isinstance(exc, (html.ReportError, browser.BrowserError)) else 4
+
+
 def _merge(args: argparse.Namespace) -> int:
-    """Re-merge a matrix directory (``report`` on a matrix); exit 0 PASS, 1 FAIL, 2 report error."""
+    """Re-merge a matrix directory (``report`` on a matrix); exit 0 PASS, 1 FAIL, 3/4 as :func:`_error`."""
     try:
         data = matrix.merge(args.run_dir, html_report=not args.no_html, history_from=args.history_from)
     except (FileNotFoundError, ValueError, html.ReportError) as exc:
-        print(f"error: {exc}")
-        return 2
+        return _error(exc)
     print(f"{data['verdict']}: {args.run_dir / 'matrix.md'}")
     return 0 if data["verdict"] in narrowed.PASSING else 1
 
@@ -66,9 +71,11 @@ def add_history_option(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    """Add the ``report`` subcommand (exit 0 PASS, 1 FAIL, 2 report error, 4 no such run directory)."""
+    """Add the ``report`` subcommand (exit 0 PASS, 1 FAIL, 3 the Allure CLI or browser failed, 4 a run directory
+    that is missing or cannot be read)."""
     parser = subparsers.add_parser(
-        "report", help="(re)generate summary, JUnit and HTML of a run directory", description=__doc__
+        "report", help="(re)generate summary, JUnit and HTML of a run directory",
+        description=__doc__ + "\nExit: 0 PASS, 1 FAIL, 3 the Allure CLI or the browser failed, 4 RUN_DIR missing or unreadable.",
     )
     parser.add_argument(
         "run_dir", type=pathlib.Path, metavar="RUN_DIR", help="a run directory, e.g. reports/latest or reports/<run-id>"

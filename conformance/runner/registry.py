@@ -121,7 +121,7 @@ class Registry:
         entry = self._entries[kind].get(name)
         if entry is None:
             lab = (
-                "pip install dra-conformance-lab (it provides the local and kind clusters), or use "
+                "pip install dra-conformance-lab (it provides the local and kind clusters), or "
                 if kind == "cluster provider" and name in LAB_PROVIDERS
                 else ""
             )

@@ -147,3 +147,18 @@ def test_a_kubeconfig_flag_naming_no_file_is_bad_input_not_an_unreachable_cluste
     with pytest.raises(ConfigError) as info:
         K8s.from_kubeconfig(str(tmp_path / "nope"))
     assert info.value.source == "--kubeconfig" and "nope" in str(info.value)
+
+
+def test_no_kubeconfig_at_the_default_path_is_bad_input_naming_how_to_give_one(tmp_path, monkeypatch):
+    """No ~/.kube/config and no $KUBECONFIG: exit 4 naming the file and both fixes (breaker s14 B4: it was
+    "Invalid kube-config file. No configuration found.", exit 3)."""
+    from conformance.core.errors import ConfigError
+    from conformance.k8s.client import K8s
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConfigError) as info:
+        K8s.from_kubeconfig(None)
+    text = str(info.value)
+    assert "no such kubeconfig file" in text and str(tmp_path / ".kube" / "config") in text, text
+    assert "--kubeconfig PATH" in text and "KUBECONFIG=" in text, text

@@ -168,6 +168,10 @@ def test_profile_check_prints_ok_or_the_problem_and_exits_0_or_4(tmp_path):
     assert proc.returncode == 4 and f"ok {good}" in proc.stdout
     assert f"{bad}: capabilities.sharedclaims" in proc.stdout and "did you mean 'shared_claims'" in proc.stdout
     assert "  also requires_hardware: 'no' is not of type 'boolean'" in proc.stdout  # every problem, not the first
+    missing = tmp_path / "nosuch.yaml"
+    proc = _cli("check", str(missing))
+    assert proc.returncode == 4 and f"error: {missing}: no such driver profile file" in proc.stdout, proc.stdout
+    assert "--driver" not in proc.stdout  # `profile check` has no --driver option
 
 
 def test_profile_schema_prints_the_published_schema():

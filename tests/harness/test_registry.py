@@ -230,6 +230,7 @@ def test_a_lab_provider_without_the_lab_names_the_distribution_that_brings_it():
     with pytest.raises(ConfigError) as info:
         shipped(lab=False).check("cluster provider", "local")
     assert "pip install dra-conformance-lab" in info.value.fix and "existing" in info.value.fix
+    assert "use use" not in info.value.fix and "clusters), or use one of" in info.value.fix
 
 
 def test_a_command_of_an_absent_distribution_names_it(monkeypatch, capsys):

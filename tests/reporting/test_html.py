@@ -68,8 +68,8 @@ def test_report_command_exit_codes(failing_run, tmp_path, capsys):
     assert main_cli.main(["report", str(failing_run), "--no-html"]) == 1
     assert "FAIL" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()
-    assert main_cli.main(["report", str(tmp_path / "empty")]) == 2
-    assert "no allure-results" in capsys.readouterr().out
+    assert main_cli.main(["report", str(tmp_path / "empty")]) == 4  # bad input (README), never 2 (INTERRUPTED)
+    assert "no allure-results" in capsys.readouterr().err
 
 
 def test_matrix_cell_history_comes_from_the_same_version_of_the_previous_matrix(tmp_path):
@@ -116,7 +116,7 @@ def test_history_from_a_saved_file_carries_over_across_empty_report_folders(tmp_
 
 
 def test_history_from_a_malformed_file_is_refused_naming_it(tmp_path, capsys):
-    """A file that is not Allure 3 JSONL is bad input: ``report`` exits 2 naming the file and the fix,
+    """A file that is not Allure 3 JSONL is bad input: ``report`` exits 4 naming the file and the fix,
     ``run`` refuses it (exit 4) before starting any cluster."""
     from conformance import cli as main_cli
 
@@ -126,8 +126,8 @@ def test_history_from_a_malformed_file_is_refused_naming_it(tmp_path, capsys):
     assert history.saved_history(tmp_path / "empty-dir-does-not-exist-yet") is None
     run_dir = tmp_path / "run"
     run_sample(run_dir, "-k", "claim_allocated")
-    assert main_cli.main(["report", str(run_dir), "--history-from", str(bad)]) == 2
-    assert f"--history-from {bad}: line 2 is not a JSON object" in capsys.readouterr().out
+    assert main_cli.main(["report", str(run_dir), "--history-from", str(bad)]) == 4
+    assert f"--history-from {bad}: line 2 is not a JSON object" in capsys.readouterr().err
     assert main_cli.main(["run", "--cluster", "existing", "--history-from", str(tmp_path)]) == 4
     assert "line 2 is not a JSON object" in capsys.readouterr().err
 

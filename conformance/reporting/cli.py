@@ -74,8 +74,10 @@ def register(subparsers) -> None:
     """Add the ``report`` subcommand (exit 0 PASS, 1 FAIL, 3 the Allure CLI or browser failed, 4 a run directory
     that is missing or cannot be read)."""
     parser = subparsers.add_parser(
-        "report", help="(re)generate summary, JUnit and HTML of a run directory",
-        description=__doc__ + "\nExit: 0 PASS, 1 FAIL, 3 the Allure CLI or the browser failed, 4 RUN_DIR missing or unreadable.",
+        "report",
+        help="(re)generate summary, JUnit and HTML of a run directory",
+        description=__doc__
+        + "\nExit: 0 PASS, 1 FAIL, 3 the Allure CLI or the browser failed, 4 RUN_DIR missing or unreadable.",
     )
     parser.add_argument(
         "run_dir", type=pathlib.Path, metavar="RUN_DIR", help="a run directory, e.g. reports/latest or reports/<run-id>"

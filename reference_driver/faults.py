@@ -207,6 +207,10 @@ FAULTS: dict[str, str] = {
     "its hostPath is the host node behind the next device of the node in name order with another one: the right "
     "name, another device behind it (a driver mapping container paths to host nodes off by one; CDI SPEC.md "
     "deviceNodes hostPath; breaker s12 F1).",
+    "cdi-after-reply": "NodePrepareResources answers before the claim's CDI spec is on the node: the spec is "
+    "written 30 s after the answer, so the runtime's first container create is refused ('CDI device injection "
+    "failed: unresolvable CDI devices') and a later kubelet retry runs the pod (a kubelet plugin writes its CDI "
+    "spec before it returns; breaker s14 B7).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

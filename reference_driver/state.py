@@ -22,6 +22,8 @@ from .faults import PREPARE_ERRORS, Faults
 from .inventory.base import Device, Snapshot
 from .prepared import ClaimSource, PreparedDevice, RecoveryReport, UnprepareError
 
+CDI_LATE_S = 30.0  # fault cdi-after-reply: the kubelet creates the containers well within this after prepare
+
 log = logging.getLogger(__name__)
 
 
@@ -210,7 +212,7 @@ class DeviceState:
             if done is not None:
                 return done
             self._refuse_held(ref, holds, snap)
-            self.store.write(ref.uid, spec)
+            self._write_spec(ref.uid, spec)
             self._claims[ref.uid] = {
                 "namespace": ref.namespace,
                 "name": ref.name,
@@ -225,6 +227,22 @@ class DeviceState:
                 self.store.remove(ref.uid)
                 raise ClaimError(f"{ref}: writing the checkpoint failed: {err}") from None
         return devices
+
+    def _write_spec(self, uid: str, spec: dict) -> None:
+        """Write the claim's CDI spec now, before the answer (fault ``cdi-after-reply``: :data:`CDI_LATE_S`
+        seconds after it, if the claim is still prepared then). Called with the lock held."""
+        if not self.faults.on("cdi-after-reply"):
+            self.store.write(uid, spec)
+            return
+
+        def write() -> None:
+            with self._lock:
+                if uid in self._claims:
+                    self.store.write(uid, spec)
+
+        timer = threading.Timer(CDI_LATE_S, write)
+        timer.daemon = True
+        timer.start()
 
     def _answer_again(self, ref: ClaimRef, done: list[PreparedDevice]) -> list[PreparedDevice]:
         """The answer to a repeated prepare of ``ref``: ``done`` (faults ``prepare-not-idempotent``: ClaimError;

@@ -25,7 +25,11 @@ def test_pod_level_claim_without_container_reference_is_prepared(k8s, tracker, b
     pod = waits.pod_running(k8s, tracker.create(builder.pod(unreferenced=[claim])), timeout=timeouts.POD_START)
     # then: the claim is reserved for it, the node holds its CDI spec, and the container sees nothing
     waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION, reserved_for=[pod])
-    assert cdi.claim_specs(node_access, pod.spec.node_name, claim), node_access.cdi_specs(pod.spec.node_name)
+    specs = node_access.cdi_specs(pod.spec.node_name)
+    assert cdi.claim_specs(node_access, pod.spec.node_name, claim), (
+        f"no CDI spec for claim {claim.name} on node {pod.spec.node_name} while its pod runs; "
+        f"specs there: {sorted(specs) or 'none'}"
+    )
     shown, evidence = probe.shows_no_device(pod)
     assert shown, evidence
 

@@ -182,6 +182,12 @@ def test_a_pod_wait_ends_once_the_runtime_keeps_refusing_its_container_over_nri_
     assert failed(nri, 11, running) is None  # past refusals of a container running now (breaker s13 B6)
     cdi = "Error: failed to create containerd container: CDI device injection failed: unresolvable CDI devices x/y=z"
     assert failed(cdi, 3) is not None
+    # once is enough for CDI, also for a container running now: containerd refreshes its CDI registry before every
+    # injection, so the driver answered before its spec was on the node (breaker s14 B7)
+    assert failed(cdi, 1) is not None and failed(cdi, 1, running) is not None
+    pod = Obj({"metadata": {"name": "p", "namespace": "t"}, "spec": {}, "status": {"containerStatuses": [running]}})
+    event = Obj({"reason": "Failed", "count": 1, "message": cdi, "involvedObject": {"kind": "Pod", "name": "p"}})
+    assert pods._pod_failed(True)(pod, [event]) is None  # a restart test's allowed errors waive it
     other_nri = "Error: failed to create containerd container: failed to get NRI adjustment: topology plugin timed out"
     assert failed(other_nri, 5) is None  # another NRI plugin's trouble is not the driver's (B5)
     assert failed("Error: ErrImagePull", 5) is None  # an image pull is not the driver's

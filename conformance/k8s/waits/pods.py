@@ -1,6 +1,7 @@
 """Pod state waits. Sources: core/v1 Pod phase and PodScheduled condition; DRA kubelet events
-``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) and repeated container-creation refusals naming CDI or
-NRI (the kubelet's ``Failed`` event with the runtime's CreateContainerError text) that end a wait early."""
+``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) and container-creation refusals naming CDI (once) or an
+NRI plugin's claim (repeated) (the kubelet's ``Failed`` event with the runtime's CreateContainerError text) that end
+a wait early."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from conformance.k8s.waits.objects import object_gone
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
 EVENT_POLL_S = 0.5  # seconds between event lists
-# the runtime refused to create a container because of what the driver gave it: its CDI spec (containerd's "CDI
-# device injection failed: unresolvable CDI devices ...") or its NRI plugin ("failed to get NRI adjustment for
-# container: ... claimUID ..."); after this many kubelet retries the refusal is the answer, not a start-up race
+# the runtime refused to create a container because of what the driver gave it: its NRI plugin ("failed to get
+# NRI adjustment for container: ... claimUID ..."): after this many kubelet retries the refusal is the answer, not
+# a start-up race. A CDI refusal counts at once (see runtime_refusal).
 RUNTIME_REFUSALS = 3
+CDI_REFUSED = "CDI device injection failed"
 
 
 def _creating_fails(pod: Obj) -> bool:
@@ -27,21 +29,31 @@ def _creating_fails(pod: Obj) -> bool:
 
 def runtime_refusal(pod: Obj, events: list[Obj]) -> Obj | None:
     """The newest kubelet ``Failed`` event that reports the container runtime refusing to create a container of
-    ``pod`` over a CDI device (``CDI device injection failed``: the pod's CDI devices are its claims') or a claim
-    named by an NRI plugin (``NRI`` and ``claim`` in the text: another NRI plugin's own trouble is not the
-    driver's; breaker s13 B5), counted :data:`RUNTIME_REFUSALS` times or more while a container is waiting with
-    ``CreateContainerError`` now (past refusals of a pod now running do not count; B6); None otherwise. Source:
-    kubelet kuberuntime_manager (event reason ``Failed``, message ``Error: <runtime error>``), containerd's CDI
-    injection and NRI adjustment errors."""
-    if not _creating_fails(pod):
-        return None
+    ``pod`` over what the driver gave it; None otherwise.
+
+    - CDI (``CDI device injection failed``, e.g. ``unresolvable CDI devices <id>``): once is enough, also when the
+      container runs now. A test pod's CDI devices are its claims' (the IDs NodePrepareResources answered), and
+      containerd refreshes its CDI registry before every injection (``cdi.Refresh()`` then ``InjectDevices`` in
+      its WithCDIDevices), so a refusal means the driver's spec was not on the node when it answered (a kubelet
+      plugin writes its CDI spec before NodePrepareResources returns; breaker s14 B7: a driver writing it 3 s late
+      was refused once per pod, then the kubelet's retry ran the pod and 16 of 17 tests passed).
+    - NRI (``NRI`` and ``claim`` in the text: another NRI plugin's own trouble is not the driver's; breaker s13
+      B5): counted :data:`RUNTIME_REFUSALS` times or more while a container waits with ``CreateContainerError``
+      now (a start-up race retried away is not the answer; B6).
+
+    Source: kubelet kuberuntime_manager (event reason ``Failed``, message ``Error: <runtime error>``), containerd's
+    CDI injection and NRI adjustment errors."""
+    waiting = _creating_fails(pod)
     for event in reversed(events):
         message = event.get("message") or ""
-        if event.get("reason") != "Failed" or (event.get("count") or 1) < RUNTIME_REFUSALS:
+        if event.get("reason") != "Failed":
             continue
         if "create containerd container" not in message and "CreateContainerError" not in message:
             continue
-        if "CDI device injection failed" in message or ("NRI" in message and "claim" in message.lower()):
+        if CDI_REFUSED in message:
+            return event
+        nri = "NRI" in message and "claim" in message.lower()
+        if nri and waiting and (event.get("count") or 1) >= RUNTIME_REFUSALS:
             return event
     return None
 
@@ -59,7 +71,7 @@ def _pod_failed(allow_prepare_errors: bool):
             event = has_event(events, PREPARE_FAILED)
             if event is not None:
                 return f"kubelet could not prepare the pod's claims: {event_line(event)}"
-        refused = runtime_refusal(pod, events)
+        refused = None if allow_prepare_errors else runtime_refusal(pod, events)
         if refused is not None:
             return f"the container runtime refused the pod's container over the driver's CDI/NRI: {event_line(refused)}"
         return None

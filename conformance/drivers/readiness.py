@@ -136,7 +136,38 @@ def await_daemonsets(k8s: K8s, driver: str, refs: Iterable[tuple[str, str]], *, 
                 k8s, ref, daemonset_ready, timeout=timeout, awaited=f"DaemonSet {namespace}/{name} Ready on its nodes"
             )
         except errors.WaitError as exc:
-            raise errors.DriverNotReady(driver, exc.awaited, str(exc)) from None
+            pods = unready_pods(k8s, driver, namespace, name)
+            raise errors.DriverNotReady(driver, exc.awaited, str(exc) + (f"\n{pods}" if pods else "")) from None
+
+
+def unready_pods(k8s: K8s, driver: str, namespace: str, name: str) -> str:
+    """For a DaemonSet that did not get Ready: each of its pods not Ready, with its node and what that node's
+    kubelet holds as registered (``plugin_manager_total_plugins``: socket paths naming ``driver``), ``""`` when
+    none or unreadable. A plugin the kubelet holds whose pod stays unready often waits for the kubelet's one
+    NotifyRegistrationStatus (5 s deadline, never resent: kubelet pluginmanager operation_generator.go)."""
+    try:
+        ds = k8s.get("DaemonSet", name, namespace)
+        match = ds.get("spec.selector.matchLabels") or {}
+        pods = k8s.list("Pod", namespace, label_selector=",".join(f"{k}={v}" for k, v in sorted(match.items())))
+    except (errors.ConformanceError, OSError):
+        return ""
+    lines = []
+    for pod in pods:
+        ready = [c for c in pod.get("status.conditions") or [] if c.get("type") == "Ready"]
+        if ready and ready[0].get("status") == "True":
+            continue
+        node = pod.get("spec.nodeName") or ""
+        held = registered_sockets(k8s, [node]).get(node) if node else None
+        mine = sorted(s for s in held or () if driver in s)
+        kubelet_says = (
+            "its kubelet's metrics are unreadable"
+            if held is None
+            else f"its kubelet holds as registered: {mine}"
+            if mine
+            else "its kubelet holds no socket naming the driver"
+        )
+        lines.append(f"  pod {pod.name} on node {node or '(none)'} not Ready; {kubelet_says}")
+    return ("pods not Ready:\n" + "\n".join(lines)) if lines else ""
 
 
 def registered_sockets(k8s: K8s, nodes: Iterable[str]) -> dict[str, set[str] | None]:

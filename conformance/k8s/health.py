@@ -21,7 +21,8 @@ after a ``ready`` sample and needs :data:`MIN_BAD` consecutive bad samples (a si
 
 Given the run's node names, the watcher also samples their ``Ready`` condition every few seconds into the same log
 (entries with ``"scope": "nodes"``, ignored by :func:`outages`; conformance/k8s/node_health.py): a node cut off is a
-fault of the cluster too.
+fault of the cluster too. It also reads the kube-scheduler's Lease every few seconds (entries with ``"scope":
+"scheduler"``; conformance/k8s/scheduler_health.py): no scheduler leading is a fault of the cluster as well.
 
 The watcher also bounds how long API calls are resent during an outage: a process that follows the log
 (:func:`follow`: the owner at set-up, each xdist worker when it attaches) asks :func:`down_evidence` before resending a
@@ -79,6 +80,7 @@ TITLES = {
     "credentials-refused": "the kubeconfig's credentials refused",
     "error": "API server health unknown",
     "node-not-ready": "node not ready",
+    "scheduler-down": "no kube-scheduler",
 }
 
 
@@ -122,12 +124,21 @@ class Watcher:
     :attr:`unprobeable`: why nothing is watched (the first probe was not ready), ``""`` when watched.
     ``nodes``: the run's node names, whose Ready condition is sampled every ``node_health.EVERY`` ready API
     samples (conformance/k8s/node_health.py; none: no node samples); ``node_probe_fn(names)`` replaces
-    ``node_health.probe`` (unit tests)."""
+    ``node_health.probe`` (unit tests). The kube-scheduler's Lease is read every ``scheduler_health.EVERY`` ready
+    API samples (conformance/k8s/scheduler_health.py) when there is a ``k8s`` client or ``scheduler_probe_fn()``
+    (``(what, detail)`` or None: unit tests)."""
 
     def __init__(
-        self, k8s, report_dir: Path, interval: float = INTERVAL, probe_fn=None, nodes=(), node_probe_fn=None
+        self,
+        k8s,
+        report_dir: Path,
+        interval: float = INTERVAL,
+        probe_fn=None,
+        nodes=(),
+        node_probe_fn=None,
+        scheduler_probe_fn=None,
     ) -> None:
-        from conformance.k8s import node_health  # noqa: PLC0415 - node_health builds on this module
+        from conformance.k8s import node_health, scheduler_health  # noqa: PLC0415 - they build on this module
 
         self.k8s, self.path, self.interval = k8s, Path(report_dir) / FILE, interval
         self._probe = probe_fn or (lambda: probe(self.k8s))
@@ -136,6 +147,10 @@ class Watcher:
         self._node_entry, self._node_every = node_health.entry, node_health.EVERY
         self._node_runs: dict[str, int] = {}  # consecutive bad node samples per node
         self._node_last: dict[str, str] | None = None
+        tracker = scheduler_health.LeaseTracker()
+        own = (lambda: scheduler_health.probe(self.k8s, tracker)) if k8s is not None else None
+        self._sched_probe, self._sched_entry = scheduler_probe_fn or own, scheduler_health.entry
+        self._sched_every, self._sched_bad, self._sched_last = scheduler_health.EVERY, 0, ""
         self._count = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -181,6 +196,20 @@ class Watcher:
         self._count += 1
         if ok and self._nodes and (force or self._count % self._node_every == 1):
             self.sample_nodes(force)
+        if ok and self._sched_probe is not None and (force or self._count % self._sched_every == 1):
+            self.sample_scheduler(force)
+
+    def sample_scheduler(self, force: bool = False) -> None:
+        """Read the scheduler's Lease once; log the judgement when it changed, on the :data:`MIN_BAD`-th bad
+        one in a row, or when ``force``. A read that got no answer is no sample."""
+        got = self._sched_probe()
+        if got is None:
+            return
+        what, detail = got
+        self._sched_bad = self._sched_bad + 1 if what == "scheduler-down" else 0
+        if force or what != self._sched_last or self._sched_bad == MIN_BAD:
+            self._sched_last = what
+            self._log(self._sched_entry(what, detail))
 
     def sample_nodes(self, force: bool = False) -> None:
         """List the run's nodes once (``node_health.probe``); log the sample when the set of bad nodes or a
@@ -240,7 +269,7 @@ def outages(samples: list[dict]) -> list[Outage]:
     a sample of another class (``error``: a 403, a 404) ends a window and is no outage itself."""
     if unprobeable(samples):
         return []
-    samples = [e for e in samples if e.get("scope") != "nodes"]  # node samples: conformance/k8s/node_health.py
+    samples = [e for e in samples if not e.get("scope")]  # node, scheduler samples: node_/scheduler_health.py
     found: list[Outage] = []
     window: list[dict] = []
     seen_ready = False
@@ -283,7 +312,7 @@ def open_outage(samples: list[dict]) -> Outage | None:
     """The outage the samples (as :func:`read` returns) end in, still open (its last sample bad and confirmed:
     :data:`MIN_BAD` bad samples after a ready one); None when the API server's last sample was not a confirmed
     outage."""
-    samples = [e for e in samples if e.get("scope") != "nodes"]
+    samples = [e for e in samples if not e.get("scope")]
     if not samples or samples[-1]["ok"] or samples[-1].get("what") not in OUTAGE_KINDS:
         return None
     found = outages(samples)

@@ -10,7 +10,8 @@ status ``broken``, its message prefixed ``cluster fault: <evidence>``) when
   (``cluster-health.jsonl``: API server unreachable, not ready e.g. ``[-]etcd failed``, the kubeconfig's
   credentials refused with HTTP 401; :mod:`conformance.k8s.health`; or one of the run's nodes not Ready, e.g.
   ``Ready=Unknown`` "Kubelet stopped posting node status.": :mod:`conformance.k8s.node_health`, the evidence
-  names the node) AND it ended during that outage or within :func:`grace` after it, or
+  names the node; or no kube-scheduler leading, its Lease released or not renewed:
+  :mod:`conformance.k8s.scheduler_health`) AND it ended during that outage or within :func:`grace` after it, or
 * its message shows connection refused or HTTP 401 (:data:`SIGNS`) and an outage of the same kind overlaps its
   window, or
 * its message shows ENOSPC ("No space left on device") AND names the run's report directory.
@@ -34,7 +35,7 @@ import re
 from pathlib import Path
 
 from conformance.core import timeouts
-from conformance.k8s import health, node_health
+from conformance.k8s import health, node_health, scheduler_health
 from conformance.reporting import classify
 
 PREFIX = "cluster fault: "
@@ -111,11 +112,11 @@ def explain(
 
 
 def observed(samples: list[dict]) -> list[health.Outage]:
-    """Every outage of a health log (as ``health.read`` returns): the API server's, then its nodes' (none for a
-    run whose cluster health could not be watched)."""
+    """Every outage of a health log (as ``health.read`` returns): the API server's, then its nodes', then the
+    kube-scheduler's (none for a run whose cluster health could not be watched)."""
     if health.unprobeable(samples):
         return []
-    return health.outages(samples) + node_health.outages(samples)
+    return health.outages(samples) + node_health.outages(samples) + scheduler_health.outages(samples)
 
 
 def _takes_nodes_down(rec) -> bool:

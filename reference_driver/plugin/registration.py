@@ -2,7 +2,8 @@
 
 GetInfo answers type ``DRAPlugin``, the driver name, the DRA socket path as ``endpoint`` (a plain path:
 the kubelet dials ``"unix:" + endpoint``) and the DRA services served, v1 first (kubelets >= 1.34 take the
-first entry they know). NotifyRegistrationStatus is informational: it is recorded and logged.
+first entry they know). NotifyRegistrationStatus is recorded and logged; a GetInfo that no status followed is
+:meth:`RegistrationService.unanswered_since` (the server then re-offers its socket: server.py).
 Source: k8s.io/kubelet pkg/apis/pluginregistration/v1; dra-protocols.md §1.3-1.4.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 import grpc
@@ -38,16 +40,28 @@ class Status:
 
 
 class RegistrationService:
-    """Answers GetInfo and records NotifyRegistrationStatus (``statuses``, ``registered`` event)."""
+    """Answers GetInfo and records NotifyRegistrationStatus (``statuses``, ``registered`` event, and when the
+    kubelet last asked: :meth:`unanswered_since`)."""
 
     def __init__(self, driver: str, endpoint: str, versions: tuple[str, ...] = SUPPORTED_VERSIONS) -> None:
         self.driver, self.endpoint, self.versions = driver, endpoint, versions
         self.statuses: list[Status] = []
         self.registered = threading.Event()
+        self._asked: float | None = None  # time.monotonic() of the last GetInfo not followed by a status
         self._msgs = wire.registration()
+
+    def unanswered_since(self) -> float | None:
+        """``time.monotonic()`` of the kubelet's last GetInfo when no NotifyRegistrationStatus came after it; None
+        when it has not asked, or answered (registered or not)."""
+        return self._asked
+
+    def forget_asked(self) -> None:
+        """Forget an unanswered GetInfo (the socket was offered again: the kubelet asks anew)."""
+        self._asked = None
 
     def get_info(self, request, context):
         """PluginInfo{type, name, endpoint, supported_versions}."""
+        self._asked = time.monotonic()
         return self._msgs.PluginInfo(
             type=PLUGIN_TYPE, name=self.driver, endpoint=self.endpoint, supported_versions=list(self.versions)
         )
@@ -56,6 +70,7 @@ class RegistrationService:
         """Record the kubelet's verdict; always answers an empty RegistrationStatusResponse."""
         status = Status(request.plugin_registered, request.error)
         self.statuses.append(status)
+        self._asked = None
         if status.registered:
             log.info("kubelet registered plugin %s", self.driver)
             self.registered.set()

@@ -4,6 +4,15 @@ Order (dra-protocols.md §7.2): the DRA service socket ``<plugins_dir>/<driver>/
 is served first, then the registration socket ``<registry_dir>/<driver>-reg.sock`` is created; the
 kubelet's fsnotify watcher picks it up. On stop the registration socket goes first (de-registers the
 plugin), then the DRA socket. Stale socket files from a crashed run are removed before binding.
+
+The kubelet sends its verdict (NotifyRegistrationStatus) once, with a 5 s deadline, and never again: when that
+call fails (DeadlineExceeded under load, seen in session 13) the kubelet has registered the plugin but the plugin
+never hears it, and its readiness stays false for good. So a GetInfo that no status followed within
+:data:`REOFFER_AFTER_S` makes the server offer its registration socket again (a new socket file: the kubelet's
+watcher sees a create, gives it a new UUID, and its reconciler unregisters and registers the plugin again), at
+most :data:`REOFFER_MOST` times. Source: kubelet pkg/kubelet/pluginmanager (operationexecutor/
+operation_generator.go: ``notifyTimeoutDuration`` 5 s, the plugin added to the actual state before the
+notification; reconciler/reconciler.go: a plugin whose socket UUID changed is unregistered and registered again).
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
@@ -30,6 +40,8 @@ from .registration import RegistrationService, dra_versions
 log = logging.getLogger(__name__)
 MAX_SOCKET_PATH = 105  # sun_path is 108 bytes incl. NUL; grpc-python refuses 106 and 107 (measured)
 REGISTERED_MARKER = "registered-once"  # fault no-reregister: written next to the checkpoint at the first start
+REOFFER_AFTER_S = 15.0  # seconds after an unanswered GetInfo before the socket is offered again (kubelet: 5 s)
+REOFFER_MOST = 5  # re-offers at most per start (then the kubelet's log and ours say why)
 
 
 class SocketPathError(ValueError):
@@ -101,8 +113,11 @@ class PluginServer:
         health_interval: float = 10.0,
         after_prepare: Callable | None = None,
         unhealthy: Callable[[], frozenset[str]] = frozenset,
+        reoffer_after: float = REOFFER_AFTER_S,
     ) -> None:
         self.driver, self.state, self.paths = driver, state, paths
+        self.reoffer_after, self.reoffers = reoffer_after, 0
+        self._reg_lock = threading.Lock()  # a re-offer and stop() never interleave
         self._stopping = threading.Event()
         self.health: dict[str, HealthService] = {}
         if health is not None:
@@ -133,13 +148,41 @@ class PluginServer:
         self._dra.start()
         if self._skip_registration():
             return
+        self._serve_registration()
+        log.info(
+            "serving DRA %s on %s, registration on %s", "+".join(self.services), self.paths.dra, self.paths.registration
+        )
+        threading.Thread(target=self._watch_registration, name="reg-watch", daemon=True).start()
+
+    def _serve_registration(self) -> None:
         self._reg = grpc.server(futures.ThreadPoolExecutor(2, thread_name_prefix="reg"))
         self._reg.add_generic_rpc_handlers((self.registration.handler(),))
         _bind(self._reg, self.paths.registration)
         self._reg.start()
-        log.info(
-            "serving DRA %s on %s, registration on %s", "+".join(self.services), self.paths.dra, self.paths.registration
-        )
+
+    def _watch_registration(self) -> None:
+        """Offer the registration socket again when the kubelet asked (GetInfo) but sent no status within
+        ``reoffer_after`` seconds (see the module docstring); ends on stop or after :data:`REOFFER_MOST`."""
+        while not self._stopping.wait(min(1.0, self.reoffer_after / 4)):
+            asked = self.registration.unanswered_since()
+            if asked is None or time.monotonic() - asked < self.reoffer_after:
+                continue
+            if self.reoffers >= REOFFER_MOST:
+                log.error("the kubelet sent no registration status after %d re-offers; see its log", self.reoffers)
+                return
+            self.reoffers += 1
+            log.warning(
+                "the kubelet asked for the plugin info %.0f s ago but sent no registration status (its "
+                "NotifyRegistrationStatus is never retried); offering %s again (%d/%d)",
+                time.monotonic() - asked, self.paths.registration, self.reoffers, REOFFER_MOST,
+            )  # fmt: skip
+            self.registration.forget_asked()
+            with self._reg_lock:
+                if self._stopping.is_set() or self._reg is None:
+                    return
+                self.paths.registration.unlink(missing_ok=True)  # the kubelet unregisters it ...
+                self._reg.stop(0).wait()
+                self._serve_registration()  # ... and registers the new socket file
 
     def _skip_registration(self) -> bool:
         """Fault ``no-reregister``: True (logged) when a previous start in this state directory left its marker;
@@ -157,10 +200,11 @@ class PluginServer:
     def stop(self, grace: float = 2.0) -> None:
         """Remove the registration socket, end health streams, stop both servers, remove the DRA socket."""
         self._stopping.set()
-        if self._reg is not None:
-            self.paths.registration.unlink(missing_ok=True)
-            self._reg.stop(grace).wait()
-            self._reg = None
+        with self._reg_lock:
+            if self._reg is not None:
+                self.paths.registration.unlink(missing_ok=True)
+                self._reg.stop(grace).wait()
+                self._reg = None
         if self._dra is not None:
             self._dra.stop(grace).wait()
             self._dra = None

@@ -17,8 +17,8 @@ class _Proc:
     def __init__(self, log: list) -> None:
         self.log = log
 
-    def stop(self, timeout: float = 10.0) -> None:
-        self.log.append("stop")
+    def stop(self, timeout: float = 10.0, graceful: bool = True) -> None:
+        self.log.append("stop" if graceful else "kill")
 
     def restart(self):
         self.log.append("restart")
@@ -32,7 +32,7 @@ class _State:
         self.proc, self.log = _Proc(log), log
 
     def process(self, name: str):
-        return self.proc if name == "etcd" else None
+        return self.proc if name in ("etcd", "kube-scheduler") else None
 
     def save(self) -> None:
         self.log.append("save")
@@ -45,6 +45,10 @@ def test_a_stopped_component_is_started_again_even_when_the_body_fails(monkeypat
         log.append("body")
         raise RuntimeError("the body failed")
     assert log == ["stop", "body", "restart", "save", "ready"], log
+    log.clear()
+    with cf.component_stopped(_State(log), object(), "kube-scheduler", crash=True):  # as a panic: SIGKILL
+        log.append("body")
+    assert log == ["kill", "body", "restart", "save", "ready"], log
     with (
         pytest.raises(KeyError, match="no kube-apiserver recorded"),
         cf.component_stopped(_State([]), None, "kube-apiserver"),

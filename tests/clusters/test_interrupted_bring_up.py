@@ -14,6 +14,7 @@ import pytest
 from conformance_lab.local import cluster as clusterlib
 from conformance_lab.local import config as configlib
 from conformance_lab.local import state as statelib
+from conformance_lab.local.bringup import BringUp
 from conformance_lab.local.processes import HostProcess, _ancestors, strays
 from conformance_lab.local.teardown import TeardownError
 
@@ -44,10 +45,10 @@ def test_a_sigterm_right_after_a_spawn_waits_until_the_process_is_recorded(made,
         os.kill(os.getpid(), signal.SIGTERM)
         return proc
 
-    monkeypatch.setattr(clusterlib.HostProcess, "spawn", spawn_then_sigterm)
+    monkeypatch.setattr(HostProcess, "spawn", spawn_then_sigterm)
     # when: `cluster up` spawns it (SIGTERM raises KeyboardInterrupt, as in every command)
     with commands.sigterm_as_interrupt(), pytest.raises(KeyboardInterrupt):
-        cluster._spawn(state, "kube-proxy", "f5x-worker", ["sleep", "60"])
+        BringUp(cluster.config, cluster.layout, state, print).spawn("kube-proxy", "f5x-worker", ["sleep", "60"])
     # then: the interrupt came after the record, in memory and on disk, so tear-down stops it
     assert [p.name for p in state.processes] == ["kube-proxy"] and state.processes[0].is_running()
     assert statelib.ClusterState.load("f5x").process("kube-proxy", "f5x-worker").pid == state.processes[0].pid

@@ -42,3 +42,23 @@ def test_apiserver_restart_mid_test_gives_error_cluster_and_leaves_nothing():
     assert [t["name"] for t in doc["tests"] if t["status"] == "passed"] == [tool.PASSING], doc["tests"]
     assert sum(1 for _ in junit.iter("failure")) == 0 and sum(1 for _ in junit.iter("error")) == 1
     assert row.leftovers == "none" and row.seconds_to_end < 240, row
+
+
+def test_a_killed_scheduler_ends_the_pod_wait_with_error_cluster_naming_it():
+    """Session 13: two kube-scheduler panics ended as 300 s pod-wait timeouts blamed on nothing. Killed with
+    SIGKILL (no Lease released, as a panic) when the test's body starts, its claim-using pod is never placed: the
+    run ends ``ERROR (cluster)`` naming the scheduler's Lease, well before the pod's 300 s timeout."""
+    # given: a local cluster (its scheduler leader-elected, as kubeadm runs it) with the reference driver
+    with tool.lab_cluster(f"cfsch-{uuid.uuid4().hex[:4]}", free_slot(first=1)) as (lab, profile):
+        # when: kube-scheduler is killed as the target test's body starts (started again after the test)
+        row = tool.one(lab, "scheduler-stopped", profile)
+        doc = json.loads((lab.tmp / "report-kube-scheduler" / "summary.json").read_text())
+    # then: ERROR (cluster), exit 3, the scheduler's Lease as the evidence, the driver not blamed, nothing left
+    assert row.code == 3 and row.verdict.startswith("VERDICT: ERROR (cluster) — no kube-scheduler "), row.verdict
+    tests = doc["clusterFault"]["tests"]
+    assert [t["id"].rpartition("::")[2] for t in tests] == [tool.TARGET], doc["clusterFault"]
+    assert "Lease kube-system/kube-scheduler " in tests[0]["evidence"], tests
+    bad = [t for t in doc["tests"] if t["status"] in ("failed", "broken")]
+    assert [t["name"] for t in bad] == [tool.TARGET] and bad[0]["failureClass"] == "infrastructure", bad
+    assert "the pod is not scheduled and no kube-scheduler since " in bad[0]["reason"], bad[0]["reason"]
+    assert row.leftovers == "none" and row.seconds_to_end < 150, row

@@ -264,3 +264,45 @@ def test_ready_file_is_written_once_the_kubelet_registered(tmp_path):
     registered.set()
     worker.join(5)
     assert path.read_text() == "registered\n"
+
+
+def _file(path) -> tuple[int, int] | None:
+    """(inode, ctime ns) of the socket file: a new file has another (an inode number alone may be reused)."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_ctime_ns
+
+
+def test_a_get_info_no_status_followed_makes_the_plugin_offer_its_socket_again(make_state):
+    """Session 13 at load ~48: the kubelet's NotifyRegistrationStatus hit its 5 s deadline, the kubelet never
+    retried, the plugin stayed unready for good. A GetInfo with no status within ``reoffer_after`` makes the server
+    offer a new registration socket file (the kubelet's watcher re-registers it); an answered one does not."""
+    root = short_tmpdir()
+    paths = SocketPaths.for_driver(root / "reg", root / "plugins", DRIVER_NAME)
+    server = PluginServer(DRIVER_NAME, make_state(Faults()), paths, reoffer_after=0.4)
+    server.start()
+    m = wire.registration()
+    try:
+        # given: the kubelet asked for the plugin's info, and its status never came
+        first = _file(paths.registration)
+        call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
+        # when / then: the socket is offered again (a new file), once, and it answers
+        deadline = time.monotonic() + 10
+        while _file(paths.registration) in (first, None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.reoffers == 1 and socket_exists(paths.registration), server.reoffers
+        assert _file(paths.registration) != first
+        # the kubelet asks again and answers this time: registered, nothing offered any more
+        call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
+        call(paths.registration, m.SERVICE, "NotifyRegistrationStatus",
+             m.RegistrationStatus(plugin_registered=True), m.RegistrationStatusResponse)  # fmt: skip
+        time.sleep(1.2)  # three times reoffer_after: a (wrong) second re-offer would have come by now
+        assert server.reoffers == 1 and server.registration.registered.is_set()
+    finally:
+        server.stop(0)
+        rmtree(root)
+    assert not paths.registration.exists()

@@ -11,7 +11,8 @@ labelled with its run ID, found with the cluster's admin credentials; then remov
 Faults (:data:`FAULTS`): ``apiserver-restart`` (kube-apiserver stopped, started again after the test),
 ``etcd-stopped-30s``, ``credentials-revoked`` (the run's kubeconfig holds a ServiceAccount token whose
 ServiceAccount is deleted), ``report-disk-full`` (``--report-dir`` on a 4 MiB tmpfs that is filled),
-``node-network-cut`` (the node's link on the cluster bridge down while the test runs, up after it).
+``node-network-cut`` (the node's link on the cluster bridge down while the test runs, up after it),
+``scheduler-stopped`` (kube-scheduler killed with SIGKILL, as by a panic, started again after the test).
 """
 
 from __future__ import annotations
@@ -146,14 +147,14 @@ def _noop(_info: dict) -> None:
 
 
 @contextlib.contextmanager
-def stopped(lab: Lab, component: str, at_least_s: float = 0.0):
-    """``component`` stopped at the fault point, started again once the test has ended and ``at_least_s``
-    seconds have passed. Yields ``(kubeconfig, report dir, on_start, on_end)`` as every fault does."""
+def stopped(lab: Lab, component: str, at_least_s: float = 0.0, crash: bool = False):
+    """``component`` stopped (``crash``: killed) at the fault point, started again once the test has ended and
+    ``at_least_s`` seconds have passed. Yields ``(kubeconfig, report dir, on_start, on_end)`` as every fault does."""
     stack, since = contextlib.ExitStack(), [0.0]
 
     def start(_info: dict) -> None:
         since[0] = time.monotonic()
-        stack.enter_context(cf.component_stopped(lab.state, lab.api, component))
+        stack.enter_context(cf.component_stopped(lab.state, lab.api, component, crash=crash))
 
     def end(_info: dict) -> None:
         cf.pause(max(0.0, at_least_s - (time.monotonic() - since[0])))  # the fault's duration, not a wait
@@ -217,6 +218,7 @@ FAULTS: dict[str, Callable] = {
     "credentials-revoked": credentials_revoked,
     "report-disk-full": report_disk_full,
     "node-network-cut": node_network_cut,
+    "scheduler-stopped": lambda lab: stopped(lab, "kube-scheduler", crash=True),
 }
 
 

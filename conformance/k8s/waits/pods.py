@@ -1,13 +1,16 @@
 """Pod state waits. Sources: core/v1 Pod phase and PodScheduled condition; DRA kubelet events
 ``FailedPrepareDynamicResources`` (pkg/kubelet/cm/dra) and container-creation refusals naming CDI (once) or an
 NRI plugin's claim (repeated) (the kubelet's ``Failed`` event with the runtime's CreateContainerError text) that end
-a wait early."""
+a wait early; a pod no scheduler places while the health watcher sees no kube-scheduler leading
+(conformance/k8s/scheduler_health.py)."""
 
 from __future__ import annotations
 
+import contextlib
+
 from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
-from conformance.k8s import node_health
+from conformance.k8s import node_health, scheduler_health
 from conformance.k8s.client import K8s
 from conformance.k8s.waits.core import event_line, has_event, poll, recent_events, stays, until
 from conformance.k8s.waits.objects import object_gone
@@ -67,6 +70,10 @@ def _pod_failed(allow_prepare_errors: bool):
         down = node_health.down_evidence(pod.get("spec.nodeName") or "", node_health.DOWN_BOUND_S * timeouts.scale())
         if down:  # its node cut off longer than the bound: the pod cannot start there (rechecked every watch slice)
             return f"the pod's node is down: {down}"
+        if not pod.get("spec.nodeName"):  # nothing can place it while no scheduler leads
+            gone = scheduler_health.down_evidence(scheduler_health.DOWN_BOUND_S * timeouts.scale())
+            if gone:
+                return f"the pod is not scheduled and {gone}"
         if not allow_prepare_errors:
             event = has_event(events, PREPARE_FAILED)
             if event is not None:
@@ -83,7 +90,8 @@ def pod_running(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: boo
     """Wait until the pod is Running with all containers started; return it.
 
     Fails early when the pod Failed, was deleted, exited (Succeeded), or (unless ``allow_prepare_errors``)
-    a ``FailedPrepareDynamicResources`` event names it. Raises WaitFailed / WaitTimeout.
+    a ``FailedPrepareDynamicResources`` event names it, or it is unscheduled while no kube-scheduler leads. Raises
+    WaitFailed / WaitTimeout (naming, for a pod no scheduler acted on, what is known of the scheduler).
     """
     base = _pod_failed(allow_prepare_errors)
 
@@ -99,32 +107,53 @@ def pod_running(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: boo
             and all(c.get("state", {}).get("running") for c in obj.get("status.containerStatuses") or [{}])
         )
 
-    return until(
-        k8s,
-        "Pod",
-        pod.name,
-        pod.namespace,
-        done=done,
-        failed=failed,
-        timeout=timeout,
-        awaited=f"pod {pod.namespace}/{pod.name} Running",
-        with_events=True,
-    )
+    with _unscheduled_noted(k8s, pod):
+        return until(
+            k8s,
+            "Pod",
+            pod.name,
+            pod.namespace,
+            done=done,
+            failed=failed,
+            timeout=timeout,
+            awaited=f"pod {pod.namespace}/{pod.name} Running",
+            with_events=True,
+        )
 
 
 def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: bool = False) -> Obj:
     """Wait until the pod phase is Succeeded (all containers exited 0); fails early as :func:`pod_running`."""
-    return until(
-        k8s,
-        "Pod",
-        pod.name,
-        pod.namespace,
-        done=lambda o: o is not None and o.phase == "Succeeded",
-        failed=_pod_failed(allow_prepare_errors),
-        timeout=timeout,
-        awaited=f"pod {pod.namespace}/{pod.name} Succeeded",
-        with_events=True,
-    )
+    with _unscheduled_noted(k8s, pod):
+        return until(
+            k8s,
+            "Pod",
+            pod.name,
+            pod.namespace,
+            done=lambda o: o is not None and o.phase == "Succeeded",
+            failed=_pod_failed(allow_prepare_errors),
+            timeout=timeout,
+            awaited=f"pod {pod.namespace}/{pod.name} Succeeded",
+            with_events=True,
+        )
+
+
+@contextlib.contextmanager
+def _unscheduled_noted(k8s: K8s, pod: Obj):
+    """Re-raise a WaitTimeout of a pod that no scheduler acted on (no node, no ``PodScheduled`` condition: not
+    even "Unschedulable") with what is known of the kube-scheduler (``scheduler_health.liveness_note``), so a
+    dead scheduler the run could not watch is named as unknown, not left as a bare timeout."""
+    try:
+        yield
+    except errors.WaitTimeout as exc:
+        try:
+            now = k8s.get("Pod", pod.name, pod.namespace)
+        except (errors.ConformanceError, OSError):
+            raise exc from None
+        conditions = [c.get("type") for c in now.get("status.conditions") or []]
+        if now.get("spec.nodeName") or "PodScheduled" in conditions:
+            raise
+        note = f"no scheduler acted on the pod (no node, no PodScheduled condition); {scheduler_health.liveness_note()}"
+        raise errors.WaitTimeout(f"{exc.awaited} ({note})", exc.timeout, exc.last_state, exc.events) from None
 
 
 def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:

@@ -39,11 +39,12 @@ def wait_ready(api: apilib.Api, timeout: float = READY_TIMEOUT) -> None:
 
 
 @contextlib.contextmanager
-def component_stopped(state: ClusterState, api: apilib.Api, name: str) -> Iterator[None]:
-    """``name`` (``kube-apiserver`` or ``etcd``) stopped while the body runs, started again after it (also when
-    it raises) and the API server ready again. Raises KeyError (no such process), WaitTimeout/WaitFailed."""
+def component_stopped(state: ClusterState, api: apilib.Api, name: str, crash: bool = False) -> Iterator[None]:
+    """``name`` (``kube-apiserver``, ``etcd``, ``kube-scheduler``) stopped while the body runs, started again after
+    it (also when it raises) and the API server ready again. ``crash``: SIGKILL, as a panic ends it (a scheduler
+    then keeps its leader Lease until it expires). Raises KeyError (no such process), WaitTimeout/WaitFailed."""
     proc = _process(state, name)
-    proc.stop(timeout=10.0)
+    proc.stop(timeout=10.0, graceful=not crash)
     try:
         yield
     finally:

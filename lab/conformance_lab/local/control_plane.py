@@ -96,7 +96,7 @@ def scheduler(bin_: str, lay: Layout, kubeconfig: Path, gates: dict[str, bool]) 
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
-        "--leader-elect=false",
+        "--leader-elect=true",  # as kubeadm runs it: its Lease kube-system/kube-scheduler shows it alive
         "--bind-address=127.0.0.1",
         f"--secure-port={lay.scheduler_port}",
         f"--cert-dir={lay.state_dir / 'scheduler-certs'}",

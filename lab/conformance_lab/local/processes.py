@@ -98,11 +98,13 @@ class HostProcess:
         """True while the process (with its recorded start time) exists and is not a zombie."""
         return alive(self.pid, self.started)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the process group, wait up to ``timeout`` seconds, then SIGKILL it. Idempotent."""
+    def stop(self, timeout: float = 10.0, graceful: bool = True) -> None:
+        """SIGTERM the process group, wait up to ``timeout`` seconds, then SIGKILL it. Idempotent. ``graceful``
+        False: SIGKILL at once, as a crash ends it (no shutdown code runs: e.g. no leader lease released)."""
         if not self.is_running():
             return
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        steps = ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)) if graceful else ((signal.SIGKILL, 5.0),)
+        for sig, wait in steps:
             for target in (lambda: os.killpg(self.pid, sig), lambda: os.kill(self.pid, sig)):  # noqa: B023 - called now
                 try:
                     target()

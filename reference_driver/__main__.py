@@ -12,12 +12,18 @@ import logging
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from . import inventory
 from .cdi import CdiStore, DeferredRemovalCdiStore, UnnamedCdiStore
 from .checkpoint import Checkpoint, CheckpointError
 from .config import ConfigError, from_args
 from .inventory.renamed import RenamingSnapshot
+
+if TYPE_CHECKING:  # grpc and kubernetes stay lazily imported (see main)
+    from .plugin.server import PluginServer
+    from .publisher import SlicePublisher
+    from .state import DeviceState
 
 log = logging.getLogger("reference_driver")
 
@@ -110,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if renaming is not None:
         renaming.on_rename = publisher.sync_with_retry  # the renamed devices are published at once
+    if cfg.faults.on("slices-churn-on-use"):
+        _churn_on_use(state, server, publisher)
     thread = threading.Thread(target=publisher.run, name="slices", daemon=True)
     thread.start()
     binder = (
@@ -126,6 +134,21 @@ def main(argv: list[str] | None = None) -> int:
         binder.stop()
     server.stop()
     return 0
+
+
+def _churn_on_use(state: DeviceState, server: PluginServer, publisher: SlicePublisher) -> None:
+    """Fault ``slices-churn-on-use``: the publisher republishes the pool after every prepared and unprepared
+    claim (after the device-status writer, when there is one)."""
+    state.on_unprepared = publisher.used
+    for service in server.services.values():
+        status = service.after_prepare
+
+        def after(ref, devices, status=status) -> None:
+            if status is not None:
+                status(ref, devices)
+            publisher.used()
+
+        service.after_prepare = after
 
 
 def _mark_ready(registered: threading.Event, path) -> None:

@@ -211,6 +211,9 @@ FAULTS: dict[str, str] = {
     "written 30 s after the answer, so the runtime's first container create is refused ('CDI device injection "
     "failed: unresolvable CDI devices') and a later kubelet retry runs the pod (a kubelet plugin writes its CDI "
     "spec before it returns; breaker s14 B7).",
+    "slices-churn-on-use": "After every NodePrepareResources and NodeUnprepareResources the node's pool is "
+    "republished at a new generation although no device changed (a driver writing per-allocation state into its "
+    "slices; PUB-01 'stable (no churn)'; breaker s14 B8).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

@@ -85,6 +85,7 @@ class SlicePublisher:
         self._separate: bool | None = None
         self._taints_written = False  # this publisher wrote device taints at least once
         self._written_at = time.monotonic()  # when this publisher last wrote its slices (fault slices-churn)
+        self._used = threading.Event()  # a claim was prepared or unprepared (fault slices-churn-on-use)
         self.taints_dropped = False  # the API server dropped them (DRADeviceTaints off): publish none
         self._stop = threading.Event()
         self._selector = f"spec.nodeName={node},spec.driver={driver}"
@@ -193,14 +194,25 @@ class SlicePublisher:
                 if err.status != 404:
                     raise
         self.generation, self._written_at = generation, time.monotonic()
+        self._used.clear()
         self._taints_written = any(d.get("taints") for w in want for d in w["spec"].get("devices") or [])
         log.info("published pool %s generation %d: %d slice(s)", self.node, generation, len(want))
         return SyncResult(True, generation, tuple(sorted(wanted)))
 
     def _churn_due(self) -> bool:
-        """Fault ``slices-churn``: True once :data:`CHURN_EVERY_S` passed since the last write (unchanged
-        slices are then republished at a new generation)."""
+        """Fault ``slices-churn``: True once :data:`CHURN_EVERY_S` passed since the last write; fault
+        ``slices-churn-on-use``: True after :meth:`used` (unchanged slices are then republished at a new
+        generation)."""
+        if self._used.is_set():
+            return True
         return self.faults.on("slices-churn") and time.monotonic() - self._written_at >= CHURN_EVERY_S
+
+    def used(self, _devices: object = None) -> None:
+        """Fault ``slices-churn-on-use``: a claim was prepared or unprepared; republish the pool now (in a thread,
+        so the kubelet's call is not held up)."""
+        if self.faults.on("slices-churn-on-use"):
+            self._used.set()
+            threading.Thread(target=self.sync_with_retry, name="slices-churn-on-use", daemon=True).start()
 
     def sync_with_retry(self, attempts: int = 5) -> SyncResult | None:
         """``sync()`` retried on conflicts and transient errors; None when every attempt failed (logged)."""

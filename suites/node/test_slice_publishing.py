@@ -32,20 +32,29 @@ pytestmark = [
 
 
 @pytest.mark.scenario("PUB-01")
-@pytest.mark.long_window  # 60 s of reading only: under xdist it starts when the exclusive block ends
-def test_published_slices_do_not_churn(k8s, driver):
-    """Over the node consistency window (60 s) the driver's slices stay the same objects (names, UIDs) with the
-    same pool generations, slice counts and device names: a healthy driver writes only when its devices change.
+@pytest.mark.long_window  # 60 s of reading: under xdist it starts when the exclusive block ends
+@pytest.mark.shard_devices()
+def test_published_slices_do_not_churn(k8s, tracker, builder, driver):
+    """While a claim is prepared and unprepared, and over the node consistency window (60 s) after, the driver's
+    slices stay the same objects (names, UIDs) with the same pool generations, slice counts and device names: a
+    healthy driver writes only when its devices change, never per allocation (breaker s14 B8: a driver
+    republishing its pool on every NodePrepareResources passed an idle window).
     Source: upstream "kubelet must manage ResourceSlices" (gomega.Consistently on the slices); feature-catalog
     PUB-01 "stable (no churn)"."""
-    # given: the driver's pools are published
+    # given: the driver's pools as published
     waits.slices_published(k8s, driver.name, timeout=timeouts.SLICES_PUBLISHED)
-    # when: its slices are read every 2 s over the window (stays_equal fails on the first difference)
+    before = slice_state(driver_slices(k8s, driver.name))
+    # when: a pod's claim is prepared and unprepared, then the slices are read every 2 s over the window
+    pod = tracker.create(builder.pod(uses=tracker.create(builder.claim())))
+    pod = waits.pod_running(k8s, pod, timeout=timeouts.POD_START)
+    k8s.delete("Pod", pod.name, pod.namespace)
+    waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     state = waits.stays_equal(
         lambda: slice_state(driver_slices(k8s, driver.name)), duration=timeouts.CONSISTENTLY_PENDING_NODE
     )
-    # then: the window saw the driver's slices, unchanged
+    # then: the window saw the driver's slices, the same as before the claim was used
     assert state, f"driver {driver.name} published no ResourceSlice during the window"
+    assert state == before, f"slices republished after a claim's use, no device changed: {before!r} -> {state!r}"
 
 
 @pytest.mark.scenario("PUB-03", "PUB-09")

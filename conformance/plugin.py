@@ -265,7 +265,7 @@ class Harness:
         import time  # noqa: PLC0415
 
         with contextlib.suppress(OSError):  # ENOSPC on the report dir must not keep the run's objects
-            self.session.write_run_json(finished=time.time())
+            self.session.write_run_json(finished=time.time(), interrupted=session.exitstatus == 2)  # Ctrl-C, SIGTERM
         problems = self.session.teardown()
         for p in problems:
             self._say(f"TEARDOWN PROBLEM: {p}")

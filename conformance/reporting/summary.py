@@ -228,6 +228,8 @@ def build(run_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = N
     missing = manifest.missing(runinfo.profile(run), [t["id"] for t in tests])
     reasons = verdict_reasons(counts, capabilities, tests) + core_skips.unexcused(records, capabilities, declined)
     reasons += narrowed.dropped_reasons(run, missing)  # nothing on the command line narrowed it: FAIL, exit 1
+    interrupted = _interrupted(run, counts)
+    reasons = [interrupted, *reasons] if interrupted else reasons
     narrowing = narrowed.from_run(run, missing)
     verdict = narrowed.verdict(reasons, narrowing)
     areas = mission_areas(tests)
@@ -256,11 +258,26 @@ def build(run_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = N
         "coreNotRun": core_skips.excused(records, capabilities, declined),
         "clusterFault": fault,
     }
-    data["verdictLine"] = (fault or {}).get("line") or scope.verdict_line(data)
+    data["verdictLine"] = (
+        f"INTERRUPTED — {interrupted}" if interrupted else (fault or {}).get("line") or scope.verdict_line(data)
+    )
     if data["notQualified"] and data["qualification"]["qualified"]:
         data["qualification"]["text"] += f"; not qualified: {', '.join(data['notQualified'])} (no test executed)"
     validate(data)
     return data
+
+
+def _interrupted(run: dict, counts: dict) -> str:
+    """The reason a run stopped by Ctrl-C or SIGTERM (run.json ``interrupted``, written by the plugin at session
+    finish) is no verdict on the driver, ``""`` for a run that was not: the summary then says FAIL with this
+    reason first and ``verdictLine`` ``INTERRUPTED — ...`` as the terminal's VERDICT line (breaker s14 B10: it
+    said "FAIL: zero tests executed")."""
+    if not run.get("interrupted"):
+        return ""
+    return (
+        f"the run was interrupted (Ctrl-C or SIGTERM) after {counts['executed']} executed test(s): "
+        "not a verdict on the driver; run it again to the end"
+    )
 
 
 def _counts(tests: list[dict], records: list) -> dict[str, int]:

@@ -182,6 +182,7 @@ def run_info(
     declared: tuple[str, ...] = (),
     narrowing: dict | None = None,
     node_access: dict | None = None,
+    interrupted: bool = False,
 ) -> dict:
     """The run.json document read by the reporting plugin (shape agreed with conformance/reporting).
 
@@ -192,7 +193,8 @@ def run_info(
     the nodes the driver's deployment asks for (conformance.drivers.driver_nodes.ExpectedNodes.as_dict).
     ``node_access``: the run's ``--node-access`` choice, ``{"choice": auto|none|privileged-pod, "offered": bool
     (the cluster gives node access without an opt-in), "declined": bool (``none`` where it was offered: core
-    skips for node access are then not excused, conformance/reporting/core_skips.py)}``.
+    skips for node access are then not excused, conformance/reporting/core_skips.py)}``. ``interrupted``: Ctrl-C
+    or SIGTERM stopped the run (its summary then says INTERRUPTED, never PASS or a bare FAIL).
     """
 
     def stamp(t: float | None) -> str | None:
@@ -221,6 +223,7 @@ def run_info(
         "narrowing": narrowing,
         "expected_nodes": facts.get("expected_nodes"),
         "node_access": node_access,
+        "interrupted": interrupted,
         "devices": [{k: d[k] for k in ("node", "pool", "device", "attributes")} for d in facts.get("devices", [])],
     }
 

@@ -177,8 +177,9 @@ class Session:
                 probe.stop()
         return {"choice": choice, "offered": offered, "declined": choice == "none" and offered}
 
-    def write_run_json(self, finished: float | None = None) -> None:
-        """Write <report_dir>/run.json (see facts.run_info; ``narrowing``: conformance.runner.narrowing)."""
+    def write_run_json(self, finished: float | None = None, interrupted: bool = False) -> None:
+        """Write <report_dir>/run.json (see facts.run_info; ``narrowing``: conformance.runner.narrowing;
+        ``interrupted``: the run was stopped by Ctrl-C or SIGTERM, its report then says INTERRUPTED)."""
         if self.capabilities is None:
             return
         exercised = self._exercised()
@@ -205,6 +206,7 @@ class Session:
             ),
             narrowing=narrowing.load(self.report_dir) or None,
             node_access=self.node_access_choice,
+            interrupted=interrupted,
         )
         # no path of this machine in a record that travels (issue 22 §5): the report dir and cwd relative, the
         # installed package and the profile's folder stripped (the profile reads as its file name), home as ~

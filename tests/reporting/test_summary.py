@@ -299,3 +299,25 @@ def test_names_devices_opt_out_is_a_waiver_in_summary_json_and_md(tmp_path):
     assert "profile waiver(s), below)" in text.splitlines()[0]
     waivers = text.split("## Waived by the driver profile", 1)[1].split("##", 1)[0]
     assert "`driver.names_devices`: profile k8s-test-driver" in waivers and "tests skipped" not in waivers
+
+
+def test_an_interrupted_run_says_interrupted_not_fail_or_pass(tmp_path):
+    """Ctrl-C or SIGTERM (run.json ``interrupted``, written at session finish): summary.json keeps a failing
+    verdict with the interruption as its first reason, and its verdictLine (summary.md's headline) says
+    INTERRUPTED, as the terminal's VERDICT line does (breaker s14 B10: "FAIL: zero tests executed")."""
+    from conformance.reporting import markdown
+
+    run_dir = tmp_path / "run"
+    run_sample(run_dir, "-k", "claim_allocated", run_json={**sample_run_json(), "interrupted": True}, fail=False)
+    data = summary.build(run_dir)
+    assert data["verdict"] == "FAIL" and data["verdictReasons"][0].startswith("the run was interrupted"), data
+    assert data["verdictLine"].startswith("INTERRUPTED — the run was interrupted (Ctrl-C or SIGTERM) after 1 ")
+    assert markdown.render(data).splitlines()[0].endswith(data["verdictLine"])
+    plain = summary.build(_rerun(tmp_path))
+    assert not plain["verdictLine"].startswith("INTERRUPTED")
+
+
+def _rerun(tmp_path):
+    run_dir = tmp_path / "plain"
+    run_sample(run_dir, "-k", "claim_allocated", fail=False)
+    return run_dir

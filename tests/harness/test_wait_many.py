@@ -41,6 +41,12 @@ class FakeApi:
         self.calls["create"] += 1
         return self.put(dict(obj))
 
+    def get(self, kind, name, namespace=None, version=None):
+        self.calls[f"get {kind}"] += 1
+        if (kind, namespace or "", name) not in self.objects:
+            raise errors.NotFound(404, "NotFound", name)
+        return Obj(self.objects[(kind, namespace or "", name)])
+
     def delete(self, kind, name, namespace=None, **_):
         self.calls[f"delete {kind}"] += 1
         key = (kind, namespace or "", name)
@@ -189,3 +195,36 @@ def test_a_namespace_left_by_the_sweep_is_a_leak_naming_it(monkeypatch):
         sweep.sweep_run(api, "r1")
     assert info.value.survivors == ["Namespace t-1"]
     assert "waiting for Namespace t-1 deleted" in info.value.errors[0]
+
+
+def test_a_large_phase_sends_its_deletes_several_at_a_time_and_reports_in_order():
+    """A DELETE is a round trip (~0.15 s each on the loaded 1,000-node fleet: 30 of the sweep's 52 s); a phase of
+    more than DELETE_WORKERS objects has DELETE_WORKERS in flight. Refusals are still reported in LIFO order."""
+    import threading  # noqa: PLC0415
+
+    from conformance.k8s import tracker as tracker_mod  # noqa: PLC0415
+
+    class SlowApi(FakeApi):
+        in_flight, most, lock = 0, 0, threading.Lock()
+
+        def delete(self, kind, name, namespace=None, **kw):
+            with self.lock:
+                self.in_flight += 1
+                self.most = max(self.most, self.in_flight)
+            time.sleep(0.02)
+            with self.lock:
+                self.in_flight -= 1
+            if name in ("p-3", "p-30"):
+                raise errors.Forbidden(403, "Forbidden", f"cannot delete {name}", request=f"DELETE {name}")
+            return super().delete(kind, name, namespace, **kw)
+
+    api = SlowApi()
+    tracker = Tracker(api, phase_timeout=30)
+    for i in range(64):
+        tracker.adopt(api.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p-{i}", "namespace": "ns"}}))
+    with pytest.raises(errors.LeakError) as info:
+        tracker.cleanup()
+    assert 1 < api.most <= tracker_mod.DELETE_WORKERS, api.most
+    assert info.value.survivors == ["Pod ns/p-30", "Pod ns/p-3"]  # LIFO, whatever order the threads ran in
+    assert [e.split(":")[0] for e in info.value.errors] == ["delete Pod ns/p-30", "delete Pod ns/p-3"]
+    assert api.calls["delete Pod"] == 62 and not [k for k in api.objects if k[2] not in ("p-3", "p-30")]

@@ -8,6 +8,7 @@ only ever touches objects carrying ``dra-conformance.test/run=<run id>``.
 from __future__ import annotations
 
 from conformance.core import errors, names, timeouts
+from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from conformance.k8s.tracker import Tracker
 
@@ -65,17 +66,32 @@ def sweep_run(k8s: K8s, run_id: str, *, wait_namespaces: bool = True) -> list[st
     if found:
         tracker.cleanup()
     if wait_namespaces:
-        survivors = []
-        for ns in [o for o in found if o.kind == "Namespace"]:
-            try:
-                from conformance.k8s.waits import object_gone  # noqa: PLC0415
-
-                object_gone(k8s, ns, timeout=timeouts.NAMESPACE_DELETE)
-            except errors.WaitError:
-                survivors.append(ns.ref)
-        if survivors:
-            raise errors.LeakError(survivors)
+        _wait_namespaces_gone(k8s, run_id, [o for o in found if o.kind == "Namespace"])
     return refs
+
+
+def _wait_namespaces_gone(k8s: K8s, run_id: str, namespaces: list) -> None:
+    """Wait until the run's ``namespaces`` are gone (or replaced by another UID) within one NAMESPACE_DELETE
+    deadline: one LIST and one watch of the run's labelled Namespaces, not one per namespace. Raises LeakError
+    naming those still there."""
+    if not namespaces:
+        return
+    uids = {ns.name: ns.uid for ns in namespaces}
+    try:
+        waits.each_until(
+            k8s,
+            "Namespace",
+            None,
+            uids,
+            done=lambda name, o: o is None or bool(uids[name]) and o.uid != uids[name],
+            timeout=timeouts.NAMESPACE_DELETE,
+            awaited=lambda name: f"Namespace {name} deleted",
+            label_selector=f"{names.RUN_LABEL}={names.label_value(run_id)}",
+        )
+    except waits.ManyTimeout as exc:
+        raise errors.LeakError([f"Namespace {name}" for name in exc.pending], [str(exc)]) from exc
+    except errors.WaitError as exc:
+        raise errors.LeakError([f"Namespace {name}" for name in sorted(uids)], [str(exc)]) from exc
 
 
 def request_deletion(k8s: K8s, run_id: str) -> list[str]:

@@ -2,8 +2,9 @@
 
 It records each object right after create and deletes everything in the DRA teardown order, written once:
 pods (wait gone) -> claims (wait deallocated and gone, then nothing prepared on any node) -> templates ->
-DeviceTaintRules, DeviceClasses, test-made ResourceSlices -> namespaces. Within a phase it deletes LIFO; each
-phase has one deadline. NotFound is ignored; a delete that fails with another error is recorded and not
+DeviceTaintRules, DeviceClasses, test-made ResourceSlices -> namespaces. Within a phase it deletes LIFO (a
+large phase several at a time) and waits with one LIST and watch per kind and namespace; each phase has one
+deadline. NotFound is ignored; a delete that fails with another error is recorded and not
 waited for; every error is collected and one :class:`~conformance.core.errors.LeakError` lists the survivors
 (and each claim still prepared, with its node). Pods holding claims are never force-deleted (that would skip
 NodeUnprepareResources).
@@ -15,6 +16,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from conformance.core import errors, timeouts
 from conformance.core.objects import Obj, as_dict
@@ -33,6 +35,7 @@ PHASES = {
 }
 OTHER_PHASE = 4
 PREPARED_POLL_S = 0.2  # seconds between two looks at the nodes' prepared claims
+DELETE_WORKERS = 8  # DELETEs in flight for a phase of more objects than this (see Tracker._delete_all)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,22 +137,39 @@ class Tracker:
         for rank in sorted(phases):
             batch = phases[rank]
             deadline = time.monotonic() + timeouts.scaled(max(self._timeout(t.kind) for t in batch))
-            deleted = [t for t in batch if self._delete(t, problems, survivors)]
-            released: list[Tracked] = []
-            generated: dict[str, dict] = {}  # namespace -> {pod: its claims}: one LIST per namespace, not per pod
-            for t in deleted:
-                if t.kind == "Namespace":
-                    continue  # namespace removal finishes asynchronously; the session sweep waits for it
-                if t.kind == "Pod":
-                    released += self._wait_generated_claims_released(t, deadline, problems, generated)
-                if not self._wait_gone(t, deadline, problems):
-                    survivors.append(t.ref)
-                elif t.kind == "ResourceClaim":
-                    released.append(t)
+            deleted = self._delete_all(batch, problems, survivors)
+            # namespace removal finishes asynchronously; the session sweep waits for it
+            waited = [t for t in deleted if t.kind != "Namespace"]
+            released = self._wait_generated_claims_released([t for t in waited if t.kind == "Pod"], deadline, problems)
+            stuck = self._wait_gone(waited, deadline, problems)
+            survivors += [t.ref for t in waited if t in stuck]
+            released += [t for t in waited if t.kind == "ResourceClaim" and t not in stuck]
             if released:
                 survivors += self._wait_unprepared(released, deadline, problems)
         if survivors or problems:
             raise errors.LeakError(survivors, problems)
+
+    def _delete_all(self, batch: list[Tracked], problems: list[str], survivors: list[str]) -> list[Tracked]:
+        """Delete a phase's objects in LIFO order; those to wait for. A phase of more than DELETE_WORKERS
+        objects (a sweep's hundreds of pods) sends DELETE_WORKERS DELETEs at a time: each is a round trip
+        (~0.15 s on a loaded API server). Problems and survivors are recorded in the phase's order."""
+        if len(batch) <= DELETE_WORKERS:
+            return [t for t in batch if self._delete(t, problems, survivors)]
+
+        def one(t: Tracked) -> tuple[bool, list[str], list[str]]:
+            found: list[str] = []
+            left: list[str] = []
+            return self._delete(t, found, left), found, left
+
+        pool = ThreadPoolExecutor(DELETE_WORKERS, thread_name_prefix="tracker-delete")
+        try:
+            results = list(pool.map(one, batch))
+        finally:  # Ctrl-C: DELETEs not yet sent are dropped
+            pool.shutdown(wait=True, cancel_futures=True)
+        for _, found, left in results:
+            problems += found
+            survivors += left
+        return [t for t, (wait, _, _) in zip(batch, results, strict=True) if wait]
 
     def _delete(self, t: Tracked, problems: list[str], survivors: list[str]) -> bool:
         """Delete ``t``; True when it must be waited for. A delete refused with another error than NotFound
@@ -181,42 +201,84 @@ class Tracker:
         """Unscaled seconds left until ``deadline`` (at least 1: a last look at an object costs little)."""
         return max(1.0, (deadline - time.monotonic()) / timeouts.scaled(1.0))
 
-    def _wait_gone(self, t: Tracked, deadline: float, problems: list[str]) -> bool:
+    def _wait_gone(self, items: list[Tracked], deadline: float, problems: list[str]) -> set[Tracked]:
+        """Wait until every one of ``items`` is deleted (or replaced by an object with another UID): one wait
+        per kind and namespace (one LIST and one watch, :func:`~conformance.k8s.waits.many.each_until`), one
+        per cluster-scoped object. Returns those not gone by ``deadline``; each wait that ended records a
+        problem naming them."""
+        groups: dict[tuple, list[Tracked]] = {}
+        for t in items:
+            groups.setdefault((t.kind, t.version, t.namespace, "" if t.namespace else t.name), []).append(t)
+        stuck: set[Tracked] = set()
+        for group in groups.values():
+            pending = self._wait_group_gone(group, deadline, problems)
+            stuck |= {t for t in group if t.name in pending}
+        return stuck
+
+    def _wait_group_gone(self, group: list[Tracked], deadline: float, problems: list[str]) -> set[str]:
+        """Names of ``group`` (one kind, version and namespace) not gone by ``deadline``."""
+        first = group[0]
+        uids: dict[str, set[str]] = {}
+        for t in group:
+            uids.setdefault(t.name, set()).add(t.uid)  # a name tracked twice: gone once neither UID is there
+
+        def gone(name: str, obj: Obj | None) -> bool:
+            return obj is None or ("" not in uids[name] and obj.uid not in uids[name])
+
+        prefix = f"{first.kind} {first.namespace + '/' if first.namespace else ''}"
         try:
-            waits.until(
+            waits.each_until(
                 self.k8s,
-                t.kind,
-                t.name,
-                t.namespace or None,
-                done=lambda o: o is None or bool(t.uid and o.uid != t.uid),
+                first.kind,
+                first.namespace or None,
+                uids,
+                done=gone,
                 timeout=self._left(deadline),
-                awaited=f"{t.ref} deleted",
-                version=t.version,
+                awaited=lambda name: f"{prefix}{name} deleted",
+                version=first.version,
             )
-            return True
+            return set()
+        except waits.ManyTimeout as exc:
+            problems.append(str(exc))
+            return set(exc.pending)
         except (errors.WaitError, errors.ApiError) as exc:
             problems.append(str(exc))
-            return False
+            return set(uids)
 
     def _wait_generated_claims_released(
-        self, t: Tracked, deadline: float, problems: list[str], generated: dict[str, dict]
+        self, pods: list[Tracked], deadline: float, problems: list[str]
     ) -> list[Tracked]:
-        """After a pod is gone, claims generated from its templates must deallocate and disappear too.
-        Returns the deallocated ones (to check that no node still has them prepared). ``generated``: the
-        namespace's claims by owning pod, listed at the first pod of that namespace (cached across pods)."""
-        if t.namespace not in generated:
+        """After ``pods`` are deleted, the claims generated from their templates must deallocate and disappear
+        too. Per namespace: one LIST of its claims (indexed by owning pod, :func:`claims_by_pod`) and one wait
+        for all of theirs. Returns the deallocated ones (to check that no node still has them prepared); a
+        claim still allocated at ``deadline`` is a problem naming it."""
+        released: list[Tracked] = []
+        for ns in sorted({t.namespace for t in pods}):
             try:
-                claims = self.k8s.list("ResourceClaim", t.namespace)
+                owned = claims_by_pod(self.k8s.list("ResourceClaim", ns))
             except errors.ApiError:
-                return []
-            generated[t.namespace] = claims_by_pod(claims)
-        released = []
-        for claim in generated[t.namespace].get(t.name, []):
+                continue
+            claims = {c.name: c for t in pods if t.namespace == ns for c in owned.get(t.name, [])}
+            if not claims:
+                continue
             try:
-                waits.claim_deallocated(self.k8s, claim, timeout=self._left(deadline))
-                released.append(Tracked.of(claim))
+                waits.each_until(
+                    self.k8s,
+                    "ResourceClaim",
+                    ns,
+                    claims,
+                    done=lambda _n, o: o is None or not (o.get("status.allocation") or o.get("status.reservedFor")),
+                    timeout=self._left(deadline),
+                    awaited=lambda name, ns=ns: f"claim {ns}/{name} deallocated",
+                )
+                pending: set[str] = set()
+            except waits.ManyTimeout as exc:
+                problems.append(str(exc))
+                pending = set(exc.pending)
             except (errors.WaitError, errors.ApiError) as exc:
                 problems.append(str(exc))
+                pending = set(claims)
+            released += [Tracked.of(c) for name, c in sorted(claims.items()) if name not in pending]
         return released
 
     def _wait_unprepared(self, claims: list[Tracked], deadline: float, problems: list[str]) -> list[str]:

@@ -77,8 +77,8 @@ def _quantity(counter: dict) -> float:
 
 class Published:
     """The driver's devices of its current, complete pools: ``inventory`` (attributes by qualified name),
-    ``bodies`` ``{(pool, device): device fields}``, ``slices_of`` ``{(pool, device): slice}`` and
-    ``counters`` ``{(pool, counter set): {counter: value}}`` (quantities as floats)."""
+    ``bodies``/``slices_of`` ``{(pool, device): device fields / slice}``, ``counters`` ``{(pool, counter set):
+    {counter: value}}`` (floats), ``by_node`` ``{node ("*": allNodes): [(pool, device)]}``, ``selects_nodes``."""
 
     def __init__(self, driver: str, slices: list[Obj]) -> None:
         mine = [s for s in slices if s.get("spec.driver") == driver]
@@ -87,14 +87,21 @@ class Published:
         self.bodies: dict[tuple[str, str], dict] = {}
         self.slices_of: dict[tuple[str, str], Obj] = {}
         self.counters: dict[tuple[str, str], dict[str, float]] = {}
+        self.by_node: dict[str, list[tuple[str, str]]] = {}
+        self.selects_nodes = False
         for pool, current in complete_pools(mine).items():
             for s, d in slice_devices(current):
-                self.bodies[(pool, d.get("name"))] = device_body(d)
-                self.slices_of[(pool, d.get("name"))] = s
+                key = self._index(s, (pool, d.get("name")))
+                self.bodies[key], self.slices_of[key] = device_body(d), s
             for s in current:
                 for counter_set in s.get("spec.sharedCounters") or []:
                     values = {k: _quantity(v) for k, v in (counter_set.get("counters") or {}).items()}
                     self.counters[(pool, counter_set.get("name"))] = values
+
+    def _index(self, s: Obj, key: tuple[str, str]) -> tuple[str, str]:
+        self.by_node.setdefault("*" if s.get("spec.allNodes") else s.get("spec.nodeName"), []).append(key)
+        self.selects_nodes |= bool(s.get("spec.nodeSelector") or s.get("spec.perDeviceNodeSelection"))
+        return key
 
     def attribute(self, key: tuple[str, str], qualified: str):
         """The value of attribute ``qualified`` of device ``key`` (None when absent or unpublished)."""
@@ -215,18 +222,12 @@ def _all_devices(claim: Obj, spec: dict, published: Published, driver: str, clas
     node = allocated_node(claim)
     if spec.get("selectors") or spec.get("tolerations") or spec.get("adminAccess") or device_class is None or not node:
         return None
-    if len(device_class.get("spec.selectors") or []) != 1 or class_driver(device_class) != driver:
+    driver_only = len(device_class.get("spec.selectors") or []) == 1 and class_driver(device_class) == driver
+    if published.selects_nodes or not driver_only:
         return None
-    found = set()
-    for key, body in published.bodies.items():
-        s = published.slices_of[key]
-        if s.get("spec.nodeSelector") or s.get("spec.perDeviceNodeSelection"):
-            return None
-        if s.get("spec.nodeName") == node or s.get("spec.allNodes"):
-            if body.get("taints") or body.get("allowMultipleAllocations") or body.get("consumesCounters"):
-                return None
-            found.add(key)
-    return found
+    keys = published.by_node.get(node, []) + published.by_node.get("*", [])  # an index, not a scan per claim
+    flags = ("taints", "allowMultipleAllocations", "consumesCounters")
+    return None if any(published.bodies[k].get(f) for k in keys for f in flags) else set(keys)
 
 
 def counts(claim: Obj, published: Published, driver: str, classes: Mapping[str, Obj]) -> list[Violation]:

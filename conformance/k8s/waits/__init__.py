@@ -15,6 +15,7 @@ from conformance.k8s.waits.claims import (
 )
 from conformance.k8s.waits.core import EventsUnreadable, event_line, poll, recent_events, stays_equal, until
 from conformance.k8s.waits.health import device_health_is, device_health_reported, device_health_stays
+from conformance.k8s.waits.many import ManyTimeout, each_until
 from conformance.k8s.waits.objects import default_service_account, object_gone, object_matches
 from conformance.k8s.waits.pods import (
     event,
@@ -91,4 +92,6 @@ __all__ = [
     "stays_equal",
     "taint_rule_applied",
     "until",
+    "each_until",
+    "ManyTimeout",
 ]

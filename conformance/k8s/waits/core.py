@@ -105,15 +105,28 @@ def until(
     deadline = time.monotonic() + budget
     show = describe or (lambda o: o.describe(status_only=True) if o is not None else "  (object does not exist)")
     wait = _Watch(k8s, kind, name, namespace, version, done, failed, with_events, awaited, budget, show)
+
+    def timeout_error() -> errors.WaitTimeout:
+        return errors.WaitTimeout(
+            awaited, budget, show(wait.last) if wait.observed else "", _lines(k8s, namespace, name)
+        )
+
+    drive(wait, deadline, timeout_error)
+    return wait.last
+
+
+def drive(wait, deadline: float, timeout_error: Callable[[], errors.WaitError]) -> None:
+    """The loop of every list-then-watch wait: call ``wait.step(remaining, deadline)`` (True once done) until it
+    is done; re-list (``wait.rv = ""``) on 410 Gone, resume from ``wait.rv`` after a short pause on a
+    disconnect; raise ``timeout_error()`` once the monotonic ``deadline`` has passed. ``wait``: an object with
+    ``step`` and ``rv`` (:class:`_Watch`, :class:`~conformance.k8s.waits.many._Many`)."""
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise errors.WaitTimeout(
-                awaited, budget, show(wait.last) if wait.observed else "", _lines(k8s, namespace, name)
-            )
+            raise timeout_error()
         try:
             if wait.step(remaining, deadline):
-                return wait.last
+                return
         except errors.Gone:
             wait.rv = ""  # too old: re-list
         except (errors.TransientApiError, ConnectionError, OSError) + _urllib3_errors():

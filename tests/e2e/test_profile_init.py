@@ -1,7 +1,7 @@
 """End-to-end test of `dra-conformance profile init` on the shared local cluster (issue 22 §3): the reference
 driver runs in host mode under a driver name of its own; `profile init` drafts a profile from what it publishes
-(read-only), naming its DeviceClass, the attribute types of the shipped reference profile and the default 8
-devices per node; with the REQUIRED TODO (visibility) filled, `profile check` passes on the draft."""
+(read-only), naming its DeviceClass, the attribute types of the shipped reference profile and the driver's
+default device count per node; with the REQUIRED TODO (visibility) filled, `profile check` passes on the draft."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The reference driver's default inventory (issue 26 §1): 8 simulated GPUs per node, each backed by a host char
-device of its own, so the 4 device shards of a ``--workers 4`` run get 2 devices each and PREP-12 still tells
-every device apart (breaker s13 B3)."""
+"""The reference driver's simulated GPUs up to 8 per node (``count: 8``; the default is 4), each backed by a host
+char device of its own, so the 4 device shards of a ``--workers 4`` run would get 2 devices each and PREP-12 still
+tells every device apart (breaker s13 B3; issue 26 §1)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ DEVICES_TXT = {
 }
 
 
-def _snapshot(node: str = "node-a"):
-    return SimulatedInventory(parse_spec(None), node).snapshot()
+def _snapshot(node: str = "node-a", count: int = len(HOST_NODES)):
+    return SimulatedInventory(parse_spec({"count": count}), node).snapshot()
 
 
 def _as_published(device, node: str) -> Device:
@@ -39,9 +39,10 @@ def _as_published(device, node: str) -> Device:
     return Device(node, node, device.name, attrs, {})
 
 
-def test_the_default_is_eight_gpus_each_backed_by_its_own_host_char_device():
+def test_eight_gpus_are_each_backed_by_their_own_host_char_device_and_the_default_is_four():
     devices = _snapshot().devices
-    assert DEFAULT_COUNT == 8 and [d.name for d in devices] == [f"gpu-{i}" for i in range(8)]
+    assert DEFAULT_COUNT == 4 == len(SimulatedInventory(parse_spec(None), "n").snapshot().devices)
+    assert [d.name for d in devices] == [f"gpu-{i}" for i in range(8)]
     assert [d.node_host for d in devices] == list(HOST_NODES) and len(set(HOST_NODES)) == 8
     assert [d.attribute("hostDeviceNode") for d in devices] == [h.removeprefix("/dev/") for h in HOST_NODES]
 
@@ -58,8 +59,8 @@ def test_the_backing_nodes_are_the_char_devices_devices_txt_names():
     assert set(DEVICES_TXT) == set(HOST_NODES) and not wrong, wrong
 
 
-def test_prep12_tells_every_default_device_apart_with_the_reference_profile():
-    """The reference profile's ``cdi_identity`` node patterns judge each default device's own CDI node right, and
+def test_prep12_tells_each_of_eight_devices_apart_with_the_reference_profile():
+    """The reference profile's ``cdi_identity`` node patterns judge each of 8 devices' own CDI node right, and
     no two devices render alike (the B3 rule does not fire on 8 GPUs)."""
     pattern = {k: v for k, v in load("reference").cdi_identity.items() if k != "env"}
     snap = _snapshot()
@@ -70,9 +71,9 @@ def test_prep12_tells_every_default_device_apart_with_the_reference_profile():
         assert cdi_identity.problems(pattern, DRIVER_NAME, seen, published, found) == [], device.name
 
 
-def test_four_workers_get_two_devices_each_on_every_node():
-    """The shard plan of two default nodes for 4 workers: 2 devices per shard and node, so ``shard_devices(2)``
-    tests run in shards (conformance/dra/shards.py)."""
+def test_four_workers_get_two_devices_each_on_every_node_of_eight():
+    """The shard plan of two 8-GPU nodes for 4 workers: 2 devices per shard and node, so ``shard_devices(2)``
+    tests would run in shards (conformance/dra/shards.py)."""
     facts = [
         {
             "node": node,

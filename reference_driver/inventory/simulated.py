@@ -1,7 +1,7 @@
 """Simulated GPUs from the ``simulated:`` section of the device YAML: count, model, memory, uuid, index,
 driverVersion, pcieRoot; optional partitions through shared counters; optional allowMultipleAllocations
 with a capacity requestPolicy; each device's node ``/dev/dra-<name>`` injected through CDI (``deviceNodes``,
-default true; backed by the host's ``/dev/null``).
+default true; backed by a harmless host char device of its own per GPU index, :data:`HOST_NODES`).
 
 Partitions are MIG-like: ``partitions: N`` splits each GPU into N memory slices, published as the counter set
 ``gpu-<i>-counters`` (``memory`` plus one counter ``slice<j>`` = 1 per slice, so placement is exact); the whole
@@ -39,15 +39,35 @@ _POLICY_KEYS = {"default", "min", "max", "step"}
 _NAMESPACE = uuid.UUID("6f1d2b1e-8a43-4c55-9d0e-6b2f3d0e9a10")
 MAX_PARTITIONS = 8
 NODE_PREFIX = "/dev/dra-"  # a simulated device's node in the container: /dev/dra-gpu-0
-HOST_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom")  # what backs it on the host, by GPU index
+# What backs GPU i's node on the host, by index: char devices that every Linux host has (fuse: where FUSE is
+# built in or loaded, as on every mainstream distribution kernel) and that a container may open without harm:
+# null 1:3, zero 1:5, full 1:7, urandom 1:9, random 1:8 (data sinks and sources), tty 5:0 (the opener's controlling
+# terminal; ENXIO in a pod, which has none), ptmx 5:2 (a new pty pair in the devpts instance beside it), fuse 10:229
+# (mounting what it serves needs CAP_SYS_ADMIN, which a pod lacks). Source: the kernel's
+# Documentation/admin-guide/devices.txt (major:minor); the first four keep their s13 order (faults' symptoms).
+# Eight, so a node of up to 8 GPUs (``count: 8``) has 8 distinct host nodes (PREP-12, breaker s13 B3; issue 26 §1).
+HOST_NODES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/fuse",
+)
+# GPUs per node by default. Not 8 (two per device shard on 4 workers, issue 26 §1): kube-scheduler v1.34.4's allocator
+# needs ~7 s at load 21 to find that 9 of 8 devices cannot be allocated (ALLOC-25, count above a node) and times
+# out (DRASchedulerFilterTimeout, 10 s) beside other tests, where 5 of 4 take well under a second (s14 speed notes).
+DEFAULT_COUNT = 4
 
 
 def host_node(index: int) -> str:
     """The host char device behind GPU ``index``'s simulated node: :data:`HOST_NODES` by index (wrapping), also
     published as attribute ``hostDeviceNode`` (its name under /dev) so a profile pattern can say which one.
-    Limit: only 4 harmless host char devices exist, so GPUs ``i`` and ``i + 4`` of a node with more than 4 GPUs
-    share one; PREP-12 then fails "host_device_nodes cannot tell gpu-0 from gpu-4" (breaker s13 B3: it must not
-    take one host node for two devices' identity): where PREP-12 runs, use ``count`` <= 4 per node, or
+    Limit: 8 harmless host char devices, so GPUs ``i`` and ``i + 8`` of a node with more than 8 GPUs share one;
+    PREP-12 then fails "host_device_nodes cannot tell gpu-0 from gpu-8" (breaker s13 B3: it must not take one
+    host node for two devices' identity): where PREP-12 runs, use ``count`` <= 8 per node, or
     ``deviceNodes: false`` (no node, no host_device_nodes to judge)."""
     return HOST_NODES[index % len(HOST_NODES)]
 
@@ -56,7 +76,7 @@ def host_node(index: int) -> str:
 class SimulatedSpec:
     """Validated ``simulated:`` section (memory in bytes)."""
 
-    count: int = 4
+    count: int = DEFAULT_COUNT
     product_name: str = "DRA Conformance GPU 80GB"
     architecture: str = "Simulated"
     memory: int = 80 * 2**30
@@ -81,7 +101,7 @@ def parse_spec(raw: dict | None, where: str = "simulated") -> SimulatedSpec:
     unknown = sorted(set(raw) - _KEYS)
     if unknown:
         raise _fail(where, f"unknown key(s) {unknown}; known keys: {sorted(_KEYS)}")
-    count = raw.get("count", 4)
+    count = raw.get("count", DEFAULT_COUNT)
     if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= 1024:
         raise _fail(f"{where}.count", f"{count!r}: expected an integer 0..1024")
     parts = raw.get("partitions", 0)
@@ -233,8 +253,8 @@ class SimulatedInventory:
     def _node(self, name: str, index: int) -> dict:
         """The device node of device ``name`` of GPU ``index`` (``deviceNodes: true``, the default):
         ``/dev/dra-<name>`` in the container, backed by a harmless host char device of its own per GPU
-        (:func:`host_node`: ``/dev/null``, ``/dev/zero``, ``/dev/full``, ``/dev/urandom`` by index; a partition
-        shares its GPU's), so a container shows which devices it was given as a real GPU's ``/dev/nvidia<i>`` does
+        (:func:`host_node`: :data:`HOST_NODES` by index, ``/dev/null``, ``/dev/zero``, ...; a partition shares its
+        GPU's), so a container shows which devices it was given as a real GPU's ``/dev/nvidia<i>`` does
         and what is behind the path differs per GPU (breaker s12 F1); ``{}`` with ``deviceNodes: false``.
         Source: CDI SPEC.md ``containerEdits.deviceNodes`` (``hostPath``); issue 24 §3."""
         if not self.spec.device_nodes:

@@ -15,6 +15,7 @@ from conformance.drivers.host import HostDeployer
 from conformance.drivers.preinstalled import PreinstalledDeployer
 from conformance.k8s.client import K8s
 from conformance.runner import facts
+from reference_driver.inventory.simulated import DEFAULT_COUNT
 
 pytestmark = pytest.mark.e2e
 
@@ -90,7 +91,7 @@ def test_bundled_reference_driver_publishes_and_capabilities_have_evidence(k8s, 
         assert set(handle.processes) == {n.name for n in local_cluster.nodes}
         caps, found = facts.discover(k8s, prof, cluster=local_cluster, driver=handle)
         per_node = {n.name: sum(1 for d in found["devices"] if d["node"] == n.name) for n in local_cluster.nodes}
-        assert all(count == 4 for count in per_node.values()), per_node
+        assert all(count == DEFAULT_COUNT for count in per_node.values()), per_node
         assert caps.has("multi_node") and caps.has("driver.multiple_devices"), caps.as_dict()
         assert "v1" in found["served_versions"] and caps.has("gate.DRAPrioritizedList")
         assert "kubernetes_feature_enabled" in caps.evidence("gate.DRAPrioritizedList")

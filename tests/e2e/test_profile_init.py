@@ -1,7 +1,7 @@
 """End-to-end test of `dra-conformance profile init` on the shared local cluster (issue 22 §3): the reference
 driver runs in host mode under a driver name of its own; `profile init` drafts a profile from what it publishes
-(read-only), naming its DeviceClass, the attribute types of the shipped reference profile and 4 devices per
-node; with the REQUIRED TODO (visibility) filled, `profile check` passes on the draft."""
+(read-only), naming its DeviceClass, the attribute types of the shipped reference profile and the driver's
+default device count per node; with the REQUIRED TODO (visibility) filled, `profile check` passes on the draft."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from conformance.core.profile import parse
 from conformance.drivers import profiles
 from conformance.drivers.host import HostDeployer
 from conformance.k8s.client import K8s
+from reference_driver.inventory.simulated import DEFAULT_COUNT
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ def test_profile_init_drafts_the_reference_driver_and_the_filled_draft_passes_ch
     text = out.read_text()
     draft = yaml.safe_load(text)
     assert draft["name"] == "drafted" and draft["driver"] == driver
-    assert draft["device_classes"] == [driver] and draft["devices_per_node"] == 4
+    assert draft["device_classes"] == [driver] and draft["devices_per_node"] == DEFAULT_COUNT
     assert draft["deploy"] == {"mode": "preinstalled"} and "TODO (REQUIRED): visibility" in text
     common = {a: t for a, t in draft["attributes"].items() if a in shipped.attributes}
     assert common == dict(shipped.attributes), (draft["attributes"], dict(shipped.attributes))

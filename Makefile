@@ -207,3 +207,7 @@ feature-combinations: ## the full profile on each feature-combination profile (d
 .PHONY: kind-rehearsal
 kind-rehearsal: ## the registry rehearsal on kind: nodes pull only through the loopback registry (nothing loaded), reference driver helm-installed from the OCI chart, `run --cluster existing --image-registry` core; not in make test (about 6-8 min)
 	DRA_E2E_KIND_REHEARSAL=1 $(PY) -m pytest tests/e2e/test_kind_rehearsal.py -v -s -p no:cacheprovider $(PYTEST_ARGS)
+
+.PHONY: rbac-minimal
+rbac-minimal: ## issue 27 §4: the standard profile on an installed reference driver (own 2-node local cluster) as a user bound only to `preflight --print-role`'s ClusterRole, then as cluster-admin (DRA_E2E_RBAC_KUBECONFIG=K: an `install`ed cluster, kept); prints both counts and each test that differs (must be a skip naming the permission); not in make test (two standard runs)
+	DRA_E2E_RBAC_MINIMAL=1 $(PY) -m pytest tests/e2e/test_rbac_minimal.py -v -s -p no:cacheprovider $(PYTEST_ARGS)

@@ -309,15 +309,38 @@ def surging_driver(k8s, driver):
     waits.slices_published(k8s, driver.name, nodes=nodes, timeout=timeouts.REPUBLISH_AFTER_RESTART)
 
 
+def health_switch_refusal(k8s) -> str:
+    """Why the run's user may not set the health switch, a Node annotation: ``'the run's user cannot patch
+    resource "nodes" ...'`` naming the grant; "" when a SelfSubjectAccessReview allows ``patch`` on nodes or the
+    review itself is refused (the patch then says what it says). Source: authorization.k8s.io/v1; issue 27 §4 (a
+    test needing more than the printed role skips naming the permission)."""
+    from conformance.core.permissions import HEALTH_SWITCH  # noqa: PLC0415
+    from conformance.k8s import access  # noqa: PLC0415
+
+    try:
+        if access.can_i(k8s, HEALTH_SWITCH, "patch"):
+            return ""
+    except errors.ApiError:
+        return ""
+    return (
+        f'the run\'s user cannot patch resource "nodes" ({HEALTH_SWITCH.why}; not in the role of `dra-conformance '
+        "preflight --print-role`, a wide grant): grant `patch` on nodes to run this test"
+    )
+
+
 @pytest.fixture
 def health_switch(k8s, profile, driver):
     """The profile's runtime health switch (:class:`conformance.dra.health_switch.HealthSwitch`, KEP-4680);
     teardown turns every touched node Healthy again. Skips as a coverage gap when the profile gives no
-    ``health_switch`` (the health-transition test cannot drive the driver)."""
+    ``health_switch`` (the health-transition test cannot drive the driver) or the run's user may not patch Nodes
+    (:func:`health_switch_refusal`)."""
     from conformance.dra.health_switch import HealthSwitch  # noqa: PLC0415
 
     if not profile.health_annotation:
         pytest.skip(f"health switch not available: profile {profile.name} gives no health_switch.node_annotation")
+    refused = health_switch_refusal(k8s)
+    if refused:
+        pytest.skip(f"health switch not available: {refused}")
     switch = HealthSwitch(k8s, profile.health_annotation.replace("{driver}", driver.name))
     yield switch
     switch.restore()

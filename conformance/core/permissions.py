@@ -121,6 +121,13 @@ NEEDED: tuple[Permission, ...] = (
     ),
 )
 
+# Not in NEEDED, so not in the printed role (patching Nodes is a wide grant): the full profile's health transition
+# test (HLTH-02) sets the profile's health switch, a Node annotation (conformance/dra/health_switch.py); a user
+# without it gets that test skipped naming this permission (conformance/fixtures.py health_switch).
+HEALTH_SWITCH = Permission(
+    ("patch",), "nodes", why="the profile's health switch (a Node annotation, KEP-4680)", when=OPTIONAL, cluster=True
+)
+
 
 def applicable(node_access: bool, served: frozenset[str] | set[str] = frozenset()) -> list[Permission]:
     """The rows of :data:`NEEDED` that apply to a run: :data:`NODE_ACCESS` rows only when ``node_access``

@@ -87,7 +87,12 @@ def test_refused_privileged_helper_pods_stop_the_run_instead_of_skipping_node_ch
 
     monkeypatch.setattr(existing.K8s, "from_kubeconfig", staticmethod(lambda *a, **k: RefusingK8s()))
     monkeypatch.setattr(hp.waits, "default_service_account", lambda *a, **k: None)
-    monkeypatch.setattr(hp.HelperPodNodeAccess, "stop", lambda self: deleted.append(("Namespace", self.namespace)))
+
+    def stop(self):  # the real heartbeat thread is stopped (else it outlives the test: an order-dependent flake)
+        self.heartbeat and self.heartbeat.stop()
+        deleted.append(("Namespace", self.namespace))
+
+    monkeypatch.setattr(hp.HelperPodNodeAccess, "stop", stop)
     cfg = SimpleNamespace(run_id="r1", context=None)
     provider = existing.ExistingProvider(SimpleNamespace(cfg=cfg))
     provider.handle = existing.ExistingCluster(tmp_path / "kc", "v1.34.4", [existing.ExistingNode("node-a")])

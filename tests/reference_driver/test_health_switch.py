@@ -59,3 +59,27 @@ def test_fault_health_all_unhealthy_turns_every_device_when_the_switch_names_one
     faults = Faults.parse("health-all-unhealthy")
     assert set(_healths(faults, {"gpu-1"}).values()) == {"UNHEALTHY"}
     assert set(_healths(faults, set()).values()) == {"HEALTHY"}
+
+
+@pytest.mark.parametrize(("allowed", "said"), [(True, ""), (False, 'cannot patch resource "nodes"'), (None, "")])
+def test_a_user_who_may_not_patch_nodes_is_told_so_instead_of_a_403_failure(allowed, said):
+    """The health switch is a Node annotation: a user whose SelfSubjectAccessReview for ``patch nodes`` answers
+    no gets the reason naming the verb and resource (the fixture skips with it); allowed, or the review itself
+    refused (None here): "" (issue 27 §4: the printed role does not grant it)."""
+    from conformance.core import errors
+    from conformance.fixtures import health_switch_refusal
+
+    class K8s:
+        def request(self, method, path, body=None):
+            if allowed is None:
+                raise errors.Forbidden(403, "Forbidden", "selfsubjectaccessreviews is forbidden")
+            assert body["spec"]["resourceAttributes"] == {
+                "verb": "patch",
+                "group": "",
+                "resource": "nodes",
+                "namespace": "",
+            }
+            return {"status": {"allowed": allowed}}, 201
+
+    got = health_switch_refusal(K8s())
+    assert (said in got) if said else got == "", got

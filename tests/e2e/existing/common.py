@@ -3,12 +3,21 @@ driver's objects by identity (the package fixture ``installed`` is in conftest.p
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
+import yaml
+from kubernetes import client as kclient
+
+from conformance.core import errors, names
+from conformance.core.objects import Obj
+from conformance.k8s import waits
 from conformance.k8s.client import K8s
 
 REPO = Path(__file__).resolve().parents[3]
@@ -77,3 +86,52 @@ def _outcomes(junit: Path) -> dict[str, str]:
             "failed" if kids & {"failure", "error"} else "skipped" if "skipped" in kids else "passed"
         )
     return out
+
+
+def _service_account_kubeconfig(
+    k8s: K8s, admin: str, namespace: str, account: str, path: Path, expires: int = 900
+) -> Path:
+    """A kubeconfig for ServiceAccount ``namespace/account``: the admin kubeconfig's cluster and a token from
+    the TokenRequest API (authentication.k8s.io/v1, via the kubernetes client) valid ``expires`` seconds."""
+    request = kclient.AuthenticationV1TokenRequest(
+        spec=kclient.V1TokenRequestSpec(audiences=[], expiration_seconds=expires)
+    )
+    token = kclient.CoreV1Api(k8s.api).create_namespaced_service_account_token(account, namespace, request)
+    cluster = yaml.safe_load(Path(admin).read_text())["clusters"][0]
+    user, context = (
+        {"name": account, "user": {"token": token.status.token}},
+        {"cluster": cluster["name"], "user": account},
+    )
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster], "users": [user], "current-context": account}
+    path.write_text(yaml.safe_dump({**config, "contexts": [{"name": account, "context": context}]}))
+    return path
+
+
+@contextlib.contextmanager
+def printed_role_kubeconfig(k8s: K8s, admin: str, path: Path, expires: int = 900) -> Iterator[str]:
+    """Yields the path of a kubeconfig (written to ``path``) for a ServiceAccount bound ONLY to the ClusterRole
+    `preflight --print-role --node-access privileged-pod` prints (no cluster-admin; issue 22 §2, issue 27 §4),
+    its token valid ``expires`` seconds. The namespace, account, ClusterRole and binding (all named
+    ``dra-conformance-e2e-<hex>``) are removed on exit; the namespace is waited for (bounded, 300 s)."""
+    suffix = secrets.token_hex(3)
+    ns, name = names.dns_label(f"preflight-role-{suffix}"), f"dra-conformance-e2e-{suffix}"
+    printed = _cli("preflight", "--print-role", "--node-access", "privileged-pod")
+    assert printed.returncode == 0, printed.stderr
+    role = {**yaml.safe_load(printed.stdout), "metadata": {"name": name}}
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    k8s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        waits.default_service_account(k8s, ns, timeout=60)
+        k8s.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner", "namespace": ns}})
+        k8s.request("POST", f"{rbac}/clusterroles", body=role)
+        subject = {"kind": "ServiceAccount", "name": "runner", "namespace": ns}
+        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+        binding = {"metadata": {"name": name}, "roleRef": ref, "subjects": [subject]}
+        k8s.request("POST", f"{rbac}/clusterrolebindings", body=binding)
+        yield str(_service_account_kubeconfig(k8s, admin, ns, "runner", path, expires))
+    finally:
+        for kind in ("clusterrolebindings", "clusterroles"):
+            with contextlib.suppress(errors.NotFound):
+                k8s.request("DELETE", f"{rbac}/{kind}/{name}")
+        k8s.unguarded().delete("Namespace", ns)
+    waits.object_gone(k8s, Obj({"kind": "Namespace", "metadata": {"name": ns}}), timeout=300)

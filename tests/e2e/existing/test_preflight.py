@@ -8,11 +8,8 @@ import contextlib
 import json
 import re
 import secrets
-from pathlib import Path
 
 import pytest
-import yaml
-from kubernetes import client as kclient
 
 from conformance.core import errors, names
 from conformance.core.objects import Obj
@@ -22,6 +19,8 @@ from conformance.node.helper_pod import helper_namespace, helper_pod
 from tests.e2e.existing.common import (
     DRIVER,
     _cli,
+    _service_account_kubeconfig,
+    printed_role_kubeconfig,
 )
 
 pytestmark = pytest.mark.e2e
@@ -47,23 +46,6 @@ def test_preflight_with_the_admin_kubeconfig_is_all_ok_and_leaves_nothing(instal
     checks = json.loads(as_json.stdout)
     assert as_json.returncode == 0 and checks and {c["status"] for c in checks} == {"ok"}, as_json.stdout
     assert _run_namespaces(k8s, "preflight-") == []
-
-
-def _service_account_kubeconfig(k8s: K8s, admin: str, namespace: str, account: str, path: Path) -> Path:
-    """A kubeconfig for ServiceAccount ``namespace/account``: the admin kubeconfig's cluster and a token from
-    the TokenRequest API (authentication.k8s.io/v1, via the kubernetes client)."""
-    request = kclient.AuthenticationV1TokenRequest(
-        spec=kclient.V1TokenRequestSpec(audiences=[], expiration_seconds=900)
-    )
-    token = kclient.CoreV1Api(k8s.api).create_namespaced_service_account_token(account, namespace, request)
-    cluster = yaml.safe_load(Path(admin).read_text())["clusters"][0]
-    user, context = (
-        {"name": account, "user": {"token": token.status.token}},
-        {"cluster": cluster["name"], "user": account},
-    )
-    config = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster], "users": [user], "current-context": account}
-    path.write_text(yaml.safe_dump({**config, "contexts": [{"name": account, "context": context}]}))
-    return path
 
 
 def test_preflight_names_what_a_namespaced_role_lacks(installed, tmp_path):
@@ -207,34 +189,13 @@ def test_the_printed_role_is_enough_for_preflight_and_a_core_run(installed, tmp_
     tool prints is the role a customer can grant. Source: issue 22 §2; issue 27 §4 (a minimal ClusterRole)."""
     # given: the printed role bound to a ServiceAccount of a namespace of this test
     kubeconfig, k8s = installed
-    suffix = secrets.token_hex(3)
-    ns, name = names.dns_label(f"preflight-role-{suffix}"), f"dra-conformance-e2e-{suffix}"
-    printed = _cli("preflight", "--print-role", "--node-access", "privileged-pod")
-    assert printed.returncode == 0, printed.stderr
-    role = {**yaml.safe_load(printed.stdout), "metadata": {"name": name}}
-    rbac = "/apis/rbac.authorization.k8s.io/v1"
-    k8s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    try:
-        waits.default_service_account(k8s, ns, timeout=60)
-        k8s.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner", "namespace": ns}})
-        k8s.request("POST", f"{rbac}/clusterroles", body=role)
-        subject = {"kind": "ServiceAccount", "name": "runner", "namespace": ns}
-        ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
-        binding = {"metadata": {"name": name}, "roleRef": ref, "subjects": [subject]}
-        k8s.request("POST", f"{rbac}/clusterrolebindings", body=binding)
-        limited = str(_service_account_kubeconfig(k8s, kubeconfig, ns, "runner", tmp_path / "role.kubeconfig"))
+    with printed_role_kubeconfig(k8s, kubeconfig, tmp_path / "role.kubeconfig") as limited:
         # when: preflight and a core run go as that ServiceAccount
         checked = _cli("preflight", "--kubeconfig", limited, "--node-access", "privileged-pod", timeout=300)
         argv = ["run", "--cluster", "existing", "--kubeconfig", limited, "--node-access", "privileged-pod"]
         ran = _cli(*argv, "--profile", "core", "--no-report", "--report-dir", str(tmp_path / "report"))
-    finally:
-        for kind in ("clusterrolebindings", "clusterroles"):
-            with contextlib.suppress(errors.NotFound):
-                k8s.request("DELETE", f"{rbac}/{kind}/{name}")
-        k8s.unguarded().delete("Namespace", ns)
     # then: every preflight line ok (none missing, none refused), and the run passes
     lines = checked.stdout.splitlines()[:-1]
     assert checked.returncode == 0 and lines and not [x for x in lines if x.startswith("missing")], checked.stdout
     said = ran.stdout + ran.stderr
     assert ran.returncode == 0 and "VERDICT: PASS" in said, said[-5000:]
-    waits.object_gone(k8s, Obj({"kind": "Namespace", "metadata": {"name": ns}}), timeout=300)

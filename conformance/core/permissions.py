@@ -119,6 +119,13 @@ NEEDED: tuple[Permission, ...] = (
         when=OPTIONAL,
         cluster=True,
     ),
+    Permission(  # conformance/k8s/scheduler_health.py: without it a dead kube-scheduler is "unknown", not named
+        ("get",),
+        "leases",
+        "coordination.k8s.io",
+        why="whether a kube-scheduler leads (the kube-system/kube-scheduler Lease): a dead one is a cluster fault",
+        when=OPTIONAL,
+    ),
 )
 
 # Not in NEEDED, so not in the printed role (patching Nodes is a wide grant): the full profile's health transition

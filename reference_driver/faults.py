@@ -214,6 +214,9 @@ FAULTS: dict[str, str] = {
     "slices-churn-on-use": "After every NodePrepareResources and NodeUnprepareResources the node's pool is "
     "republished at a new generation although no device changed (a driver writing per-allocation state into its "
     "slices; PUB-01 'stable (no churn)'; breaker s14 B8).",
+    "device-config-sticks": "Each device keeps the opaque config (GpuConfig and its sources) of the last claim "
+    "prepared on it with one, and a later claim of that device without config gets it (a GPU sharing mode never "
+    "reset between claims; KEP-4381: the config of a claim applies to that claim's devices only; breaker s14 B9).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

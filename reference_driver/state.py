@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from . import cdi, claims, identity, positional, sharing
+from . import cdi, claims, identity, positional, sharing, sticky
 from .checkpoint import Checkpoint, CheckpointCorrupt
 from .claims import ClaimError, ClaimRef
 from .faults import PREPARE_ERRORS, Faults
@@ -66,6 +66,7 @@ class DeviceState:
         self._forgot = False  # fault checkpoint-not-migrated: an old checkpoint was ignored at recovery
         self._failed_once: set[str] = set()  # fault prepare-fails-once: claim UIDs whose first prepare failed
         self._repeats = 0  # fault cdi-ids-change-on-repeat: how many repeated prepares were answered
+        self._last_config: sticky.Remembered = {}  # fault device-config-sticks: each device's last config
 
     def recover(self) -> RecoveryReport:
         """Load the checkpoint and rewrite CDI specs of prepared claims that vanished.
@@ -257,7 +258,8 @@ class DeviceState:
     def _faulty_pairs(self, pairs: list) -> list:
         """``(allocation, device)`` pairs to prepare, changed by faults ``fewer-devices-prepared`` (the first
         only), ``admin-signal-on-normal-claim`` (every allocation marked adminAccess for its CDI env) and
-        ``request-names-rotated`` (each allocation under the next one's request name)."""
+        ``request-names-rotated`` (each allocation under the next one's request name) and ``device-config-sticks``
+        (an allocation without config gets its device's last one, :mod:`reference_driver.sticky`)."""
         if self.faults.on("fewer-devices-prepared"):
             pairs = pairs[:1]
         if self.faults.on("admin-signal-on-normal-claim"):
@@ -265,6 +267,8 @@ class DeviceState:
         if self.faults.on("request-names-rotated"):  # each device answered under the next result's request
             nxt = pairs[1:] + pairs[:1]
             pairs = [(replace(a, request=b.request), d) for (a, d), (b, _) in zip(pairs, nxt, strict=True)]
+        if self.faults.on("device-config-sticks"):
+            pairs = sticky.stick(pairs, self._last_config)
         return pairs
 
     def _holds(self, allocs: list[claims.AllocatedDevice], snap: Snapshot) -> sharing.Holds:

@@ -2,7 +2,8 @@
 
 Sources: resource.k8s.io/v1 DeviceClassSpec.config and DeviceAllocationConfiguration.source (FromClass);
 upstream test/e2e/dra/dra.go "supports claim and class parameters"; KEP-4381 (configuration of the class
-applies to every claim that uses it, before the claim's own).
+applies to every claim that uses it, before the claim's own). A claim's config applies to that claim only: a
+later claim of the same device without config shows none of it (KEP-4381; breaker s14 B9).
 """
 
 import pytest
@@ -118,3 +119,32 @@ def test_claim_with_only_another_drivers_config_runs(k8s, tracker, builder, inve
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
+
+
+@pytest.mark.shard_devices()
+@pytest.mark.scenario("ALLOC-01")
+@pytest.mark.requires("driver.opaque_config")
+def test_config_of_an_earlier_claim_does_not_stick_to_the_device(k8s, tracker, builder, profile, inventory, probe):
+    """A claim with the profile's opaque config runs a pod and is released (pod gone, claim deallocated); a claim
+    without config pinned to the same device then runs a pod that sees the device and not the earlier config (a
+    driver must reset a device's settings, e.g. a GPU sharing mode, between claims; breaker s14 B9).
+    Source: KEP-4381 (a claim's config applies to that claim's devices only); resource.k8s.io/v1
+    DeviceAllocationConfiguration (the configs of one allocation)."""
+    # given: a claim with the config ran a pod on a device, and was released
+    claim = tracker.create(builder.claim(config=[opaque_config(profile.opaque_parameters)]))
+    pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
+    node, allocated = pod.spec.node_name, waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
+    assert probe.shows_config(pod), "claim config missing in the container: " + probe.evidence(pod)
+    k8s.delete("Pod", pod.name, pod.namespace)
+    waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
+    waits.claim_deallocated(k8s, claim, timeout=timeouts.DEALLOCATION)
+    # when: a claim without config, pinned to that device, runs a pod on that node
+    same_device = inventory.selector_for(inventory.of(allocated.results[0]), on_node=True)
+    again = tracker.create(builder.claim(selectors=same_device))
+    later = waits.pod_running(k8s, tracker.create(builder.pod(uses=again, node_name=node)), timeout=timeouts.POD_START)
+    # then: its container sees that device (the probe ran) and none of the earlier claim's config
+    shown, evidence = probe.shows_allocation(
+        later, waits.claim_allocated(k8s, again, timeout=timeouts.ALLOCATION), inventory
+    )
+    assert shown, evidence
+    assert not probe.shows_config(later), f"the earlier claim's config stuck to the device: {probe.evidence(later)}"

@@ -12,7 +12,7 @@ import pytest
 from reference_driver import publisher
 from reference_driver.claims import ClaimRef
 from reference_driver.faults import Faults
-from tests.reference_driver.helpers import claim, result
+from tests.reference_driver.helpers import claim, config, gpu_config, result
 from tests.reference_driver.test_publisher import make_publisher  # noqa: F401 - the fixture
 
 REF = ClaimRef("ns", "claim-1", "uid-1")
@@ -69,3 +69,17 @@ def test_unchanged_slices_are_rewritten_only_with_the_churn_fault(make_publisher
     monkeypatch.setattr(publisher.time, "monotonic", lambda: clock)
     again = pub.sync()
     assert (again.changed, again.generation, api.writes) == ((True, 2, 2) if faults else (False, 1, 1))
+
+
+@pytest.mark.parametrize("faults", ["", "device-config-sticks"])
+def test_a_later_claim_without_config_gets_none_unless_the_fault_is_on(make_state, source, faults):
+    """Breaker s14 B9: a config claim prepared and unprepared on gpu-0, then a claim without config on gpu-0."""
+    source.add(claim(configs=[config(gpu_config(None, env={"PROBE": "ok"}))]))
+    source.add(claim(uid="uid-2", name="claim-2"))
+    state = make_state(Faults.parse(faults))
+    state.prepare(REF)
+    state.unprepare("uid-1")
+    state.prepare(OTHER)
+    spec = json.loads(state.store.path("uid-2").read_text())
+    env = [e for d in spec["devices"] for e in d["containerEdits"].get("env", [])]
+    assert ("PROBE=ok" in env) == bool(faults), env

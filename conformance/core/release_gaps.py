@@ -26,8 +26,9 @@ ADMIN_COUNTERS_EVIDENCE = {
     f"reference-partitions-taints-health.yaml, {_MEASURED}",
     "1.35": "not measurable on v1.35.4 (2026-12-06): with this entry removed, the run above failed because the "
     "v1.35.4 kube-scheduler panicked (nil pointer in checkAvailableCounters, dynamic-resource-allocation v0.35.4 "
-    "allocator_experimental.go:1424) allocating the ORDINARY claim on those partitions and exited, so the user pod "
-    "stayed Pending; read in v0.35.4 as for 1.36: no admin bypass of checkAvailableCounters",
+    "allocator_experimental.go:1424) allocating the ORDINARY claim (allocationMode All) on those partitions and "
+    "exited, so the user pod stayed Pending: upstream kubernetes/kubernetes#138882, fixed by #138885, in v1.35.6 "
+    "through #138989 (and v1.36.2); read in v0.35.4 as for 1.36: no admin bypass of checkAvailableCounters",
     "1.36": _READ.format(tag="v1.36.3", lib="v0.36.3"),
     "1.37": _READ.format(tag="v1.37.2", lib="v0.37.2"),
 }

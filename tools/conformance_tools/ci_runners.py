@@ -118,7 +118,11 @@ def _venv_current() -> None:
 
 def _run(name: str, cmd: list[str], log: pathlib.Path, ok: re.Pattern) -> dict:
     """Run one runner, its output teed to ``log``; returns ``{name, exitCode, seconds, passed}`` where passed needs
-    exit 0 and ``ok`` found in the output (the merged matrix's verdict line)."""
+    exit 0 and ``ok`` found in the output (the merged matrix's verdict line). The templates' report directory
+    (``reports/nightly`` in the working tree, which gitlab-ci-local's shell executor uses in place) is emptied
+    first, as a fresh CI checkout would be: a cell left by an earlier run (another release) is no artifact of this
+    pipeline (its skipped cell would export it and the merge would report that release instead)."""
+    shutil.rmtree(REPO / "reports" / "nightly", ignore_errors=True)
     start = time.monotonic()
     with log.open("w") as fh:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

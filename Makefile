@@ -197,8 +197,8 @@ multi-cluster: ## N (default 3) local clusters side by side, the core profile (P
 	  --driver $(DRIVER) $(MULTI_ARGS) $(if $(RUN_ARGS),-- $(RUN_ARGS))
 
 .PHONY: ci-templates
-ci-templates: ## run ci/'s templates with real runners here (not in make test, about 10 min): actionlint; act (GitHub, cell + merge jobs on the host) and gitlab-ci-local (shell executor), core profile, one local cluster each (ci/README.md)
-	$(PY) -m conformance_tools.ci_runners
+ci-templates: ## run ci/'s templates with real runners here (not in make test, about 10 min): actionlint; act (GitHub, cell + merge jobs on the host) and gitlab-ci-local (shell executor), core profile, one local cluster each; K8S_VERSION= picks the cell's release (default 1.34; ci/README.md)
+	$(PY) -m conformance_tools.ci_runners $(K8S_FLAG)
 
 .PHONY: feature-combinations
 feature-combinations: ## the full profile on each feature-combination profile (device status + binding conditions; partitions + taints + health; consumable capacity + admin access), one local cluster after another; prints profile x verdict x passed/failed/skipped x time (reports/feature-combinations/combinations.md); not in make test

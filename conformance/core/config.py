@@ -173,11 +173,12 @@ class RunConfig:
             )
         if self.image_registry is not None:
             registry_host("--image-registry", self.image_registry)
-            if self.cluster in ("local", "kind"):
+            if self.cluster == "local":  # kind: the nodes pull through it (the lab's kind provider checks it)
                 raise ConfigError(
                     f"a --cluster {self.cluster} cluster loads the suite's images itself",
                     source="--image-registry",
-                    fix="use it with --cluster existing (nodes that pull from that registry), or drop it",
+                    fix="use it with --cluster existing (nodes that pull from that registry) or --cluster kind "
+                    "(127.0.0.1:PORT: kind nodes pull through it), or drop it",
                 )
         if self.kind_name and self.cluster != "kind":
             raise ConfigError(

@@ -74,7 +74,8 @@ OPTIONS: tuple[RunOption, ...] = (
     RunOption(
         "--image-registry",
         "HOST[:PORT][/PREFIX] the test, probe and helper pods pull the suite's images from (dra-conformance images "
-        "push --registry)",
+        "push --registry); with --cluster kind, 127.0.0.1:PORT of a registry every kind node pulls through "
+        "(nothing loaded)",
         "the nodes' offline images, else public busybox",
     ),
     RunOption("--values", "a Helm values file for --driver-deploy helm, applied after the profile's values", "none"),

@@ -17,26 +17,29 @@ if TYPE_CHECKING:
 # read: k8s.io/dynamic-resource-allocation structured/internal/{stable,incubating,experimental}/allocator_*.go,
 # where checkAvailableCounters runs for an admin-access request as for any other (no admin bypass).
 _MEASURED = "the admin pod stays Pending 'cannot allocate all claims'"
-_READ = (
-    "not measured on a cluster ({tag} was not built here yet); read in k8s.io/dynamic-resource-allocation {lib} "
-    "structured/internal/*/allocator_*.go: checkAvailableCounters runs for admin-access requests too"
-)
 ADMIN_COUNTERS_EVIDENCE = {
     "1.34": "measured on v1.34.4 with the full profile on fixtures/self-validation/"
     f"reference-partitions-taints-health.yaml, {_MEASURED}",
     "1.35": "not measurable on v1.35.4 (2026-12-06): with this entry removed, the run above failed because the "
     "v1.35.4 kube-scheduler panicked (nil pointer in checkAvailableCounters, dynamic-resource-allocation v0.35.4 "
-    "allocator_experimental.go:1424) allocating the ORDINARY claim on those partitions and exited, so the user pod "
-    "stayed Pending; read in v0.35.4 as for 1.36: no admin bypass of checkAvailableCounters",
-    "1.36": _READ.format(tag="v1.36.3", lib="v0.36.3"),
-    "1.37": _READ.format(tag="v1.37.2", lib="v0.37.2"),
+    "allocator_experimental.go:1424) allocating the ORDINARY claim (allocationMode All) on those partitions and "
+    "exited, so the user pod stayed Pending: upstream kubernetes/kubernetes#138882, fixed by #138885, in v1.35.6 "
+    "through #138989 (and v1.36.2); read in v0.35.4: no admin bypass of checkAvailableCounters "
+    "(as measured on 1.36/1.37)",
+    "1.36": "measured on v1.36.3 (2026-12-06) with the full profile on fixtures/self-validation/"
+    "reference-partitions-taints-health.yaml: the ordinary pod ran (no scheduler panic: v0.36.3 carries "
+    f"kubernetes/kubernetes#138885), {_MEASURED}",
+    "1.37": "measured on v1.37.2 (2026-12-06) with the full profile on fixtures/self-validation/"
+    "reference-partitions-taints-health.yaml: the ordinary pod ran (no scheduler panic: v0.37.2 carries "
+    f"kubernetes/kubernetes#138885), {_MEASURED}",
 }
 
 # Allocator behaviours a feature gate turns on but a Kubernetes release does not deliver: capability ->
 # {minor: evidence}. Measured with suites/allocation/test_constraints.py on the local cluster (v1.34.4 fails);
 # upstream kubernetes/kubernetes#140438. On v1.35.4 (first built here 2026-12-06) both distinctAttribute tests of
-# test_constraints.py and test_allocation_result_carries_the_request_tolerations pass; v1.36.3 / v1.37.2 are not
-# built here yet, their entries rest on the v0.36.3 / v0.37.2 allocator source (NOTES-releases, session 13).
+# test_constraints.py and test_allocation_result_carries_the_request_tolerations pass; v1.36.3 / v1.37.2 have no
+# entry for them on the v0.36.3 / v0.37.2 allocator source (NOTES-releases, session 13); admin_access_counters was
+# measured on v1.36.3 and v1.37.2 (session 14).
 KNOWN_ALLOCATOR_GAPS = {
     "allocator.distinct_attribute": {
         "1.34": "the 1.34 kube-scheduler allocator accepts devices that share the distinctAttribute value "

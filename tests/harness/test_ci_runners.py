@@ -104,3 +104,19 @@ def test_the_three_templates_shard_the_same_matrix_and_merge_it_once():
     assert f"defaultValue: '{' '.join(versions)}'" in jenkins
     for text in (ci_runners.NIGHTLY.read_text(), ci_runners.GITLAB.read_text(), jenkins):
         assert text.count("bin/dra-conformance matrix --merge-only") == 1 and "cell.json" in text
+
+
+def test_the_cells_release_is_a_parameter_checked_against_the_pins_and_the_templates_matrix(tmp_path):
+    assert ci_runners.cell_version(None) == ("1.34", "v1.34.4")
+    minor, tag = ci_runners.cell_version("v1.37")
+    assert (minor, tag[:6]) == ("1.37", "v1.37.")
+    act = ci_runners.act_command(ci_runners.REPO / "act", tmp_path, "1.35")
+    assert 'DRA_K8S_VERSIONS=["1.35"]' in act
+    assert "DRA_K8S_VERSIONS=1.37" in ci_runners.gitlab_command(ci_runners.REPO / "gitlab-ci-local", "1.37")
+    merged = ci_runners.merged_pattern("1.35")
+    assert merged.search("qualification matrix: PASS\n| 1.35-reference (v1.35.4) | PASS |")
+    assert not merged.search("qualification matrix: PASS\n| 1.34-reference (v1.34.4) | PASS |")
+    for bad, words in (("1.99", "not pinned"), ("nope", "not a Kubernetes version")):
+        with pytest.raises(ci_runners.RunnerError, match=words):
+            ci_runners.cell_version(bad)
+    assert ci_runners.main(["--k8s-version", "1.99", "--only", "actionlint"]) == 4

@@ -32,10 +32,11 @@ def test_a_registry_that_is_not_host_port_prefix_is_refused_naming_the_form(bad)
         RunConfig(cluster="existing", image_registry=bad)
 
 
-def test_image_registry_is_refused_on_the_lab_clusters_that_load_images_themselves():
+def test_image_registry_is_refused_on_the_local_cluster_that_loads_images_itself_and_taken_by_kind():
     with pytest.raises(ConfigError, match="--cluster existing"):
         RunConfig(cluster="local", image_registry="127.0.0.1:5000")
     assert RunConfig(cluster="existing", image_registry="127.0.0.1:5000/").image_registry == "127.0.0.1:5000/"
+    assert RunConfig(cluster="kind", image_registry="127.0.0.1:5000").image_registry == "127.0.0.1:5000"
 
 
 def test_image_registry_makes_test_and_helper_pods_pull_from_it_whatever_the_nodes_hold():

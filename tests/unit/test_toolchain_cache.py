@@ -90,3 +90,14 @@ def test_fingerprint_follows_ldflags():
     base = GoTool(name="t", module="m", version="v1", packages=("m",), binaries=("t",))
     other = GoTool(name="t", module="m", version="v1", packages=("m",), binaries=("t",), ldflags="-X a.b=c")
     assert gobuild.fingerprint(base) != gobuild.fingerprint(other)
+
+
+def test_the_go_command_time_limit_can_be_raised_for_a_slow_build(monkeypatch):
+    monkeypatch.delenv("DRA_CONFORMANCE_GO_TIMEOUT_S", raising=False)
+    assert gobuild.go_timeout_s() == gobuild.GO_TIMEOUT_S
+    monkeypatch.setenv("DRA_CONFORMANCE_GO_TIMEOUT_S", "7200")
+    assert gobuild.go_timeout_s() == 7200
+    for bad in ("0", "-5", "1h"):
+        monkeypatch.setenv("DRA_CONFORMANCE_GO_TIMEOUT_S", bad)
+        with pytest.raises(SetupError, match="DRA_CONFORMANCE_GO_TIMEOUT_S"):
+            gobuild.go_timeout_s()

@@ -2,7 +2,9 @@
 conformance_tools.ci_runners``): actionlint on the GitHub workflows, act running the nightly workflow (its cell job
 for one Kubernetes version x driver, core profile, the lab's local cluster, then its merge job), gitlab-ci-local
 running the GitLab pipeline with its shell executor (the same cell and merge). Each run starts one local cluster
-and tears it down (``make conformance``); the runs go one after another.
+and tears it down (``make conformance``); the runs go one after another. ``--k8s-version MINOR`` (``make
+ci-templates K8S_VERSION=1.35``) picks the cell's Kubernetes minor (default 1.34); the merged matrix must show that
+cell PASS on that release (its binaries are built by the cell's ``make setup``, or taken from the cache).
 
 No Docker: act runs the jobs on the host (``-P ubuntu-24.04=-self-hosted``) and every ``uses:`` action is replaced
 by a local stand-in (``--local-repository``, tools/conformance_tools/ci_standins/), whose artifacts and caches live
@@ -15,6 +17,7 @@ gitlab-ci-local (``--variable``, shell executor).
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import re
 import shutil
@@ -32,7 +35,7 @@ GITLAB = REPO / "ci" / "gitlab" / "dra-conformance.gitlab-ci.yml"
 STANDINS = pathlib.Path(__file__).resolve().parent / "ci_standins"
 PLATFORM = "ubuntu-24.04=-self-hosted"
 CELL = {"DRA_PROFILE": "core", "DRA_CLUSTER": "local"}  # one cell: core profile, the lab's local cluster
-VERSIONS, DRIVERS = '["1.34"]', '["reference"]'
+DEFAULT_VERSION, DRIVERS = "1.34", '["reference"]'
 RUN_TIMEOUT_S = 30 * 60
 
 
@@ -68,10 +71,10 @@ def actionlint(binary: pathlib.Path, workflows: list[pathlib.Path] = WORKFLOWS) 
     return subprocess.run([str(binary), *map(str, workflows)], capture_output=True, text=True, cwd=REPO, timeout=120)
 
 
-def act_command(binary: pathlib.Path, store: pathlib.Path) -> list[str]:
+def act_command(binary: pathlib.Path, store: pathlib.Path, version: str = DEFAULT_VERSION) -> list[str]:
     """The act command line running the nightly workflow's cell and merge jobs on the
-    host: one cell (``VERSIONS`` x ``DRIVERS``), core profile, local cluster, the workspace linking the working tree
-    (the checkout stand-in)."""
+    host: one cell (Kubernetes minor ``version``, e.g. "1.35", x ``DRIVERS``), core profile, local cluster, the
+    workspace linking the working tree (the checkout stand-in)."""
     cmd = [
         str(binary),
         "workflow_dispatch",
@@ -85,19 +88,25 @@ def act_command(binary: pathlib.Path, store: pathlib.Path) -> list[str]:
     cmd += local_repositories(NIGHTLY)
     cmd += [
         w
-        for k, v in {**CELL, "DRA_K8S_VERSIONS": VERSIONS, "DRA_DRIVERS": DRIVERS}.items()
+        for k, v in {**CELL, "DRA_K8S_VERSIONS": json.dumps([version]), "DRA_DRIVERS": DRIVERS}.items()
         for w in ("--var", f"{k}={v}")
     ]
     env = {"DRA_CI_STANDIN_STORE": store, "DRA_CI_STANDINS": STANDINS, "DRA_CI_CHECKOUT": REPO}
     return cmd + [w for k, v in env.items() for w in ("--env", f"{k}={v}")]
 
 
-def gitlab_command(binary: pathlib.Path) -> list[str]:
-    """gitlab-ci-local running the GitLab pipeline (shell executor, the working tree itself) for one cell, core
-    profile, local cluster, as a web-started pipeline (the template's rules)."""
+def gitlab_command(binary: pathlib.Path, version: str = DEFAULT_VERSION) -> list[str]:
+    """gitlab-ci-local running the GitLab pipeline (shell executor, the working tree itself) for one cell (Kubernetes
+    minor ``version``; the template's other cells skip themselves), core profile, local cluster, as a web-started
+    pipeline (the template's rules)."""
     cmd = [str(binary), "--file", str(GITLAB.relative_to(REPO)), "--no-color"]
     cmd += ["--ignore-predefined-vars", "CI_PIPELINE_SOURCE"]
-    variables = {"CI_PIPELINE_SOURCE": "web", "DRA_PROFILE": "core", "DRA_CLUSTER": "local", "DRA_K8S_VERSIONS": "1.34"}
+    variables = {
+        "CI_PIPELINE_SOURCE": "web",
+        "DRA_PROFILE": "core",
+        "DRA_CLUSTER": "local",
+        "DRA_K8S_VERSIONS": version,
+    }
     return cmd + [w for k, v in variables.items() for w in ("--variable", f"{k}={v}")]
 
 
@@ -109,7 +118,11 @@ def _venv_current() -> None:
 
 def _run(name: str, cmd: list[str], log: pathlib.Path, ok: re.Pattern) -> dict:
     """Run one runner, its output teed to ``log``; returns ``{name, exitCode, seconds, passed}`` where passed needs
-    exit 0 and ``ok`` found in the output (the merged matrix's verdict line)."""
+    exit 0 and ``ok`` found in the output (the merged matrix's verdict line). The templates' report directory
+    (``reports/nightly`` in the working tree, which gitlab-ci-local's shell executor uses in place) is emptied
+    first, as a fresh CI checkout would be: a cell left by an earlier run (another release) is no artifact of this
+    pipeline (its skipped cell would export it and the merge would report that release instead)."""
+    shutil.rmtree(REPO / "reports" / "nightly", ignore_errors=True)
     start = time.monotonic()
     with log.open("w") as fh:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -123,17 +136,51 @@ def _run(name: str, cmd: list[str], log: pathlib.Path, ok: re.Pattern) -> dict:
     return {"name": name, "exitCode": code, "seconds": seconds, "passed": code == 0 and bool(ok.search("".join(out)))}
 
 
+def cell_version(requested: str | None) -> tuple[str, str]:
+    """``(minor, tag)`` of the cell's Kubernetes release: ``requested`` ("1.35", "v1.35.4"; None = the templates'
+    first cell, 1.34) mapped through versions.toml. Raises RunnerError naming the fix for a release that is not
+    pinned or not one of the templates' matrix cells (GitLab's matrix is fixed: any other cell would not run)."""
+    from conformance_lab.toolchain import versions  # noqa: PLC0415 - the lab pins the releases
+
+    try:
+        tag = versions.load().k8s_tag(requested or DEFAULT_VERSION)
+    except versions.VersionError as exc:
+        raise RunnerError(f"--k8s-version: {exc}") from exc
+    minor = ".".join(tag.lstrip("v").split(".")[:2])
+    cells = yaml.safe_load(GITLAB.read_text())["dra-cell"]["parallel"]["matrix"][0]["DRA_K8S_VERSION"]
+    if minor not in cells:
+        raise RunnerError(f"--k8s-version {requested}: not a cell of the templates ({', '.join(cells)}); add it there")
+    return minor, tag
+
+
+def merged_pattern(minor: str) -> re.Pattern:
+    """The merged matrix's verdict for the one cell: overall PASS and the row ``<minor>-reference (v<minor>.N) |
+    PASS`` (a cell of another release, or a skipped cell, does not match)."""
+    return re.compile(
+        rf"qualification matrix: PASS.*?\| {re.escape(minor)}-reference \(v{re.escape(minor)}\.\d+\) \| PASS", re.S
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`make ci-templates`: actionlint, then act, then gitlab-ci-local (``--only`` one of them); prints one line per
-    runner and returns 0 when all passed, 1 otherwise. Logs in ``reports/ci-templates/``."""
+    """`make ci-templates [K8S_VERSION=1.35]`: actionlint, then act, then gitlab-ci-local (``--only`` one of them)
+    for one cell (``--k8s-version``, default 1.34); prints one line per runner and returns 0 when all passed, 1
+    otherwise, 4 for a release that is not a pinned cell. Logs in ``reports/ci-templates/<minor>/``."""
     from conformance_lab.toolchain import citools  # noqa: PLC0415 - the lab builds the runners (tools may use it)
 
     parser = argparse.ArgumentParser(prog="python -m conformance_tools.ci_runners", description=__doc__)
     parser.add_argument("--only", choices=["actionlint", "act", "gitlab-ci-local"], action="append")
-    only = set(parser.parse_args(argv).only or ["actionlint", "act", "gitlab-ci-local"])
-    logs = REPO / "reports" / "ci-templates"
+    parser.add_argument("--k8s-version", default=None, help="the cell's Kubernetes minor, e.g. 1.35 (default 1.34)")
+    args = parser.parse_args(argv)
+    only = set(args.only or ["actionlint", "act", "gitlab-ci-local"])
+    try:
+        minor, tag = cell_version(args.k8s_version)
+    except RunnerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    print(f"ci-templates: one cell, Kubernetes {minor} ({tag}) x reference, core profile, local cluster", flush=True)
+    logs = REPO / "reports" / "ci-templates" / minor
     logs.mkdir(parents=True, exist_ok=True)
-    merged = re.compile(r"qualification matrix: PASS.*?\| 1\.34-reference \(v1\.34\.\d+\) \| PASS", re.S)
+    merged = merged_pattern(minor)
     results = []
     if "actionlint" in only:
         proc = actionlint(citools.go_tool("actionlint"))
@@ -145,14 +192,13 @@ def main(argv: list[str] | None = None) -> int:
         _venv_current()
     if "act" in only:
         store = pathlib.Path(tempfile.mkdtemp(prefix="dra-ci-act-"))
-        results.append(_run("act", act_command(citools.go_tool("act"), store), logs / "act.log", merged))
+        results.append(_run("act", act_command(citools.go_tool("act"), store, minor), logs / "act.log", merged))
         shutil.rmtree(store, ignore_errors=True)
     if "gitlab-ci-local" in only:
-        results.append(
-            _run("gitlab-ci-local", gitlab_command(citools.gitlab_ci_local()), logs / "gitlab-ci-local.log", merged)
-        )
+        cmd = gitlab_command(citools.gitlab_ci_local(), minor)
+        results.append(_run("gitlab-ci-local", cmd, logs / "gitlab-ci-local.log", merged))
     for r in results:
-        print(f"{r['name']:<16} {'PASS' if r['passed'] else 'FAIL'} exit {r['exitCode']} in {r['seconds']} s")
+        print(f"{r['name']:<16} {'PASS' if r['passed'] else 'FAIL'} exit {r['exitCode']} in {r['seconds']} s ({minor})")
     return 0 if all(r["passed"] for r in results) else 1
 
 

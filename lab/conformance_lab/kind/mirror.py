@@ -14,6 +14,9 @@ A kind node is a container in its own network namespace, so the host's ``127.0.0
   the provider loads nothing (``kind load`` is skipped), so every other image on a node came from a pull.
 
 A node container restarted by hand gets a new network namespace the forwarder does not listen in: not covered.
+The user's switch is ``dra-conformance run --cluster kind --image-registry 127.0.0.1:PORT`` (the provider takes the
+mirror from ``RunConfig.image_registry``); :func:`check_registry` refuses it before ``kind create`` when the
+registry does not answer or lacks the suite's images.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from conformance.core import errors
@@ -49,6 +54,47 @@ def check(mirror: str) -> str:
             source="kind registry mirror",
             fix="start the lab registry (conformance_lab.registry.server.running_registry) and pass its .host",
         )
+    return mirror
+
+
+PING_TIMEOUT_S = 5.0
+
+
+def check_registry(mirror: str, refs: list[str], source: str = "--image-registry") -> str:
+    """Before any kind node exists: ``mirror`` must be a loopback ``127.x.y.z:PORT`` (:func:`check`), answer the
+    OCI distribution API root (``GET /v2/``: 200, or 401 from a registry with auth) within
+    :data:`PING_TIMEOUT_S`, and serve a manifest for each image ``refs`` names under its own path
+    (conformance.images.in_registry, as ``dra-conformance images push --registry`` writes it). Returns
+    ``mirror``; raises ConfigError (``source``: the option) naming the URL that failed and the fix."""
+    from conformance.images import ImageError, in_registry  # noqa: PLC0415
+    from conformance_lab.registry.push import manifest_digest  # noqa: PLC0415 - HTTP client only with a mirror
+
+    check(mirror)
+    url = f"http://{mirror}/v2/"
+    try:
+        urllib.request.urlopen(url, timeout=PING_TIMEOUT_S).close()
+    except urllib.error.HTTPError as exc:
+        if exc.code != 401:
+            raise errors.ConfigError(
+                f"{url} answered HTTP {exc.code}, not an OCI registry's API root",
+                source=source,
+                fix="name the port of an OCI (distribution) registry",
+            ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise errors.ConfigError(
+            f"registry {mirror} is not reachable ({url}: {getattr(exc, 'reason', exc)})",
+            source=source,
+            fix="start it first (e.g. the lab's distribution registry) and check the port, or drop --image-registry",
+        ) from None
+    for ref in refs:
+        try:
+            manifest_digest(in_registry(ref, mirror))
+        except ImageError as exc:
+            raise errors.ConfigError(
+                f"registry {mirror} cannot serve {ref}, which the kind nodes will pull: {exc}",
+                source=source,
+                fix=f"`dra-conformance images push --registry {mirror}` first",
+            ) from None
     return mirror
 
 

@@ -12,7 +12,8 @@ The cluster config sets the run's DRA feature gates and ``resource.k8s.io`` runt
 ``--nodes`` workers. ``--kind-name NAME`` reuses a running cluster of that name (and leaves it running);
 otherwise ``down()`` deletes the cluster (unless ``--keep-cluster``) and undoes the host side effects.
 Images (busybox, pause, the driver's) go in with ``kind load image-archive``, or, with a registry ``mirror``
-(``KindProvider(ctx, mirror="127.0.0.1:PORT")``), nothing is loaded and the nodes pull through the lab's loopback
+(``KindProvider(ctx, mirror="127.0.0.1:PORT")``, or ``run --cluster kind --image-registry 127.0.0.1:PORT``), nothing
+is loaded and the nodes pull through the lab's loopback
 registry (:mod:`conformance_lab.kind.mirror`); node access is
 ``nerdctl``/``docker exec`` into the node containers (:class:`conformance_lab.kind.node_access.KindNodeAccess`).
 """
@@ -155,10 +156,14 @@ class KindProvider:
 
     def __init__(self, ctx: ProviderContext, mirror: str = "") -> None:
         self.ctx = ctx
-        self.mirror = mirror  # 127.0.0.1:PORT of a lab registry the nodes pull through (nothing loaded), or ""
+        # 127.0.0.1:PORT of a registry the nodes pull through (nothing loaded), or "": the lab API's argument, else
+        # the user's `run --cluster kind --image-registry 127.0.0.1:PORT`
+        self.mirror = mirror or (getattr(ctx.cfg, "image_registry", None) or "")
+        self._mirror_source = "kind registry mirror" if mirror else "--image-registry"
         self.handle: KindCluster | None = None
         self.runtime = kindhost.KindRuntime(ctx.report_dir)
         self.reused = False  # --kind-name named a running cluster: never deleted by this run
+        self.started = False  # up() got past its checks (pre-flight, registry): down() has something to undo
 
     def _name(self) -> str:
         return getattr(self.ctx.cfg, "kind_name", None) or f"dra-{self.ctx.cfg.run_id[-8:]}".lower()
@@ -173,12 +178,18 @@ class KindProvider:
         self.ctx.report_dir.mkdir(parents=True, exist_ok=True)
         log = self.ctx.report_dir / "kind.log"
         config, gates, runtime = kind_config(name, tag, self.ctx.cfg.feature_gates, self.ctx.cfg.nodes)
+        if self.mirror:  # before anything starts: a dead or empty registry is the user's input, named with its fix
+            from conformance_lab.toolchain.images import catalog  # noqa: PLC0415
+
+            needed = [s.ref() for s in catalog.select(["busybox", "pause"])]
+            kindmirror.check_registry(self.mirror, needed, self._mirror_source)
         short, unseen = hostlimits.check_kind(self.ctx.cfg.nodes + 1)  # the control plane is a kind node too
         for line in unseen:
             self.ctx.progress(f"kind pre-flight: {line}")
         if short:
             lines = [*short, *unseen]
             raise errors.ClusterUnavailable("kind pre-flight failed:\n" + "\n".join(f"  - {p}" for p in lines))
+        self.started = True
         try:
             cli = shutil.which("docker") or "docker"
             if not docker:
@@ -277,6 +288,7 @@ class KindProvider:
         """Delete the cluster this run created (not a reused one, not with --keep-cluster), stop our
         containerd and undo the host side effects (written to ``kind-host-cleanup.txt``)."""
         keep = self.ctx.cfg.keep_cluster or self.reused or (self.handle is not None and not self.handle.created)
+        keep = keep or not self.started  # refused before anything started: no kind delete of a cluster never made
         if not keep:
             self.ctx.progress(f"kind: deleting cluster {self._name()}")
             removed = delete(self._name(), self.runtime)

@@ -207,6 +207,10 @@ FAULTS: dict[str, str] = {
     "its hostPath is the host node behind the next device of the node in name order with another one: the right "
     "name, another device behind it (a driver mapping container paths to host nodes off by one; CDI SPEC.md "
     "deviceNodes hostPath; breaker s12 F1).",
+    "cdi-node-numbers-swapped": "Each device's CDI device node keeps its own container path and hostPath but "
+    "carries type c with the major:minor of the next device's host node (name order, another host node): the "
+    "runtime creates the node from those numbers, so the container gets another device under the right name and "
+    "hostPath (CDI SPEC.md deviceNodes type/major/minor; container-device-interface fillMissingInfo).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

@@ -217,6 +217,10 @@ FAULTS: dict[str, str] = {
     "device-config-sticks": "Each device keeps the opaque config (GpuConfig and its sources) of the last claim "
     "prepared on it with one, and a later claim of that device without config gets it (a GPU sharing mode never "
     "reset between claims; KEP-4381: the config of a claim applies to that claim's devices only; breaker s14 B9).",
+    "cdi-node-numbers-swapped": "Each device's CDI device node keeps its own container path and hostPath but "
+    "carries type c with the major:minor of the next device's host node (name order, another host node): the "
+    "runtime creates the node from those numbers, so the container gets another device under the right name and "
+    "hostPath (CDI SPEC.md deviceNodes type/major/minor; container-device-interface fillMissingInfo).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

@@ -8,12 +8,15 @@ spec listing all devices, so every container of the claim is handed all of them)
 (a share of a multi-allocatable device is prepared with the device's whole capacity in its CDI env: the
 driver ignores ``consumedCapacity``; its holds stay right, so only the container shows it);
 ``cdi-node-unanswered`` (each device's nodes move to a second CDI entry whose ID is not answered: the spec on
-the node names them, the container never gets them).
+the node names them, the container never gets them); ``cdi-node-numbers-swapped`` (each device node carries type
+``c`` and the major:minor of the next device's host node: the runtime creates it from those numbers).
 Source: CDI SPEC.md ``containerEdits``; issue 24 §3 (device identity beyond env).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import replace
 
 from . import cdi
@@ -34,6 +37,11 @@ def build_spec(
     if faults.on("cdi-node-hostpath-swapped"):
         pairs = [(alloc, _next_host_node(device, snap)) for alloc, device in pairs]
     spec, ids = cdi.build_spec(ref, pairs, skip_env=faults.on("skip-cdi-env"), kind=kind)
+    if faults.on("cdi-node-numbers-swapped"):
+        for entry, (_, device) in zip(spec["devices"], pairs, strict=True):
+            numbers = _char_numbers(_next_host_node(device, snap))
+            for node in (entry.get("containerEdits") or {}).get("deviceNodes") or []:
+                node.update(numbers)
     if faults.on("cdi-node-unanswered"):
         spec["devices"] = [part for entry in spec["devices"] for part in _nodes_apart(entry)]
     if faults.on("cdi-spec-all-devices"):
@@ -78,6 +86,18 @@ def _next_host_node(device: Device | None, snap: Snapshot) -> Device | None:
         if other.node_host and other.node_host != device.node_host:
             return replace(device, node_host=other.node_host)
     return device
+
+
+def _char_numbers(device: Device | None) -> dict:
+    """``{"type": "c", "major", "minor"}`` of ``device``'s host node (``{}`` when it has none or it is no
+    character device)."""
+    try:
+        st = os.stat(device.node_host) if device and device.node_host else None
+    except OSError:
+        return {}
+    if st is None or not stat.S_ISCHR(st.st_mode):
+        return {}
+    return {"type": "c", "major": os.major(st.st_rdev), "minor": os.minor(st.st_rdev)}
 
 
 def _granted_whole(alloc: AllocatedDevice, device: Device | None) -> AllocatedDevice:

@@ -11,6 +11,7 @@
 Optional abilities are narrow ``runtime_checkable`` Protocols a handle may also implement, checked with
 ``isinstance`` (never ``hasattr``): :class:`RunsHostProcesses` (start the kubelet plugin as a host process),
 :class:`RestartsKubelet`, :class:`RebootsNode`, :class:`RestartsControllerManager`, :class:`ReadsNodeFiles`,
+:class:`StatsNodeDevices` (node access),
 :class:`RestartsPlugin`, :class:`RemovesDriver`, :class:`UpgradesDriver`, :class:`DowngradesDriver`,
 :class:`HasComponentLogs`, :class:`Stoppable`. A test that needs one declares it as a capability and is skipped
 with evidence when the handle lacks it.
@@ -161,6 +162,15 @@ class ReadsNodeFiles(Protocol):
     """Reads a file of a node's filesystem (absolute path on the node) as bytes; raises OSError."""
 
     def read_node_file(self, node: str, path: str) -> bytes: ...
+
+
+@runtime_checkable
+class StatsNodeDevices(Protocol):
+    """Node access that stats device nodes on a node: ``device_numbers(node, paths)`` -> ``{path: "c 1:3"}``
+    (``c``/``b`` with major:minor of the node the path resolves to; ``""`` for a path that is no device node;
+    a path that does not exist is left out). Raises ``conformance.node.base.NodeAccessUnavailable``."""
+
+    def device_numbers(self, node: str, paths: Sequence[str]) -> dict[str, str]: ...
 
 
 @runtime_checkable

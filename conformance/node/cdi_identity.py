@@ -17,10 +17,13 @@ Sources: CDI SPEC.md ``containerEdits``; KEP-4381 (prepared devices are the allo
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+import stat
+from collections.abc import Iterable, Mapping, Sequence
 
+from conformance.core.handles import StatsNodeDevices
 from conformance.core.profile_identity import KEYS, render
 from conformance.node import cdi, podresources
 from conformance.node.base import NodeAccessUnavailable
@@ -50,11 +53,15 @@ def rendered(patterns: Mapping[str, Iterable[str]], driver: str, device) -> dict
 def carried(edits: Iterable[Mapping[str, frozenset]]) -> dict[str, set[str]]:
     """``{key: {entry}}``: what the CDI edits (values of :func:`conformance.node.cdi.device_edits`) put into a
     container, as :func:`rendered` names it: env lines, device node paths, the host nodes behind them (``hostPath``;
-    a node created from its type and numbers is judged by its hostPath too), mount container paths."""
-    out: dict[str, set[str]] = {key: set() for key in KEYS}
+    a node created from its type and numbers is judged by its hostPath here, and by its numbers in
+    :func:`number_problems`), mount container paths; and ``node_hosts``: ``{(path, hostPath)}`` of the device
+    nodes."""
+    out: dict[str, set] = {key: set() for key in KEYS}
+    out["node_hosts"] = set()
     for one in edits:
         for key, (part, value) in _PARTS.items():
             out[key] |= {value(entry) for entry in one.get(part, ())}
+        out["node_hosts"] |= {entry[:2] for entry in one.get("deviceNodes", ())}
     return out
 
 
@@ -145,6 +152,8 @@ def claim_edits(node_access, pod, claim) -> tuple[dict[str, set[str]], str]:
 
 PATH_MARK = "DRA_CONFORMANCE_PATH"  # a line of the in-container listing: "<mark> present|absent <path>"
 _PATH_LINE = re.compile(rf"^{PATH_MARK} (present|absent) (\S+)$")
+# an `ls -ld` line of a device node (busybox and coreutils): "crw-rw-rw-  1 root root  1,   3 Dec  6 01:02 /dev/x"
+_LS_DEVICE = re.compile(r"^([cb])[-rwxsStT]{9}\S*\s+\d+\s+\S+\s+\S+\s+(\d+),\s*(\d+)\s")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +197,16 @@ class PathListing:
         ]
         return out
 
+    def numbers(self, output: str) -> dict[str, str]:
+        """``{path: "c 1:3"}`` of each path the listing ``output`` reported present, from the ``ls -ld`` line after
+        its mark (``""``: not a device node, or no ``ls`` line)."""
+        out, lines = {}, [line.strip() for line in output.splitlines()]
+        for i, line in enumerate(lines):
+            if (m := _PATH_LINE.match(line)) and m.group(1) == "present":
+                ls = _LS_DEVICE.match(lines[i + 1]) if i + 1 < len(lines) else None
+                out[m.group(2)] = f"{ls.group(1)} {ls.group(2)}:{ls.group(3)}" if ls else ""
+        return out
+
 
 def path_listing(patterns: Mapping[str, Iterable[str]], driver: str, device, others: Iterable) -> PathListing:
     """The :class:`PathListing` of ``device`` on a node that also has ``others`` (inventory Devices), from the
@@ -200,3 +219,55 @@ def path_listing(patterns: Mapping[str, Iterable[str]], driver: str, device, oth
     for other, found in _rendered_others(paths, driver, device, others):
         theirs.update({p: other.name for p in (found["device_nodes"] | found["mounts"]) - mine})
     return PathListing(device.name, frozenset(mine), theirs)
+
+
+def device_number(mode: int, rdev: int) -> str:
+    """``"c 1:3"`` / ``"b 8:0"`` of a stat result's ``st_mode`` and ``st_rdev``; ``""`` for any other file."""
+    kind = "c" if stat.S_ISCHR(mode) else "b" if stat.S_ISBLK(mode) else ""
+    return f"{kind} {os.major(rdev)}:{os.minor(rdev)}" if kind else ""
+
+
+def stat_script(paths: Sequence[str]) -> str:
+    """sh lines printing ``<raw mode hex> <major hex> <minor hex> <path>`` for each of ``paths`` that exists
+    (``stat -L``: the node a symlink resolves to); parsed by :func:`parse_stat`."""
+    quoted = " ".join(shlex.quote(p) for p in paths)
+    return f'for p in {quoted}; do [ -e "$p" ] && stat -L -c "%f %t %T %n" "$p"; done; true'
+
+
+def parse_stat(output: str) -> dict[str, str]:
+    """``{path: "c 1:3"}`` from :func:`stat_script`'s output (:func:`device_number`; lines that do not parse
+    are left out)."""
+    out = {}
+    for line in output.splitlines():
+        fields = line.split(" ", 3)
+        try:
+            mode, major, minor = (int(f, 16) for f in fields[:3])
+        except ValueError:
+            continue
+        if len(fields) == 4:
+            out[fields[3]] = device_number(mode, os.makedev(major, minor))
+    return out
+
+
+def number_problems(node_access, node: str, found: Mapping[str, set], listing: PathListing, output: str) -> list[str]:
+    """What is wrong with the major:minor of ``listing.device``'s device nodes in the container: each own path of
+    ``listing`` that the CDI edits ``found`` (:func:`carried`, ``node_hosts``) back by a host node, seen in the
+    probe's ``output`` (:meth:`PathListing.numbers`), must have the numbers of that hostPath on ``node`` (a node
+    the runtime creates from the spec's type, major and minor is another device when they are another node's:
+    CDI SPEC.md ``deviceNodes``; container-device-interface ``container-edits_unix.go`` ``fillMissingInfo``).
+    ``[]`` when right, or when ``node_access`` cannot stat node files (:class:`StatsNodeDevices`: not compared).
+    Raises what ``node_access.device_numbers`` raises."""
+    inside = listing.numbers(output)
+    pairs = sorted((path, host) for path, host in found.get("node_hosts", ()) if path in listing.own and path in inside)
+    if not pairs or not isinstance(node_access, StatsNodeDevices):
+        return []
+    on_node = node_access.device_numbers(node, sorted({host for _, host in pairs}))
+    out = []
+    for path, host in pairs:
+        seen, behind = inside[path] or "not a device node", on_node.get(host)
+        if behind is None:
+            out.append(f"{path}: its hostPath {host} does not exist on node {node}")
+        elif seen != (behind or "not a device node"):
+            shown = behind or "no device node"
+            out.append(f"{path} in the container is {seen}, its hostPath {host} on node {node} is {shown}")
+    return out

@@ -14,11 +14,14 @@ plugin, a conftest or ``collect_ignore`` dropped them: the user asked for the wh
 saw tests deselected by no selecting option (``narrowing.dropped``: a ``-p`` or entry-point plugin, a conftest;
 with or without ``-k`` beside it; breaker s12 F4), or whose manifest tests without a result were neither selected
 nor deselected by the user's typed options (a plugin that removed them before the recorder counted, or that set
-``-k`` itself; breaker s13 B1, B2), is FAIL (:func:`dropped_reasons`, exit code 1): a CI job
-that reads only the exit code never takes it for a pass (issue 24 §1, "never a bare PASS over an untested area").
+``-k`` itself, also inside the user's own paths or beside their ``--ignore``: :func:`in_scope`; breaker s13 B1,
+B2), is FAIL (:func:`dropped_reasons`, exit code 1): a CI job that reads only the exit code never takes it for a
+pass (issue 24 §1, "never a bare PASS over an untested area").
 """
 
 from __future__ import annotations
+
+import fnmatch
 
 from conformance.reporting import manifest
 
@@ -70,16 +73,42 @@ def _dropped(rec: dict) -> int:
 
 def _lost(rec: dict, missing: list[str] | None) -> tuple[int, list[str]]:
     """``(count, first node IDs)`` of the profile's tests that something other than the user dropped: the
-    recorder's ``dropped``, or (a record with ``selectedTests``, whose user arguments do not narrow what is
-    collected) the ``missing`` manifest tests neither selected nor in ``byUser`` (a plugin removed them before
-    the count, or deselected them through a ``-k`` the user did not type; breaker s13 B1, B2)."""
+    recorder's ``dropped``, or (a record with ``selectedTests``) the ``missing`` manifest tests neither selected
+    nor in ``byUser`` (a plugin removed them before the count, or deselected them through a ``-k`` the user did
+    not type; breaker s13 B1, B2) that the user's typed paths and ``--ignore`` collect (``scope``; a record whose
+    user arguments narrow the collection without a ``scope`` cannot tell, so none count)."""
     loose: list[str] = []
-    if "selectedTests" in rec and not rec.get("narrowsCollection"):
+    scope = rec.get("scope") if isinstance(rec.get("scope"), dict) else None
+    if "selectedTests" in rec and (scope or not rec.get("narrowsCollection")):
         accounted = {manifest.key(str(n)) for n in [*rec["selectedTests"], *(rec.get("byUser") or [])]}
-        loose = [m for m in missing or [] if manifest.key(m) not in accounted]
+        loose = [m for m in missing or [] if manifest.key(m) not in accounted and in_scope(manifest.key(m), scope)]
     if len(loose) >= _dropped(rec):
         return len(loose), loose[:5]
     return _dropped(rec), [str(n) for n in rec.get("droppedTests") or []]
+
+
+def in_scope(key: str, scope: dict | None) -> bool:
+    """Whether the test ``key`` (a node ID relative to suites/, :func:`manifest.key`) is collected by the user's
+    typed paths and ``--ignore`` / ``--ignore-glob`` as run.json's ``narrowing.scope`` records them
+    (conformance/runner/narrowing.py ``collection_scope``; None: everything is). pytest's rules
+    (_pytest.main.pytest_ignore_collect): an ignored path is the test's file or a folder above it; a glob matches
+    the absolute path of the file or of a folder above it."""
+    if scope is None:
+        return True
+    parts = key.partition("::")[0].split("/")
+    above = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    if any(i == "" or i in above for i in scope.get("ignore") or []):
+        return False
+    root = str(scope.get("suites", "")).rstrip("/")
+    absolute = [root, *(f"{root}/{a}" for a in above)]
+    if any(fnmatch.fnmatch(a, str(g)) for a in absolute for g in scope.get("ignoreGlob") or []):
+        return False
+    paths = scope.get("paths")
+    if paths is None:
+        return True
+    return any(
+        (p in above) if "::" not in p else key == p or key.startswith((p + "::", p + "[")) for p in map(str, paths)
+    )
 
 
 def _by_the_run(rec: dict) -> bool:

@@ -10,7 +10,9 @@ plugin's ``pytest_collection_modifyitems`` runs after the count too (registered 
 recorder tells deselections apart by origin: those pytest_deselected reports from pytest's own selecting
 options (:data:`USER_ORIGINS`: ``-k``, ``-m``, ``--deselect``, ``--lf``, ``--sw``) are the user's narrowing; any
 other test counted and not selected (another plugin's deselection, or one dropped silently) is ``dropped``, and
-the run is FAIL (conformance/reporting/narrowed.py; breaker s12 F4). Under xdist the
+the run is FAIL (conformance/reporting/narrowed.py; breaker s12 F4). What the user's typed paths and
+``--ignore`` collect of suites/ is the record's ``scope`` (:func:`collection_scope`), so a test dropped before the
+count inside it is told from one the user's path left out (breaker s13 B1). Under xdist the
 workers collect and write the counts to ``<report_dir>/.dra-narrowing.json``; the controller (or the only
 process) adds the arguments at the end of the session. Source: pytest's options ``-k`` (keyword), ``-m``
 (markexpr), ``--deselect``, ``--ignore``, ``--ignore-glob``, ``--lf``, ``--sw``, ``-x`` / ``--maxfail``.
@@ -108,6 +110,7 @@ def load(report_dir: Path) -> dict:
      "byUser": [node IDs],         # deselected by the user's typed -k / -m / --deselect / --lf / --sw
      "selectedTests": [node IDs],  # selected to run
      "narrowsCollection": bool,    # the user's arguments narrow what is collected (paths, --ignore, -c ...)
+     "scope": {...},               # optional: what of suites/ the user's typed paths collect (collection_scope)
      "untyped": [dest]}            # optional: -k / -m / --deselect set by something the user did not type
     """
     path = Path(report_dir) / FILE
@@ -129,18 +132,64 @@ def caller_module(depth: int = 1) -> str:
     return ""
 
 
+def _typed(config):
+    """pytest's namespace of what the user typed (ini ``addopts``, ``PYTEST_ADDOPTS``, then
+    ``config.invocation_params.args``), parsed by pytest's own parser; None when it cannot be parsed."""
+    try:
+        args = [*config.getini("addopts"), *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+        args += [str(a) for a in config.invocation_params.args]
+        return config._parser.parse_known_args(args)
+    except Exception:  # noqa: BLE001 - a parser that changed shape: the caller falls back
+        return None
+
+
 def typed_options(config) -> dict[str, Any]:
     """``{"keyword": str, "markexpr": str, "deselect": [node IDs]}``: the ``-k`` / ``-m`` / ``--deselect`` the
     user typed (ini ``addopts``, ``PYTEST_ADDOPTS`` and ``config.invocation_params.args``, in pytest's order,
     parsed by pytest's own parser), not ``config.option``, which any plugin may change (breaker s13 B2). None
     when they cannot be parsed (then ``config.option`` is trusted, as before)."""
-    try:
-        args = [*config.getini("addopts"), *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
-        args += [str(a) for a in config.invocation_params.args]
-        ns = config._parser.parse_known_args(args)
-    except Exception:  # noqa: BLE001 - a parser that changed shape: fall back to config.option
+    ns = _typed(config)
+    if ns is None:
         return None
     return {"keyword": ns.keyword or "", "markexpr": ns.markexpr or "", "deselect": list(ns.deselect or [])}
+
+
+def _under(path: Path, suites: Path) -> str | None:
+    """``path`` relative to ``suites`` (``""`` for ``suites`` itself or a folder above it); None outside it."""
+    if path == suites or suites.is_relative_to(path):
+        return ""
+    return path.relative_to(suites).as_posix() if path.is_relative_to(suites) else None
+
+
+def collection_scope(config, suites: Path = SUITES) -> dict | None:
+    """What of ``suites`` the user's typed collection arguments collect (breaker s13 B1's remaining gap: a plugin
+    that drops tests before the count, beside the user's own path or ``--ignore``): ``{"suites": absolute
+    path, "paths": [suites-relative paths or node IDs] (None: all of suites/), "ignore": [suites-relative
+    paths] ("": all), "ignoreGlob": [absolute globs]}``, as pytest resolves them against the invocation
+    folder (``--ignore`` / ``--ignore-glob``: _pytest.main.pytest_ignore_collect; no path typed: ``testpaths``
+    from the rootdir, else the invocation folder). None when it cannot be told: options not parsed, another
+    ini file (``-c``), ``-o`` of a :data:`COLLECTING_INI` key, ``--pyargs``."""
+    ns = _typed(config)
+    if ns is None or getattr(ns, "inifilename", None) or getattr(ns, "pyargs", False):
+        return None
+    if any(str(o).split("=", 1)[0].strip() in COLLECTING_INI for o in getattr(ns, "override_ini", None) or []):
+        return None
+    base, suites = Path(config.invocation_params.dir), Path(suites).resolve()
+    typed = [str(a) for a in getattr(ns, "file_or_dir", None) or []]
+    if not typed:
+        root = Path(config.rootpath)
+        typed = [str(root / t) for t in config.getini("testpaths") if base == root] or [str(base)]
+    paths: list[str] | None = []
+    for arg in typed:
+        head, sep, tail = arg.partition("::")
+        rel = _under((base / head).resolve(), suites)
+        if rel == "" and not sep:
+            paths = None
+            break
+        paths += [] if rel is None else [rel + sep + tail]
+    ignored = [_under((base / x).resolve(), suites) for x in getattr(ns, "ignore", None) or []]
+    globs = [os.path.abspath(base / g) for g in getattr(ns, "ignore_glob", None) or []]
+    return {"suites": str(suites), "paths": paths, "ignore": [i for i in ignored if i is not None], "ignoreGlob": globs}
 
 
 class Recorder:
@@ -152,6 +201,7 @@ class Recorder:
         self.by_user: set[int] = set()  # id() of those the user's selecting options deselected
         self.user_ids: list[str] = []  # their node IDs
         self.typed = typed_options(config)
+        self.scope = collection_scope(config) if hasattr(config, "invocation_params") else None
 
     def _option(self, dest: str) -> Any:
         value = getattr(self.config.option, dest, None)
@@ -182,6 +232,8 @@ class Recorder:
         dropped = [str(getattr(i, "nodeid", i)) for i in self.counted if id(i) not in kept | self.by_user]
         extra = {"dropped": len(dropped), "droppedTests": dropped[:DROPPED_SHOWN]} if dropped else {}
         ids = {"byUser": self.user_ids, "selectedTests": [str(getattr(i, "nodeid", i)) for i in session.items]}
+        if self.scope is not None and not hasattr(self.config, "workerinput"):  # a worker sees no typed options
+            ids["scope"] = self.scope
         record(self.report_dir, collected=self.collected, selected=len(session.items), **extra, **ids)
 
     def pytest_sessionfinish(self, session):
@@ -195,6 +247,7 @@ class Recorder:
         fields = arguments(options, self.config.args)
         fields["narrowsCollection"] = bool(arguments({**options, **rest}, self.config.args)["select"])
         fields.update({"untyped": self.untyped()} if self.untyped() else {})
+        fields.update({"scope": self.scope} if self.scope is not None else {})
         record(self.report_dir, **fields, stoppedEarly=stopped)
 
 

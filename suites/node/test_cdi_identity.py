@@ -1,7 +1,8 @@
 """Device identity beyond the env line: the CDI edits the runtime applies for a claim carry its allocated device's
 device nodes, env and mounts, as the profile's ``cdi_identity`` patterns render them from the device's published
 attributes, and nothing rendered for another device of the node; inside the container the device's nodes and
-mounts are there (``ls -ld``) and no other device's are (a spec can name a node the runtime never injects).
+mounts are there (``ls -ld``) and no other device's are (a spec can name a node the runtime never injects), and
+its device nodes have the major:minor of the host nodes behind them where node access stats node files.
 
 The probe tests (PREP-11, KEP5970-5) read what the container prints, which for many drivers is one env line the
 driver writes from the device name: a driver that names the right device there but injects another device's
@@ -41,18 +42,20 @@ def test_cdi_edits_of_a_claim_carry_its_devices_identity(k8s, tracker, builder, 
     pod = builder.pod(uses=claim, node_name=node, command=builder.probe_pod_command(then=listing.script))
     pod = waits.pod_running(k8s, tracker.create(pod), timeout=timeouts.POD_START)
     # then: the container holds that device's nodes and mounts only; the CDI edits and the env carry its identity
+    output = probe.output(pod)
     inside = f"in the container of pod {pod.name} (claim {claim.name} holds {device.name}): "
-    inside += "; ".join(listing.problems(probe.output(pod))) or "right"
+    inside += "; ".join(listing.problems(output)) or "right"
     try:
         found, source = cdi_identity.claim_edits(node_access, pod, claim)
     except cdi_identity.PodResourcesUnread as exc:
         assert inside.endswith(": right"), inside
         pytest.skip(f"PodResources not readable: {exc}")
     wrong = cdi_identity.problems(profile.cdi_identity, profile.driver, device, inventory.on_node(node), found)
+    wrong += cdi_identity.number_problems(node_access, node, found, listing, output)
     edits = f"CDI edits of claim {claim.name} (holds {device.name}): {'; '.join(wrong) or 'right'}; from {source}"
     assert not wrong and inside.endswith(": right"), f"{inside}; {edits}"
     if profile.visibility.command.strip() == "env" and profile.cdi_identity.get("env"):
-        shown = {"env": set(probe.output(pod).splitlines()), "device_nodes": set(), "mounts": set()}
+        shown = {"env": set(output.splitlines()), "device_nodes": set(), "mounts": set()}
         env_only = {"env": profile.cdi_identity["env"]}
         wrong = cdi_identity.problems(env_only, profile.driver, device, inventory.on_node(node), shown)
         assert not wrong, f"the env of pod {pod.name} (claim holds {device.name}): {'; '.join(wrong)}"

@@ -43,9 +43,9 @@ def test_arguments_name_what_selects_and_what_stops(options, args, select, stop)
     assert narrowing.arguments(options, args) == {"select": select, "stop": stop}
 
 
-def _collect(tmp_path: Path, *extra: str) -> dict:
+def _collect(tmp_path: Path, *extra: str, paths: tuple[str, ...] = (str(SUITES),)) -> dict:
     report = tmp_path / "report"
-    cmd = [sys.executable, "-m", "pytest", str(SUITES), "--collect-only", "-q", "-p", "no:cacheprovider"]
+    cmd = [sys.executable, "-m", "pytest", *paths, "--collect-only", "-q", "-p", "no:cacheprovider"]
     cmd += ["--driver", "reference", "--profile", "core", "--report-dir", str(report), *extra]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -189,3 +189,52 @@ def test_code_that_only_claims_a_pytest_module_name_is_not_the_user():
     exec(compile("def call():\n    return narrowing.caller_module(1)\n", "/tmp/not_pytest.py", "exec"), spoof)
     assert spoof["call"]() == ""
     assert narrowing.caller_module(1) == __name__
+
+
+@pytest.mark.parametrize(
+    "paths, extra, lost",
+    [
+        (("suites/smoke", "suites/node/test_kep5970.py"), [], True),  # the dropped smoke tests are in the paths
+        (("suites",), ["--ignore", "suites/api_v1"], True),  # beside the user's --ignore
+        (("suites/node",), [], False),  # the user's path left the smoke tests out: narrowing, not dropping
+    ],
+)
+def test_a_plugin_drop_is_named_inside_the_users_own_paths_and_ignores(tmp_path, monkeypatch, paths, extra, lost):
+    """Breaker s13 B1's remaining gap: a tryfirst plugin removes the smoke tests before the recorder counts them
+    while the user's own paths or ``--ignore`` narrow the collection. The record's ``scope`` (what the typed
+    paths collect) tells the two apart: FAIL naming the smoke tests when the user's paths collect them, no reason
+    (NARROWED-PASS) when the user's path left them out."""
+    (tmp_path / "plug.py").write_text(EARLY_PLUGIN)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    rec = _collect(tmp_path / "run", "-p", "plug", *extra, paths=paths)
+    run = {"narrowing": {**rec, **narrowing.arguments({"ignore": extra[1:]}, paths), "narrowsCollection": True}}
+    from conformance.reporting import manifest, narrowed
+
+    missing = manifest.missing("core", rec["selectedTests"])
+    reasons = narrowed.dropped_reasons(run, missing)
+    assert narrowed.from_run(run, missing), run  # narrowed either way (the user's paths)
+    if lost:
+        assert reasons and "deselected by no argument of the run" in reasons[0] and "smoke" in reasons[0], reasons
+    else:
+        assert reasons == [] and rec["scope"]["paths"] == ["node"], (reasons, rec)
+
+
+@pytest.mark.parametrize(
+    "key, scope, inside",
+    [
+        ("node/test_a.py::t", None, True),
+        ("node/test_a.py::t", {"paths": ["node"]}, True),
+        ("smoke/test_s.py::t", {"paths": ["node", "api_v1/test_x.py"]}, False),
+        ("api_v1/test_x.py::t[a]", {"paths": ["api_v1/test_x.py::t"]}, True),
+        ("api_v1/test_x.py::tt", {"paths": ["api_v1/test_x.py::t"]}, False),
+        ("node/test_a.py::t", {"paths": None, "ignore": ["node/test_a.py"]}, False),
+        ("node/test_a.py::t", {"paths": None, "ignore": ["nod"]}, True),
+        ("node/test_a.py::t", {"paths": None, "ignore": [""]}, False),  # suites/ itself ignored
+        ("node/test_a.py::t", {"suites": "/r/suites", "paths": None, "ignoreGlob": ["/r/suites/no*"]}, False),
+        ("node/test_a.py::t", {"suites": "/r/suites", "paths": None, "ignoreGlob": ["/r/suites/smoke*"]}, True),
+    ],
+)
+def test_the_scope_follows_pytests_path_and_ignore_rules(key, scope, inside):
+    from conformance.reporting import narrowed
+
+    assert narrowed.in_scope(key, scope) is inside

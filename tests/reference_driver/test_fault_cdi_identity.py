@@ -1,10 +1,11 @@
-"""Faults ``cdi-identity-swapped``, ``cdi-spec-all-devices``, ``cdi-node-unanswered`` and
-``cdi-node-hostpath-swapped`` (reference_driver/identity.py): the CDI spec says another device is, or every device
-is, the claim's, while the device-name env line stays right."""
+"""Faults ``cdi-identity-swapped``, ``cdi-spec-all-devices``, ``cdi-node-unanswered``,
+``cdi-node-hostpath-swapped`` and ``cdi-node-numbers-swapped`` (reference_driver/identity.py): the CDI spec says
+another device is, or every device is, the claim's, while the device-name env line stays right."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -129,3 +130,14 @@ def test_hostpath_swapped_keeps_the_path_and_backs_it_by_the_next_devices_host_n
     spec = _spec(state)
     assert _nodes(spec) == {"uid-1-gpu-3": [{"path": "/dev/dra-gpu-3", "hostPath": "/dev/null"}]}
     assert _env(spec, "DRA_GPU_GPU_3_UUID=") == [f"DRA_GPU_GPU_3_UUID={_uuid(state, 'gpu-3')}"]
+
+
+def test_numbers_swapped_keeps_path_and_hostpath_and_gives_the_next_host_nodes_numbers(make_state, source):
+    """Fault ``cdi-node-numbers-swapped``: gpu-3's node keeps /dev/dra-gpu-3 backed by /dev/urandom, with type c
+    and the major:minor of gpu-0's /dev/null (1:3), from which the runtime creates the node."""
+    source.add(claim(results=[result("gpu-3")]))
+    state = make_state(Faults.parse("cdi-node-numbers-swapped"))
+    state.prepare(REF)
+    null = os.stat("/dev/null").st_rdev
+    node = {"path": "/dev/dra-gpu-3", "hostPath": "/dev/urandom", "type": "c"}
+    assert _nodes(_spec(state)) == {"uid-1-gpu-3": [{**node, "major": os.major(null), "minor": os.minor(null)}]}

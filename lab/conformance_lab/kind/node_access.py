@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from conformance.node import cdi, crilog, draplugin, registration
+from conformance.node import cdi, cdi_identity, crilog, draplugin, registration
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.podresources import PodResourcesClient
 
@@ -118,3 +118,8 @@ class KindNodeAccess:
 
     def can_restart_kubelet(self) -> tuple[bool, str]:
         return True, "systemctl restart kubelet inside the kind node"
+
+    def device_numbers(self, node: str, paths: list[str]) -> dict[str, str]:
+        """``{path: "c 1:3"}`` of the device nodes at ``paths`` inside the node container (``stat -L``; a path
+        that does not exist is left out; StatsNodeDevices)."""
+        return cdi_identity.parse_stat(self._exec(node, "sh", "-c", cdi_identity.stat_script(paths)))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conformance.core.handles import ClusterHandle, RestartsKubelet
-from conformance.node import crilog, draplugin, registration
+from conformance.node import cdi_identity, crilog, draplugin, registration
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.podresources import PodResourcesClient
 
@@ -98,3 +99,16 @@ class LocalNodeAccess:
         """``(able, evidence)``: whether the cluster handle restarts kubelets."""
         ok = isinstance(self.cluster, RestartsKubelet)
         return ok, "local cluster handle restarts kubelets" if ok else "cluster handle has no restart_kubelet"
+
+    def device_numbers(self, node: str, paths: list[str]) -> dict[str, str]:
+        """``{path: "c 1:3"}`` of the device nodes at ``paths`` (host paths: the local nodes' runtime uses this
+        host's /dev; a path that does not exist is left out; StatsNodeDevices)."""
+        self._node(node)
+        out = {}
+        for path in paths:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            out[path] = cdi_identity.device_number(st.st_mode, st.st_rdev)
+        return out

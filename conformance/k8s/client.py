@@ -68,14 +68,7 @@ class K8s:
         """Client for ``path`` and ``context`` resolved by :func:`.kubeconfig.resolve` (None: ``$KUBECONFIG``,
         then ``~/.kube/config``), or for a resolved :class:`.kubeconfig.Kubeconfig` (``context`` overrides its own).
         Raises ClusterUnavailable naming the file(s), their source and the context when they cannot be loaded."""
-        kube = kubeconfig.of(path, context)
-        if not any(p.is_file() for p in kube.paths):  # bad input wherever the path came from (exit 4, not 3)
-            fix = (
-                "give the path of a kubeconfig file"
-                if kube.source == "--kubeconfig"
-                else "pass --kubeconfig PATH, or export KUBECONFIG=PATH of a kubeconfig file"
-            )
-            raise errors.ConfigError(f"no such kubeconfig file {kube.path}", source=kube.source, fix=fix)
+        kube = kubeconfig.of(path, context).existing()
         try:
             api = kconfig.new_client_from_config(**kube.client_kwargs(), persist_config=False)
         except Exception as exc:  # the loader raises ConfigException, OSError, TypeError...

@@ -16,6 +16,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from conformance.core.errors import ConfigError
+
 DEFAULT = Path(".kube") / "config"  # under the home directory
 Source = "str | os.PathLike | Kubeconfig | None"  # what :func:`of` and ``K8s.from_kubeconfig`` take
 CONTEXT_FLAG = {"helm": "--kube-context", "kubectl": "--context"}
@@ -48,6 +50,19 @@ class Kubeconfig:
         flag = CONTEXT_FLAG[tool]
         out = ["--kubeconfig", str(self.paths[0])] if len(self.paths) == 1 else []
         return out + ([flag, self.context] if self.context else [])
+
+    def existing(self) -> Kubeconfig:
+        """This kubeconfig when one of its files exists; else raises ConfigError (bad input, exit 4, wherever the
+        path came from: ``--kubeconfig``, ``$KUBECONFIG`` or the default ``~/.kube/config``) naming the path and
+        how to give one."""
+        if any(p.is_file() for p in self.paths):
+            return self
+        fix = (
+            "give the path of a kubeconfig file"
+            if self.source == "--kubeconfig"
+            else "pass --kubeconfig PATH, or export KUBECONFIG=PATH of a kubeconfig file"
+        )
+        raise ConfigError(f"no such kubeconfig file {self.path}", source=self.source, fix=fix)
 
     def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment for a helm/kubectl child: ``base`` (default ``os.environ``) with ``KUBECONFIG`` set to

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.k8s.client import K8s
-from tests.e2e.existing.common import _cli, printed_role_kubeconfig
+from tests.e2e.existing.common import _cli, installed_reference, printed_role_kubeconfig
 
 pytestmark = [
     pytest.mark.e2e,
@@ -42,16 +42,8 @@ def installed():
     if given:
         yield given, K8s.from_kubeconfig(given)
         return
-    proc = _cli("install", "--driver", "reference", "--driver-deploy", "helm", "--nodes", "2", timeout=900)
-    out = proc.stdout + proc.stderr
-    name = re.search(r"cluster down --name (\S+)", out)
-    try:
-        assert proc.returncode == 0 and name, out[-4000:]
-        kubeconfig = re.search(r"^kubeconfig: (\S+)$", out, re.M).group(1)
-        yield kubeconfig, K8s.from_kubeconfig(kubeconfig)
-    finally:
-        if name:
-            _cli("cluster", "down", "--name", name.group(1))
+    with installed_reference(timeout=900) as got:
+        yield got
 
 
 def _standard(kubeconfig: str, report: Path) -> dict[str, tuple[str, str]]:

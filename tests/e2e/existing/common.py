@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -44,6 +45,22 @@ def _cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
         timeout=timeout,
         env=env,
     )
+
+
+@contextlib.contextmanager
+def installed_reference(timeout: float = 600) -> Iterator[tuple[str, K8s]]:
+    """``(kubeconfig, k8s)`` of a 2-node local cluster with the reference chart installed by `dra-conformance
+    install` (cluster-admin, as the cluster's admin would), torn down when the block ends."""
+    proc = _cli("install", "--driver", "reference", "--driver-deploy", "helm", "--nodes", "2", timeout=timeout)
+    out = proc.stdout + proc.stderr
+    name = re.search(r"cluster down --name (\S+)", out)
+    try:
+        assert proc.returncode == 0 and name, out[-4000:]
+        kubeconfig = re.search(r"^kubeconfig: (\S+)$", out, re.M).group(1)
+        yield kubeconfig, K8s.from_kubeconfig(kubeconfig)
+    finally:
+        if name:
+            _cli("cluster", "down", "--name", name.group(1))
 
 
 def _driver_objects(k8s: K8s) -> dict:

@@ -64,5 +64,10 @@ def test_kind_cluster_qualifies_the_reference_chart_and_leaves_nothing(tmp_path)
     out = (proc.stdout + proc.stderr)[-4000:]
     results = [json.loads(p.read_text()) for p in (report / "allure-results").glob("*-result.json")]
     statuses = {r["status"] for r in results}
-    assert proc.returncode == 0 and results and statuses <= {"passed", "skipped"}, (proc.returncode, statuses, out)
+    bad = [  # each test that did not pass or skip, with the start of its message (the output's tail may miss it)
+        f"{r['name']} {r['status']}: {((r.get('statusDetails') or {}).get('message') or '')[:1500]}"
+        for r in results
+        if r["status"] not in ("passed", "skipped")
+    ]
+    assert proc.returncode == 0 and results and not bad, (proc.returncode, statuses, bad, out)
     assert _host() == before, ((report / "kind-host-cleanup.txt").read_text(), out)

@@ -302,6 +302,11 @@ def test_a_get_info_no_status_followed_makes_the_plugin_offer_its_socket_again(m
              m.RegistrationStatus(plugin_registered=True), m.RegistrationStatusResponse)  # fmt: skip
         time.sleep(1.2)  # three times reoffer_after: a (wrong) second re-offer would have come by now
         assert server.reoffers == 1 and server.registration.registered.is_set()
+        # a client probing the registered plugin (GetInfo, no status: the suite's own checks) offers nothing
+        call(paths.registration, m.SERVICE, "GetInfo", m.InfoRequest(), m.PluginInfo)
+        assert server.registration.unanswered_since() is None
+        time.sleep(1.2)
+        assert server.reoffers == 1, server.reoffers
     finally:
         server.stop(0)
         rmtree(root)

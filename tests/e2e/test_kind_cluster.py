@@ -61,7 +61,10 @@ def test_kind_cluster_qualifies_the_reference_chart_and_leaves_nothing(tmp_path)
     # when: a kind run qualifies the reference driver deployed from its chart
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
     # then: every core test passed, and the host is as before
-    out = (proc.stdout + proc.stderr)[-4000:]
+    full = REPO / "reports" / "e2e-logs" / "test_kind_cluster.out"  # kept: a failure's whole output (INTERNALERROR)
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_text(proc.stdout + proc.stderr)
+    out = f"(whole output: {full})\n" + (proc.stdout + proc.stderr)[-4000:]
     results = [json.loads(p.read_text()) for p in (report / "allure-results").glob("*-result.json")]
     statuses = {r["status"] for r in results}
     bad = [  # each test that did not pass or skip, with the start of its message (the output's tail may miss it)

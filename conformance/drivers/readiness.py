@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from conformance.core import errors, names, timeouts
 from conformance.core.objects import Obj
 from conformance.core.profile import DriverProfile
+from conformance.dra.inventory import complete_pools
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
 from conformance.node import kubelet
@@ -87,8 +88,11 @@ def await_slices(
         return waits.slices_published(k8s, profile.driver, nodes=nodes, min_devices=1, timeout=grace, failed=failed)
     except errors.WaitError as exc:  # a timeout, or failed() ended it early
         seen = k8s.list("ResourceSlice", field_selector=f"spec.driver={profile.driver}") if nodes else []
-        if isinstance(exc, errors.WaitTimeout) and any(waits.devices_by_node(seen).get(n) for n in nodes):
-            return seen  # some of the nodes publish: the suites name the others
+        # "publishes" means complete pools (resourceSliceCount slices of the highest generation), as the
+        # scheduler reads them: a pool that never looks complete is no publication (fault wrong-slice-count)
+        complete = [s for pool in complete_pools(seen).values() for s in pool]
+        if isinstance(exc, errors.WaitTimeout) and any(waits.devices_by_node(complete).get(n) for n in nodes):
+            return complete  # some of the nodes publish: the suites name the others
         detail = exc.last_state or "  (no slices)"
         if exc.failed:
             detail = f"  {exc.failed}\n" + detail

@@ -16,6 +16,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import yaml
+
 from conformance.core.errors import ConfigError
 
 DEFAULT = Path(".kube") / "config"  # under the home directory
@@ -56,6 +58,7 @@ class Kubeconfig:
         path came from: ``--kubeconfig``, ``$KUBECONFIG`` or the default ``~/.kube/config``) naming the path and
         how to give one."""
         if any(p.is_file() for p in self.paths):
+            self._has_context()
             return self
         fix = (
             "give the path of a kubeconfig file"
@@ -63,6 +66,27 @@ class Kubeconfig:
             else "pass --kubeconfig PATH, or export KUBECONFIG=PATH of a kubeconfig file"
         )
         raise ConfigError(f"no such kubeconfig file {self.path}", source=self.source, fix=fix)
+
+    def _has_context(self) -> None:
+        """Raise ConfigError (exit 4) when ``context`` is set and none of the files defines it, naming the
+        contexts they do define; a file that is not readable YAML is left to the client's loader."""
+        if not self.context:
+            return
+        names: list[str] = []
+        for p in self.paths:
+            try:
+                doc = yaml.safe_load(p.read_text()) if p.is_file() else None
+            except (OSError, yaml.YAMLError):
+                return
+            if not isinstance(doc, dict):
+                continue
+            names += [str(c.get("name")) for c in doc.get("contexts") or [] if isinstance(c, dict)]
+        if self.context not in names:
+            raise ConfigError(
+                f"kubeconfig {self.path} has no context {self.context!r} (its contexts: {sorted(set(names)) or 'none'})",
+                source="--context",
+                fix="pass --context with one of those names, or leave it out for the current-context",
+            )
 
     def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment for a helm/kubectl child: ``base`` (default ``os.environ``) with ``KUBECONFIG`` set to

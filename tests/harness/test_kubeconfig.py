@@ -15,7 +15,7 @@ from conformance import toolbox
 from conformance.clusters.existing import ExistingProvider
 from conformance.core import profile as schema
 from conformance.core.config import RunConfig
-from conformance.core.errors import ClusterUnavailable
+from conformance.core.errors import ClusterUnavailable, ConfigError
 from conformance.core.handles import ProviderContext
 from conformance.drivers import helm, manifests
 from conformance.k8s import kubeconfig
@@ -95,8 +95,10 @@ def test_our_client_merges_a_kubeconfig_list_and_takes_the_context(tmp_path, mon
     monkeypatch.setenv("KUBECONFIG", f"{a}{os.pathsep}{b}")
     assert K8s.from_kubeconfig().host == "https://a.invalid:6443"  # the merged current-context
     assert K8s.from_kubeconfig(None, "ctx-b").host == "https://b.invalid:7443"
-    with pytest.raises(ClusterUnavailable, match=r"from \$KUBECONFIG\), context nope"):
+    # an unknown context is bad input (exit 4) naming the contexts the files define, not an unreachable cluster
+    with pytest.raises(ConfigError, match=r"no context 'nope' \(its contexts: \['ctx-a', 'ctx-b'\]\)") as exc:
         K8s.from_kubeconfig(None, "nope")
+    assert exc.value.source == "--context"
 
 
 def test_the_existing_cluster_resolves_kubeconfig_and_context_like_every_client(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from conformance.core import timeouts
+from conformance.core import errors, timeouts
 from conformance.drivers import readiness
 
 
@@ -27,3 +27,48 @@ def test_the_slices_wait_of_a_deploy_is_never_shorter_than_unscaled(monkeypatch,
     finally:
         timeouts.set_scale(1.0)
     assert budgets == pytest.approx([first, grace])
+
+
+class _Slices:
+    """A K8s double that lists ResourceSlices: one per node, pool = node, ``resourceSliceCount`` ``count``."""
+
+    def __init__(self, nodes, count):
+        from conformance.core.objects import Obj
+
+        self.items = [
+            Obj(
+                {
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{n}-slice", "uid": n},
+                    "spec": {
+                        "driver": "d",
+                        "nodeName": n,
+                        "pool": {"name": n, "generation": 1, "resourceSliceCount": count},
+                        "devices": [{"name": "gpu-0"}],
+                    },
+                }
+            )
+            for n in nodes
+        ]
+
+    def list(self, kind, **kw):
+        return list(self.items)
+
+
+def test_a_pool_that_never_looks_complete_is_not_a_publication(monkeypatch):
+    """Fault wrong-slice-count: every node has a slice, but each pool says resourceSliceCount 2. The deploy must
+    refuse the driver naming the incomplete pools, never hand the suites a driver with no complete pool (s14: the
+    deploy went through and KEP5970 tests crashed with KeyError)."""
+    monkeypatch.setattr(timeouts, "SLICES_PUBLISHED", 0.6)
+    with pytest.raises(errors.DriverNotReady) as exc:
+        readiness.await_slices(_Slices(["n1", "n2"], 2), types.SimpleNamespace(driver="d"), ["n1", "n2"], timeout=0.6)
+    text = str(exc.value)
+    assert "pool n1: incomplete, 1 slice(s) of generation 1 but resourceSliceCount 2" in text, text
+    assert "pool n2: incomplete" in text, text
+
+
+def test_complete_pools_on_some_nodes_deploy_and_the_suites_name_the_others(monkeypatch):
+    """A complete pool on n1 and none on n2: deployed (KEP5970-1/-2 then fail naming n2, issue 24 §2)."""
+    monkeypatch.setattr(timeouts, "SLICES_PUBLISHED", 0.6)
+    got = readiness.await_slices(_Slices(["n1"], 1), types.SimpleNamespace(driver="d"), ["n1", "n2"], timeout=0.6)
+    assert [s.name for s in got] == ["n1-slice"]

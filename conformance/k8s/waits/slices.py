@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
-from conformance.dra.inventory import complete_pools, driver_slices, pool_devices
+from conformance.dra.inventory import complete_pools, current_slices, driver_slices, pool_devices
 from conformance.k8s.client import K8s
 from conformance.k8s.waits.core import poll
 
@@ -44,32 +44,40 @@ def slices_published(
     returns a message (e.g. the plugin process exited)."""
     wanted = list(nodes)
     seen: dict[str, int] = {}
+    incomplete: list[str] = []
     current: list[Obj] = []
+
+    def observed() -> str:
+        lines = [f"  node {n}: {c} device(s)" for n, c in sorted(seen.items())]
+        return "\n".join(lines + incomplete)
 
     def check() -> bool:
         try:
             slices = driver_slices(k8s, driver)
         except errors.TransientApiError:
             slices = []
-        current[:] = [s for items in complete_pools(slices).values() for s in items]
+        complete = complete_pools(slices)
+        current[:] = [s for items in complete.values() for s in items]
         seen.clear()
         seen.update(devices_by_node(current))
+        incomplete[:] = [
+            f"  pool {pool}: incomplete, {len(items)} slice(s) of generation {items[0].get('spec.pool.generation')} "
+            f"but resourceSliceCount {items[0].get('spec.pool.resourceSliceCount')} (ResourcePool.resourceSliceCount)"
+            for pool, items in sorted(current_slices(slices).items())
+            if pool not in complete
+        ]
         if wanted and all(seen.get(n, 0) >= min_devices for n in wanted):
             return True
         if not wanted and current and sum(seen.values()) >= min_devices:
             return True
         why = failed() if failed else None
         if why:
-            state = "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items()))
-            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", timeouts.scaled(timeout), state, failed=why)
+            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", timeouts.scaled(timeout), observed(), failed=why)
         return False
 
     if poll(check, timeout=timeout, interval=SLICES_POLL_S):
         return current
-    state = (
-        "\n".join(f"  node {n}: {c} device(s)" for n, c in sorted(seen.items()))
-        or f"  no ResourceSlice with spec.driver={driver}"
-    )
+    state = observed() or f"  no ResourceSlice with spec.driver={driver}"
     target = f"nodes {wanted}" if wanted else "any node"
     raise errors.WaitTimeout(
         f"ResourceSlices of driver {driver} with ≥ {min_devices} device(s) on {target}", timeouts.scaled(timeout), state

@@ -83,7 +83,8 @@ class Kubeconfig:
             names += [str(c.get("name")) for c in doc.get("contexts") or [] if isinstance(c, dict)]
         if self.context not in names:
             raise ConfigError(
-                f"kubeconfig {self.path} has no context {self.context!r} (its contexts: {sorted(set(names)) or 'none'})",
+                f"kubeconfig {self.path} has no context {self.context!r} "
+                f"(its contexts: {sorted(set(names)) or 'none'})",
                 source="--context",
                 fix="pass --context with one of those names, or leave it out for the current-context",
             )

@@ -15,7 +15,7 @@ from conformance import toolbox
 from conformance.clusters.existing import ExistingProvider
 from conformance.core import profile as schema
 from conformance.core.config import RunConfig
-from conformance.core.errors import ClusterUnavailable, ConfigError
+from conformance.core.errors import ConfigError
 from conformance.core.handles import ProviderContext
 from conformance.drivers import helm, manifests
 from conformance.k8s import kubeconfig

@@ -72,7 +72,9 @@ def slices_published(
             return True
         why = failed() if failed else None
         if why:
-            raise errors.WaitFailed(f"ResourceSlices of driver {driver}", timeouts.scaled(timeout), observed(), failed=why)
+            raise errors.WaitFailed(
+                f"ResourceSlices of driver {driver}", timeouts.scaled(timeout), observed(), failed=why
+            )
         return False
 
     if poll(check, timeout=timeout, interval=SLICES_POLL_S):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import shlex
+from collections.abc import Sequence
 
 import grpc
 from kubernetes import client as kclient
@@ -34,7 +35,7 @@ from conformance import images as refs
 from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
-from conformance.node import cdi, crilog, draplugin, heartbeat, registration
+from conformance.node import cdi, cdi_identity, crilog, draplugin, heartbeat, registration
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.exec_grpc import ExecChannel
 from conformance.node.helper_specs import (  # noqa: F401 - the builders, re-exported for callers
@@ -253,6 +254,13 @@ class HelperPodNodeAccess:
             ["/host/etc/cdi", "$r"]
         )
         return cdi.parse_dump(self._exec(node, script))
+
+    def device_numbers(self, node: str, paths: Sequence[str]) -> dict[str, str]:
+        """StatsNodeDevices: ``{path: "c 1:3"}`` of the device nodes at ``paths`` on ``node`` (host paths; a path
+        that does not exist is left out), stat'ed in the node's own namespaces (``nsenter`` into PID 1, hostPID)
+        so that a symlink resolves as on the node, not in the helper container. Raises NodeAccessUnavailable."""
+        script = cdi_identity.stat_script(paths)
+        return cdi_identity.parse_stat(self._exec(node, f"{HOST_NS} sh -c {shlex.quote(script)}"))
 
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())

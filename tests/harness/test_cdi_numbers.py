@@ -89,3 +89,22 @@ def test_local_and_kind_node_access_stat_device_nodes(monkeypatch):
     assert isinstance(local, StatsNodeDevices) and isinstance(kind, StatsNodeDevices)
     with pytest.raises(Exception, match="not a local node"):
         local.device_numbers("n2", ["/dev/null"])
+
+
+def test_the_privileged_helper_pods_stat_device_nodes_in_the_nodes_namespaces(monkeypatch):
+    """Privileged-pod node access (the mode a user's cluster gets) is StatsNodeDevices too: the stat script runs
+    through ``nsenter`` into the node's PID 1 (symlinks resolve as on the node); here the exec is a local sh with
+    the nsenter prefix dropped (no pod)."""
+    from conformance.node import helper_pod
+
+    access = helper_pod.HelperPodNodeAccess(None, ["n0"], "r1")
+    scripts = []
+
+    def exec_(node, script):
+        scripts.append(script)
+        return _sh(script.removeprefix(helper_pod.HOST_NS + " "))
+
+    monkeypatch.setattr(access, "_exec", exec_)
+    assert access.device_numbers("n0", ["/dev/null", "/no/such"]) == {"/dev/null": _numbers("/dev/null")}
+    assert scripts[0].startswith(helper_pod.HOST_NS + " sh -c ")
+    assert isinstance(access, StatsNodeDevices)

@@ -79,7 +79,8 @@ class Tracker:
     from :mod:`conformance.core.timeouts`. ``prepared``: when the run can look at nodes, a
     :data:`PreparedCheck` telling which deleted claims a node still has prepared (CDI specs, PodResources);
     teardown then waits, within the claims phase's deadline, until none is. ``before_create`` callbacks get
-    each object before it is created (the parallel run takes its device lock there before a Pod).
+    each object before it is created (the parallel run takes its device lock there before a Pod);
+    ``after_release`` callbacks run when the test gives its devices back mid-test (:meth:`release_devices`).
     """
 
     def __init__(self, k8s: K8s, *, phase_timeout: float | None = None, prepared: PreparedCheck | None = None) -> None:
@@ -89,6 +90,7 @@ class Tracker:
         self.prepared = prepared
         self.on_create: list[Callable[[Obj], None]] = []
         self.before_create: list[Callable[[Obj | dict], None]] = []
+        self.after_release: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 
     def create(self, obj: Obj | dict) -> Obj:
@@ -122,6 +124,15 @@ class Tracker:
         found = {t.namespace for t in self.items if t.namespace}
         found |= {t.name for t in self.items if t.kind == "Namespace"}
         return sorted(found)
+
+    def release_devices(self) -> None:
+        """Mid-test: delete everything created so far exactly as teardown does (:meth:`cleanup`: pods, then
+        claims gone and unprepared on the nodes; raises LeakError), then call the ``after_release`` callbacks:
+        the test holds no device any more (the parallel run gives its device lock back, so tests needing
+        every device run during the rest of this one, e.g. a fixed observation window)."""
+        self.cleanup()
+        for cb in self.after_release:
+            cb()
 
     def cleanup(self) -> None:
         """Delete everything in DRA order, waiting per phase within its deadline; raise LeakError listing

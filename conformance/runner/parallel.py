@@ -94,6 +94,7 @@ class RunLocks:
         self._exclusive = False
         self.kind = ""  # what the current test holds: "exclusive", "devices", "shard" or "shared" ("" outside)
         self.devices_at = 0.0  # epoch seconds when the current test got the device lock (0: it has not)
+        self.devices_until = 0.0  # epoch seconds when it gave the device lock back mid-test (0: at its end)
         self.shard = ""  # the current test's shard selector ("": none, the device lock is taken exclusively)
 
     def _take(self, name: str, mode: int) -> int:
@@ -128,7 +129,7 @@ class RunLocks:
             (self.folder / BLOCK_BEGUN).touch()
         self._exclusive = exclusive
         self.shard = "" if exclusive else shard
-        self.kind, self.devices_at = ("exclusive" if exclusive else "shared"), 0.0
+        self.kind, self.devices_at, self.devices_until = ("exclusive" if exclusive else "shared"), 0.0, 0.0
 
     def need_devices(self) -> None:
         """Before the test creates an object that may take devices: take the device lock once per test
@@ -136,7 +137,19 @@ class RunLocks:
         if self._run_fd is None or self._exclusive or self._device_fd is not None:
             return
         self._device_fd = self._take(DEVICE_LOCK, fcntl.LOCK_SH if self.shard else fcntl.LOCK_EX)
-        self.kind, self.devices_at = ("shard" if self.shard else "devices"), time.time()
+        self.kind, self.devices_at, self.devices_until = ("shard" if self.shard else "devices"), time.time(), 0.0
+
+    def release_devices(self) -> None:
+        """The current test holds no device any more (its pods and claims are deleted and unprepared:
+        :meth:`conformance.k8s.tracker.Tracker.release_devices`): give the device lock back, keeping the run
+        lock, so tests that need every device run beside the rest of it (a fixed observation window).
+        :attr:`devices_until` records when (the overlap check ends this test's device time there). A Pod it
+        creates after this takes the lock again."""
+        if self._device_fd is None or self._exclusive:
+            return
+        fd, self._device_fd = self._device_fd, None
+        os.close(fd)
+        self.devices_until = time.time()
 
     def end(self, keep: bool = False) -> None:
         """After a test's teardown: release the device lock, then the run lock (closing drops the flock).
@@ -302,7 +315,8 @@ def _extended(pod) -> list[str]:
 
 
 def guard(config, tracker) -> None:
-    """Make ``tracker`` take the device lock before it creates a Pod (only on an xdist worker); in a sharded
+    """Make ``tracker`` take the device lock before it creates a Pod, and give it back when the test releases its
+    devices mid-test (``tracker.release_devices()``) (only on an xdist worker); in a sharded
     test, raise :class:`ShardError` before it creates a claim outside its shard or a Pod asking for extended
     resources (the test must then not be marked ``shard_devices``)."""
     locks = config.stash.get(LOCKS, None)
@@ -326,3 +340,4 @@ def guard(config, tracker) -> None:
             locks.need_devices()
 
     tracker.before_create.append(before)
+    tracker.after_release.append(locks.release_devices)

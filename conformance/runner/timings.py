@@ -37,7 +37,15 @@ from conformance.k8s.waits import clock
 
 FILE = "timings.json"
 TOP_N = 10
-ATTRS = ("dra_wait_s", "dra_queued_s", "dra_queued_before_s", "dra_lock", "dra_devices_at", "dra_shard")
+ATTRS = (
+    "dra_wait_s",
+    "dra_queued_s",
+    "dra_queued_before_s",
+    "dra_lock",
+    "dra_devices_at",
+    "dra_devices_until",
+    "dra_shard",
+)
 SYNTHETIC_SUFFIX = "::invariants"  # results the controller makes per module (no phases of their own)
 
 
@@ -56,6 +64,7 @@ def add_report(tests: dict[str, dict], report) -> None:
     rec["queued_before_s"] += float(getattr(report, "dra_queued_before_s", 0.0) or 0.0)
     rec["lock"] = getattr(report, "dra_lock", "") or rec.get("lock", "")
     rec["devices_at"] = float(getattr(report, "dra_devices_at", 0.0) or 0.0) or rec.get("devices_at", 0.0)
+    rec["devices_until"] = float(getattr(report, "dra_devices_until", 0.0) or 0.0) or rec.get("devices_until", 0.0)
     rec["shard"] = getattr(report, "dra_shard", "") or rec.get("shard", "")
     if report.when == "setup":
         rec["start"] = float(getattr(report, "start", 0.0) or 0.0)
@@ -71,9 +80,10 @@ def add_report(tests: dict[str, dict], report) -> None:
 def overlaps(rows) -> list[str]:
     """Pairs of tests that ran at the same time although they must not: a test that held the run lock
     exclusively overlapping any other, or two tests overlapping while both held the device lock (from
-    ``devices_at`` to ``stop``) unless both held it in different device shards (``shard``). Uses
-    ``start``/``stop``/``devices_at`` (epoch seconds); tests without them are ignored. Empty in a correct run
-    (the proof that the locks worked; serial runs trivially)."""
+    ``devices_at`` to ``devices_until`` when the test gave it back mid-test, else to ``stop``) unless both held
+    it in different device shards (``shard``). Uses ``start``/``stop``/``devices_at``/``devices_until`` (epoch
+    seconds); tests without them are ignored. Empty in a correct run (the proof that the locks worked; serial
+    runs trivially)."""
     timed = [r for r in rows if r.get("start") and r.get("stop")]
     found = []
     for i, a in enumerate(timed):
@@ -81,7 +91,8 @@ def overlaps(rows) -> list[str]:
             if "exclusive" in (a.get("lock"), b.get("lock")) and a["start"] < b["stop"] and b["start"] < a["stop"]:
                 found.append(f"{a['id']} and {b['id']} (one ran alone)")
             elif a.get("devices_at") and b.get("devices_at") and not _apart(a, b):
-                if a["devices_at"] < b["stop"] and b["devices_at"] < a["stop"]:
+                a_end, b_end = a.get("devices_until") or a["stop"], b.get("devices_until") or b["stop"]
+                if a["devices_at"] < b_end and b["devices_at"] < a_end:
                     found.append(f"{a['id']} and {b['id']} (both started pods)")
     return found
 
@@ -201,6 +212,7 @@ class TimingsPlugin:
         report.dra_queued_before_s = locks.queued_before_s if (locks is not None and call.when == "setup") else 0.0
         report.dra_lock = locks.kind if locks is not None else ""
         report.dra_devices_at = locks.devices_at if locks is not None else 0.0
+        report.dra_devices_until = locks.devices_until if locks is not None else 0.0
         report.dra_shard = locks.shard if locks is not None and locks.kind == "shard" else ""
         self._wait_mark, self._queue_mark = wait, queued
         return report

@@ -218,7 +218,7 @@ def test_consecutive_exclusive_tests_of_a_worker_keep_the_run_lock(tmp_path):
 def _guarded(tmp_path, shard: str):
     config = SimpleNamespace(stash={})
     config.stash[parallel.LOCKS] = locks = _locked(tmp_path, shard)
-    tracker = SimpleNamespace(before_create=[])
+    tracker = SimpleNamespace(before_create=[], after_release=[])
     parallel.guard(config, tracker)
     return locks, tracker.before_create[0]
 

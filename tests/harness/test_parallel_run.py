@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from conformance import cli
+from conformance.k8s.tracker import Tracker
 from conformance.k8s.waits import clock, core
 from conformance.reporting import markdown
 from conformance.runner import cli as runner_cli
@@ -155,7 +156,7 @@ def test_an_exclusive_test_never_asks_for_the_device_lock(tmp_path):
 def test_guard_takes_the_device_lock_only_before_a_pod(tmp_path):
     config = SimpleNamespace(stash={})
     config.stash[parallel.LOCKS] = locks = parallel.RunLocks(tmp_path)
-    tracker = SimpleNamespace(before_create=[])
+    tracker = SimpleNamespace(before_create=[], after_release=[])
     parallel.guard(config, tracker)
     locks.begin(False)
     tracker.before_create[0]({"kind": "ResourceClaim"})
@@ -164,9 +165,35 @@ def test_guard_takes_the_device_lock_only_before_a_pod(tmp_path):
     tracker.before_create[0]({"kind": "Pod"})
     assert locks._device_fd is not None and locks.kind == "devices"
     locks.end()
-    serial = SimpleNamespace(before_create=[])
+    serial = SimpleNamespace(before_create=[], after_release=[])
     parallel.guard(SimpleNamespace(stash={}), serial)
-    assert serial.before_create == []
+    assert serial.before_create == [] and serial.after_release == []
+
+
+def test_a_test_that_gave_its_devices_back_lets_one_needing_every_device_start(tmp_path):
+    """PUB-01's window: once its pod and claim are gone (``tracker.release_devices()``) it gives the device
+    lock back and keeps the run lock, so a test needing every device starts during the window; its device time
+    ends at ``devices_until`` (what the overlap check reads)."""
+    config = SimpleNamespace(stash={})
+    config.stash[parallel.LOCKS] = window = parallel.RunLocks(tmp_path)
+    tracker = Tracker(None)
+    parallel.guard(config, tracker)
+    window.begin(False, shard="s0")
+    window.need_devices()
+    other = parallel.RunLocks(tmp_path)
+    other.begin(False)
+    got = threading.Event()
+    threading.Thread(target=lambda: (other.need_devices(), got.set()), daemon=True).start()
+    assert not got.wait(0.3), "the window test holds its shard of the device lock"
+    tracker.release_devices()  # nothing tracked: nothing to delete, then the callbacks
+    assert got.wait(10) and other.kind == "devices"
+    assert window._run_fd is not None and window._device_fd is None
+    assert window.devices_until >= window.devices_at > 0 and window.kind == "shard"
+    other.end()
+    window.end()
+    window.begin(False)
+    assert window.devices_until == 0.0  # per test
+    window.end()
 
 
 def test_exclusive_means_the_cluster_state_group():
@@ -260,6 +287,8 @@ def test_overlaps_name_tests_that_should_not_have_run_together():
         "api and late (one ran alone)",
         "pods1 and pods2 (both started pods)",
     ]
+    rows[2]["devices_until"] = 28.5  # pods1 gave its devices back before pods2 took them
+    assert timings.overlaps(rows) == ["api and late (one ran alone)"]
 
 
 def test_empty_run_has_zero_shares():

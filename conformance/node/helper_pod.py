@@ -53,6 +53,7 @@ from conformance.node.podresources import PodResourcesClient
 
 KUBELET_ROOT = "/var/lib/kubelet"
 CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
+STAT_DONE = "dra-conformance-stat-done"  # the last line of a device_numbers answer: the probe ran
 HOST_NS = "nsenter -t 1 -m -u -i -n -p --"  # run in the host's namespaces (hostPID: pid 1 is the host's init)
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
 
@@ -257,10 +258,19 @@ class HelperPodNodeAccess:
 
     def device_numbers(self, node: str, paths: Sequence[str]) -> dict[str, str]:
         """StatsNodeDevices: ``{path: "c 1:3"}`` of the device nodes at ``paths`` on ``node`` (host paths; a path
-        that does not exist is left out), stat'ed in the node's own namespaces (``nsenter`` into PID 1, hostPID)
-        so that a symlink resolves as on the node, not in the helper container. Raises NodeAccessUnavailable."""
-        script = cdi_identity.stat_script(paths)
-        return cdi_identity.parse_stat(self._exec(node, f"{HOST_NS} sh -c {shlex.quote(script)}"))
+        that does not exist is left out). Stat'ed under the node's root (``chroot /host``, the node's own sh and
+        stat: a symlink resolves as on the node); on a node without them, by the helper container under /host
+        (an absolute symlink then resolves in the container). Each answer must end with a marker line, so a
+        probe that did not run is never read as "no such path". Raises NodeAccessUnavailable when neither ran."""
+        on_node = cdi_identity.stat_script(paths) + f"; echo {STAT_DONE}"
+        in_helper = cdi_identity.stat_script(["/host" + p for p in paths]) + f"; echo {STAT_DONE}"
+        answers = []
+        for script, prefix in ((f"chroot /host sh -c {shlex.quote(on_node)}", ""), (in_helper, "/host")):
+            out = self._exec(node, f"{{ {script}; }} 2>&1")
+            if STAT_DONE in out.splitlines():
+                return {path.removeprefix(prefix): n for path, n in cdi_identity.parse_stat(out).items()}
+            answers.append(out.strip()[-300:])
+        raise NodeAccessUnavailable(f"cannot stat device nodes on node {node} through the helper pod: {answers}")
 
     def plugin_sockets(self, node: str) -> list[str]:
         return sorted(self._exec(node, f"ls /host{KUBELET_ROOT}/plugins_registry").split())

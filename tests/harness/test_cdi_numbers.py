@@ -91,20 +91,29 @@ def test_local_and_kind_node_access_stat_device_nodes(monkeypatch):
         local.device_numbers("n2", ["/dev/null"])
 
 
-def test_the_privileged_helper_pods_stat_device_nodes_in_the_nodes_namespaces(monkeypatch):
+def test_the_privileged_helper_pods_stat_device_nodes_under_the_nodes_root(monkeypatch):
     """Privileged-pod node access (the mode a user's cluster gets) is StatsNodeDevices too: the stat script runs
-    through ``nsenter`` into the node's PID 1 (symlinks resolve as on the node); here the exec is a local sh with
-    the nsenter prefix dropped (no pod)."""
+    under ``chroot /host`` (here: a local sh with the chroot dropped, no pod); a node without sh/stat is stat'ed
+    from the helper under /host; an answer without the marker line (no probe ran) is never "no such path"."""
     from conformance.node import helper_pod
 
     access = helper_pod.HelperPodNodeAccess(None, ["n0"], "r1")
     scripts = []
 
-    def exec_(node, script):
+    def on_node(node, script):
         scripts.append(script)
-        return _sh(script.removeprefix(helper_pod.HOST_NS + " "))
+        return _sh(script.replace("chroot /host sh -c ", "sh -c ", 1))
 
-    monkeypatch.setattr(access, "_exec", exec_)
+    monkeypatch.setattr(access, "_exec", on_node)
     assert access.device_numbers("n0", ["/dev/null", "/no/such"]) == {"/dev/null": _numbers("/dev/null")}
-    assert scripts[0].startswith(helper_pod.HOST_NS + " sh -c ")
+    assert "chroot /host sh -c " in scripts[0]
+
+    def no_chroot(node, script):  # the node has no sh: the helper stats /host<path> (here / stands for /host)
+        return "chroot: can't execute 'sh'" if "chroot" in script else _sh(script.replace("/host/", "/"))
+
+    monkeypatch.setattr(access, "_exec", no_chroot)
+    assert access.device_numbers("n0", ["/dev/zero"]) == {"/dev/zero": _numbers("/dev/zero")}
+    monkeypatch.setattr(access, "_exec", lambda node, script: "")  # nothing ran
+    with pytest.raises(helper_pod.NodeAccessUnavailable, match="cannot stat device nodes on node n0"):
+        access.device_numbers("n0", ["/dev/zero"])
     assert isinstance(access, StatsNodeDevices)

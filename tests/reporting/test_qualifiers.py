@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from conformance.reporting import interrupt, manifest, qualifiers, scope, summary
+from conformance.reporting import interrupt, manifest, markdown, qualifiers, scope, summary
 from tests.reporting.conftest import sample_run_json
 
 HEALTH_SKIP = "Skipped: health switch not available: profile mine gives no health_switch.node_annotation"
@@ -77,6 +77,7 @@ def test_a_declared_capability_partly_tested_for_a_profile_omission_is_named_on_
         "health_switch.node_annotation"
     ]
     assert "partly tested: driver.health — test_turning_unhealthy: health switch not available" in data["verdictLine"]
+    assert any(line.startswith("- **Partly tested**: driver.health") for line in markdown.render(data).splitlines())
     rows = dict(scope.box(data))
     assert "Coverage gap (no fitting device)" not in rows
     assert rows["Partly tested (coverage gap)"][0] == (

@@ -68,7 +68,27 @@ def _check(args: argparse.Namespace) -> int:
                 print(f"  also {also}")
             continue
         print(f"ok {loaded.source}")
+        for note in untested_notes(loaded):
+            print(f"  note: {note}", file=sys.stderr)
     return EXIT_BAD_INPUT if bad else 0
+
+
+def untested_notes(profile) -> list[str]:
+    """What a valid profile leaves untested by what it omits (breaker s15 C6/C9), one line each with the key that
+    would test it; the verdict line of a run names the same (conformance/reporting/qualifiers.py). ``profile``: a
+    :class:`conformance.core.profile.DriverProfile`."""
+    caps, notes = profile.capabilities, []
+    if caps.get("health") and not profile.health_annotation:
+        notes.append("health: true without health_switch: the Healthy -> Unhealthy -> Healthy transition is untested")
+    if caps.get("opaque_config", True) and not profile.opaque_parameters:
+        notes.append("no opaque_config.parameters sample: opaque config is untested (or declare opaque_config: false)")
+    elif caps.get("opaque_config", True) and not profile.opaque_override:
+        notes.append("no opaque_config.override sample: claim config overriding class config is untested")
+    if caps.get("admin_access", True) and not profile.admin_access_signal:
+        notes.append("no admin_access_signal: what a container of an adminAccess claim shows is untested")
+    if caps.get("cdi", True) and not profile.cdi_identity:
+        notes.append("no cdi_identity pattern: the CDI device nodes/mounts/env of an allocated device are untested")
+    return notes
 
 
 def _schema_problems(name: str, reported: str) -> list[str]:

@@ -15,7 +15,19 @@ import logging
 import pathlib
 
 from conformance.node import kubelet_latency
-from conformance.reporting import browser, history, html, junit, markdown, narrowed, results, runinfo, scope, summary
+from conformance.reporting import (
+    browser,
+    history,
+    html,
+    interrupt,
+    junit,
+    markdown,
+    narrowed,
+    results,
+    runinfo,
+    scope,
+    summary,
+)
 from conformance.reporting.cluster_fault import mark_junit
 from conformance.reporting.dra_latency import write as write_dra_latency
 
@@ -73,6 +85,7 @@ def generate(
     run_dir = pathlib.Path(run_dir).resolve()
     check_run_dir(run_dir)
     run = runinfo.load(run_dir)
+    interrupt.settle_files(run_dir / "allure-results", bool(run.get("interrupted")))  # no green cut-short test
     records = results.load(run_dir / "allure-results")
     data = summary.build(run_dir)
     path = summary.write(run_dir, data)

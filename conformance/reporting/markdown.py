@@ -94,6 +94,9 @@ def _scope_lines(summary: dict) -> list[str]:
         out.append(f"- **Waived** by the profile (explicit false): {', '.join(summary['waived'])}")
     if summary.get("notClaimed"):
         out.append(f"- **Not claimed** by the driver (not tested): {', '.join(summary['notClaimed'])}")
+    for key, title in (("partlyTested", "Partly tested"), ("notTestable", "Not testable on this cluster")):
+        out += [f"- **{title}**: {item}" for item in summary.get(key) or []]
+    out += [f"- **Not tested** (the profile gives nothing to test it with): {u}" for u in summary.get("untested") or []]
     if (summary.get("clusterFault") or {}).get("unwatched"):  # no failure could be excused as the cluster's
         out.append(f"- **{summary['clusterFault']['unwatched']}**: no failure was attributed to the cluster")
     rows = [(title, names) for title, names in scope.box(summary) if names]
@@ -159,13 +162,13 @@ def _tests_table(summary: dict) -> list[str]:
 
 def coverage_gaps(summary: dict) -> list[str]:
     """The "Coverage gaps" section: each ``partial`` capability (:mod:`conformance.reporting.coverage`), how
-    many of its tests ran and which skipped for want of a fitting device, and whether it fails the verdict;
+    many of its tests ran and which skipped with what reason, and whether it fails the verdict;
     ``[]`` when none."""
     partial = [c for c in summary.get("capabilities") or [] if c["status"] == "partial"]
     if not partial:
         return []
-    out = ["## Coverage gaps", "", "Capabilities that passed only in part: these tests skipped because the driver's "]
-    out[-1] += "published devices offered nothing fitting."
+    out = ["## Coverage gaps", "", "Capabilities that passed only in part: these tests skipped for the reason each "]
+    out[-1] += "names (nothing fitting in the published devices, or something the profile does not give)."
     out += [""]
     for cap in partial:
         cov = cap["coverage"]

@@ -23,7 +23,7 @@ import pathlib
 import re
 
 from conformance.core.capabilities import DEFAULT_ON
-from conformance.reporting import narrowed
+from conformance.reporting import narrowed, qualifiers
 
 # opt-outs of checks that are on by default: "declares <key>: false" in a capability's evidence
 WAIVER = re.compile(rf"declares ({'|'.join(map(re.escape, [*DEFAULT_ON, 'visibility.names_devices']))}): false")
@@ -113,7 +113,10 @@ def fields(capabilities: list[dict], mission_areas: list[dict]) -> dict:
 def verdict_line(summary: dict) -> str:
     """The verdict as one line: ``FAIL``; ``PASS`` only when nothing was waived and every mission area qualified,
     else e.g. ``PASS (waived: admin_access; not qualified: admin_access, podresources)``, with the excused core
-    skips named (``core not run: KEP5970-6 — no node access``: summary.json ``coreNotRun``) or, for a profile that
+    skips named (``core not run: KEP5970-6 — no node access``: summary.json ``coreNotRun``), the
+    :mod:`conformance.reporting.qualifiers` parts (``partly tested: driver.health — ...``, ``not testable on this
+    cluster: DRA plugin contract ...``, ``not tested (profile gives nothing to test it with): opaque config ...``)
+    or, for a profile that
     leaves mission areas out, ``PASS (outside profile core: admin_access, ...)`` (never a bare PASS); a narrowed
     run's :func:`conformance.reporting.narrowed.line` with the same parts inside its parentheses (``PASS
     (narrowed: -k x; 3 of 9 tests; waived: admin_access) — not a qualification ...``). ``summary``: a
@@ -124,6 +127,7 @@ def verdict_line(summary: dict) -> str:
     parts = [f"waived: {', '.join(summary['waived'])}"] if summary.get("waived") else []
     parts += [f"not qualified: {', '.join(summary['notQualified'])}"] if summary.get("notQualified") else []
     parts += [f"core not run: {', '.join(summary['coreNotRun'])}"] if summary.get("coreNotRun") else []
+    parts += qualifiers.verdict_parts(summary)  # partly tested, not testable here, not tested by omission
     outside = [a["name"] for a in summary.get("missionAreas") or [] if a["status"] == "not-tested"]
     if outside and summary["verdict"] != narrowed.NARROWED_PASS:  # a narrowed line already says "not a qualification"
         parts.append(f"outside profile {summary['profile']}: {', '.join(outside)}")
@@ -207,10 +211,23 @@ def _untestable(cap: dict) -> str:
     return f"{name} ({(cap.get('evidence') or 'not offered here')[:100]})"
 
 
+def _partial(cap: dict) -> str:
+    """A ``partial`` capability with why its skipped tests did not run (the first gap's own skip reason, not an
+    assumed "no fitting device": a profile without a health switch leaves a gap too, breaker s15 C6)."""
+    gaps = (cap.get("coverage") or {}).get("gaps") or []
+    if not gaps:
+        return cap["name"]
+    why = gaps[0].partition(": ")[2][:100]
+    more = f"; +{len(gaps) - 1} more" if len(gaps) > 1 else ""
+    return f"{cap['name']} ({len(gaps)} test(s) not run: {why}{more})"
+
+
 def box(summary: dict) -> list[tuple[str, list[str]]]:
     """The scope box under summary.md's headline and on the Allure first screen: ``[(row title, names)]`` for
     passed capabilities, capabilities not testable on this cluster (with the flag that would enable them), not
-    claimed, waived, coverage gaps (no fitting device) and the mission areas outside this profile."""
+    claimed, waived, partly tested capabilities (coverage gaps, with the skip's own reason) and the mission areas
+    outside this profile. Tests the cluster could not reach (summary.json ``notTestable``: no relay image for the
+    DRA plugin socket) join the "not testable" row."""
     caps = summary.get("capabilities") or []
 
     def lacks(c: dict) -> bool:
@@ -223,10 +240,10 @@ def box(summary: dict) -> list[tuple[str, list[str]]]:
     ]
     return [
         ("Passed", [c["name"] for c in caps if c["status"] == "pass"]),
-        ("Not testable on this cluster", [_untestable(c) for c in untestable]),
+        ("Not testable on this cluster", [_untestable(c) for c in untestable] + list(summary.get("notTestable") or [])),
         ("Not claimed by the driver", list(summary.get("notClaimed") or [])),
         ("Waived by the profile", list(summary.get("waived") or [])),
-        ("Coverage gap (no fitting device)", [c["name"] for c in caps if c["status"] == "partial"]),
+        ("Partly tested (coverage gap)", [_partial(c) for c in caps if c["status"] == "partial"]),
         ("Outside this profile", [a["name"] for a in summary.get("missionAreas") or [] if a["status"] == "not-tested"]),
     ]
 

@@ -32,7 +32,19 @@ import jsonschema
 
 from conformance import shipped
 from conformance.core import markers, portable
-from conformance.reporting import core_skips, coverage, evidence, labels, manifest, narrowed, results, runinfo, scope
+from conformance.reporting import (
+    core_skips,
+    coverage,
+    evidence,
+    interrupt,
+    labels,
+    manifest,
+    narrowed,
+    qualifiers,
+    results,
+    runinfo,
+    scope,
+)
 from conformance.reporting.cluster_fault import section as cluster_section
 from conformance.reporting.coverage import skipped_for_another as _skipped_for_another
 
@@ -221,7 +233,7 @@ def build(run_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = N
     run = runinfo.load(root)
     records = results.load(pathlib.Path(allure_dir) if allure_dir else root / "allure-results")
     fault = cluster_section(records, root)  # failures the cluster explains: broken, infrastructure
-    tests = [_test_entry(r, root) for r in records]
+    tests = interrupt.settle([_test_entry(r, root) for r in records], records, bool(run.get("interrupted")))
     counts = _counts(tests, records)
     capabilities = _capabilities(tests, run)
     declined = bool((run.get("node_access") or {}).get("declined"))  # --node-access none where it was offered
@@ -258,6 +270,7 @@ def build(run_dir: str | pathlib.Path, allure_dir: str | pathlib.Path | None = N
         "coreNotRun": core_skips.excused(records, capabilities, declined),
         "clusterFault": fault,
     }
+    data.update(qualifiers.fields(capabilities, tests, data["notClaimed"], data["waived"]))  # breaker s15 C6/7/9
     data["verdictLine"] = (
         f"INTERRUPTED — {interrupted}" if interrupted else (fault or {}).get("line") or scope.verdict_line(data)
     )

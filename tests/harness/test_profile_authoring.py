@@ -254,3 +254,18 @@ def test_profile_list_names_every_shipped_profile_and_show_prints_one():
     assert shown.returncode == 0 and yaml.safe_load(shown.stdout)["driver"] == "gpu.example.com", shown.stderr
     unknown = _cli("show", "nope")
     assert unknown.returncode == 4 and "dra-example-driver" in unknown.stderr and unknown.stdout == ""
+
+
+def test_profile_check_notes_what_a_valid_profile_leaves_untested_by_omission(tmp_path):
+    """breaker s15 C6/C9: health without a switch, no opaque config sample, no admin signal, no CDI identity pattern
+    are notes on stderr (stdout stays ``ok FILE``); the shipped reference profile, which gives them all, has none."""
+    good = _write(tmp_path, {**GOOD, "capabilities": {"health": True}})
+    proc = _cli("check", str(good))
+    assert proc.returncode == 0 and proc.stdout.strip() == f"ok {good}", proc.stdout
+    for words in ("health: true without health_switch", "no opaque_config.parameters", "no admin_access_signal",
+                  "no cdi_identity pattern"):  # fmt: skip
+        assert words in proc.stderr, proc.stderr
+    waived = _write(tmp_path, {**GOOD, "capabilities": {"opaque_config": False, "admin_access": False, "cdi": False}})
+    assert _cli("check", str(waived)).stderr == ""
+    reference = _cli("check", "reference")
+    assert reference.returncode == 0 and "note:" not in reference.stderr, reference.stderr

@@ -53,12 +53,10 @@ _MEASURED = "the admin pod stays Pending 'cannot allocate all claims'"
 ADMIN_COUNTERS_EVIDENCE = {
     "1.34": "measured on v1.34.4 with the full profile on fixtures/self-validation/"
     f"reference-partitions-taints-health.yaml, {_MEASURED}",
-    "1.35": "not measurable on v1.35.4 (2026-12-06): with this entry removed, the run above failed because the "
-    "v1.35.4 kube-scheduler panicked (nil pointer in checkAvailableCounters, dynamic-resource-allocation v0.35.4 "
-    "allocator_experimental.go:1424) allocating the ORDINARY claim (allocationMode All) on those partitions and "
-    "exited, so the user pod stayed Pending: upstream kubernetes/kubernetes#138882, fixed by #138885, in v1.35.6 "
-    "through #138989 (and v1.36.2); read in v0.35.4: no admin bypass of checkAvailableCounters "
-    "(as measured on 1.36/1.37)",
+    "1.35": "measured on v1.35.6 (2026-12-06) with the full profile on fixtures/self-validation/"
+    "reference-partitions-taints-health.yaml: the ordinary pod ran (no scheduler panic: v0.35.6 carries "
+    f"kubernetes/kubernetes#138885 via #138989), {_MEASURED}; v1.35.0-v1.35.5 panic first "
+    "(allocator.all_mode_counters, #138882)",
     "1.36": "measured on v1.36.3 (2026-12-06) with the full profile on fixtures/self-validation/"
     "reference-partitions-taints-health.yaml: the ordinary pod ran (no scheduler panic: v0.36.3 carries "
     f"kubernetes/kubernetes#138885), {_MEASURED}",

@@ -170,15 +170,27 @@ def together(inventory) -> Together:
 
 
 @pytest.fixture
-def together_in_use(together, capabilities) -> Together:
+def together_all(together, capabilities) -> Together:
+    """:func:`together` for a test that asks for them with allocationMode All: where those devices consume
+    counters (partitions, KEP-4815), skips with the evidence of ``allocator.all_mode_counters`` when the cluster's
+    kube-scheduler is a release that panics on such a claim (kubernetes/kubernetes#138882: v1.35.0-v1.35.5,
+    v1.36.0-v1.36.1; the run would crash the cluster's scheduler, whatever the driver does)."""
+    name = "allocator.all_mode_counters"
+    if any(d.consumes for devices in together.by_node.values() for d in devices) and not capabilities.has(name):
+        pytest.skip(f"{name} not available: {capabilities.evidence(name)}")
+    return together
+
+
+@pytest.fixture
+def together_in_use(together_all, capabilities) -> Together:
     """:func:`together` for a test that gives admin access to devices an ordinary claim holds: where those devices
     consume counters (partitions, KEP-4815), skips with the evidence of ``allocator.admin_access_counters`` when
     the cluster's allocator reserves an admin claim's counters (kubernetes/kubernetes#140729: the admin claim
     could never be allocated, whatever the driver does)."""
     name = "allocator.admin_access_counters"
-    if any(d.consumes for devices in together.by_node.values() for d in devices) and not capabilities.has(name):
+    if any(d.consumes for devices in together_all.by_node.values() for d in devices) and not capabilities.has(name):
         pytest.skip(f"{name} not available: {capabilities.evidence(name)}")
-    return together
+    return together_all
 
 
 @pytest.fixture

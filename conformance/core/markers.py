@@ -135,6 +135,8 @@ CAPABILITIES = {
     "allocator.result_tolerations": "the scheduler copies request tolerations into allocation results (KEP-5055)",
     "allocator.admin_access_counters": "the scheduler gives admin access to devices whose counters are consumed "
     "(KEP-5018 with KEP-4815)",
+    "allocator.all_mode_counters": "the scheduler allocates a claim with allocationMode All over devices that "
+    "consume shared counters (KEP-4815) without crashing",
     # declared by the driver profile (a declared capability that does not work is a failure)
     "driver.shared_claims": "driver lets several pods share one claim",
     "driver.admin_access": "driver supports adminAccess claims",

@@ -4,11 +4,44 @@ behaviours measured per minor release, and the gates they need. Used by :mod:`co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from conformance.core.capabilities import Capability
+
+
+class Until(NamedTuple):
+    """A gap of the patches of one minor before ``fixed_in`` (``v1.35.6``: v1.35.0 to v1.35.5 have it), where a
+    gap entry's plain ``str`` evidence covers every patch of its minor. A version whose patch cannot be read
+    (``1.35``) has the gap (nothing is assumed fixed)."""
+
+    evidence: str
+    fixed_in: str
+
+
+# v1.35.4, 1.35.4-gke.100, v1.35.6-rc.0 (a pre-release comes before its patch), v1.35.4+k3s1
+_PATCH = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(-(?:alpha|beta|rc)\b)?")
+
+
+def _patch(version: str) -> tuple[int, int, int, int] | None:
+    """``(major, minor, patch, 0 for a pre-release / 1 for the release)`` of ``version``; None when unreadable."""
+    m = _PATCH.match(version.strip())
+    return None if m is None else (int(m[1]), int(m[2]), int(m[3]), 0 if m[4] else 1)
+
+
+def gap_of(gaps: Mapping[str, str | Until], version: str) -> str:
+    """The evidence of the gap that Kubernetes ``version`` (``v1.35.4``, ``1.35``) has in ``gaps`` ({minor: str
+    for every patch, or :class:`Until` for the patches before a fix}), ``""`` when it has none."""
+    gap = gaps.get(".".join(version.strip().lstrip("v").split(".")[:2]))
+    if not isinstance(gap, Until):
+        return gap or ""
+    have, fixed = _patch(version), _patch(gap.fixed_in)
+    if have is None or fixed is None:
+        return f"{gap.evidence} (the cluster's patch release is not known; fixed in {gap.fixed_in})"
+    return "" if have >= fixed else f"{gap.evidence} (fixed in {gap.fixed_in})"
+
 
 # How allocator.admin_access_counters was established per minor (breaker F3: no bare "not measured here").
 # measured: `dra-conformance run --cluster local --k8s-version <minor> --driver fixtures/self-validation/
@@ -20,12 +53,10 @@ _MEASURED = "the admin pod stays Pending 'cannot allocate all claims'"
 ADMIN_COUNTERS_EVIDENCE = {
     "1.34": "measured on v1.34.4 with the full profile on fixtures/self-validation/"
     f"reference-partitions-taints-health.yaml, {_MEASURED}",
-    "1.35": "not measurable on v1.35.4 (2026-12-06): with this entry removed, the run above failed because the "
-    "v1.35.4 kube-scheduler panicked (nil pointer in checkAvailableCounters, dynamic-resource-allocation v0.35.4 "
-    "allocator_experimental.go:1424) allocating the ORDINARY claim (allocationMode All) on those partitions and "
-    "exited, so the user pod stayed Pending: upstream kubernetes/kubernetes#138882, fixed by #138885, in v1.35.6 "
-    "through #138989 (and v1.36.2); read in v0.35.4: no admin bypass of checkAvailableCounters "
-    "(as measured on 1.36/1.37)",
+    "1.35": "measured on v1.35.6 (2026-12-06) with the full profile on fixtures/self-validation/"
+    "reference-partitions-taints-health.yaml: the ordinary pod ran (no scheduler panic: v0.35.6 carries "
+    f"kubernetes/kubernetes#138885 via #138989), {_MEASURED}; v1.35.0-v1.35.5 panic first "
+    "(allocator.all_mode_counters, #138882)",
     "1.36": "measured on v1.36.3 (2026-12-06) with the full profile on fixtures/self-validation/"
     "reference-partitions-taints-health.yaml: the ordinary pod ran (no scheduler panic: v0.36.3 carries "
     f"kubernetes/kubernetes#138885), {_MEASURED}",
@@ -57,6 +88,19 @@ KNOWN_ALLOCATOR_GAPS = {
         f"consumed: {evidence} (kubernetes/kubernetes#140729, open)"
         for minor, evidence in ADMIN_COUNTERS_EVIDENCE.items()
     },
+    # read in k8s.io/dynamic-resource-allocation (the kube-scheduler's allocator): v0.35.0-v0.35.5 and
+    # v0.36.0-v0.36.1 build allocationMode All candidates without their pool (experimental and incubating
+    # allocators; v0.36.x stable too), v0.35.6 and v0.36.2 set it, v0.37.0 has it; v0.34.4 reads counters from the
+    # slice (no pool). Measured on v1.35.4 (session 14): the scheduler panicked and exited.
+    "allocator.all_mode_counters": {
+        minor: Until(
+            f"the {minor} kube-scheduler panics (nil pool in checkAvailableCounters) and exits when a claim with "
+            "allocationMode All matches devices that consume shared counters (kubernetes/kubernetes#138882, "
+            f"fixed by #138885, in {fixed} via #{pr}; measured on v1.35.4)",
+            fixed,
+        )
+        for minor, fixed, pr in (("1.35", "v1.35.6", 138989), ("1.36", "v1.36.2", 138988))
+    },
 }
 # the gate each allocator capability needs, and the words of its evidence when that gate is off
 ALLOCATOR_GATES = {
@@ -66,19 +110,23 @@ ALLOCATOR_GATES = {
         "gate.DRAPartitionableDevices",
         "admin access to devices consuming counters needs DRAPartitionableDevices",
     ),
+    "allocator.all_mode_counters": (
+        "gate.DRAPartitionableDevices",
+        "allocationMode All over devices consuming counters needs DRAPartitionableDevices",
+    ),
 }
 
 
 def allocator(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability]) -> tuple[bool, str]:
     """``(available, evidence)`` of allocator capability ``name``: its gate (:data:`ALLOCATOR_GATES`) must be on
-    and the Kubernetes minor in ``facts["k8s_version"]`` must have no :data:`KNOWN_ALLOCATOR_GAPS` entry."""
+    and the Kubernetes version in ``facts["k8s_version"]`` must have no :data:`KNOWN_ALLOCATOR_GAPS` entry
+    (:func:`gap_of`: a minor's entry, or its patches before an :class:`Until` fix)."""
     gate_name, needs = ALLOCATOR_GATES[name]  # distinctAttribute is part of KEP-5075, tolerations of KEP-5055
     gate = gates[gate_name]
     if not gate.available:
         return (False, f"{needs}: {gate.evidence}")
     version = str(facts.get("k8s_version") or "")
-    minor = ".".join(version.lstrip("v").split(".")[:2])
-    gap = KNOWN_ALLOCATOR_GAPS.get(name, {}).get(minor)
+    gap = gap_of(KNOWN_ALLOCATOR_GAPS.get(name, {}), version)
     if gap:
         return (False, f"Kubernetes {version}: {gap}")
     return (True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known allocator gap")
@@ -117,7 +165,7 @@ def platform(name: str, facts: Mapping[str, Any], gates: Mapping[str, Capability
     if not gate.available:
         return (False, gate.evidence)
     version = str(facts.get("k8s_version") or "")
-    gap = gaps.get(".".join(version.lstrip("v").split(".")[:2]))
+    gap = gap_of(gaps, version)
     if gap:
         return (False, f"Kubernetes {version}: {gap}")
     return (True, f"Kubernetes {version} with {gate_name.split('.', 1)[1]} on; no known gap")

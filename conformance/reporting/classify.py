@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import re
 
+import yaml
+
+from conformance.k8s.waits.pods import CDI_REFUSED, PREPARE_FAILED
+
 DRIVER_DEFECT = "driver-defect"
 INFRASTRUCTURE = "infrastructure"
 SUITE_ERROR = "suite-error"
@@ -47,10 +51,70 @@ BY_EXCEPTION = {
 }
 
 
+# The container runtime could not start the shim process of a container's task: containerd v2 wraps it as
+# "failed to create containerd task: " (internal/cri/server/container_start.go, StartContainer) around
+# "failed to start shim: " (core/runtime/v2/task_manager.go) around "start failed: " (shim_manager.go); the CRI
+# records it as the container's StartError message and the kubelet's Failed event says "Error: <message>". The
+# shim starts before the OCI runtime reads the container's spec, so nothing a driver wrote (its CDI spec, an NRI
+# adjustment, NodePrepareResources' answer) takes part: the runtime failing, not the driver. Anchored at the
+# start of the message: a driver-written text (a CDI hook's stderr inside "failed to create shim task: OCI
+# runtime create failed: ...") that merely contains the words does not count.
+SHIM_START = re.compile(r"^failed to create containerd task: failed to start shim: ")
+# container states whose message is the runtime's error (kubelet: StartError from containerd, RunContainerError
+# while the kubelet retries the start)
+_RUNTIME_STATES = (("terminated", "StartError"), ("waiting", "RunContainerError"))
+# a kubelet Failed event line (conformance/k8s/waits/core.py event_line: "<type> Failed <kind>/<name>: <message>")
+_FAILED_EVENT = re.compile(r"^\S* Failed \S+: (?P<message>.*?)(?: \(x\d+\))?$")
+
+
+def _container_messages(last_state: str) -> list[str]:
+    """The runtime error messages of the containers in a wait's ``last_state`` (the YAML of ``{ref, status}`` a
+    pod wait records, conformance/k8s/waits/core.py): state and lastState of (init) containers in a
+    :data:`_RUNTIME_STATES` reason. Unparsable or foreign text: none."""
+    try:
+        doc = yaml.safe_load(last_state or "")
+    except yaml.YAMLError:
+        return []
+    status = (doc or {}).get("status") if isinstance(doc, dict) else None
+    if not isinstance(status, dict):
+        return []
+    out = []
+    for c in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        for key in ("state", "lastState"):
+            state = (c or {}).get(key) or {}
+            for phase, reason in _RUNTIME_STATES:
+                entry = state.get(phase) or {}
+                if entry.get("reason") == reason:
+                    out.append(str(entry.get("message") or ""))
+    return out
+
+
+def runtime_shim_failure(exc: BaseException) -> str:
+    """The runtime's shim start error that ended the pod wait ``exc`` (a WaitFailed: its ``last_state``,
+    ``events`` and ``failed``), ``""`` when none or when the driver's own refusal shows beside it: a CDI injection
+    refusal (``CDI device injection failed``: the driver's CDI spec), a ``FailedPrepareDynamicResources`` event
+    or an NRI/CDI refusal the wait named stays the driver's defect. Evidence: the first matching message
+    (:data:`SHIM_START`). Source: containerd v2.2 core/runtime/v2/task_manager.go, kubelet
+    kuberuntime_container.go (event reason Failed, "Error: %v")."""
+    failed, events = str(getattr(exc, "failed", "") or ""), [str(e) for e in getattr(exc, "events", None) or []]
+    messages = _container_messages(str(getattr(exc, "last_state", "") or ""))
+    messages += [m.group("message").removeprefix("Error: ") for m in map(_FAILED_EVENT.match, events) if m]
+    driver_side = CDI_REFUSED in failed or PREPARE_FAILED in failed or "CDI/NRI" in failed
+    driver_side |= any(CDI_REFUSED in m for m in messages)
+    driver_side |= any(f" {PREPARE_FAILED} " in f" {e} " for e in events)
+    if driver_side:
+        return ""
+    return next((m for m in messages if SHIM_START.match(m)), "")
+
+
 def classify(exc: BaseException | None) -> str | None:
-    """The failure class of ``exc`` (one of :data:`CLASSES`), ``None`` when there is no exception."""
+    """The failure class of ``exc`` (one of :data:`CLASSES`), ``None`` when there is no exception. A pod wait that
+    failed on the container runtime's shim start (:func:`runtime_shim_failure`) is infrastructure."""
     if exc is None:
         return None
+    names = [cls.__name__ for cls in type(exc).__mro__]
+    if "WaitFailed" in names and runtime_shim_failure(exc):
+        return INFRASTRUCTURE
     for cls in type(exc).__mro__:
         found = BY_EXCEPTION.get(cls.__name__)
         if found:

@@ -57,13 +57,13 @@ def test_claim_is_deallocated_after_its_last_pod(k8s, tracker, builder):
 
 @pytest.mark.scenario("ALLOC-08", "ALLOC-24")
 @pytest.mark.xdist_group("dra-cluster-state")  # takes a whole node
-def test_devices_are_reused_by_pods_one_after_another(k8s, tracker, builder, inventory, probe, together):
+def test_devices_are_reused_by_pods_one_after_another(k8s, tracker, builder, inventory, probe, together_all):
     """Three pods, each needing every device of the same node (those that can be allocated together)
     through a template, run one after another: each deletion frees the devices for the next pod, which
     gets the same devices.
     Source: upstream "supports reusing resources"; integration "ShareResourceClaimSequentially"."""
     # given: a template asking for all devices, and a node
-    template = tracker.create(builder.claim_template(allocation_mode="All", selectors=together.selector))
+    template = tracker.create(builder.claim_template(allocation_mode="All", selectors=together_all.selector))
     node = inventory.nodes()[0]
     seen = []
     # when: pods use it in turn on that node, each deleted before the next
@@ -76,5 +76,5 @@ def test_devices_are_reused_by_pods_one_after_another(k8s, tracker, builder, inv
         k8s.delete("Pod", pod.name, pod.namespace)
         waits.pod_gone(k8s, pod, timeout=timeouts.POD_DELETE)
     # then: every pod got, and saw, every device of the node
-    devices = sorted(together.names_on(node))
+    devices = sorted(together_all.names_on(node))
     assert seen == [(devices, True)] * 3, seen

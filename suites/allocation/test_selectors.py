@@ -99,18 +99,18 @@ def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, inven
 
 @pytest.mark.scenario("ALLOC-25")
 @pytest.mark.xdist_group("dra-cluster-state")  # takes a whole node
-def test_allocation_mode_all_takes_every_device_of_the_node(k8s, tracker, builder, inventory, probe, together):
+def test_allocation_mode_all_takes_every_device_of_the_node(k8s, tracker, builder, inventory, probe, together_all):
     """allocationMode All allocates every matching device published for the pod's node (matching: the
     devices that can be allocated together, so partitions sharing counters do not make it unsatisfiable).
     Source: resource.k8s.io/v1 DeviceAllocationMode All; KEP-4815 (shared counters)."""
     # given: a node and a claim for all of its devices that can be allocated together
     node = inventory.nodes()[0]
-    claim = tracker.create(builder.claim(allocation_mode="All", selectors=together.selector))
+    claim = tracker.create(builder.claim(allocation_mode="All", selectors=together_all.selector))
     # when: a pod on that node uses it
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim, node_name=node)), timeout=timeouts.POD_START)
     # then: the results are exactly those devices, all visible
     allocated = waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
-    assert sorted(r.device for r in allocated.results) == sorted(together.names_on(node)), allocated.describe()
+    assert sorted(r.device for r in allocated.results) == sorted(together_all.names_on(node)), allocated.describe()
     shown, evidence = probe.shows_allocation(pod, allocated, inventory)
     assert shown, evidence
 

@@ -180,20 +180,20 @@ def test_pod_deletion_unprepares_without_errors(k8s, tracker, builder, capabilit
 @pytest.mark.allocation
 @pytest.mark.scenario("KEP5970-7", "ALLOC-08")
 @pytest.mark.xdist_group("dra-cluster-state")  # takes a whole node
-def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, inventory, probe, together):
+def test_new_claim_from_same_class_starts_after_deletion(k8s, tracker, builder, inventory, probe, together_all):
     """After a pod holding every device of its node (those that can be allocated together) is deleted, a
     second pod with a new claim from the same DeviceClass on that node starts and sees the devices.
     Source: KEP-5970 behaviour 7 (resource reuse); upstream "supports reusing resources"."""
     # given: a pod that took every device of one node, then was deleted
-    node, whole_node = inventory.nodes()[0], builder.claim(allocation_mode="All", selectors=together.selector)
+    node, whole_node = inventory.nodes()[0], builder.claim(allocation_mode="All", selectors=together_all.selector)
     first = tracker.create(builder.pod(uses=tracker.create(whole_node), node_name=node))
     waits.pod_running(k8s, first, timeout=timeouts.POD_START)
     k8s.delete("Pod", first.name, first.namespace)
     waits.pod_gone(k8s, first, timeout=timeouts.POD_DELETE)
     # when: a second pod with a new claim of the same class needs every device of that node
-    whole_node = builder.claim(allocation_mode="All", selectors=together.selector)
+    whole_node = builder.claim(allocation_mode="All", selectors=together_all.selector)
     second = tracker.create(builder.pod(uses=tracker.create(whole_node), node_name=node))
     # then: it runs and sees all of them
     waits.pod_running(k8s, second, timeout=timeouts.POD_START)
-    shown, evidence = probe.shows_devices(second, together.names_on(node), inventory.names_on(node))
+    shown, evidence = probe.shows_devices(second, together_all.names_on(node), inventory.names_on(node))
     assert shown, evidence

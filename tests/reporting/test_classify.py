@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from conformance.core import errors
 from conformance.reporting import classify
@@ -53,3 +54,79 @@ def test_a_failed_wait_is_not_a_timeout_and_both_are_wait_errors():
         classify.classify_message("conformance.core.errors.WaitFailed: while waiting", "failed")
         == classify.DRIVER_DEFECT
     )
+
+
+# containerd v2.2.9's wording (internal/cri/server/container_start.go, core/runtime/v2/task_manager.go,
+# shim_manager.go), as the v1.37.2 standard run of session 14 showed it
+SHIM = (
+    "failed to create containerd task: failed to start shim: start failed: dial unix "
+    "/run/containerd/s/3f2a: connect: ttrpc: no such file or directory: unknown"
+)
+CDI = (
+    "failed to create containerd container: CDI device injection failed: unresolvable CDI devices "
+    "gpu.dra-conformance.test/claim-0a1b=gpu-0"
+)
+
+
+def _pod_state(waiting: dict | None = None, terminated: dict | None = None) -> str:
+    state = {"waiting": waiting} if waiting else {"terminated": terminated}
+    status = {"phase": "Failed" if terminated else "Pending", "containerStatuses": [{"name": "ctr", "state": state}]}
+    return yaml.safe_dump({"ref": "Pod ns/p", "status": status})
+
+
+def test_a_pod_wait_ended_by_the_runtimes_shim_start_error_is_infrastructure():
+    """The runtime failing to start a container's shim (status StartError, kubelet event 'Error: ...') is the
+    cluster's, not the driver's (session 14, v1.37.2: one test counted as a driver failure)."""
+    by_status = errors.WaitFailed(
+        "pod ns/p Running",
+        120,
+        _pod_state(terminated={"reason": "StartError", "message": SHIM, "exitCode": 128}),
+        failed="pod phase Failed:",
+    )
+    by_event = errors.WaitFailed(
+        "pod ns/p Running",
+        120,
+        _pod_state(waiting={"reason": "ContainerCreating"}),
+        [f"Warning Failed Pod/p: Error: {SHIM} (x2)"],
+        failed="pod phase Failed:",
+    )
+    for exc in (by_status, by_event):
+        assert classify.runtime_shim_failure(exc) == SHIM
+        assert classify.classify(exc) == classify.INFRASTRUCTURE
+
+
+def test_a_cdi_injection_refusal_stays_a_driver_defect_even_beside_a_shim_error():
+    """containerd refusing the driver's CDI devices is the driver's answer (breaker s14 B7), also when a shim
+    start error of another attempt shows in the same pod; and text that merely contains the shim words (a CDI
+    hook's stderr inside an OCI runtime error) is not the runtime's shim start."""
+    refused = errors.WaitFailed(
+        "pod ns/p Running",
+        120,
+        _pod_state(waiting={"reason": "CreateContainerError", "message": CDI}),
+        [f"Warning Failed Pod/p: Error: {CDI}"],
+        failed=f"the container runtime refused the pod's container over the driver's CDI/NRI: Pod/p: {CDI}",
+    )
+    both = errors.WaitFailed(
+        "pod ns/p Running",
+        120,
+        _pod_state(terminated={"reason": "StartError", "message": SHIM}),
+        [f"Warning Failed Pod/p: Error: {CDI}", f"Warning Failed Pod/p: Error: {SHIM}"],
+        failed="pod phase Failed:",
+    )
+    hook = (
+        "failed to create containerd task: failed to create shim task: OCI runtime create failed: error running "
+        f"hook #0: stderr: {SHIM}"
+    )
+    forged = errors.WaitFailed(
+        "pod ns/p Running", 120, _pod_state(terminated={"reason": "StartError", "message": hook}), failed="x"
+    )
+    prepare = errors.WaitFailed(
+        "pod ns/p Running",
+        120,
+        "",
+        [f"Warning FailedPrepareDynamicResources Pod/p: {SHIM}"],
+        failed="kubelet could not prepare the pod's claims",
+    )
+    for exc in (refused, both, forged, prepare):
+        assert classify.runtime_shim_failure(exc) == ""
+        assert classify.classify(exc) == classify.DRIVER_DEFECT

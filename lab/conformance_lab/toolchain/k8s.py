@@ -2,7 +2,8 @@
 
 `go install k8s.io/kubernetes/cmd/...@vX` does not work: upstream go.mod requires every staging module at
 v0.0.0 with a local replace. We generate a wrapper module that requires k8s.io/kubernetes@<tag> and
-replaces every staging module (list derived from the upstream go.mod of that tag) with v0.<minor>.<patch>,
+replaces every staging module (list derived from the upstream go.mod of that tag) with v0.<minor>.<patch>
+(or the earlier patch versions.toml's [kubernetes.staging_fallbacks] names where the proxy does not serve it),
 copy the upstream go/godebug lines, and stamp the version ldflags so `kube-apiserver --version` prints the
 real tag. Source: shared/reference/local-cluster.md §1; upstream hack/lib/version.sh.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from conformance_lab.toolchain import cache
 from conformance_lab.toolchain.gobuild import build_packages, run_go, write_wrapper
 from conformance_lab.toolchain.steps import SetupError
-from conformance_lab.toolchain.versions import staging_version
+from conformance_lab.toolchain.versions import load, staging_version
 
 # binary name -> main package in the k8s.io/kubernetes module
 K8S_PROGRAMS = {
@@ -89,18 +90,20 @@ def prepare(tag: str, log: Path) -> dict:
             "the k8s.io/kubernetes go.mod layout changed; update lab/conformance_lab/toolchain/k8s.py",
         )
     staging = staging_version(tag)
+    fallbacks = load().k8s_staging_fallbacks.get(tag, {})  # modules the proxy does not serve at ``staging``
     go_line, godebug = upstream_directives(upstream)
     write_wrapper(
         work,
         [f"k8s.io/kubernetes@{tag}"],
         list(K8S_PROGRAMS.values()),
-        {m: f"{m}@{staging}" for m in modules},
+        {m: f"{m}@{fallbacks.get(m, staging)}" for m in modules},
         go_line,
         godebug,
     )
     run_go(["mod", "tidy"], work, f"{what}: resolve modules", log)
     commit = (info.get("Origin") or {}).get("Hash", "")
-    return {"work": work, "staging": staging, "staging_modules": modules, "commit": commit}
+    prep = {"work": work, "staging": staging, "staging_modules": modules, "commit": commit}
+    return prep | ({"staging_fallbacks": dict(fallbacks)} if fallbacks else {})
 
 
 def build(tag: str, log: Path, force: bool = False, prepared: dict | None = None) -> Path:
@@ -128,6 +131,7 @@ def build(tag: str, log: Path, force: bool = False, prepared: dict | None = None
         )
         info = {"module": "k8s.io/kubernetes", "version": tag, "staging": prep["staging"]}
         info |= {"staging_modules": prep["staging_modules"], "commit": prep["commit"]}
+        info |= {"staging_fallbacks": prep["staging_fallbacks"]} if prep.get("staging_fallbacks") else {}
         cache.commit(tmp, entry, names, info)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

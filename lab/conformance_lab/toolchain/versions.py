@@ -66,6 +66,8 @@ class Versions:
     kind_tools: dict[str, GoTool] = dataclasses.field(default_factory=dict)  # [kind.go.*]: node image programs
     ci: dict = dataclasses.field(default_factory=dict)  # [ci]: npm pins of the CI-template runners
     ci_tools: dict[str, GoTool] = dataclasses.field(default_factory=dict)  # [ci.go.*]: act, actionlint
+    # [kubernetes.staging_fallbacks]: tag -> {staging module: version} built instead of the tag's v0.x.y
+    k8s_staging_fallbacks: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
     def k8s_tag(self, requested: str | None = None) -> str:
         """Map ``1.35``, ``v1.35``, ``1.35.4`` or ``v1.35.4`` to the exact pinned tag (``v1.35.4``).
@@ -100,6 +102,26 @@ def staging_version(k8s_tag: str) -> str:
     if not _TAG.match(k8s_tag):
         raise VersionError(f"{k8s_tag!r} is not a Kubernetes tag like v1.34.4")
     return "v0." + k8s_tag[len("v1.") :]
+
+
+def _staging_fallbacks(table: dict, releases: dict[str, str]) -> dict[str, dict[str, str]]:
+    """``[kubernetes.staging_fallbacks]``: for a pinned tag, staging modules built at an earlier patch of the same
+    minor because the Go module proxy does not serve them at the tag's own version. Raises VersionError for a tag
+    that is not pinned or a version that is not an earlier v0.<minor>.<patch>."""
+    out = {}
+    for tag, modules in table.items():
+        if tag not in releases.values():
+            raise VersionError(f"[kubernetes.staging_fallbacks] {tag}: not a pinned tag ({sorted(releases.values())})")
+        own = staging_version(tag)
+        prefix = own.rsplit(".", 1)[0] + "."
+        for module, version in modules.items():
+            patch = version[len(prefix) :]
+            if not (version.startswith(prefix) and patch.isdigit() and int(patch) < int(own.rsplit(".", 1)[1])):
+                raise VersionError(
+                    f"[kubernetes.staging_fallbacks] {tag} {module} = {version!r}: not an earlier {prefix}<patch>"
+                )
+        out[tag] = dict(modules)
+    return out
 
 
 def _go_tool(table: str, name: str, spec: dict) -> GoTool:
@@ -154,6 +176,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             ci_tools={
                 name: _go_tool(f"ci.go.{name}", name, spec) for name, spec in data.get("ci", {}).get("go", {}).items()
             },
+            k8s_staging_fallbacks=_staging_fallbacks(k8s.get("staging_fallbacks", {}), releases),
         )
     except KeyError as exc:
         raise VersionError(f"{path.name}: missing key {exc}") from exc

@@ -72,3 +72,26 @@ def test_complete_pools_on_some_nodes_deploy_and_the_suites_name_the_others(monk
     monkeypatch.setattr(timeouts, "SLICES_PUBLISHED", 0.6)
     got = readiness.await_slices(_Slices(["n1"], 1), types.SimpleNamespace(driver="d"), ["n1", "n2"], timeout=0.6)
     assert [s.name for s in got] == ["n1-slice"]
+
+
+@pytest.mark.parametrize(("scale", "waited"), [(0.2, 60.0), (0.5, 60.0), (1.0, 120.0), (2.0, 240.0)])
+def test_the_wait_for_the_kubelets_slice_wipe_is_never_shorter_than_its_fixed_delay(monkeypatch, scale, waited):
+    """The kubelet wipes an uninstalled driver's slices 30 s after it unregistered (defaultWipingDelay, not
+    scaled): the uninstall test's wait keeps that plus 30 s at the matrix's 0.2 scale (s15: 24 s, a healthy
+    uninstall failed), a larger scale lengthens it; the timeout names the seconds waited."""
+    from conformance.k8s.waits import slices
+
+    budgets = []
+
+    def poll(check, *, timeout, interval, scale=True):
+        budgets.append(timeouts.scaled(timeout) if scale else timeout)
+        return check()
+
+    monkeypatch.setattr(slices, "poll", poll)
+    timeouts.set_scale(scale)
+    try:
+        with pytest.raises(errors.WaitTimeout, match=f"timed out after {waited:.0f}s .*no ResourceSlice of driver d"):
+            slices.slices_gone(_Slices(["n1"], 1), "d", timeout=timeouts.SLICES_WIPED)
+    finally:
+        timeouts.set_scale(1.0)
+    assert budgets == pytest.approx([waited])

@@ -148,3 +148,22 @@ def test_check_refuses_a_bad_driver_profile_of_the_child_runs(tmp_path, fake_run
     err = capsys.readouterr().err
     assert f"{bad}: deploy_alternatives.helm.upgrade_from: upgrade_from must be a mapping with a name" in err
     assert fake_runs[1] == []
+
+
+def test_healthy_of_covers_the_union_of_other_faults_once(tmp_path, fake_runs, capsys):
+    """A matrix run in batches: one batch's healthy run covers every batch's selections (--healthy-of), the
+    others run --no-healthy; the healthy plans come from the --healthy-of faults, the fault runs from --faults."""
+    other = "suites/node/test_prepare.py"
+    cdi = f"{other}::test_cdi_spec_exists_while_prepared_and_is_removed_after"
+    path = _file(tmp_path, **{"skip-cdi-env": {"class": "c", "symptom": "s", "select": [other], "expect": [cdi]}})
+    argv = ["validate-suite", "--faults-file", str(path), "--faults", "prepare-error", "--dry-run"]
+    assert cli.main([*argv, "--healthy-of", "prepare-error,skip-cdi-env"]) == 0
+    healthy = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{runs.FAULTS_ENV}= ")]
+    assert len(healthy) == 1 and healthy[0].endswith(f"-- {other} {SMOKE}"), healthy
+    _outcome, seen = fake_runs
+    assert _main(tmp_path, path, faults="prepare-error") == 0  # no --healthy-of: the batch's own union
+    assert seen == ["healthy", "prepare-error"]
+    doc = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert doc["options"]["healthyOf"] == ["prepare-error"]
+    assert cli.main([*argv, "--healthy-of", "skip-cdi-env", "--no-healthy"]) == 4
+    assert "--healthy-of with --no-healthy" in capsys.readouterr().err

@@ -12,6 +12,11 @@ from conformance.k8s.client import K8s
 from conformance.k8s.waits.core import poll
 
 SLICES_POLL_S = 0.5  # seconds between slice lists
+# pkg/kubelet/cm/dra defaultWipingDelay: the kubelet wipes a node's slices of a driver this long after its last
+# plugin instance unregistered, whatever --timeout-scale says; a wait for the wipe is never shorter than it plus
+# a margin (the fault matrix's 0.2 scale left 24 s, and a healthy uninstall failed)
+KUBELET_WIPING_DELAY_S = 30.0
+WIPE_MARGIN_S = 30.0
 
 
 def device_count(slices: Iterable[Obj]) -> int:
@@ -125,9 +130,11 @@ def pool_republished(
 def slices_gone(k8s: K8s, driver: str, *, timeout: float) -> None:
     """Wait until no ResourceSlice of ``driver`` exists (after an uninstall: the kubelet wipes a node's slices
     of a driver 30 s after its last plugin instance unregistered, pkg/kubelet/cm/dra ``defaultWipingDelay``; a
-    driver's own controller removes the others). Polls every 0.5 s. Raises WaitTimeout naming every slice left
-    (name, node, pool)."""
+    driver's own controller removes the others). ``timeout``: seconds, scaled by ``--timeout-scale`` but never
+    below :data:`KUBELET_WIPING_DELAY_S` + :data:`WIPE_MARGIN_S` (the kubelet's delay is fixed). Polls every
+    0.5 s. Raises WaitTimeout naming every slice left (name, node, pool)."""
     left: list[str] = []
+    wait_s = max(timeouts.scaled(timeout), KUBELET_WIPING_DELAY_S + WIPE_MARGIN_S)
 
     def check() -> bool:
         try:
@@ -137,5 +144,5 @@ def slices_gone(k8s: K8s, driver: str, *, timeout: float) -> None:
         left[:] = [f"{s.name} (node {s.get('spec.nodeName') or '-'}, pool {s.get('spec.pool.name')})" for s in slices]
         return not slices
 
-    if not poll(check, timeout=timeout, interval=SLICES_POLL_S):
-        raise errors.WaitTimeout(f"no ResourceSlice of driver {driver}", timeouts.scaled(timeout), "\n".join(left))
+    if not poll(check, timeout=wait_s, interval=SLICES_POLL_S, scale=False):
+        raise errors.WaitTimeout(f"no ResourceSlice of driver {driver}", wait_s, "\n".join(left))

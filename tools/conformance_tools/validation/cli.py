@@ -56,6 +56,13 @@ def register(subparsers) -> None:
     p.add_argument("--report-dir", dest="report_dir", type=Path, help="default reports/validate-suite/<id>")
     p.add_argument("--run-timeout", type=float, default=runs.RUN_TIMEOUT_S, help="seconds per child run")
     p.add_argument("--no-healthy", action="store_true", help="skip the healthy run (the verdict then FAILS)")
+    p.add_argument(
+        "--healthy-of",
+        dest="healthy_of",
+        default="",
+        help="comma-separated faults whose selections the healthy runs cover (default: --faults); a matrix run in "
+        "batches proves every batch's catches with one healthy run over the union",
+    )
     p.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
     p.add_argument(
         "--check", action="store_true", help="only validate the faults file and the driver profile (no cluster)"
@@ -102,20 +109,26 @@ def _common(args: argparse.Namespace) -> list[str]:
     return out + (["--k8s-version", args.k8s_version] if args.k8s_version else [])
 
 
-def _load(args: argparse.Namespace) -> tuple[faultfile.FaultFile, dict[str, str], list[faultfile.FaultEntry]]:
+def _load(
+    args: argparse.Namespace,
+) -> tuple[faultfile.FaultFile, dict[str, str], list[faultfile.FaultEntry], list[faultfile.FaultEntry]]:
     if args.timeout_scale is not None and not args.timeout_scale > 0:
         raise ConfigError(f"{args.timeout_scale!r}", source="--timeout-scale", fix="a number > 0")
     profiles.load(runs.DRIVER)  # every child run's --driver: a bad profile (e.g. its upgrade_from) is refused now
     described = faultfile.known_faults()
     loaded = faultfile.load(args.faults_file, described)
     entries = loaded.pick([n.strip() for n in args.faults.split(",")])
-    return loaded, described, entries
+    if not getattr(args, "healthy_of", ""):
+        return loaded, described, entries, entries
+    if args.no_healthy:
+        raise ConfigError("--healthy-of with --no-healthy", source="--healthy-of", fix="give one of them")
+    return loaded, described, entries, loaded.pick([n.strip() for n in args.healthy_of.split(",")])
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the matrix; returns the exit code (module docstring)."""
     try:
-        loaded, described, entries = _load(args)
+        loaded, described, entries, healthy_entries = _load(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -129,7 +142,7 @@ def main(args: argparse.Namespace) -> int:
     matrix_dir = (args.report_dir or REPORTS / report_id).resolve()
     runs_dir = matrix_dir / "runs"
     faulty = [runs.fault_plan(e, runs_dir, args.timeout_scale) for e in entries]
-    healthy = [] if args.no_healthy else runs.healthy_plans(entries, runs_dir, args.timeout_scale)
+    healthy = [] if args.no_healthy else runs.healthy_plans(healthy_entries, runs_dir, args.timeout_scale)
     if args.dry_run:
         for plan in healthy + faulty:
             _say(f"{runs.FAULTS_ENV}={plan.faults} " + " ".join(runs.command(plan, _common(args))))
@@ -176,6 +189,7 @@ def main(args: argparse.Namespace) -> int:
         featureGates=args.feature_gates,
         timeoutScale=args.timeout_scale,
         selectedFaults=[e.name for e in entries],
+        healthyOf=[e.name for e in healthy_entries],
         interrupted=interrupted,
     )
     link = args.report_dir is None or matrix_dir.parent == REPORTS.resolve()

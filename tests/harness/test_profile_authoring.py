@@ -254,3 +254,25 @@ def test_profile_list_names_every_shipped_profile_and_show_prints_one():
     assert shown.returncode == 0 and yaml.safe_load(shown.stdout)["driver"] == "gpu.example.com", shown.stderr
     unknown = _cli("show", "nope")
     assert unknown.returncode == 4 and "dra-example-driver" in unknown.stderr and unknown.stdout == ""
+
+
+def test_profile_init_on_an_unreachable_cluster_is_one_line_and_exit_3(tmp_path):
+    """breaker s15 C5: no urllib3 traceback, exit 3 (cluster unavailable), the message names the server and the
+    kubeconfig."""
+    kube = tmp_path / "ok.kc"
+    kube.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+            }
+        )
+    )
+    proc = _cli("init", "--driver-name", "gpu.example.com", "-o", str(tmp_path / "p.yaml"), "--kubeconfig", str(kube))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "127.0.0.1:1" in proc.stderr and str(kube) in proc.stderr, proc.stderr
+    assert "unreachable" in proc.stderr and not (tmp_path / "p.yaml").exists()

@@ -26,7 +26,7 @@ import yaml
 
 from conformance.core import errors, profile_schema
 from conformance.drivers import profile_init, profiles
-from conformance.k8s import kubeconfig
+from conformance.k8s import discovery, kubeconfig
 from conformance.k8s.client import K8s
 
 EXIT_BAD_INPUT = 4
@@ -120,6 +120,7 @@ def _init(args: argparse.Namespace) -> int:
     kube = kubeconfig.resolve(args.kubeconfig, args.context)
     try:
         k8s = K8s.from_kubeconfig(kube)
+        discovery.server_version(k8s)  # unreachable: ClusterUnavailable, one line, exit 3 (breaker s15 C5)
         facts = profile_init.collect(k8s, args.driver_name)
     except errors.ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -43,7 +43,7 @@ def server_version(k8s: K8s) -> str:
         raise errors.ClusterUnavailable(f"API server {k8s.host} answered /version with {exc}") from exc
     except Exception as exc:  # connection refused, TLS, DNS
         raise errors.ClusterUnavailable(
-            f"API server {k8s.host} is unreachable: {exc}; check --kubeconfig and --context, or use --cluster local"
+            f"API server {k8s.host} is unreachable: {exc}; check --kubeconfig and --context (run: or --cluster local)"
         ) from exc
 
 

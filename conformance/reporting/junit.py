@@ -2,7 +2,9 @@
 
 pytest-rerunfailures writes one testcase per attempt and GitLab keeps only the first of duplicate names, so
 a failing test can look passed (reporting.md §3.3/§3.4; facebookresearch/ProgramBench#64). :func:`normalise`
-keeps the *last* record of each ``(classname, name)`` and recounts the suite. When pytest wrote no
+keeps the *last* record of each ``(classname, name)`` and recounts the suite; a last record that did not fail after
+an earlier one failed gets a ``<failure>`` naming the attempts (flaky is not a pass, as
+:func:`conformance.reporting.results.flaky_outcome`; breaker s15 C1). When pytest wrote no
 junit.xml, :func:`from_records` builds one from the Allure results.
 """
 
@@ -40,6 +42,7 @@ def normalise(path: str | pathlib.Path, suite_name: str, suffix: str = "") -> di
     if root.tag not in ("testsuite", "testsuites"):
         raise ValueError(f"{path}: root element is <{root.tag}>, expected <testsuites> or <testsuite>")
     cases: dict[tuple[str, str], ET.Element] = {}
+    tries: dict[tuple[str, str], list[ET.Element]] = {}
     seen = 0
     for suite in suites:
         for case in suite.findall("testcase"):
@@ -47,6 +50,9 @@ def normalise(path: str | pathlib.Path, suite_name: str, suffix: str = "") -> di
             key = (case.get("classname", ""), case.get("name", ""))
             cases.pop(key, None)  # keep the last record, in the position of the last record
             cases[key] = case
+            tries.setdefault(key, []).append(case)
+    for key, case in cases.items():
+        _flaky(case, tries[key])
     out = ET.Element("testsuites")
     suite = ET.SubElement(out, "testsuite", name=suite_name)
     if suites and suites[0].get("timestamp"):
@@ -58,6 +64,32 @@ def normalise(path: str | pathlib.Path, suite_name: str, suffix: str = "") -> di
     _suite_counts(suite)
     _write(out, path)
     return {"tests": len(cases), "duplicates_removed": seen - len(cases)}
+
+
+def _flaky(case: ET.Element, attempts: list[ET.Element]) -> None:
+    """Add a ``<failure>`` to ``case`` (the last of ``attempts``) when it did not fail and an earlier attempt
+    did: ``failed on attempt 1 of 2: <first line>; passed on a retry: flaky is not a pass``."""
+    if any(case.find(t) is not None for t in ("failure", "error")):
+        return
+    bad = [(n, a) for n, a in enumerate(attempts, 1) if a is not case and _fault(a) is not None]
+    if not bad:
+        return
+    fault = _fault(bad[0][1])
+    head = ((fault.get("message") or fault.text or fault.tag).splitlines() or [fault.tag])[0][:300]
+    outcome = "skipped" if case.find("skipped") is not None else "passed"
+    for old in case.findall("skipped"):
+        case.remove(old)
+    text = (
+        f"failed on attempt{'s' if len(bad) > 1 else ''} {', '.join(str(n) for n, _ in bad)} of {len(attempts)}: "
+        f"{head}; {outcome} on a retry: flaky is not a pass"
+    )
+    ET.SubElement(case, "failure", message=text).text = fault.text
+
+
+def _fault(case: ET.Element) -> ET.Element | None:
+    """The ``<failure>`` or ``<error>`` of a testcase, or None."""
+    found = case.find("failure")
+    return found if found is not None else case.find("error")
 
 
 def from_records(records: list[results.TestRecord], path: str | pathlib.Path, suite_name: str) -> dict:

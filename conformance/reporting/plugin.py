@@ -88,12 +88,29 @@ def activate(config) -> bool:
     if root is None:
         return False
     root.mkdir(parents=True, exist_ok=True)
+    refuse_earlier_results(config, root)
     if hasattr(config.option, "allure_report_dir") and not config.option.allure_report_dir:
         config.option.allure_report_dir = str(root / "allure-results")
     if hasattr(config.option, "xmlpath") and not config.option.xmlpath:
         config.option.xmlpath = str(root / "junit.xml")
     config.pluginmanager.register(ReportingPlugin(root), ACTIVE_NAME)
     return True
+
+
+def refuse_earlier_results(config, root: pathlib.Path) -> None:
+    """Raise ``pytest.UsageError`` (exit 4) naming the directory and the fix when this session's Allure results
+    directory (the user's ``--alluredir``, else ``<root>/allure-results``) already holds results of an earlier
+    run: two runs' results never mix in one verdict (a retry's pass would hide a failure, breaker s15 C1).
+    Not in an xdist worker (the controller checked before any test ran) nor with allure's
+    ``--clean-alluredir``."""
+    if hasattr(config, "workerinput") or getattr(config.option, "clean_alluredir", False):
+        return
+    folder = pathlib.Path(getattr(config.option, "allure_report_dir", None) or root / "allure-results")
+    if folder.is_dir() and next(folder.glob("*-result.json"), None) is not None:
+        raise pytest.UsageError(
+            f"{folder} already holds the results of an earlier run: the results of two runs must not mix; fix: "
+            "give a new --report-dir (or --alluredir), or remove that directory first"
+        )
 
 
 class ReportingPlugin:

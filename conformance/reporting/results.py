@@ -2,7 +2,9 @@
 
 allure-pytest writes one ``<uuid>-result.json`` per test attempt (reruns and xdist workers included).
 :func:`load` keeps, for each ``historyId`` (test + Kubernetes version + driver), the attempt that finished
-last and counts the others as retries. Source: Allure 2 result format (allure-python ``allure_commons.model2``).
+last and counts the others as retries; a test with any failed or broken attempt is not passed, whatever its last
+attempt did (:func:`flaky_outcome`: a driver that fails and then passes on a retry is not proven to work, breaker
+s15 C1). Source: Allure 2 result format (allure-python ``allure_commons.model2``).
 """
 
 from __future__ import annotations
@@ -107,16 +109,40 @@ def load(results_dir: str | pathlib.Path) -> list[TestRecord]:
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: no Allure results directory (was pytest run with --report-dir?)")
     latest: dict[str, TestRecord] = {}
-    attempts: dict[str, int] = {}
+    attempts: dict[str, list[TestRecord]] = {}
     for path in sorted(root.glob("*-result.json")):
         try:
             rec = record_from(json.loads(path.read_text(encoding="utf-8")))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not a readable Allure result ({exc})") from exc
         key = rec.history_id or f"{rec.full_name}|{sorted(rec.parameters.items())}"
-        attempts[key] = attempts.get(key, 0) + 1
+        attempts.setdefault(key, []).append(rec)
         if key not in latest or rec.stop >= latest[key].stop:
             latest[key] = rec
     for key, rec in latest.items():
-        rec.retries = attempts[key] - 1
+        rec.retries = len(attempts[key]) - 1
+        flaky_outcome(rec, attempts[key])
     return sorted(latest.values(), key=lambda r: (r.full_name, sorted(r.parameters.items())))
+
+
+def flaky_outcome(final: TestRecord, attempts: list[TestRecord]) -> None:
+    """Make ``final`` (the last of ``attempts``, every attempt of one test) failed when an earlier attempt failed
+    or broke and ``final`` did not: its message names the attempts, e.g. ``failed on attempt 1 of 2: <first line>;
+    passed on a retry: flaky is not a pass``; its failure class and trace are the failed attempt's. Unchanged when
+    no earlier attempt failed or ``final`` itself failed. Attempts are ordered by their ``stop`` (ms)."""
+    if final.status in ("failed", "broken"):
+        return
+    ordered = sorted(attempts, key=lambda r: r.stop)
+    bad = [(n, r) for n, r in enumerate(ordered, 1) if r is not final and r.status in ("failed", "broken")]
+    if not bad:
+        return
+    number, first = bad[0]
+    head = (first.message.splitlines() or [first.status])[0][:300]
+    which = ", ".join(str(n) for n, _ in bad)
+    final.message = (
+        f"{first.status} on attempt{'s' if len(bad) > 1 else ''} {which} of {len(ordered)}: {head}; "
+        f"{final.status} on a retry: flaky is not a pass"
+    )
+    final.trace = first.trace
+    final.status = "failed"
+    final.failure_class = first.failure_class or classify.DRIVER_DEFECT

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import contextlib
 import errno
 import json
 import re
@@ -30,6 +29,7 @@ from conformance.core import names, options, output
 from conformance.core.errors import ConfigError
 from conformance.k8s import incluster, kubeconfig
 from conformance.reporting import cli as report_cli
+from conformance.runner import run_guard
 
 SUITES = shipped.suites_dir()
 # this CLI imported the package before pytest.main, so pytest cannot assert-rewrite it: a harmless warning
@@ -142,11 +142,12 @@ def suite_arg(arg: str) -> str:
 
 def build_pytest_args(args: argparse.Namespace, run_id: str, report_dir: Path) -> list[str]:
     """The pytest command line for ``run``: all of suites/, or only the suite paths given in the extra
-    pytest arguments (e.g. ``suites/node`` or ``suites/api_v1/test_limits.py::test_x``)."""
+    pytest arguments (e.g. ``suites/node`` or ``suites/api_v1/test_limits.py::test_x``), under the run's own
+    pytest configuration only (:func:`conformance.runner.run_guard.ini_args`)."""
     extra = [suite_arg(a) for a in (args.pytest_args or []) if a != "--"]
     paths = [a for a in extra if not a.startswith("-") and _is_path(a)]
     out = [] if paths else [str(SUITES)]
-    out += ["--rootdir", str(shipped.test_root()), "--run-id", run_id, "--report-dir", str(report_dir)]
+    out += [*run_guard.ini_args(), "--run-id", run_id, "--report-dir", str(report_dir)]  # its own ini only
     out += ["-p", "no:cacheprovider", "-W", REWRITE_NOTE]
     out += options.to_pytest(args)
     if any(a == "-n" or a.startswith("--numprocesses") or re.fullmatch(r"-n(\d+|auto|logical)", a) for a in extra):
@@ -191,16 +192,6 @@ def _prepare(args: argparse.Namespace) -> int | None:
         except Exception as exc:  # noqa: BLE001 - the run reports the missing stubs where they are needed
             print(f"warning: could not generate gRPC stubs ({exc}); run `make setup`", file=sys.stderr)
     return None
-
-
-def _drop_if_empty(report_dir: Path, default_parent: bool) -> None:
-    """Remove a report directory holding no file (a run refused before it started, bad input), and its parent
-    ``./reports`` when it is the default one and now empty."""
-    if report_dir.is_dir() and not any(p.is_file() for p in report_dir.rglob("*")):
-        shutil.rmtree(report_dir)
-        if default_parent:
-            with contextlib.suppress(OSError):
-                report_dir.parent.rmdir()
 
 
 def _judge(
@@ -273,6 +264,13 @@ def run_command(args: argparse.Namespace) -> int:
         return plan.command(args, "plan")
     run_id = names.new_run_id()
     report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
+    refusal = run_guard.stale_report_dir(report_dir)  # two runs' results never mix (breaker s15 C1)
+    if (option := run_guard.refused_option(list(args.pytest_args or []))) is not None:
+        refusal = run_guard.refusal_text(option)  # no reruns in a qualification (breaker s15 C1)
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 4
+    existed = report_dir.is_dir()  # a directory the run did not create is never removed (a mount point: C4)
     counter = _Counter()
     started = time.monotonic()
     # SIGTERM (a pod deleted, a CI job cancelled) stops the run the way Ctrl-C does: tear-down, exit 2
@@ -290,7 +288,7 @@ def run_command(args: argparse.Namespace) -> int:
         scope.CALLER_PRINTS = False
     from conformance.runner import timings  # noqa: PLC0415 - imports pytest
 
-    _drop_if_empty(report_dir, default_parent=not args.report_dir)
+    run_guard.drop_if_empty(report_dir, existed, default_parent=not args.report_dir)
     if report_dir.is_dir():
         try:
             timings.add_run_wall(report_dir, time.monotonic() - started)
@@ -369,8 +367,7 @@ def list_command(args: argparse.Namespace) -> int:
         pytest.main(
             [
                 str(SUITES),
-                "--rootdir",
-                str(shipped.test_root()),
+                *run_guard.ini_args(),  # the run's own configuration only, as `run` (breaker s15 C3)
                 "--collect-only",
                 "-W",
                 REWRITE_NOTE,

@@ -47,6 +47,7 @@ SELECTING_FLAGS = (("lf", "--lf"), ("stepwise", "--sw"), ("stepwise_skip", "--sw
 USER_ORIGINS = ("_pytest.mark", "_pytest.main", "_pytest.cacheprovider", "_pytest.stepwise")
 TYPED = ("keyword", "markexpr", "deselect")  # the deselecting options compared with what the user typed (B2)
 DROPPED_SHOWN = 5  # node IDs of dropped tests kept in the record
+OWN_INI = shipped.PACKAGE / "pytest-run.ini"  # `run`'s own configuration (conformance/runner/run_guard.py)
 # ini keys that change what pytest collects (``-o key=value``); another ini file (``-c``) may change any of them
 COLLECTING_INI = ("python_files", "python_classes", "python_functions", "testpaths", "norecursedirs", "addopts")
 
@@ -84,7 +85,7 @@ def arguments(options: Mapping[str, Any], args: Iterable[str], suites: Path = SU
     for item in options.get("override_ini") or []:
         if str(item).split("=", 1)[0].strip() in COLLECTING_INI:
             select += ["-o", str(item)]
-    select += ["-c", str(options["inifilename"])] if options.get("inifilename") else []
+    select += ["-c", str(options["inifilename"])] if not own_ini(options.get("inifilename")) else []
     select += path_args(args, suites)
     maxfail = int(options.get("maxfail") or 0)
     stop = [] if maxfail <= 0 else ["-x"] if maxfail == 1 else ["--maxfail", str(maxfail)]
@@ -111,7 +112,8 @@ def load(report_dir: Path) -> dict:
      "selectedTests": [node IDs],  # selected to run
      "narrowsCollection": bool,    # the user's arguments narrow what is collected (paths, --ignore, -c ...)
      "scope": {...},               # optional: what of suites/ the user's typed paths collect (collection_scope)
-     "untyped": [dest]}            # optional: -k / -m / --deselect set by something the user did not type
+     "untyped": [dest],            # optional: -k / -m / --deselect set by something the user did not type
+     "ini": str}                   # the pytest configuration file used ("": none; `run`: its own, run_guard.py)
     """
     path = Path(report_dir) / FILE
     return json.loads(path.read_text()) if path.is_file() else {}
@@ -130,6 +132,24 @@ def caller_module(depth: int = 1) -> str:
             return module if real and Path(real).resolve() == Path(frame.f_code.co_filename).resolve() else ""
         frame = frame.f_back
     return ""
+
+
+def own_ini(path: str | None) -> bool:
+    """Whether ``path`` (a ``-c`` value; None or ``""``: none given) is no other ini file than ``run``'s own
+    (:data:`OWN_INI`), i.e. does not narrow the run."""
+    if not path:
+        return True
+    try:
+        return Path(path).resolve() == OWN_INI.resolve()
+    except OSError:
+        return False
+
+
+def ini_used(config) -> str:
+    """The configuration file pytest read (``config.inipath``: ``run``'s own, or e.g. a repository's
+    ``pyproject.toml``), relative to the repository when inside it; ``""`` when none."""
+    path = getattr(config, "inipath", None)
+    return _shown(str(path)) if path else ""
 
 
 def _typed(config):
@@ -170,7 +190,7 @@ def collection_scope(config, suites: Path = SUITES) -> dict | None:
     from the rootdir, else the invocation folder). None when it cannot be told: options not parsed, another
     ini file (``-c``), ``-o`` of a :data:`COLLECTING_INI` key, ``--pyargs``."""
     ns = _typed(config)
-    if ns is None or getattr(ns, "inifilename", None) or getattr(ns, "pyargs", False):
+    if ns is None or not own_ini(getattr(ns, "inifilename", None)) or getattr(ns, "pyargs", False):
         return None
     if any(str(o).split("=", 1)[0].strip() in COLLECTING_INI for o in getattr(ns, "override_ini", None) or []):
         return None
@@ -248,7 +268,7 @@ class Recorder:
         fields["narrowsCollection"] = bool(arguments({**options, **rest}, self.config.args)["select"])
         fields.update({"untyped": self.untyped()} if self.untyped() else {})
         fields.update({"scope": self.scope} if self.scope is not None else {})
-        record(self.report_dir, **fields, stoppedEarly=stopped)
+        record(self.report_dir, **fields, stoppedEarly=stopped, ini=ini_used(self.config))
 
 
 def register(config, report_dir: Path) -> Recorder:

@@ -110,6 +110,7 @@ def test_the_controller_adds_the_arguments_and_whether_the_run_stopped_early(tmp
         "select": ["-k", "smoke"],
         "stop": ["-x"],
         "stoppedEarly": True,
+        "ini": "",  # the fake config read no ini file (run reads conformance/pytest-run.ini)
     }
     worker = tmp_path / "worker"
     narrowing.Recorder(_Config(worker=True, keyword="x"), worker).pytest_sessionfinish(types.SimpleNamespace())

@@ -269,3 +269,25 @@ def test_profile_check_notes_what_a_valid_profile_leaves_untested_by_omission(tm
     assert _cli("check", str(waived)).stderr == ""
     reference = _cli("check", "reference")
     assert reference.returncode == 0 and "note:" not in reference.stderr, reference.stderr
+
+
+def test_profile_init_on_an_unreachable_cluster_is_one_line_and_exit_3(tmp_path):
+    """breaker s15 C5: no urllib3 traceback, exit 3 (cluster unavailable), the message names the server and the
+    kubeconfig."""
+    kube = tmp_path / "ok.kc"
+    kube.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+            }
+        )
+    )
+    proc = _cli("init", "--driver-name", "gpu.example.com", "-o", str(tmp_path / "p.yaml"), "--kubeconfig", str(kube))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "127.0.0.1:1" in proc.stderr and str(kube) in proc.stderr, proc.stderr
+    assert "unreachable" in proc.stderr and not (tmp_path / "p.yaml").exists()

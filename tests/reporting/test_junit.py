@@ -55,14 +55,43 @@ def test_xdist_run_has_unique_cases_and_one_result_per_test(tmp_path):
     assert len(records) == 4 and len({r.label("thread").split("-")[0] for r in records}) == 2
 
 
-def test_allure_retries_collapse_to_the_last_attempt(tmp_path):
-    """pytest-rerunfailures writes one Allure result per attempt; the summary keeps the last one."""
+def test_allure_retries_collapse_to_one_record_that_is_failed_when_any_attempt_failed(tmp_path):
+    """pytest-rerunfailures (or a reused results dir) writes one Allure result per attempt: one record per test,
+    and a test that failed and then passed on a retry is failed, its message naming the attempts (breaker s15
+    C1: flaky is not a pass)."""
     import json
 
     base = {"name": "t", "fullName": "m#t", "historyId": "h1", "labels": [], "parameters": []}
+    details = {"message": "AssertionError: device leaked\nmore", "trace": "tb"}
     for i, (status, stop) in enumerate((("failed", 10), ("passed", 20))):
+        extra = {"statusDetails": details} if status == "failed" else {}
         (tmp_path / f"{i}-result.json").write_text(
-            json.dumps({**base, "status": status, "start": stop - 1, "stop": stop})
+            json.dumps({**base, "status": status, "start": stop - 1, "stop": stop, **extra})
         )
     (rec,) = results.load(tmp_path)
-    assert (rec.status, rec.retries) == ("passed", 1)
+    assert (rec.status, rec.retries, rec.trace) == ("failed", 1, "tb")
+    assert rec.message == (
+        "failed on attempt 1 of 2: AssertionError: device leaked; passed on a retry: flaky is not a pass"
+    )
+    (tmp_path / "2-result.json").write_text(json.dumps({**base, "status": "passed", "start": 29, "stop": 30}))
+    (tmp_path / "0-result.json").write_text(json.dumps({**base, "status": "passed", "start": 9, "stop": 10}))
+    (rec,) = results.load(tmp_path)
+    assert (rec.status, rec.retries) == ("passed", 2)  # passed every time: a pass
+
+
+def test_normalise_fails_a_case_that_passed_only_on_a_retry(tmp_path):
+    """junit.xml keeps the last attempt, but a failed earlier attempt makes it a failure (breaker s15 C1)."""
+    path = tmp_path / "junit.xml"
+    path.write_text(
+        RERUN_XML.replace('<failure message="second">t</failure></testcase>', "</testcase>").replace(
+            'name="test_x" time="1.0"/>',
+            'name="test_x" time="1.0"><error message="boom">e</error></testcase>'
+            '<testcase classname="suites.test_a" name="test_x" time="1.0"/>',
+        )
+    )
+    assert junit.normalise(path, "dra") == {"tests": 2, "duplicates_removed": 2}
+    assert [(n, o) for _, n, o in junit.cases(path)] == [("test_x", "failure"), ("test_y", "failure")]
+    text = path.read_text()
+    assert "failed on attempt 1 of 2: boom; passed on a retry: flaky is not a pass" in text
+    assert "failed on attempt 1 of 2: first; passed on a retry: flaky is not a pass" in text
+    assert 'failures="2"' in text

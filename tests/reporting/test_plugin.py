@@ -153,3 +153,19 @@ def test_teardown_failure_is_classified_and_gets_evidence(tmp_path):
     assert rec.status == "failed" and rec.labels.get("failure_class") == ["driver-defect"], rec
     pieces = list((tmp_path / "run" / "evidence").glob("*test_claim_is_cleaned_up/teardown-*"))
     assert len(pieces) == 3, pieces
+
+
+def test_a_report_dir_holding_an_earlier_runs_results_is_refused(tmp_path):
+    """breaker s15 C1: a plain pytest session into a --report-dir (or --alluredir) whose Allure results an earlier
+    run wrote stops with a usage error (exit 4) naming the directory: two runs' results never mix."""
+    run_dir = tmp_path / "run"
+    first = run_sample(run_dir, "-k", "claim_allocated", fail=False)
+    assert first.returncode in (0, 1) and "already holds" not in first.stderr, first.stdout + first.stderr
+    before = sorted((run_dir / "allure-results").iterdir())
+    again = run_sample(run_dir, "-k", "claim_allocated", fail=False)
+    assert again.returncode == 4, again.stdout + again.stderr
+    assert f"{run_dir / 'allure-results'} already holds the results of an earlier run" in again.stderr
+    assert sorted((run_dir / "allure-results").iterdir()) == before
+    other = tmp_path / "other"
+    proc = run_sample(other, "-k", "claim_allocated", "--alluredir", str(run_dir / "allure-results"), fail=False)
+    assert proc.returncode == 4 and "already holds" in proc.stderr, proc.stdout + proc.stderr

@@ -1,0 +1,93 @@
+"""What ``dra-conformance run`` refuses or sets before pytest starts, and the report directory it leaves behind.
+
+- :data:`OWN_INI` / :func:`ini_args`: the run's only pytest configuration (``-c conformance/pytest-run.ini`` with an
+  explicit ``--rootdir`` and ``--confcutdir``), so an ini file above the install (a driver repository's
+  ``pyproject.toml`` with ``addopts = --reruns 2``) never applies (breaker s15 C3); run.json's ``narrowing.ini``
+  records the file pytest used (conformance/runner/narrowing.py);
+- :func:`refused_option`: reruns (pytest-rerunfailures' ``--reruns``, ``--reruns-delay``, ``--only-rerun``,
+  ``--rerun-except``, ``-p rerunfailures``) are refused with exit 4: a qualification says whether the driver
+  works, and a driver that fails and then passes on a retry is not proven to (breaker s15 C1); the plugin is
+  also blocked (``-p no:rerunfailures``) so no ini or ``PYTEST_ADDOPTS`` can turn it on;
+- :func:`stale_report_dir`: a ``--report-dir`` that already holds an earlier run's results is refused (exit 4):
+  two runs' results never mix in one report (a reused directory's old attempts would count as this run's);
+- :func:`drop_if_empty`: a report directory the run created and left empty (a refused run) is removed; one that
+  existed before (a CI volume, a mount point) is left, and a failure to remove never changes the exit code
+  (breaker s15 C4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+from pathlib import Path
+
+from conformance import shipped
+
+OWN_INI = shipped.PACKAGE / "pytest-run.ini"
+RERUN_OPTIONS = ("--reruns", "--reruns-delay", "--only-rerun", "--rerun-except", "--force-flaky")
+RERUN_PLUGINS = ("rerunfailures", "pytest_rerunfailures")
+RUN_FILES = ("allure-results", "run.json", "summary.json", "junit.xml")  # what a run writes into its report dir
+
+
+def ini_args() -> list[str]:
+    """``["-c", OWN_INI, "--rootdir", ..., "--confcutdir", ..., "-p", "no:rerunfailures"]``: the run's own pytest
+    configuration, rooted where the suites' package is (:func:`conformance.shipped.test_root`)."""
+    root = str(shipped.test_root())
+    return ["-c", str(OWN_INI), "--rootdir", root, "--confcutdir", root, "-p", "no:rerunfailures"]
+
+
+def refused_option(extra: list[str]) -> str | None:
+    """The first of the extra pytest arguments ``extra`` that ``run`` refuses (a rerun option or ``-p`` of the
+    rerun plugin), as typed; None when there is none."""
+    for index, arg in enumerate(extra):
+        if arg.split("=", 1)[0] in RERUN_OPTIONS:
+            return arg
+        plugin = arg[2:] if arg.startswith("-p") and len(arg) > 2 else None
+        if arg == "-p" and index + 1 < len(extra):
+            plugin = extra[index + 1]
+        if plugin is not None and plugin.strip() in RERUN_PLUGINS:
+            return f"-p {plugin.strip()}"
+    return None
+
+
+def refusal_text(option: str) -> str:
+    """The error line for a refused rerun ``option``."""
+    return (
+        f"{option}: a qualification run does not retry failed tests (a driver that fails and then passes on a "
+        "retry is not proven to work); fix: drop the option, and report a failure that only happens sometimes "
+        "as the driver defect it is"
+    )
+
+
+def stale_report_dir(report_dir: Path) -> str | None:
+    """Why ``report_dir`` cannot take this run's results (it holds an earlier run's: a non-empty
+    ``allure-results/`` or a ``run.json``), as an error line naming the directory and the fix; None when it is
+    new or holds none of them."""
+    allure = report_dir / "allure-results"
+    held = [n for n in RUN_FILES if (report_dir / n).is_file()]
+    if allure.is_dir() and any(allure.iterdir()):
+        held.insert(0, "allure-results/")
+    if not held:
+        return None
+    return (
+        f"--report-dir {report_dir} already holds the results of an earlier run ({', '.join(held)}): the results "
+        "of two runs must not mix; fix: give a new directory (or leave --report-dir out: reports/<run-id>), or "
+        "remove that directory first"
+    )
+
+
+def drop_if_empty(report_dir: Path, existed: bool, default_parent: bool) -> None:
+    """Remove ``report_dir`` when it holds no file and the run created it (``existed``: it was there before the
+    run; then it is left, e.g. an empty mount point), and its parent ``./reports`` when it is the default one
+    (``default_parent``) and now empty. A directory that cannot be removed is left, with a note on stderr."""
+    if existed or not report_dir.is_dir() or any(p.is_file() for p in report_dir.rglob("*")):
+        return
+    try:
+        shutil.rmtree(report_dir)
+    except OSError as exc:
+        print(f"note: left the empty report directory {report_dir} ({exc.strerror or exc})", file=sys.stderr)
+        return
+    if default_parent:
+        with contextlib.suppress(OSError):
+            report_dir.parent.rmdir()

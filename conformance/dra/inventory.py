@@ -188,6 +188,13 @@ class Together:
         return min((len(v) for v in self.by_node.values()), default=0)
 
 
+class Unpublished(KeyError, AssertionError):
+    """An allocation names a device that is not among the driver's published devices (complete pools)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class Inventory:
     """All devices of one driver from its complete pools (highest generation)."""
 
@@ -231,8 +238,17 @@ class Inventory:
         return cls.from_slices(driver, driver_slices(k8s, driver))
 
     def of(self, result) -> Device:
-        """The device an allocation result (``driver``/``pool``/``device``) names; KeyError if unpublished."""
-        return self._by_key[(result.pool, result.device)]
+        """The device an allocation result (``driver``/``pool``/``device``) names. Raises :class:`Unpublished`
+        (a KeyError and an AssertionError: a failed check, not a harness crash) naming the device and the pools
+        the inventory holds when the driver's complete pools did not publish it."""
+        try:
+            return self._by_key[(result.pool, result.device)]
+        except KeyError:
+            pools = sorted({d.pool for d in self.devices})
+            raise Unpublished(
+                f"allocation result names device {result.device} of pool {result.pool}, which the driver's "
+                f"complete pools did not publish (pools read: {pools}; resource.k8s.io/v1 ResourcePool)"
+            ) from None
 
     def on_node(self, node: str) -> list[Device]:
         """Devices published for ``node``, in published order (a new list: O(its devices), not O(all))."""

@@ -84,6 +84,9 @@ def test_of_finds_the_device_an_allocation_result_names():
     assert _inventory().of(result).attributes[f"{DRIVER}/model"] == "b"
     with pytest.raises(KeyError):
         _inventory().of(Obj({"pool": "n1", "device": "gpu-9"}))
+    # an unpublished device is a failed check naming it (s15 matrix: a bare KeyError read as a harness crash)
+    with pytest.raises(AssertionError, match=r"names device gpu-9 of pool n1, which the driver's complete pools"):
+        _inventory().of(Obj({"pool": "n1", "device": "gpu-9"}))
 
 
 def test_pickers_choose_attributes_that_can_show_the_rule():

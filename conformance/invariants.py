@@ -77,6 +77,22 @@ def pytest_runtest_teardown(item, nextitem):
         judge(harness, _module(item), item.config.stash[SNAPSHOTS].pop(_module(item)), _marks(item))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    """A test that gives its devices back mid-test (``Tracker.release_devices``) deletes its claims before its
+    teardown: snapshot them right before, so the module is judged on them all the same."""
+    harness = _harness(item.config)
+    tracker = item.stash.get(TRACKER, None)
+    if harness is None or tracker is None or SUITES not in item.path.parents:
+        return
+    module = _state(item.config, _module(item))
+
+    def before_release() -> None:
+        module["snapshots"].append(snapshot(harness.session.k8s, tracker.namespaces(), item.nodeid))
+
+    tracker.before_release.append(before_release)
+
+
 def _state(config, module: str) -> dict:
     """This process's record of ``module`` so far: snapshots, start time, tests executed (not skipped)."""
     modules = config.stash.setdefault(SNAPSHOTS, {})

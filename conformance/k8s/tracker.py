@@ -80,7 +80,8 @@ class Tracker:
     :data:`PreparedCheck` telling which deleted claims a node still has prepared (CDI specs, PodResources);
     teardown then waits, within the claims phase's deadline, until none is. ``before_create`` callbacks get
     each object before it is created (the parallel run takes its device lock there before a Pod);
-    ``after_release`` callbacks run when the test gives its devices back mid-test (:meth:`release_devices`).
+    ``before_release`` and ``after_release`` callbacks run around a mid-test release of its devices
+    (:meth:`release_devices`).
     """
 
     def __init__(self, k8s: K8s, *, phase_timeout: float | None = None, prepared: PreparedCheck | None = None) -> None:
@@ -90,6 +91,7 @@ class Tracker:
         self.prepared = prepared
         self.on_create: list[Callable[[Obj], None]] = []
         self.before_create: list[Callable[[Obj | dict], None]] = []
+        self.before_release: list[Callable[[], None]] = []
         self.after_release: list[Callable[[], None]] = []
         self._lock = threading.Lock()
 
@@ -129,7 +131,10 @@ class Tracker:
         """Mid-test: delete everything created so far exactly as teardown does (:meth:`cleanup`: pods, then
         claims gone and unprepared on the nodes; raises LeakError), then call the ``after_release`` callbacks:
         the test holds no device any more (the parallel run gives its device lock back, so tests needing
-        every device run during the rest of this one, e.g. a fixed observation window)."""
+        every device run during the rest of this one, e.g. a fixed observation window). ``before_release``
+        callbacks run first (the invariants plugin snapshots the test's claims there, as at teardown)."""
+        for cb in self.before_release:
+            cb()
         self.cleanup()
         for cb in self.after_release:
             cb()

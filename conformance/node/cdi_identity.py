@@ -229,9 +229,19 @@ def device_number(mode: int, rdev: int) -> str:
 
 def stat_script(paths: Sequence[str]) -> str:
     """sh lines printing ``<raw mode hex> <major hex> <minor hex> <path>`` for each of ``paths`` that exists
-    (``stat -L``: the node a symlink resolves to); parsed by :func:`parse_stat`."""
+    (``stat -L``: the node a symlink resolves to), ``missing <path>`` for one that does not and ``statfail
+    <path>`` where stat failed; parsed by :func:`parse_stat` (numbers) and :func:`accounted` (every path)."""
     quoted = " ".join(shlex.quote(p) for p in paths)
-    return f'for p in {quoted}; do [ -e "$p" ] && stat -L -c "%f %t %T %n" "$p"; done; true'
+    line = 'stat -L -c "%f %t %T %n" "$p" || echo "statfail $p"'
+    return f'for p in {quoted}; do if [ -e "$p" ]; then {line}; else echo "missing $p"; fi; done; true'
+
+
+def accounted(output: str, paths: Sequence[str]) -> bool:
+    """Whether :func:`stat_script`'s ``output`` answers every one of ``paths``: numbers parsed or ``missing``
+    (a ``statfail`` line, or no line at all, means the probe did not answer for it)."""
+    missing = {line.removeprefix("missing ") for line in output.splitlines() if line.startswith("missing ")}
+    numbers = parse_stat(output)
+    return all(p in numbers or p in missing for p in paths)
 
 
 def parse_stat(output: str) -> dict[str, str]:

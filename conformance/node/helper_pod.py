@@ -260,14 +260,16 @@ class HelperPodNodeAccess:
         """StatsNodeDevices: ``{path: "c 1:3"}`` of the device nodes at ``paths`` on ``node`` (host paths; a path
         that does not exist is left out). Stat'ed under the node's root (``chroot /host``, the node's own sh and
         stat: a symlink resolves as on the node); on a node without them, by the helper container under /host
-        (an absolute symlink then resolves in the container). Each answer must end with a marker line, so a
-        probe that did not run is never read as "no such path". Raises NodeAccessUnavailable when neither ran."""
-        on_node = cdi_identity.stat_script(paths) + f"; echo {STAT_DONE}"
-        in_helper = cdi_identity.stat_script(["/host" + p for p in paths]) + f"; echo {STAT_DONE}"
+        (an absolute symlink then resolves in the container). An answer counts only when it ends with a marker
+        line and names every path (numbers or ``missing``): a stat that did not run or failed is never read as
+        "no such path". Raises NodeAccessUnavailable when neither answered."""
         answers = []
-        for script, prefix in ((f"chroot /host sh -c {shlex.quote(on_node)}", ""), (in_helper, "/host")):
+        for prefix in ("", "/host"):
+            asked = [prefix + p for p in paths]
+            script = cdi_identity.stat_script(asked) + f"; echo {STAT_DONE}"
+            script = f"chroot /host sh -c {shlex.quote(script)}" if not prefix else script
             out = self._exec(node, f"{{ {script}; }} 2>&1")
-            if STAT_DONE in out.splitlines():
+            if STAT_DONE in out.splitlines() and cdi_identity.accounted(out, asked):
                 return {path.removeprefix(prefix): n for path, n in cdi_identity.parse_stat(out).items()}
             answers.append(out.strip()[-300:])
         raise NodeAccessUnavailable(f"cannot stat device nodes on node {node} through the helper pod: {answers}")

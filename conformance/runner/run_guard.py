@@ -27,7 +27,7 @@ from conformance import shipped
 OWN_INI = shipped.PACKAGE / "pytest-run.ini"
 RERUN_OPTIONS = ("--reruns", "--reruns-delay", "--only-rerun", "--rerun-except", "--force-flaky")
 RERUN_PLUGINS = ("rerunfailures", "pytest_rerunfailures")
-RUN_FILES = ("allure-results", "run.json", "summary.json", "junit.xml")  # what a run writes into its report dir
+RUN_FILES = ("allure-results", "run.json", "summary.json")  # a run's own marks (a junit.xml may be a CI's)
 
 
 def ini_args() -> list[str]:

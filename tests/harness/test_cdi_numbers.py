@@ -5,6 +5,7 @@ node access (StatsNodeDevices: local and kind), compared with the ``ls -ld`` lin
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import types
 
@@ -91,6 +92,12 @@ def test_local_and_kind_node_access_stat_device_nodes(monkeypatch):
         local.device_numbers("n2", ["/dev/null"])
 
 
+def _in_helper(script: str) -> str:
+    """Run a helper-side stat script locally, / standing for /host: the paths it prints get /host back."""
+    out = _sh(script.replace("/host/", "/"))
+    return "\n".join(re.sub(r" (/\S*)$", r" /host\1", line) for line in out.splitlines())
+
+
 def test_the_privileged_helper_pods_stat_device_nodes_under_the_nodes_root(monkeypatch):
     """Privileged-pod node access (the mode a user's cluster gets) is StatsNodeDevices too: the stat script runs
     under ``chroot /host`` (here: a local sh with the chroot dropped, no pod); a node without sh/stat is stat'ed
@@ -109,10 +116,18 @@ def test_the_privileged_helper_pods_stat_device_nodes_under_the_nodes_root(monke
     assert "chroot /host sh -c " in scripts[0]
 
     def no_chroot(node, script):  # the node has no sh: the helper stats /host<path> (here / stands for /host)
-        return "chroot: can't execute 'sh'" if "chroot" in script else _sh(script.replace("/host/", "/"))
+        return "chroot: can't execute 'sh'" if "chroot" in script else _in_helper(script)
 
     monkeypatch.setattr(access, "_exec", no_chroot)
     assert access.device_numbers("n0", ["/dev/zero"]) == {"/dev/zero": _numbers("/dev/zero")}
+
+    def stat_fails_on_node(node, script):  # the node's sh runs but its stat does not answer: not "missing"
+        if "chroot" in script:
+            return _sh(script.replace("chroot /host sh -c ", "sh -c ", 1).replace("stat -L", "false"))
+        return _in_helper(script)
+
+    monkeypatch.setattr(access, "_exec", stat_fails_on_node)
+    assert access.device_numbers("n0", ["/dev/zero", "/no/such"]) == {"/dev/zero": _numbers("/dev/zero")}
     monkeypatch.setattr(access, "_exec", lambda node, script: "")  # nothing ran
     with pytest.raises(helper_pod.NodeAccessUnavailable, match="cannot stat device nodes on node n0"):
         access.device_numbers("n0", ["/dev/zero"])

@@ -185,7 +185,10 @@ def test_a_test_that_gave_its_devices_back_lets_one_needing_every_device_start(t
     got = threading.Event()
     threading.Thread(target=lambda: (other.need_devices(), got.set()), daemon=True).start()
     assert not got.wait(0.3), "the window test holds its shard of the device lock"
+    seen = []
+    tracker.before_release.append(lambda: seen.append(window._device_fd is not None))  # e.g. the invariants
     tracker.release_devices()  # nothing tracked: nothing to delete, then the callbacks
+    assert seen == [True], "before_release runs while the test still holds its devices (before the deletes)"
     assert got.wait(10) and other.kind == "devices"
     assert window._run_fd is not None and window._device_fd is None
     assert window.devices_until >= window.devices_at > 0 and window.kind == "shard"

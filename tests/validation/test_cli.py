@@ -167,3 +167,14 @@ def test_healthy_of_covers_the_union_of_other_faults_once(tmp_path, fake_runs, c
     assert doc["options"]["healthyOf"] == ["prepare-error"]
     assert cli.main([*argv, "--healthy-of", "skip-cdi-env", "--no-healthy"]) == 4
     assert "--healthy-of with --no-healthy" in capsys.readouterr().err
+
+
+def test_a_report_dir_holding_an_earlier_matrix_is_refused(tmp_path, fake_runs, capsys):
+    """breaker s15 D5: a child run into a used dir exits 4 before any test, and the earlier run's allure-results
+    there would be read as this matrix's catches: refused before anything runs (exit 4, naming dir and fix)."""
+    _outcome, seen = fake_runs
+    (tmp_path / "m" / "runs" / "prepare-error" / "allure-results").mkdir(parents=True)
+    assert _main(tmp_path, _file(tmp_path)) == 4
+    err = capsys.readouterr().err
+    assert "holds an earlier matrix's runs" in err and "give a new --report-dir" in err, err
+    assert seen == []

@@ -141,6 +141,13 @@ def main(args: argparse.Namespace) -> int:
     report_id = "validate-" + datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
     matrix_dir = (args.report_dir or REPORTS / report_id).resolve()
     runs_dir = matrix_dir / "runs"
+    if not args.dry_run and runs_dir.is_dir() and any(runs_dir.iterdir()):  # an earlier matrix's child results
+        print(
+            f"error: --report-dir: {matrix_dir} holds an earlier matrix's runs ({runs_dir}); its results would be "
+            "read as this matrix's (fix: give a new --report-dir, or leave it out for reports/validate-suite/<id>)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     faulty = [runs.fault_plan(e, runs_dir, args.timeout_scale) for e in entries]
     healthy = [] if args.no_healthy else runs.healthy_plans(healthy_entries, runs_dir, args.timeout_scale)
     if args.dry_run:

@@ -120,7 +120,8 @@ def test_admin_access_gate_off_gives_pass_not_qualified(admin_gate_off_cluster, 
         out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out[-6000:]
     verdict = next(line for line in out.splitlines() if line.startswith("VERDICT:"))
-    assert verdict.startswith("VERDICT: PASS (") and "; not qualified: admin_access)" in verdict, verdict
+    # the parts after it name what this preinstalled profile gives nothing to test with (breaker s15 C9)
+    assert verdict.startswith("VERDICT: PASS (") and "; not qualified: admin_access" in verdict, verdict
     assert "waived" not in verdict, verdict
     print(verdict)  # shown with -s
     from conformance.reporting.build import generate  # noqa: PLC0415

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -76,11 +77,15 @@ def render(rows: list[Outcome]) -> str:
 
 def run_all(out_dir: Path, names: list[str], run_args: list[str], progress: Callable[[str], None] = print):
     """Run ``full`` on each combination in turn (``dra-conformance run --cluster local --driver <profile> --profile
-    full --workers 4 --timeout-scale 2 <run_args>``, report in ``out_dir/<name>``); returns the outcomes. Raises
+    full --workers 4 --timeout-scale 2 <run_args>``, report in ``out_dir/<name>``, an earlier one there removed
+    first: the run refuses a used report dir, and its results must never be read as this run's); returns the
+    outcomes. Raises
     runs.Interrupted on Ctrl-C once the running child tore its cluster down."""
     rows = []
     for name in names:
         rdir = out_dir / name
+        if rdir.exists():  # this tool's own earlier report of the combination: replaced, never read as this run's
+            shutil.rmtree(rdir)
         progress(f"== {name} ({COMBINATIONS[name]}): the full profile")
         args = ("--driver", str(PROFILES / f"{name}.yaml"), *run_args)
         plan = runs.Plan(name, "", (), "full", TIMEOUT_SCALE, args, (), rdir)

@@ -83,11 +83,12 @@ def test_cel_runtime_error_keeps_pod_unschedulable(k8s, tracker, builder, driver
 
 @pytest.mark.scenario("ALLOC-25")
 @pytest.mark.requires("driver.multiple_devices")
-def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, inventory, probe):
-    """A request with count 2 gets two distinct devices and the container sees both.
+def test_count_allocates_that_many_distinct_devices(k8s, tracker, builder, inventory, probe, allocated_once):
+    """A request with count 2 gets two distinct devices and the container sees both. Kept to devices allocated
+    once: two results may name a multi-allocatable device as two shares (KEP-5075; s15 capacity combination).
     Source: resource.k8s.io/v1 ExactDeviceRequest.count."""
-    # given: a claim for two devices
-    claim = tracker.create(builder.claim(count=2))
+    # given: a claim for two devices (each allocatable once)
+    claim = tracker.create(builder.claim(count=2, selectors=allocated_once.selector or None))
     # when: a pod uses it
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)
     # then: two distinct results for the one request, two devices visible

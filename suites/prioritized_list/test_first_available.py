@@ -35,18 +35,21 @@ def test_first_subrequest_is_chosen_when_it_fits(k8s, tracker, builder, probe):
 
 @pytest.mark.scenario("PL-01")
 @pytest.mark.requires("driver.multiple_devices")
-def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, builder, inventory, probe):
+def test_falls_back_in_order_to_the_first_satisfiable_subrequest(
+    k8s, tracker, builder, inventory, probe, allocated_once
+):
     """Subrequests that cannot be satisfied (too many devices, a selector matching nothing) are skipped in
     order; the first satisfiable one (two devices) is chosen over a later one (one device).
     Source: upstream "selects the first subrequest that can be satisfied"."""
-    # given: too-many, none, two, one
-    too_many = inventory.per_node_max() + 1
+    # given: too-many, none, two, one (kept to devices allocated once: shares would satisfy too-many, KEP-5075)
+    once = allocated_once.selector or None
+    too_many = allocated_once.per_node_max + 1
     request = first_available(
         "gpu",
-        subrequest("too-many", count=too_many),
+        subrequest("too-many", count=too_many, selectors=once),
         subrequest("none", selectors=NEVER_MATCHES),
-        subrequest("two", count=2),
-        subrequest("one"),
+        subrequest("two", count=2, selectors=once),
+        subrequest("one", selectors=once),
     )
     claim = tracker.create(builder.claim(requests=[request]))
     # when: a pod uses the claim
@@ -60,12 +63,16 @@ def test_falls_back_in_order_to_the_first_satisfiable_subrequest(k8s, tracker, b
 
 @pytest.mark.scenario("PL-03")
 @pytest.mark.requires("driver.multiple_devices")
-def test_constraints_on_the_parent_request_steer_the_choice(k8s, tracker, builder, probe, unique_attribute):
+def test_constraints_on_the_parent_request_steer_the_choice(k8s, tracker, builder, probe, unique_per_result):
     """A matchAttribute constraint on the parent request applies to its subrequests: two devices that must
     share a per-device unique value cannot exist, so the one-device subrequest is chosen.
     Source: upstream "chooses the correct subrequest subject to constraints"; DeviceConstraint.requests."""
-    # given: "two" (impossible under the constraint) then "one"
-    request = first_available("gpu", subrequest("two", count=2), subrequest("one"))
+    # given: "two" (impossible under the constraint) then "one", on devices allocated once (two shares of one
+    # device would share the unique value, KEP-5075)
+    unique_attribute, once = unique_per_result
+    request = first_available(
+        "gpu", subrequest("two", count=2, selectors=once or None), subrequest("one", selectors=once or None)
+    )
     claim = tracker.create(builder.claim(requests=[request], constraints=[match_attribute(unique_attribute, ["gpu"])]))
     # when: a pod uses the claim
     pod = waits.pod_running(k8s, tracker.create(builder.pod(uses=claim)), timeout=timeouts.POD_START)

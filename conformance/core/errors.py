@@ -124,6 +124,13 @@ class ProbeDidNotRun(ConformanceError):
         super().__init__(text)
 
 
+class ProbeCommandFailed(ProbeDidNotRun):
+    """The probe ran to its end marker in a container that reached Running with the claim, and the vendor
+    command exited != 0 (e.g. ``nvidia-smi -L`` or ``ls /dev/dri /dev/kfd`` finding no device): the device the
+    driver was to inject is not usable there. Unlike its parent (no marker: the container never got that far,
+    or the shell could not run the command), this is the driver's defect (breaker s15 C2)."""
+
+
 class ApiError(ConformanceError):
     """The API server refused a request. ``status``: HTTP code; ``reason``: Status.reason
     (``NotFound``, ``AlreadyExists``, ``Invalid``, ``Conflict``, ``Forbidden``...); ``body``: the decoded

@@ -35,6 +35,7 @@ from conformance import images as refs
 from conformance.core import errors, names, timeouts
 from conformance.k8s import waits
 from conformance.k8s.client import K8s
+from conformance.k8s.waits.pods import PULL_FAILURES
 from conformance.node import cdi, cdi_identity, crilog, draplugin, heartbeat, registration
 from conformance.node.base import NodeAccessUnavailable
 from conformance.node.exec_grpc import ExecChannel
@@ -56,9 +57,6 @@ CDI_DIRS = ("/var/run/cdi", "/etc/cdi")
 STAT_DONE = "dra-conformance-stat-done"  # the last line of a device_numbers answer: the probe ran
 HOST_NS = "nsenter -t 1 -m -u -i -n -p --"  # run in the host's namespaces (hostPID: pid 1 is the host's init)
 PODRESOURCES_SOCKET = KUBELET_ROOT + "/pod-resources/kubelet.sock"  # kubelet default (KEP-606)
-
-
-PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 
 
 def pull_failures(k8s: K8s, namespace: str) -> list[str]:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from conformance.core import probe_marker, timeouts
-from conformance.core.errors import ApiError, ProbeDidNotRun
+from conformance.core.errors import ApiError, ProbeCommandFailed, ProbeDidNotRun
 from conformance.core.objects import Obj
 from conformance.core.probe_marker import ProbeRun
 from conformance.core.profile import DriverProfile
@@ -108,8 +108,9 @@ class Probe:
         """``(run, source note)`` once the container's probe printed its end marker; waits for it with
         :func:`~conformance.k8s.waits.poll` up to ``timeouts.PROBE_OUTPUT`` (scaled). Raises ProbeDidNotRun when
         the container exited without the marker, the deadline passed, the shell could not run the command
-        (exit 126/127, a signal) or, unless ``allow_failure``, the command exited != 0 (a "shows no device"
-        check allows that: ``ls /dev/dri`` fails in a container without devices)."""
+        (exit 126/127, a signal) or, unless ``allow_failure``, raises its subclass ProbeCommandFailed when the
+        command exited != 0 (a "shows no device" check allows that: ``ls /dev/dri`` fails in a container without
+        devices)."""
         name, seen = self._name(pod, container), {}
 
         def done() -> bool:
@@ -128,14 +129,20 @@ class Probe:
             wait = timeouts.scaled(timeouts.PROBE_OUTPUT)
             raise self._did_not_run(pod, name, seen.get("text", ""), f"no end marker within {wait:.0f}s")
         run = probe_marker.parse(seen["text"])
-        if run.command_missing or (run.rc and not allow_failure):
-            why = "could not be run by sh" if run.command_missing else "failed"
-            raise self._did_not_run(pod, name, seen["text"], f"the command {why} (exit status {run.rc})", run.rc)
+        if run.command_missing:
+            raise self._did_not_run(
+                pod, name, seen["text"], f"the command could not be run by sh (exit status {run.rc})", run.rc
+            )
+        if run.rc and not allow_failure:
+            why = f"the command failed (exit status {run.rc})"
+            raise self._did_not_run(pod, name, seen["text"], why, run.rc, ProbeCommandFailed)
         return run, seen["note"]
 
-    def _did_not_run(self, pod: Obj, container: str, text: str, reason: str, rc: int | None = None) -> ProbeDidNotRun:
+    def _did_not_run(
+        self, pod: Obj, container: str, text: str, reason: str, rc: int | None = None, kind=ProbeDidNotRun
+    ) -> ProbeDidNotRun:
         pod_name = f"{pod.namespace}/{pod.name}"
-        return ProbeDidNotRun(pod_name, container, self.profile.visibility.command, reason, text[-EVIDENCE_TAIL:], rc)
+        return kind(pod_name, container, self.profile.visibility.command, reason, text[-EVIDENCE_TAIL:], rc)
 
     def output(self, pod: Obj, container: str | None = None) -> str:
         """The vendor command's output (before the end marker) once the probe ended; raises ProbeDidNotRun."""

@@ -15,7 +15,7 @@ import re
 
 import yaml
 
-from conformance.k8s.waits.pods import CDI_REFUSED, PREPARE_FAILED
+from conformance.k8s.waits.pods import CDI_REFUSED, PREPARE_FAILED, PULL_FAILURES
 
 DRIVER_DEFECT = "driver-defect"
 INFRASTRUCTURE = "infrastructure"
@@ -37,9 +37,15 @@ BY_EXCEPTION = {
     "WaitFailed": DRIVER_DEFECT,  # a wait ended early: pod Failed, FailedPrepareDynamicResources...
     "DriverNotReady": DRIVER_DEFECT,  # no kubelet plugin / ResourceSlices / DeviceClass
     "LeakError": DRIVER_DEFECT,  # objects (claims) survived teardown: not deallocated/unprepared
+    # a bounded wait for what the driver must bring about (pod Running, slices republished, device Unhealthy,
+    # claim deallocated) ran out. The cluster's own outages are attributed from what the health watcher OBSERVED
+    # (conformance/reporting/cluster_fault.py turns such a failure infrastructure), never from the timeout alone,
+    # and an image the node could not pull is infrastructure (:func:`image_pull_failure`); s15 breaker C2
+    "WaitTimeout": DRIVER_DEFECT,
+    "ProbeCommandFailed": DRIVER_DEFECT,  # the vendor probe ran in the claim's container and exited != 0
+    "DraPluginError": DRIVER_DEFECT,  # the driver's own DRAPlugin socket broke the wire contract (no entry, status)
     # the cluster or its network did not answer
     "ClusterUnavailable": INFRASTRUCTURE,
-    "WaitTimeout": INFRASTRUCTURE,
     "TransientApiError": INFRASTRUCTURE,  # 429 / 5xx after retries
     "ConnectionError": INFRASTRUCTURE,
     "TimeoutError": INFRASTRUCTURE,
@@ -67,10 +73,9 @@ _RUNTIME_STATES = (("terminated", "StartError"), ("waiting", "RunContainerError"
 _FAILED_EVENT = re.compile(r"^\S* Failed \S+: (?P<message>.*?)(?: \(x\d+\))?$")
 
 
-def _container_messages(last_state: str) -> list[str]:
-    """The runtime error messages of the containers in a wait's ``last_state`` (the YAML of ``{ref, status}`` a
-    pod wait records, conformance/k8s/waits/core.py): state and lastState of (init) containers in a
-    :data:`_RUNTIME_STATES` reason. Unparsable or foreign text: none."""
+def _container_statuses(last_state: str) -> list:
+    """The (init) container statuses in a wait's ``last_state`` (the YAML of ``{ref, status}`` a pod wait records,
+    conformance/k8s/waits/core.py); unparsable or foreign text: none."""
     try:
         doc = yaml.safe_load(last_state or "")
     except yaml.YAMLError:
@@ -78,8 +83,14 @@ def _container_messages(last_state: str) -> list[str]:
     status = (doc or {}).get("status") if isinstance(doc, dict) else None
     if not isinstance(status, dict):
         return []
+    return (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+
+
+def _container_messages(last_state: str) -> list[str]:
+    """The runtime error messages of the containers in a wait's ``last_state``: state and lastState of (init)
+    containers in a :data:`_RUNTIME_STATES` reason."""
     out = []
-    for c in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+    for c in _container_statuses(last_state):
         for key in ("state", "lastState"):
             state = (c or {}).get(key) or {}
             for phase, reason in _RUNTIME_STATES:
@@ -107,13 +118,29 @@ def runtime_shim_failure(exc: BaseException) -> str:
     return next((m for m in messages if SHIM_START.match(m)), "")
 
 
+def image_pull_failure(exc: BaseException) -> str:
+    """The image pull error of a container in the pod wait ``exc`` (a WaitError's ``last_state``): ``"<reason>:
+    <message>"`` of the first container waiting in one of :data:`PULL_FAILURES`, ``""`` when none. The node could
+    not pull the profile's probe image (registry, mirror, credentials): the cluster's, not the driver's, which
+    never sees a container that has no image. Source: kubelet images/types.go (ErrImagePull, ImagePullBackOff,
+    ErrImageNeverPull, InvalidImageName)."""
+    for container in _container_statuses(str(getattr(exc, "last_state", "") or "")):
+        waiting = ((container or {}).get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in PULL_FAILURES:
+            return f"{waiting['reason']}: {waiting.get('message') or ''}".strip()
+    return ""
+
+
 def classify(exc: BaseException | None) -> str | None:
     """The failure class of ``exc`` (one of :data:`CLASSES`), ``None`` when there is no exception. A pod wait that
-    failed on the container runtime's shim start (:func:`runtime_shim_failure`) is infrastructure."""
+    failed on the container runtime's shim start (:func:`runtime_shim_failure`) or on an image pull
+    (:func:`image_pull_failure`) is infrastructure."""
     if exc is None:
         return None
     names = [cls.__name__ for cls in type(exc).__mro__]
     if "WaitFailed" in names and runtime_shim_failure(exc):
+        return INFRASTRUCTURE
+    if "WaitError" in names and image_pull_failure(exc):
         return INFRASTRUCTURE
     for cls in type(exc).__mro__:
         found = BY_EXCEPTION.get(cls.__name__)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.core import errors, probe_marker, timeouts
-from conformance.core.errors import ProbeDidNotRun
+from conformance.core.errors import ProbeCommandFailed, ProbeDidNotRun
 from conformance.core.objects import Obj
 from conformance.core.profile import Visibility
 from conformance.node.probe import Probe, container_claims
@@ -196,13 +196,14 @@ def test_container_that_exited_without_the_marker_fails_at_once():
 
 def test_failing_command_is_an_error_except_for_a_no_device_check():
     probe = _probe(_K8s({"ctr": _ended("ls: /dev/dri: No such file or directory", rc=1)}))
-    with pytest.raises(ProbeDidNotRun, match=r"the command failed \(exit status 1\)"):
-        probe.shows_config(_POD)
+    with pytest.raises(ProbeCommandFailed, match=r"the command failed \(exit status 1\)"):
+        probe.shows_config(_POD)  # ran in the claim's container and failed: the driver's (s15 breaker C2)
     shown, evidence = probe.shows_no_device(_POD)
     assert shown and "exited 1" in evidence
     missing = _probe(_K8s({"ctr": _ended("sh: nvidia-smi: not found", rc=127)}))
-    with pytest.raises(ProbeDidNotRun, match="could not be run by sh"):
+    with pytest.raises(ProbeDidNotRun, match="could not be run by sh") as raised:
         missing.shows_no_device(_POD)
+    assert not isinstance(raised.value, ProbeCommandFailed)  # the profile's image lacks the command: not the driver
 
 
 def test_no_device_check_fails_when_a_device_is_shown():

@@ -14,7 +14,12 @@ from conformance.reporting import classify
     [
         (AssertionError("x"), classify.DRIVER_DEFECT),
         (errors.WaitFailed("claim allocated", 30, failed="pod Failed"), classify.DRIVER_DEFECT),
-        (errors.WaitTimeout("claim allocated", 30), classify.INFRASTRUCTURE),
+        (errors.WaitTimeout("claim allocated", 30), classify.DRIVER_DEFECT),
+        (
+            errors.ProbeCommandFailed("ns/p", "ctr", "ls /dev/kfd", "the command failed (exit status 2)", "", 2),
+            classify.DRIVER_DEFECT,
+        ),
+        (errors.ProbeDidNotRun("ns/p", "ctr", "ls", "no end marker within 60s"), classify.SUITE_ERROR),
         (errors.ClusterUnavailable("no API server"), classify.INFRASTRUCTURE),
         (ConnectionRefusedError(), classify.INFRASTRUCTURE),
         (errors.ConfigError("bad", source="--profile"), classify.SUITE_ERROR),
@@ -27,7 +32,7 @@ def test_exceptions_map_to_one_class(exc, expected):
 
 def test_messages_of_foreign_results_are_classified():
     assert (
-        classify.classify_message("conformance.core.errors.WaitTimeout: timed out", "broken") == classify.INFRASTRUCTURE
+        classify.classify_message("conformance.core.errors.WaitTimeout: timed out", "broken") == classify.DRIVER_DEFECT
     )
     assert classify.classify_message("ValueError: x", "broken") == classify.SUITE_ERROR
     assert classify.classify_message("", "failed") == classify.DRIVER_DEFECT
@@ -130,3 +135,31 @@ def test_a_cdi_injection_refusal_stays_a_driver_defect_even_beside_a_shim_error(
     for exc in (refused, both, forged, prepare):
         assert classify.runtime_shim_failure(exc) == ""
         assert classify.classify(exc) == classify.DRIVER_DEFECT
+
+
+def test_a_driver_answer_breaking_the_plugin_contract_is_a_driver_defect():
+    """DraPluginError: the driver's own DRAPlugin socket answered without the claim's entry or with an error
+    status (s15 breaker C2: it was a suite error, "ours: please report it")."""
+    from conformance.node.draplugin import DraPluginError
+
+    exc = DraPluginError("NodePrepareResources answer of X has no entry for claim UID u")
+    assert classify.classify(exc) == classify.DRIVER_DEFECT
+
+
+def _pull_state(reason: str) -> str:
+    status = {"containerStatuses": [{"name": "ctr", "state": {"waiting": {"reason": reason, "message": "not found"}}}]}
+    return yaml.safe_dump({"ref": "Pod ns/p", "status": status})
+
+
+@pytest.mark.parametrize("reason", ["ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"])
+def test_a_pod_wait_on_an_image_the_node_cannot_pull_is_infrastructure(reason):
+    """A timeout is the driver's (what it must bring about did not come) unless the pod waited on its image."""
+    exc = errors.WaitTimeout("pod ns/p Running", 60, _pull_state(reason))
+    assert classify.classify(exc) == classify.INFRASTRUCTURE
+    assert classify.image_pull_failure(exc) == f"{reason}: not found"
+
+
+def test_a_pod_wait_timeout_on_a_container_still_creating_is_the_drivers():
+    exc = errors.WaitTimeout("pod ns/p Running", 60, _pull_state("ContainerCreating"))
+    assert classify.image_pull_failure(exc) == ""
+    assert classify.classify(exc) == classify.DRIVER_DEFECT

@@ -135,3 +135,12 @@ def test_symptom_per_expected_test_overrides_the_faults():
     entry = faultfile.parse(_doc(**{"no-slices": raw}), KNOWN, "f").entries["no-slices"]
     assert entry.expect == (RUNS, other) and entry.symptom_class == "driver-defect"
     assert (entry.symptom_for(RUNS), entry.symptom_for(other)) == ("FailedPrepare", "no slices")
+
+
+def test_an_expected_failure_must_be_a_driver_defect_unless_the_entry_says_any():
+    """s15 breaker C2: a fault of the driver blamed on the cluster or the suite misleads the driver's author, so the
+    class is judged by default; ``symptom_class: any`` turns the check off for one entry."""
+    entries = faultfile.parse(_doc(**{"prepare-error": _entry(symptom_class="any")}), KNOWN, "f").entries
+    assert (entries["no-slices"].symptom_class, entries["prepare-error"].symptom_class) == ("driver-defect", "")
+    other = faultfile.parse(_doc(**{"no-slices": _entry(symptom_class="infrastructure")}), KNOWN, "f").entries
+    assert other["no-slices"].symptom_class == "infrastructure"

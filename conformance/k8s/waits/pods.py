@@ -22,6 +22,8 @@ EVENT_POLL_S = 0.5  # seconds between event lists
 # a start-up race. A CDI refusal counts at once (see runtime_refusal).
 RUNTIME_REFUSALS = 3
 CDI_REFUSED = "CDI device injection failed"
+# a container's waiting reason when the node could not pull its image (kubelet pkg/kubelet/images/types.go)
+PULL_FAILURES = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
 
 
 def _creating_fails(pod: Obj) -> bool:

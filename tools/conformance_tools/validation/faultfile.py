@@ -12,7 +12,8 @@ Format (version 1)::
         symptom: 'FailedPrepareDynamicResources'   # required: a regex searched (case-insensitive) in each expected
                                    # test's failure message (its first lines); a failure without it is
                                    # caught-by-accident, not caught
-        symptom_class: driver-defect   # optional: the failure class it must have (conformance/reporting/classify.py)
+        symptom_class: driver-defect   # optional: the failure class it must have (conformance/reporting/classify.py;
+                                   # default driver-defect: a fault of the driver is the driver's; 'any' = no check)
         select:                    # what to run: suite files, directories or node IDs (pytest arguments)
           - suites/smoke/test_smoke.py
         expect:                    # tests that must FAIL with the fault on (and pass without it): node IDs,
@@ -49,13 +50,15 @@ import yaml
 from conformance import shipped
 from conformance.core.errors import ConfigError
 from conformance.core.markers import PROFILE_ORDER
-from conformance.reporting.classify import CLASSES
+from conformance.reporting.classify import CLASSES, DRIVER_DEFECT
 
 REPO_ROOT = shipped.SOURCE_ROOT  # validate-suite runs from a checkout
 DEFAULT_PATH = REPO_ROOT / "fixtures" / "faults.yaml"
 VERSION = 1
 TOP_KEYS = ("version", "defaults", "faults")
 OPTION_KEYS = ("profile", "timeout_scale", "run_args", "pytest_args")
+DEFAULT_SYMPTOM_CLASS = DRIVER_DEFECT  # the class an expected failure must have unless the entry says otherwise
+ANY_CLASS = "any"  # symptom_class: any -> no class check
 ENTRY_KEYS = ("class", "symptom", "symptom_class", "select", "expect", *OPTION_KEYS)
 EXPECT_KEYS = ("test", "symptom")
 # results that are not test functions: the after-module invariant checks report as ``<module>::invariants``
@@ -97,7 +100,9 @@ class FaultEntry:
     arguments relative to the repository), ``expect`` (node IDs or globs that must fail), ``profile``,
     ``timeout_scale`` (> 0), ``run_args`` (extra run options), ``pytest_args`` (extra pytest arguments),
     ``symptom`` (a regex the failure message of each expected test must contain, case-insensitive; '' = any),
-    ``symptom_class`` (the classify.py failure class it must have, '' = any) and ``symptoms`` (expect pattern ->
+    ``symptom_class`` (the classify.py failure class it must have; default :data:`DEFAULT_SYMPTOM_CLASS`, since
+    a fault the reference driver injects is a driver defect and a report blaming the cluster or the suite for it
+    misleads its author (s15 breaker C2); '' when the file says ``any``) and ``symptoms`` (expect pattern ->
     regex overriding ``symptom`` for that test)."""
 
     name: str
@@ -109,7 +114,7 @@ class FaultEntry:
     run_args: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()
     symptom: str = ""
-    symptom_class: str = ""
+    symptom_class: str = DEFAULT_SYMPTOM_CLASS
     symptoms: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     def symptom_for(self, nodeid: str) -> str:
@@ -272,9 +277,9 @@ def _entry(name: str, raw, defaults: Mapping, problems: list[str]) -> FaultEntry
     select = _strings(raw.get("select", []), f"{where}.select", problems, non_empty=True) if "select" in raw else ()
     expect, symptoms = _expect(raw.get("expect", []), f"{where}.expect", problems) if "expect" in raw else ((), {})
     symptom = _regex(raw.get("symptom"), f"{where}.symptom", problems, required=True)
-    symptom_class = raw.get("symptom_class", "")
-    if symptom_class and symptom_class not in CLASSES:
-        problems.append(f"{where}.symptom_class: {symptom_class!r} (fix: one of {', '.join(CLASSES)})")
+    symptom_class = raw.get("symptom_class", DEFAULT_SYMPTOM_CLASS)
+    if symptom_class not in (*CLASSES, ANY_CLASS):
+        problems.append(f"{where}.symptom_class: {symptom_class!r} (fix: one of {', '.join(CLASSES)} or {ANY_CLASS})")
     for item in select:
         _check_test_ref(item, f"{where}.select", problems)
     for item in expect:
@@ -293,7 +298,7 @@ def _entry(name: str, raw, defaults: Mapping, problems: list[str]) -> FaultEntry
         expect,
         **options,
         symptom=symptom,
-        symptom_class=str(symptom_class or ""),
+        symptom_class="" if symptom_class == ANY_CLASS else str(symptom_class or ""),
         symptoms=symptoms,
     )
 

@@ -201,7 +201,7 @@ ci-templates: ## run ci/'s templates with real runners here (not in make test, a
 	$(PY) -m conformance_tools.ci_runners $(K8S_FLAG)
 
 .PHONY: feature-combinations
-feature-combinations: ## the full profile on each feature-combination profile (device status + binding conditions; partitions + taints + health; consumable capacity + admin access), one local cluster after another; prints profile x verdict x passed/failed/skipped x time (reports/feature-combinations/combinations.md); not in make test
+feature-combinations: ## the full profile on each feature-combination profile (device status + binding conditions; partitions + taints + health; consumable capacity + admin access, on >= 1.35: the 1.34 scheduler panics on it), one local cluster after another; prints profile x verdict x passed/failed/skipped x time (reports/feature-combinations/combinations.md); not in make test
 	$(VENV)/bin/dra-conformance feature-combinations --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(if $(COMBINATIONS),--only $(COMBINATIONS))
 
 .PHONY: kind-rehearsal

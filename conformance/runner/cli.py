@@ -264,10 +264,8 @@ def run_command(args: argparse.Namespace) -> int:
         return plan.command(args, "plan")
     run_id = names.new_run_id()
     report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
-    refusal = run_guard.stale_report_dir(report_dir)  # two runs' results never mix (breaker s15 C1)
-    if (option := run_guard.refused_option(list(args.pytest_args or []))) is not None:
-        refusal = run_guard.refusal_text(option)  # no reruns in a qualification (breaker s15 C1)
-    if refusal:
+    # no reruns in a qualification (typed or in PYTEST_ADDOPTS), two runs' results never mix (breaker s15 C1, D4)
+    if refusal := run_guard.refusal(list(args.pytest_args or []), report_dir):
         print(f"error: {refusal}", file=sys.stderr)
         return 4
     existed = report_dir.is_dir()  # a directory the run did not create is never removed (a mount point: C4)

@@ -54,33 +54,60 @@ class Kubeconfig:
         return out + ([flag, self.context] if self.context else [])
 
     def existing(self) -> Kubeconfig:
-        """This kubeconfig when one of its files exists; else raises ConfigError (bad input, exit 4, wherever the
-        path came from: ``--kubeconfig``, ``$KUBECONFIG`` or the default ``~/.kube/config``) naming the path and
-        how to give one."""
-        if any(p.is_file() for p in self.paths):
-            self._has_context()
-            return self
-        fix = (
-            "give the path of a kubeconfig file"
-            if self.source == "--kubeconfig"
-            else "pass --kubeconfig PATH, or export KUBECONFIG=PATH of a kubeconfig file"
-        )
-        raise ConfigError(f"no such kubeconfig file {self.path}", source=self.source, fix=fix)
+        """This kubeconfig, less the empty files of a list, when one of its files exists; raises ConfigError (bad
+        input, exit 4, wherever the path came from: ``--kubeconfig``, ``$KUBECONFIG`` or the default
+        ``~/.kube/config``) naming the path and how to give one when none exists, when a file is not a
+        kubeconfig (not a YAML mapping, or not YAML), when every file is empty (``not a kubeconfig: empty``), or
+        when ``context`` is set and no file defines it.
 
-    def _has_context(self) -> None:
-        """Raise ConfigError (exit 4) when ``context`` is set and none of the files defines it, naming the
-        contexts they do define; a file that is not readable YAML is left to the client's loader."""
-        if not self.context:
+        An empty file (no YAML document: zero bytes, blanks or comments only) in a list is dropped, as kubectl
+        and client-go skip it (``clientcmd.Load``: "if there's no data in a file, return the default object");
+        the Kubernetes Python client refuses it (``KubeConfigMerger.load_config``: "file is empty"), so the list
+        our client gets holds only the files that say something. A file that cannot be read is left to the
+        client's loader (it names the OS error)."""
+        if not any(p.is_file() for p in self.paths):
+            raise ConfigError(f"no such kubeconfig file {self.path}", source=self.source, fix=self._fix())
+        docs = {p: self._document(p) for p in self.paths if p.is_file()}
+        kept = tuple(p for p in self.paths if docs.get(p, True) is not None)
+        if not any(p in docs for p in kept):  # every file that exists is empty
+            empty = os.pathsep.join(str(p) for p in docs)
+            raise ConfigError("not a kubeconfig: empty", source=f"{empty} (from {self.source})", fix=self._fix())
+        self._has_context([docs[p] for p in kept if p in docs])
+        return dataclasses.replace(self, paths=kept)
+
+    def _fix(self) -> str:
+        if self.source == "--kubeconfig":
+            return "give the path of a kubeconfig file"
+        return "pass --kubeconfig PATH, or export KUBECONFIG=PATH of a kubeconfig file"
+
+    def _document(self, path: Path) -> dict | None | bool:
+        """``path``'s YAML mapping; None when it is empty (no YAML document); True when it cannot be read (left
+        to the client's loader). Raises ConfigError naming the file when its YAML is not a mapping or not YAML."""
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except OSError:
+            return True
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise ConfigError(
+                f"not a kubeconfig: not YAML ({problem}{where})", source=f"{path} (from {self.source})", fix=self._fix()
+            ) from None
+        if doc is None or isinstance(doc, dict):
+            return doc
+        raise ConfigError(
+            f"not a kubeconfig: not a mapping (its YAML is a {type(doc).__name__})",
+            source=f"{path} (from {self.source})",
+            fix=self._fix(),
+        )
+
+    def _has_context(self, docs: list) -> None:
+        """Raise ConfigError (exit 4) when ``context`` is set and none of the files' documents ``docs`` (a
+        mapping, or True for a file left to the client's loader) defines it, naming the contexts they define."""
+        if not self.context or any(d is True for d in docs):
             return
-        names: list[str] = []
-        for p in self.paths:
-            try:
-                doc = yaml.safe_load(p.read_text()) if p.is_file() else None
-            except (OSError, yaml.YAMLError):
-                return
-            if not isinstance(doc, dict):
-                continue
-            names += [str(c.get("name")) for c in doc.get("contexts") or [] if isinstance(c, dict)]
+        names = [str(c.get("name")) for d in docs for c in d.get("contexts") or [] if isinstance(c, dict)]
         if self.context not in names:
             raise ConfigError(
                 f"kubeconfig {self.path} has no context {self.context!r} "

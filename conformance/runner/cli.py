@@ -47,22 +47,6 @@ MAX_WORKERS = 32
 SERIAL_ONLY = ("--pdb", "--trace")  # pytest options that xdist cannot honour: the run stays serial
 
 
-class _Counter:
-    """Counts test outcomes for the verdict line (a tiny in-process pytest plugin)."""
-
-    def __init__(self) -> None:
-        self.counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
-
-    def pytest_runtest_logreport(self, report):
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            if report.failed:
-                self.counts["failed" if report.when == "call" else "error"] += 1
-            else:
-                self.counts["skipped" if report.skipped else "passed"] += 1
-        elif report.when == "teardown" and report.failed:
-            self.counts["error"] += 1
-
-
 def _common(p: argparse.ArgumentParser) -> None:
     options.add_arguments(p, ("driver", "profile"))
 
@@ -264,14 +248,14 @@ def run_command(args: argparse.Namespace) -> int:
         return plan.command(args, "plan")
     run_id = names.new_run_id()
     report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
-    refusal = run_guard.stale_report_dir(report_dir)  # two runs' results never mix (breaker s15 C1)
-    if (option := run_guard.refused_option(list(args.pytest_args or []))) is not None:
-        refusal = run_guard.refusal_text(option)  # no reruns in a qualification (breaker s15 C1)
-    if refusal:
+    # no reruns in a qualification (typed or in PYTEST_ADDOPTS), two runs' results never mix (breaker s15 C1, D4)
+    if refusal := run_guard.refusal(list(args.pytest_args or []), report_dir):
         print(f"error: {refusal}", file=sys.stderr)
         return 4
     existed = report_dir.is_dir()  # a directory the run did not create is never removed (a mount point: C4)
-    counter = _Counter()
+    from conformance.runner import terminal  # noqa: PLC0415 - imports pytest
+
+    counter = terminal.Counter()
     started = time.monotonic()
     # SIGTERM (a pod deleted, a CI job cancelled) stops the run the way Ctrl-C does: tear-down, exit 2
     # (conformance/cli.py wraps every command in conformance.core.commands.sigterm_as_interrupt)
@@ -280,7 +264,7 @@ def run_command(args: argparse.Namespace) -> int:
     scope.CALLER_PRINTS = True
     enospc = ""  # the run's own write to the report dir that hit ENOSPC (_cluster_fault)
     try:
-        code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter]))
+        code = int(pytest.main(build_pytest_args(args, run_id, report_dir), plugins=[counter, terminal.ExitOnce()]))
     except OSError as exc:  # e.g. ENOSPC on the report dir in pytest's own junit.xml: judged below (exit 3)
         print(f"dra-conformance: the run ended with {type(exc).__name__}: {exc}", file=sys.stderr)
         code, enospc = 3, _enospc(exc)

@@ -7,9 +7,14 @@
 - :func:`refused_option`: reruns (pytest-rerunfailures' ``--reruns``, ``--reruns-delay``, ``--only-rerun``,
   ``--rerun-except``, ``-p rerunfailures``) are refused with exit 4: a qualification says whether the driver
   works, and a driver that fails and then passes on a retry is not proven to (breaker s15 C1); the plugin is
-  also blocked (``-p no:rerunfailures``) so no ini or ``PYTEST_ADDOPTS`` can turn it on;
+  also blocked (``-p no:rerunfailures``) so no ini can turn it on, and a rerun option in ``PYTEST_ADDOPTS`` (a
+  CI's inherited ``--reruns 2``) is refused naming that variable, not with pytest's bare "unrecognized
+  arguments" (breaker s15 D4);
 - :func:`stale_report_dir`: a ``--report-dir`` that already holds an earlier run's results is refused (exit 4):
-  two runs' results never mix in one report (a reused directory's old attempts would count as this run's);
+  two runs' results never mix in one report (a reused directory's old attempts would count as this run's); a
+  junit.xml alone is no earlier run's (a CI workspace's unit-test step writes one), and the fix offered is a
+  subdirectory, never removing the directory (a CI workspace; breaker s15 D9);
+- :func:`refusal`: the first of those refusals for a run, as the error line ``run`` prints before pytest starts;
 - :func:`drop_if_empty`: a report directory the run created and left empty (a refused run) is removed; one that
   existed before (a CI volume, a mount point) is left, and a failure to remove never changes the exit code
   (breaker s15 C4).
@@ -18,8 +23,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from conformance import shipped
@@ -51,19 +59,43 @@ def refused_option(extra: list[str]) -> str | None:
     return None
 
 
-def refusal_text(option: str) -> str:
-    """The error line for a refused rerun ``option``."""
+def refusal_text(option: str, source: str = "") -> str:
+    """The error line for a refused rerun ``option``; ``source``: where it came from when not typed on the
+    command line (``PYTEST_ADDOPTS``), named first and in the fix."""
+    where = f"{source} holds {option}" if source else option
+    drop = f"drop the option from {source} (e.g. run with {source}= )" if source else "drop the option"
     return (
-        f"{option}: a qualification run does not retry failed tests (a driver that fails and then passes on a "
-        "retry is not proven to work); fix: drop the option, and report a failure that only happens sometimes "
-        "as the driver defect it is"
+        f"{where}: a qualification run does not retry failed tests (a driver that fails and then passes on a "
+        f"retry is not proven to work); fix: {drop}, and report a failure that only happens sometimes as the "
+        "driver defect it is"
     )
+
+
+def addopts(env: Mapping[str, str] | None = None) -> list[str]:
+    """``PYTEST_ADDOPTS`` of ``env`` (default ``os.environ``) split as pytest splits it (``shlex.split``); ``[]``
+    when unset or unbalanced (pytest then reports the quoting itself)."""
+    try:
+        return shlex.split((os.environ if env is None else env).get("PYTEST_ADDOPTS", ""))
+    except ValueError:
+        return []
+
+
+def refusal(extra: list[str], report_dir: Path, env: Mapping[str, str] | None = None) -> str | None:
+    """Why ``run`` refuses to start, as the error line it prints (exit 4) before pytest starts; None when it
+    may. In order: a rerun option in the extra pytest arguments ``extra``, one in ``PYTEST_ADDOPTS`` of ``env``
+    (default ``os.environ``), a ``report_dir`` holding an earlier run's results (:func:`stale_report_dir`)."""
+    if (option := refused_option(extra)) is not None:
+        return refusal_text(option)
+    if (option := refused_option(addopts(env))) is not None:
+        return refusal_text(option, "PYTEST_ADDOPTS")
+    return stale_report_dir(report_dir)
 
 
 def stale_report_dir(report_dir: Path) -> str | None:
     """Why ``report_dir`` cannot take this run's results (it holds an earlier run's: a non-empty
-    ``allure-results/`` or a ``run.json``), as an error line naming the directory and the fix; None when it is
-    new or holds none of them."""
+    ``allure-results/``, a ``run.json`` or a ``summary.json``; a junit.xml alone is not one), as an error line
+    naming the directory and the fix (a subdirectory: the directory may be a CI workspace, so it never says
+    to remove it); None when it is new or holds none of them."""
     allure = report_dir / "allure-results"
     held = [n for n in RUN_FILES if (report_dir / n).is_file()]
     if allure.is_dir() and any(allure.iterdir()):
@@ -72,8 +104,8 @@ def stale_report_dir(report_dir: Path) -> str | None:
         return None
     return (
         f"--report-dir {report_dir} already holds the results of an earlier run ({', '.join(held)}): the results "
-        "of two runs must not mix; fix: give a new directory (or leave --report-dir out: reports/<run-id>), or "
-        "remove that directory first"
+        f"of two runs must not mix; fix: use a subdirectory, e.g. --report-dir {report_dir / 'conformance'}, or "
+        "another new directory (or leave --report-dir out: reports/<run-id>)"
     )
 
 

@@ -164,3 +164,52 @@ def test_no_kubeconfig_at_the_default_path_is_bad_input_naming_how_to_give_one(t
     text = str(info.value)
     assert "no such kubeconfig file" in text and str(tmp_path / ".kube" / "config") in text, text
     assert "--kubeconfig PATH" in text and "KUBECONFIG=" in text, text
+
+
+def test_an_empty_file_in_a_kubeconfig_list_is_skipped_as_kubectl_skips_it(tmp_path, monkeypatch):
+    """Breaker s15 D3: ``KUBECONFIG=empty.kc:a.kc`` (a ``touch ~/.kube/config`` is common) failed in the Python
+    client's loader ("empty.kc file is empty") and ended "cluster or driver not usable", exit 3; client-go's
+    ``clientcmd.Load`` reads an empty file as an empty config, so the list is the other files."""
+    a, b = _kubeconfig_files(tmp_path)
+    empty, blank = tmp_path / "empty.kc", tmp_path / "blank.kc"
+    empty.write_text("")
+    blank.write_text("# nothing here yet\n\n")
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join(map(str, (empty, a, blank, b))))
+    kube = kubeconfig.resolve(None, "ctx-b").existing()
+    assert (kube.paths, kube.context, kube.source) == ((a, b), "ctx-b", "$KUBECONFIG")
+    assert K8s.from_kubeconfig(None, "ctx-b").host == "https://b.invalid:7443"
+    assert K8s.from_kubeconfig().host == "https://a.invalid:6443"  # the merged current-context of the others
+    with pytest.raises(ConfigError, match=r"no context 'nope' \(its contexts: \['ctx-a', 'ctx-b'\]\)"):
+        K8s.from_kubeconfig(None, "nope")
+    missing = tmp_path / "missing.kc"  # a missing file in a list stays the client's to skip, as before
+    assert kubeconfig.resolve(f"{missing}{os.pathsep}{empty}{os.pathsep}{a}").existing().paths == (missing, a)
+
+
+@pytest.mark.parametrize(
+    "text, flag, problem",
+    [
+        ("", True, "not a kubeconfig: empty"),
+        ("  \n# only a comment\n", True, "not a kubeconfig: empty"),
+        ("", False, "not a kubeconfig: empty"),  # a one-file $KUBECONFIG list
+        ("- a\n- b\n", True, r"not a kubeconfig: not a mapping \(its YAML is a list\)"),
+        ("just text\n", False, r"not a kubeconfig: not a mapping \(its YAML is a str\)"),
+        ("clusters: [\n", True, r"not a kubeconfig: not YAML \(.* at line \d+\)"),
+    ],
+)
+def test_a_lone_kubeconfig_that_is_empty_or_not_a_mapping_is_bad_input_naming_the_file(
+    tmp_path, monkeypatch, text, flag, problem
+):
+    """Breaker s15 D3: bad input (ConfigError: exit 4) naming the file and the fix, not ClusterUnavailable
+    (exit 3) from the client's loader; with or without --context."""
+    bad = tmp_path / "bad.kc"
+    bad.write_text(text)
+    monkeypatch.setenv("KUBECONFIG", str(bad))
+    for context in (None, "prod"):
+        with pytest.raises(ConfigError, match=problem) as info:
+            K8s.from_kubeconfig(str(bad) if flag else None, context)
+        assert str(bad) in str(info.value) and "(fix: " in str(info.value)
+        assert info.value.source.endswith("(from --kubeconfig)" if flag else "(from $KUBECONFIG)")
+    a, _ = _kubeconfig_files(tmp_path)
+    if text.strip() and not text.lstrip().startswith("#"):  # not a mapping is bad in a list too
+        with pytest.raises(ConfigError, match=problem):
+            kubeconfig.resolve(f"{a}{os.pathsep}{bad}").existing()

@@ -96,13 +96,51 @@ def test_a_report_dir_of_an_earlier_run_is_refused(tmp_path):
     (old / "allure-results" / "a-result.json").write_text("{}")
     (old / "run.json").write_text("{}")
     why = run_guard.stale_report_dir(old)
-    assert why and str(old) in why and "allure-results/, run.json" in why and "give a new directory" in why
+    assert why and str(old) in why and "allure-results/, run.json" in why
+    assert f"use a subdirectory, e.g. --report-dir {old / 'conformance'}" in why and "remove" not in why, why
 
 
-def _run(tmp_path: Path, report: Path, *extra: str) -> subprocess.CompletedProcess:
+def test_a_ci_workspace_with_a_junit_xml_is_no_earlier_run(tmp_path):
+    """Breaker s15 D9: a workspace holding a unit-test step's junit.xml (and an empty allure-results/) takes the
+    run; a summary.json alone, or a non-empty allure-results/ alone, is an earlier run's."""
+    ws = tmp_path / "ws"
+    (ws / "allure-results").mkdir(parents=True)
+    (ws / "junit.xml").write_text("<testsuites/>")
+    assert run_guard.stale_report_dir(ws) is None
+    (ws / "summary.json").write_text("{}")
+    assert "(summary.json)" in (run_guard.stale_report_dir(ws) or "")
+    (ws / "summary.json").unlink()
+    (ws / "allure-results" / "x-container.json").write_text("{}")
+    assert "(allure-results/)" in (run_guard.stale_report_dir(ws) or "")
+
+
+@pytest.mark.parametrize(
+    "addopts, refused",
+    [
+        ("--reruns 2", "PYTEST_ADDOPTS holds --reruns: "),
+        ("-x --reruns=1 --reruns-delay 3", "PYTEST_ADDOPTS holds --reruns=1: "),
+        ("-p pytest_rerunfailures", "PYTEST_ADDOPTS holds -p pytest_rerunfailures: "),
+        ("-k 'reruns and not x' -p no:rerunfailures", None),
+        ("-k 'unbalanced", None),  # pytest reports the quoting itself
+        ("", None),
+    ],
+)
+def test_a_rerun_option_in_pytest_addopts_is_refused_naming_the_variable(tmp_path, addopts, refused):
+    """Breaker s15 D4: an inherited ``PYTEST_ADDOPTS=--reruns 2`` ended in pytest's bare "unrecognized
+    arguments"; it is refused before pytest starts, naming PYTEST_ADDOPTS in the error and the fix."""
+    why = run_guard.refusal([], tmp_path / "new", {"PYTEST_ADDOPTS": addopts})
+    if refused is None:
+        assert why is None
+        return
+    assert why and why.startswith(refused) and "fix: drop the option from PYTEST_ADDOPTS" in why, why
+    typed = run_guard.refusal(["--only-rerun", "E"], tmp_path / "new", {"PYTEST_ADDOPTS": addopts})
+    assert typed and typed.startswith("--only-rerun: a qualification run does not retry"), typed  # typed first
+
+
+def _run(tmp_path: Path, report: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [*CLI, "run", "--cluster", "existing", "--kubeconfig", str(tmp_path / "none.kc"), "--no-report"]
     return subprocess.run(
-        [*cmd, "--report-dir", str(report), *extra], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        [*cmd, "--report-dir", str(report), *extra], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
     )
 
 
@@ -116,6 +154,10 @@ def test_run_refuses_reruns_and_a_used_report_dir_with_exit_4_before_anything_st
     proc = _run(tmp_path, used)
     assert proc.returncode == 4 and f"--report-dir {used} already holds" in proc.stderr, proc.stderr
     assert sorted(p.name for p in used.rglob("*")) == ["allure-results", "x-result.json"]  # untouched
+    env = {**os.environ, "PYTEST_ADDOPTS": "--reruns 2"}  # D4: a CI's inherited option, before pytest starts
+    proc = _run(tmp_path, tmp_path / "r2", env=env)
+    assert proc.returncode == 4 and "error: PYTEST_ADDOPTS holds --reruns: a qualification" in proc.stderr, proc.stderr
+    assert "unrecognized arguments" not in proc.stdout + proc.stderr and not (tmp_path / "r2").exists()
 
 
 def test_a_report_dir_the_run_did_not_create_is_left(tmp_path):

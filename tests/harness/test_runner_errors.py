@@ -34,13 +34,15 @@ def test_unreachable_cluster_is_a_clear_environment_error(tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(UNREACHABLE))
     proc = _run(tmp_path, "--cluster", "existing", "--kubeconfig", str(kubeconfig), "--driver-deploy", "preinstalled")
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert "ClusterUnavailable" in proc.stdout and "127.0.0.1:9" in proc.stdout and "VERDICT: ERROR" in proc.stdout
+    said = proc.stdout + proc.stderr  # the reason once, on stderr (pytest's "Exit:" line; breaker B6)
+    assert proc.returncode == 3, said
+    assert said.count("ClusterUnavailable") == 1 and "127.0.0.1:9" in proc.stderr and "VERDICT: ERROR" in proc.stdout
 
 
 def test_missing_kubeconfig_file_names_the_file(tmp_path):
     proc = _run(tmp_path, "--cluster", "existing", "--kubeconfig", str(tmp_path / "nope"))
-    assert proc.returncode == 4 and str(tmp_path / "nope") in proc.stdout, proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 4 and said.count(f"no such kubeconfig file {tmp_path / 'nope'}") == 1, said
 
 
 @pytest.mark.parametrize(

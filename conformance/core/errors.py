@@ -45,6 +45,10 @@ class DriverNotReady(ConformanceError):
         super().__init__(text + (f"; {detail}" if detail else ""))
 
 
+DRIVER = "driver"  # WaitError.party: the driver had to bring the awaited state about
+CLUSTER = "cluster"  # WaitError.party: the control plane, a node's runtime or registry, or the harness
+
+
 class WaitError(ConformanceError):
     """A bounded wait ended without reaching its state: the base of :class:`WaitTimeout` (the deadline
     passed) and :class:`WaitFailed` (a failure predicate ended it early). Catch this when either means
@@ -52,12 +56,21 @@ class WaitError(ConformanceError):
 
     ``awaited``: the state (``claim ns/x allocated``); ``timeout``: seconds; ``last_state``: a short text of
     the last observed object; ``events``: recent event lines; ``failed``: the failure predicate's message
-    (empty for a timeout).
+    (empty for a timeout); ``party``: who had to bring the state about, :data:`DRIVER` or :data:`CLUSTER` (the
+    control plane, the node's runtime or registry, the harness), ``""`` when the wait cannot tell (reporting
+    classes a timeout by it: conformance/reporting/classify.py).
     """
 
     def __init__(
-        self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None, failed: str = ""
+        self,
+        awaited: str,
+        timeout: float,
+        last_state: str = "",
+        events: list[str] | None = None,
+        failed: str = "",
+        party: str = "",
     ) -> None:
+        self.party = party
         self.awaited, self.timeout, self.last_state = awaited, timeout, last_state
         self.events, self.failed = list(events or []), failed
         head = (
@@ -72,10 +85,13 @@ class WaitError(ConformanceError):
 
 
 class WaitTimeout(WaitError):
-    """A bounded wait reached its deadline (``timeout`` seconds) without reaching its state."""
+    """A bounded wait reached its deadline (``timeout`` seconds) without reaching its state; ``party``: see
+    :class:`WaitError` (the waits of conformance/k8s/waits set it where they know)."""
 
-    def __init__(self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None) -> None:
-        super().__init__(awaited, timeout, last_state, events)
+    def __init__(
+        self, awaited: str, timeout: float, last_state: str = "", events: list[str] | None = None, party: str = ""
+    ) -> None:
+        super().__init__(awaited, timeout, last_state, events, party=party)
 
 
 class WaitFailed(WaitError):
@@ -114,12 +130,15 @@ class ProbeDidNotRun(ConformanceError):
     tail of the container's output.
     """
 
+    ran = False  # the command ran to its end marker (ProbeCommandFailed)
+
     def __init__(
         self, pod: str, container: str, command: str, reason: str, output: str = "", rc: int | None = None
     ) -> None:
         self.pod, self.container, self.command, self.reason, self.rc = pod, container, command, reason, rc
         self.output = output
-        text = f"visibility probe did not run in pod {pod} container {container!r} (command {command!r}): {reason}"
+        what = "failed" if self.ran else "did not run"
+        text = f"visibility probe {what} in pod {pod} container {container!r} (command {command!r}): {reason}"
         text += "\noutput tail:\n" + (output or "  (empty)")
         super().__init__(text)
 
@@ -129,6 +148,8 @@ class ProbeCommandFailed(ProbeDidNotRun):
     command exited != 0 (e.g. ``nvidia-smi -L`` or ``ls /dev/dri /dev/kfd`` finding no device): the device the
     driver was to inject is not usable there. Unlike its parent (no marker: the container never got that far,
     or the shell could not run the command), this is the driver's defect (breaker s15 C2)."""
+
+    ran = True
 
 
 class ApiError(ConformanceError):

@@ -35,7 +35,13 @@ TIMEOUT_S = 30.0  # seconds per call: a prepare may read the claim from the API 
 class DraPluginError(errors.ConformanceError):
     """A DRAPlugin call could not be made or its answer breaks the wire contract (gRPC failure, no entry for
     a requested claim UID, no plugin of the driver registered). Per-claim ``error`` strings are not raised:
-    they are results (:attr:`PrepareResult.error`)."""
+    they are results (:attr:`PrepareResult.error`). Reporting classes it a driver defect."""
+
+
+class PluginRelayError(DraPluginError):
+    """The helper pod's gRPC relay (the node-access path to the driver's socket) gave no answer of the driver:
+    the exec into it failed or it printed no relay line (conformance/node/exec_grpc.py). The cluster's or the
+    harness's, never counted as the driver's answer (reporting: infrastructure; s16 breaker F2)."""
 
 
 def _messages():
@@ -163,6 +169,8 @@ class DraPluginClient:
                     return call(request, timeout=self.timeout)
         except grpc.RpcError as exc:
             detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.Call) else str(exc)
+            if getattr(exc, "relay_failed", False):  # our relay, not the driver's socket, gave no answer
+                raise PluginRelayError(f"{path} on {self!r}: {detail}") from exc
             transport = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED)
             if refusal_as_reply and isinstance(exc, grpc.Call) and exc.code() not in transport:
                 return f"the whole call failed with {detail}"

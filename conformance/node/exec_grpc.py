@@ -47,6 +47,8 @@ class RelayError(grpc.RpcError, grpc.Call):
     """A relayed call's gRPC status (``code()``, ``details()``), or UNKNOWN with the helper's output when the
     relay printed no answer (no Python/grpcio in the image, exec refused)."""
 
+    relay_failed = False  # True when the relay gave no answer at all (not a status the driver's socket sent)
+
     def __init__(self, code: grpc.StatusCode, details: str) -> None:
         super().__init__(f"{code.name}: {details}")
         self._code, self._details = code, details
@@ -105,7 +107,9 @@ def parse_reply(output: str) -> bytes:
             code = getattr(grpc.StatusCode, parts[1], grpc.StatusCode.UNKNOWN)
             detail = base64.b64decode(parts[2]).decode(errors="replace") if len(parts) > 2 else ""
             raise RelayError(code, detail)
-    raise RelayError(grpc.StatusCode.UNKNOWN, f"the helper pod's gRPC relay gave no answer: {output[-500:]!r}")
+    lost = RelayError(grpc.StatusCode.UNKNOWN, f"the helper pod's gRPC relay gave no answer: {output[-500:]!r}")
+    lost.relay_failed = True  # the relay itself failed: no status of the driver's socket came back
+    raise lost
 
 
 class ExecChannel:

@@ -81,6 +81,7 @@ def unprepared(node_access: NodeAccess, node: str, claim, *, timeout: float) -> 
         f"claim {claim.namespace}/{claim.name} (UID {claim.uid}) unprepared on node {node}",
         timeouts.scaled(timeout),
         f"claim {claim.namespace}/{claim.name} still prepared on node {node}: {seen[-1].describe()}",
+        party=errors.DRIVER,  # NodeUnprepareResources removes what the driver prepared
     )
 
 
@@ -100,6 +101,7 @@ def removed_and_unprepared(k8s: K8s, node_access: NodeAccess, pod: Obj, claim, *
     except errors.WaitTimeout as exc:
         held = leftovers(node_access, node, claim)
         if not held.found:
+            exc.party = errors.CLUSTER  # nothing of the claim left: the removal is the kubelet's and API's
             raise
         raise errors.WaitFailed(
             exc.awaited,

@@ -28,7 +28,7 @@ from conformance.reporting import (
     scope,
     summary,
 )
-from conformance.reporting.cluster_fault import mark_junit
+from conformance.reporting.cluster_fault import mark_allure, mark_junit
 from conformance.reporting.dra_latency import write as write_dra_latency
 
 Verdict = summary.Verdict
@@ -96,6 +96,7 @@ def generate(
     (run_dir / "summary.md").write_text(markdown.render(data, doc) + latency + calls, encoding="utf-8")
     write_junit(run_dir, run, records)
     mark_junit(run_dir / "junit.xml", data.get("clusterFault"))  # the driver is not blamed there
+    mark_allure(run_dir / "allure-results", data.get("clusterFault"))  # nor in the Allure report's categories
     html.write_side_files(run_dir / "allure-results", run, scope_properties(data))
     if html_report:
         hist = history.prepare(run_dir, history_from)

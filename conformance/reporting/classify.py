@@ -37,15 +37,13 @@ BY_EXCEPTION = {
     "WaitFailed": DRIVER_DEFECT,  # a wait ended early: pod Failed, FailedPrepareDynamicResources...
     "DriverNotReady": DRIVER_DEFECT,  # no kubelet plugin / ResourceSlices / DeviceClass
     "LeakError": DRIVER_DEFECT,  # objects (claims) survived teardown: not deallocated/unprepared
-    # a bounded wait for what the driver must bring about (pod Running, slices republished, device Unhealthy,
-    # claim deallocated) ran out. The cluster's own outages are attributed from what the health watcher OBSERVED
-    # (conformance/reporting/cluster_fault.py turns such a failure infrastructure), never from the timeout alone,
-    # and an image the node could not pull is infrastructure (:func:`image_pull_failure`); s15 breaker C2
-    "WaitTimeout": DRIVER_DEFECT,
     "ProbeCommandFailed": DRIVER_DEFECT,  # the vendor probe ran in the claim's container and exited != 0
+    "PluginRelayError": INFRASTRUCTURE,  # our helper pod's relay to the plugin socket gave no answer
     "DraPluginError": DRIVER_DEFECT,  # the driver's own DRAPlugin socket broke the wire contract (no entry, status)
     # the cluster or its network did not answer
     "ClusterUnavailable": INFRASTRUCTURE,
+    # a timeout by its party (:func:`timeout_class`): a WaitTimeout whose wait did not know who had to act
+    "WaitTimeout": INFRASTRUCTURE,
     "TransientApiError": INFRASTRUCTURE,  # 429 / 5xx after retries
     "ConnectionError": INFRASTRUCTURE,
     "TimeoutError": INFRASTRUCTURE,
@@ -131,6 +129,17 @@ def image_pull_failure(exc: BaseException) -> str:
     return ""
 
 
+def timeout_class(exc: BaseException) -> str:
+    """The class of a WaitTimeout by its ``party`` (conformance/core/errors.py WaitError): the driver's wait
+    (slices republished, device health, a pod on its node not Running, a pod whose claims the scheduler could not
+    allocate, a pod never removed while its node holds the claim) is a driver defect; the cluster's (the
+    ServiceAccount, a claim deallocated after its pod is gone, a DeviceTaintRule applied, a pod no scheduler
+    acted on or unschedulable for a reason not DRA's, the lab's own restarts) and a wait that could not tell are
+    infrastructure, as is every timeout over an outage the health watcher observed (cluster_fault.py). s15
+    breaker C2, s16 breaker F1."""
+    return DRIVER_DEFECT if getattr(exc, "party", "") == "driver" else INFRASTRUCTURE
+
+
 def classify(exc: BaseException | None) -> str | None:
     """The failure class of ``exc`` (one of :data:`CLASSES`), ``None`` when there is no exception. A pod wait that
     failed on the container runtime's shim start (:func:`runtime_shim_failure`) or on an image pull
@@ -142,6 +151,8 @@ def classify(exc: BaseException | None) -> str | None:
         return INFRASTRUCTURE
     if "WaitError" in names and image_pull_failure(exc):
         return INFRASTRUCTURE
+    if "WaitTimeout" in names:
+        return timeout_class(exc)
     for cls in type(exc).__mro__:
         found = BY_EXCEPTION.get(cls.__name__)
         if found:

@@ -198,6 +198,37 @@ def report_dir_full(report_dir: Path | str, need_bytes: int = 1 << 20) -> str:
     return f"the report directory {root} has {free} bytes free (< {need_bytes})" if free < need_bytes else ""
 
 
+def mark_allure(results_dir: Path | str, fault: dict | None) -> int:
+    """Give each test of ``fault["tests"]`` (summary.json ``clusterFault``) the same judgement in its Allure result
+    files under ``results_dir`` (the ``nodeid`` label): status ``broken``, label ``failure_class``
+    infrastructure, message ``cluster fault: <evidence>; ...``, so the Allure report's categories agree with the
+    ERROR (cluster) verdict (s16 breaker F4). Idempotent; returns how many files changed."""
+    import json  # noqa: PLC0415
+
+    wanted = {t["id"]: t["evidence"] for t in (fault or {}).get("tests") or []}
+    folder, changed = Path(results_dir), 0
+    if not wanted or not folder.is_dir():
+        return 0
+    for path in sorted(folder.glob("*-result.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        labels = data.get("labels") or []
+        why = next((wanted.get(lab.get("value")) for lab in labels if lab.get("name") == "nodeid"), None)
+        if why is None or data.get("status") not in ("failed", "broken"):
+            continue
+        data["status"] = "broken"
+        data["labels"] = [lab for lab in labels if lab.get("name") != "failure_class"]
+        data["labels"].append({"name": "failure_class", "value": classify.INFRASTRUCTURE})
+        details = data.setdefault("statusDetails", {})
+        if not str(details.get("message") or "").startswith(PREFIX):
+            details["message"] = f"{PREFIX}{why}; {details.get('message') or ''}"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        changed += 1
+    return changed
+
+
 def mark_junit(path: Path | str, fault: dict | None) -> int:
     """Turn the ``<failure>`` of each test of ``fault["tests"]`` (summary.json ``clusterFault``) in the JUnit
     file at ``path`` into an ``<error>`` whose message starts ``cluster fault: <evidence>`` (a CI page then

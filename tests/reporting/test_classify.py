@@ -14,7 +14,9 @@ from conformance.reporting import classify
     [
         (AssertionError("x"), classify.DRIVER_DEFECT),
         (errors.WaitFailed("claim allocated", 30, failed="pod Failed"), classify.DRIVER_DEFECT),
-        (errors.WaitTimeout("claim allocated", 30), classify.DRIVER_DEFECT),
+        (errors.WaitTimeout("claim allocated", 30, party=errors.DRIVER), classify.DRIVER_DEFECT),
+        (errors.WaitTimeout("ServiceAccount ns/default created", 30, party=errors.CLUSTER), classify.INFRASTRUCTURE),
+        (errors.WaitTimeout("something", 30), classify.INFRASTRUCTURE),  # a wait that could not tell
         (
             errors.ProbeCommandFailed("ns/p", "ctr", "ls /dev/kfd", "the command failed (exit status 2)", "", 2),
             classify.DRIVER_DEFECT,
@@ -32,7 +34,7 @@ def test_exceptions_map_to_one_class(exc, expected):
 
 def test_messages_of_foreign_results_are_classified():
     assert (
-        classify.classify_message("conformance.core.errors.WaitTimeout: timed out", "broken") == classify.DRIVER_DEFECT
+        classify.classify_message("conformance.core.errors.WaitTimeout: timed out", "broken") == classify.INFRASTRUCTURE
     )
     assert classify.classify_message("ValueError: x", "broken") == classify.SUITE_ERROR
     assert classify.classify_message("", "failed") == classify.DRIVER_DEFECT
@@ -146,6 +148,38 @@ def test_a_driver_answer_breaking_the_plugin_contract_is_a_driver_defect():
     assert classify.classify(exc) == classify.DRIVER_DEFECT
 
 
+def test_our_relay_giving_no_answer_is_not_the_drivers():
+    """s16 breaker F2: the helper pod's relay printed no answer (exec refused, no Python in the image): not a
+    status of the driver's socket, so neither the driver's defect nor a per-claim answer."""
+    from conformance.node import exec_grpc
+    from conformance.node.draplugin import DraPluginClient, PluginRelayError
+
+    class Lost:  # a channel whose relay printed only the runtime's refusal
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def unary_unary(self, *_a, **_kw):
+            return lambda *_a, **_kw: exec_grpc.parse_reply("OCI runtime exec failed")
+
+    class Request:
+        claims = ()
+
+        def SerializeToString(self):  # noqa: N802 - the protobuf method name
+            return b""
+
+    class Reply:
+        FromString = staticmethod(bytes)  # noqa: N815 - the protobuf method name
+
+    client = DraPluginClient("/x.sock", driver="gpu.example.com", node="n1", dial=lambda _s: Lost())
+    with pytest.raises(PluginRelayError) as raised:
+        client._call("NodeUnprepareResources", Request(), Reply, refusal_as_reply=True)
+    assert classify.classify(raised.value) == classify.INFRASTRUCTURE
+    assert "relay gave no answer" in str(raised.value)
+
+
 def _pull_state(reason: str) -> str:
     status = {"containerStatuses": [{"name": "ctr", "state": {"waiting": {"reason": reason, "message": "not found"}}}]}
     return yaml.safe_dump({"ref": "Pod ns/p", "status": status})
@@ -160,6 +194,52 @@ def test_a_pod_wait_on_an_image_the_node_cannot_pull_is_infrastructure(reason):
 
 
 def test_a_pod_wait_timeout_on_a_container_still_creating_is_the_drivers():
-    exc = errors.WaitTimeout("pod ns/p Running", 60, _pull_state("ContainerCreating"))
+    exc = errors.WaitTimeout("pod ns/p Running", 60, _pull_state("ContainerCreating"), party=errors.DRIVER)
     assert classify.image_pull_failure(exc) == ""
     assert classify.classify(exc) == classify.DRIVER_DEFECT
+
+
+def _pod(node: str = "", scheduled: str | None = None, waiting: str = "") -> object:
+    from conformance.core.objects import Obj
+
+    status: dict = {"conditions": []}
+    if scheduled is not None:
+        status["conditions"].append({"type": "PodScheduled", "status": "False", "message": scheduled})
+    if waiting:
+        status["containerStatuses"] = [{"name": "ctr", "state": {"waiting": {"reason": waiting}}}]
+    return Obj(
+        {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": node}, "status": status}
+    )
+
+
+@pytest.mark.parametrize(
+    "pod, events, party",
+    [
+        (_pod(node="n1", waiting="ContainerCreating"), [], errors.DRIVER),  # on its node: prepare / CDI / start
+        (_pod(scheduled="0/2 nodes are available: 2 cannot allocate all claims."), [], errors.DRIVER),
+        (_pod(scheduled="0/2 nodes are available: 2 Insufficient cpu."), [], errors.CLUSTER),
+        (_pod(scheduled="0/1 nodes are available: 1 node(s) had untolerated taint {x: y}."), [], errors.CLUSTER),
+        (_pod(), [], errors.CLUSTER),  # no scheduler acted on it
+        (_pod(node="n1", waiting="ImagePullBackOff"), [], errors.CLUSTER),
+        (_pod(node="n1", waiting="ContainerCreating"), ["Normal Pulling Pod/p: Pulling image x"], errors.CLUSTER),
+        (_pod(node="n1"), ["Normal Pulling Pod/p: Pulling image x", "Normal Pulled Pod/p: ok"], errors.DRIVER),
+    ],
+)
+def test_a_pod_that_did_not_get_running_is_blamed_on_who_had_to_act(pod, events, party):
+    """s16 breaker F1: a pod timeout is the driver's only where the driver had a part in it."""
+    from conformance.k8s.waits.pods import timeout_party
+
+    assert timeout_party(pod, events) == party
+
+
+def test_a_wait_marks_its_timeouts_with_its_party_and_keeps_a_nested_one():
+    from conformance.k8s.waits.core import blames
+
+    @blames(errors.CLUSTER)
+    def outer(inner_party: str):
+        raise errors.WaitTimeout("x", 1, party=inner_party)
+
+    for inner, expected in (("", errors.CLUSTER), (errors.DRIVER, errors.DRIVER)):
+        with pytest.raises(errors.WaitTimeout) as raised:
+            outer(inner)
+        assert raised.value.party == expected

@@ -170,6 +170,24 @@ def test_junit_shows_an_error_not_a_failure_for_an_attributed_test(tmp_path):
     assert suite.get("failures") == "0" and suite.get("errors") == "1"
 
 
+def test_allure_results_of_an_attributed_test_say_infrastructure_too(tmp_path):
+    """s16 breaker F4: Allure's categories read the result files; they must agree with ERROR (cluster)."""
+    import json
+
+    labels = [{"name": "nodeid", "value": "suites/node/test_x.py::test_a"}, {"name": "failure_class", "value": "x"}]
+    result = {"status": "failed", "labels": labels, "statusDetails": {"message": "WaitTimeout: boom"}}
+    other = {"status": "failed", "labels": [{"name": "nodeid", "value": "suites/node/test_x.py::test_b"}]}
+    (tmp_path / "a-result.json").write_text(json.dumps(result))
+    (tmp_path / "b-result.json").write_text(json.dumps(other))
+    fault = {"tests": [{"id": "suites/node/test_x.py::test_a", "evidence": "API server unreachable"}]}
+    assert cluster_fault.mark_allure(tmp_path, fault) == 1
+    assert cluster_fault.mark_allure(tmp_path, fault) == 1  # idempotent: the message is prefixed once
+    got = json.loads((tmp_path / "a-result.json").read_text())
+    assert got["status"] == "broken" and {"name": "failure_class", "value": "infrastructure"} in got["labels"]
+    assert got["statusDetails"]["message"] == "cluster fault: API server unreachable; WaitTimeout: boom"
+    assert json.loads((tmp_path / "b-result.json").read_text()) == other
+
+
 def test_run_judge_exits_3_with_the_cluster_verdict(tmp_path):
     run = _run(tmp_path, DOWN, [("test_during", "broken", T0 + 5, T0 + 20, "WaitFailed: x", "driver-defect")])
     args = argparse.Namespace(no_report=True)

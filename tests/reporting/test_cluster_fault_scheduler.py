@@ -134,7 +134,7 @@ class _OnePod:
 
 
 def _timed_out(k8s) -> errors.WaitTimeout:
-    with pytest.raises(errors.WaitTimeout) as got, pods._unscheduled_noted(k8s, _pod()):
+    with pytest.raises(errors.WaitTimeout) as got, pods._judged(k8s, _pod()):
         raise errors.WaitTimeout("pod t/p Running", 300, "phase Pending")
     return got.value
 
@@ -150,3 +150,10 @@ def test_a_timeout_of_a_pod_no_scheduler_acted_on_says_what_is_known_of_the_sche
     looked = _pod(conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}])
     assert "no scheduler acted" not in str(_timed_out(_OnePod(looked)))
     assert "no scheduler acted" not in str(_timed_out(_OnePod(_pod("n1"))))
+
+
+def test_a_pod_no_scheduler_acted_on_is_not_the_drivers(followed):
+    """s16 breaker F1: docs/verdict.md promises nothing is guessed here, so the timeout is not the driver's."""
+    followed([READY])
+    assert _timed_out(_OnePod(_pod())).party == errors.CLUSTER
+    assert _timed_out(_OnePod(_pod("n1"))).party == errors.DRIVER  # on its node: prepare and start are the driver's

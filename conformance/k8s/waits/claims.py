@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from conformance.core import errors
 from conformance.core.objects import Obj
 from conformance.dra.claimstatus import entry_key
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import until
+from conformance.k8s.waits.core import blames, until
 from conformance.k8s.waits.objects import object_gone
 
 
@@ -16,6 +17,7 @@ def _deleted(obj: Obj | None, _events) -> str | None:
     return "the claim was deleted" if obj is None else None
 
 
+@blames(errors.DRIVER)
 def claim_allocated(k8s: K8s, claim: Obj, *, timeout: float, reserved_for: Iterable[Obj] = ()) -> Obj:
     """Wait until ``status.allocation`` is set (and, if given, every pod in ``reserved_for`` is in
     ``status.reservedFor``); return the claim. Fails early when the claim is deleted."""
@@ -42,6 +44,7 @@ def claim_allocated(k8s: K8s, claim: Obj, *, timeout: float, reserved_for: Itera
     )
 
 
+@blames(errors.DRIVER)
 def claim_device_status(k8s: K8s, claim: Obj, driver: str, *, timeout: float) -> Obj:
     """Wait until ``claim`` is allocated and every allocation result of ``driver`` has a ``status.devices``
     entry of ``driver`` (matched by driver, pool, device, shareID); return the claim, for the caller to judge
@@ -68,6 +71,7 @@ def claim_device_status(k8s: K8s, claim: Obj, driver: str, *, timeout: float) ->
     )
 
 
+@blames(errors.CLUSTER)
 def claim_deallocated(k8s: K8s, claim: Obj, *, timeout: float) -> Obj | None:
     """Wait until the claim has no allocation and no reservedFor (or is gone); return it (None when gone)."""
     return until(
@@ -81,6 +85,7 @@ def claim_deallocated(k8s: K8s, claim: Obj, *, timeout: float) -> Obj | None:
     )
 
 
+@blames(errors.CLUSTER)
 def claim_gone(k8s: K8s, claim: Obj, *, timeout: float) -> None:
     """Wait until the claim object no longer exists (its delete-protection finalizer was removed)."""
     object_gone(k8s, claim, timeout=timeout)
@@ -108,6 +113,7 @@ def _failed_results(obj: Obj, driver: str) -> list[str]:
     return out
 
 
+@blames(errors.DRIVER)
 def claim_binding_failure_released(k8s: K8s, claim: Obj, driver: str, *, timeout: float) -> list[str]:
     """Wait until ``driver`` reported a binding failure for a device of ``claim`` (one of the result's
     ``bindingFailureConditions`` True in its ``status.devices`` entry) and the scheduler then released the

@@ -11,6 +11,7 @@ multiplied by ``--timeout-scale`` (:func:`conformance.core.timeouts.scaled`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -24,6 +25,7 @@ Done = Callable[[Obj | None], bool]
 Failed = Callable[[Obj | None, list[Obj]], str | None]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable)
 WATCH_SLICE_S = 5  # seconds per watch request: how often event-based failure predicates are re-checked
 RECONNECT_PAUSE_S = 0.5  # seconds before a watch resumes after a disconnect
 
@@ -78,6 +80,25 @@ def event_line(event: Obj) -> str:
 
 
 @timed
+def blames(party: str) -> Callable[[F], F]:
+    """Decorator for a wait: a WaitTimeout it raises without a ``party`` gets ``party`` (``errors.DRIVER`` or
+    ``errors.CLUSTER``: who had to bring the awaited state about; a nested wait that knew better keeps its own).
+    Reporting classes a timeout by it (conformance/reporting/classify.py; s16 breaker F1)."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except errors.WaitTimeout as exc:
+                exc.party = exc.party or party
+                raise
+
+        return inner  # type: ignore[return-value]
+
+    return wrap
+
+
 def until(
     k8s: K8s,
     kind: str,

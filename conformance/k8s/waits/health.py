@@ -8,9 +8,10 @@ kubelet pkg/kubelet/cm/dra/manager.go UpdateAllocatedResourcesStatus; upstream t
 
 from __future__ import annotations
 
+from conformance.core import errors
 from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import stays, until
+from conformance.k8s.waits.core import blames, stays, until
 
 UNKNOWN = "Unknown"
 
@@ -34,6 +35,7 @@ def _pod_gone_or_ended(pod: Obj | None, _events: list[Obj] | None = None) -> str
     return f"the pod ended ({pod.phase})" if pod.phase in ("Failed", "Succeeded") else None
 
 
+@blames(errors.DRIVER)
 def device_health_reported(k8s: K8s, pod: Obj, *, timeout: float, container: str | None = None) -> list[dict]:
     """Wait until the kubelet reports a known health (not ``Unknown``) for every device in the
     ``allocatedResourcesStatus`` of ``container`` (default: the first) and at least one device; return those
@@ -60,6 +62,7 @@ def device_health_reported(k8s: K8s, pod: Obj, *, timeout: float, container: str
     return _statuses(found, container)
 
 
+@blames(errors.DRIVER)
 def device_health_is(k8s: K8s, pod: Obj, health: str, *, timeout: float, container: str | None = None) -> list[dict]:
     """Wait until every device in the ``allocatedResourcesStatus`` of ``container`` (default: the first), and at
     least one, reports ``health`` (``Healthy`` | ``Unhealthy``); return those entries (as

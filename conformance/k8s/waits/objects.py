@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from conformance.core import errors
 from conformance.core.objects import Obj
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import until
+from conformance.k8s.waits.core import blames, until
 
 
 def object_gone(k8s: K8s, obj: Obj, *, timeout: float) -> None:
@@ -24,6 +25,7 @@ def object_gone(k8s: K8s, obj: Obj, *, timeout: float) -> None:
     )
 
 
+@blames(errors.CLUSTER)
 def default_service_account(k8s: K8s, namespace: str, *, timeout: float) -> None:
     """Wait until ``namespace`` has its ``default`` ServiceAccount: pods are refused until the ServiceAccount
     admission plugin has one to mount (kube-controller-manager's serviceaccount controller creates it)."""

@@ -7,12 +7,13 @@ a wait early; a pod no scheduler places while the health watcher sees no kube-sc
 from __future__ import annotations
 
 import contextlib
+import re
 
 from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
 from conformance.k8s import node_health, scheduler_health
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import event_line, has_event, poll, recent_events, stays, until
+from conformance.k8s.waits.core import blames, event_line, has_event, poll, recent_events, stays, until
 from conformance.k8s.waits.objects import object_gone
 
 PREPARE_FAILED = "FailedPrepareDynamicResources"
@@ -109,7 +110,7 @@ def pod_running(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: boo
             and all(c.get("state", {}).get("running") for c in obj.get("status.containerStatuses") or [{}])
         )
 
-    with _unscheduled_noted(k8s, pod):
+    with _judged(k8s, pod):
         return until(
             k8s,
             "Pod",
@@ -125,7 +126,7 @@ def pod_running(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: boo
 
 def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: bool = False) -> Obj:
     """Wait until the pod phase is Succeeded (all containers exited 0); fails early as :func:`pod_running`."""
-    with _unscheduled_noted(k8s, pod):
+    with _judged(k8s, pod):
         return until(
             k8s,
             "Pod",
@@ -139,11 +140,39 @@ def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: b
         )
 
 
+# a PodScheduled=False message naming DRA: the scheduler could not allocate the pod's claims from the driver's
+# ResourceSlices, waits on its binding conditions, or on its ResourceClaim (kube-scheduler DynamicResources)
+DRA_UNSCHEDULABLE = re.compile(r"cannot allocate|resourceclaim|resource claim|binding condition|\bdevices?\b", re.I)
+
+
+def timeout_party(pod: Obj, events: list[str]) -> str:
+    """Who had to bring a pod that did not get Running about (``errors.DRIVER`` / ``errors.CLUSTER``), from the
+    pod as last seen and its recent event lines (:func:`~conformance.k8s.waits.core.event_line`): the cluster's
+    when a container waits on its image (a :data:`PULL_FAILURES` reason, or a ``Pulling`` event with no
+    ``Pulled``), when no scheduler acted on it (no node, no PodScheduled condition) or when the scheduler gave a
+    reason that is not DRA's (``Insufficient cpu``, an untolerated node taint); otherwise the driver's: the pod is
+    on its node (NodePrepareResources, the CDI devices, the container start) or the scheduler could not allocate
+    its claims from what the driver published. Source: kubelet images/types.go; kube-scheduler DynamicResources
+    plugin messages; s16 breaker F1."""
+    statuses = (pod.get("status.initContainerStatuses") or []) + (pod.get("status.containerStatuses") or [])
+    if any(((c.get("state") or {}).get("waiting") or {}).get("reason") in PULL_FAILURES for c in statuses):
+        return errors.CLUSTER
+    if any(" Pulling " in e for e in events) and not any(" Pulled " in e for e in events):
+        return errors.CLUSTER
+    if pod.get("spec.nodeName"):
+        return errors.DRIVER
+    scheduled = [c for c in pod.get("status.conditions") or [] if c.get("type") == "PodScheduled"]
+    if not scheduled:
+        return errors.CLUSTER
+    return errors.DRIVER if DRA_UNSCHEDULABLE.search(scheduled[-1].get("message") or "") else errors.CLUSTER
+
+
 @contextlib.contextmanager
-def _unscheduled_noted(k8s: K8s, pod: Obj):
-    """Re-raise a WaitTimeout of a pod that no scheduler acted on (no node, no ``PodScheduled`` condition: not
-    even "Unschedulable") with what is known of the kube-scheduler (``scheduler_health.liveness_note``), so a
-    dead scheduler the run could not watch is named as unknown, not left as a bare timeout."""
+def _judged(k8s: K8s, pod: Obj):
+    """Re-raise a pod wait's WaitTimeout with its :func:`timeout_party` (the pod read again), and for a pod that
+    no scheduler acted on (no node, no ``PodScheduled`` condition: not even "Unschedulable") with what is known of
+    the kube-scheduler (``scheduler_health.liveness_note``), so a dead scheduler the run could not watch is named
+    as unknown, not left as a bare timeout."""
     try:
         yield
     except errors.WaitTimeout as exc:
@@ -151,13 +180,16 @@ def _unscheduled_noted(k8s: K8s, pod: Obj):
             now = k8s.get("Pod", pod.name, pod.namespace)
         except (errors.ConformanceError, OSError):
             raise exc from None
+        exc.party = exc.party or timeout_party(now, exc.events)
         conditions = [c.get("type") for c in now.get("status.conditions") or []]
         if now.get("spec.nodeName") or "PodScheduled" in conditions:
             raise
         note = f"no scheduler acted on the pod (no node, no PodScheduled condition); {scheduler_health.liveness_note()}"
-        raise errors.WaitTimeout(f"{exc.awaited} ({note})", exc.timeout, exc.last_state, exc.events) from None
+        awaited = f"{exc.awaited} ({note})"
+        raise errors.WaitTimeout(awaited, exc.timeout, exc.last_state, exc.events, party=exc.party) from None
 
 
+@blames(errors.DRIVER)
 def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:
     """Wait until the pod object no longer exists (kubelet finished NodeUnprepareResources and removal)."""
     object_gone(k8s, pod, timeout=timeout)
@@ -289,6 +321,7 @@ def pod_stays_running(k8s: K8s, pod: Obj, *, duration: float) -> Obj:
     )
 
 
+@blames(errors.DRIVER)
 def prepare_failed(k8s: K8s, pod: Obj, *, timeout: float) -> Obj:
     """Wait until a ``FailedPrepareDynamicResources`` event names ``pod`` (the kubelet's NodePrepareResources
     failed for one of its claims); return the newest. Fails early (WaitFailed) as soon as the pod is Running

@@ -16,7 +16,7 @@ from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
 from conformance.dra.inventory import driver_slices, pool_devices
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import event_line, poll, recent_events, stays
+from conformance.k8s.waits.core import blames, event_line, poll, recent_events, stays
 from conformance.k8s.waits.pods import pod_running
 from conformance.k8s.waits.slices import SLICES_POLL_S, complete_pools
 
@@ -49,6 +49,7 @@ def node_slices(k8s: K8s, driver: str, node: str) -> NodeSlices:
     return NodeSlices(node, frozenset(s.uid for s in complete), pool_devices(complete))
 
 
+@blames(errors.DRIVER)
 def node_republished(
     k8s: K8s, driver: str, before: NodeSlices, *, timeout: float, replaced: bool = False
 ) -> NodeSlices:
@@ -75,6 +76,7 @@ def node_republished(
     )
 
 
+@blames(errors.DRIVER)
 def pod_running_again(k8s: K8s, pod: Obj, before: dict[str, tuple[str, int]], *, timeout: float) -> Obj:
     """Wait until ``pod`` (same UID) runs again with every container of ``before`` (:func:`containers`) in a
     new container (another containerID), ready; return the pod. Raises WaitTimeout/WaitFailed (pod failed,

@@ -9,7 +9,7 @@ from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
 from conformance.dra.inventory import complete_pools, current_slices, driver_slices, pool_devices
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import poll
+from conformance.k8s.waits.core import blames, poll
 
 SLICES_POLL_S = 0.5  # seconds between slice lists
 # pkg/kubelet/cm/dra defaultWipingDelay: the kubelet wipes a node's slices of a driver this long after its last
@@ -34,6 +34,7 @@ def devices_by_node(slices: Iterable[Obj]) -> dict[str, int]:
     return out
 
 
+@blames(errors.DRIVER)
 def slices_published(
     k8s: K8s,
     driver: str,
@@ -91,6 +92,7 @@ def slices_published(
     )
 
 
+@blames(errors.DRIVER)
 def pool_republished(
     k8s: K8s, driver: str, pool: str, *, devices: dict, removed: Iterable[str], timeout: float
 ) -> list[Obj]:
@@ -127,6 +129,7 @@ def pool_republished(
     )
 
 
+@blames(errors.DRIVER)
 def slices_gone(k8s: K8s, driver: str, *, timeout: float) -> None:
     """Wait until no ResourceSlice of ``driver`` exists (after an uninstall: the kubelet wipes a node's slices
     of a driver 30 s after its last plugin instance unregistered, pkg/kubelet/cm/dra ``defaultWipingDelay``; a

@@ -15,11 +15,12 @@ from conformance.core import errors, timeouts
 from conformance.core.objects import Obj
 from conformance.dra.device_taints import EVICTION_REASON, eviction_condition
 from conformance.k8s.client import K8s
-from conformance.k8s.waits.core import until
+from conformance.k8s.waits.core import blames, until
 from conformance.k8s.waits.objects import object_gone
 from conformance.k8s.waits.pods import pod_gone, pod_unschedulable_with
 
 
+@blames(errors.CLUSTER)
 def taint_rule_applied(k8s: K8s, tracker, builder, target, text: str, *, timeout: float) -> Obj:
     """Wait until a canary pod pinned to ``target.node`` (a :class:`~conformance.dra.device_taints.TaintTarget`),
     with a claim whose selector only ``target`` satisfies, is reported unschedulable with ``text`` (the
@@ -46,6 +47,7 @@ def taint_rule_applied(k8s: K8s, tracker, builder, target, text: str, *, timeout
     )
 
 
+@blames(errors.CLUSTER)
 def pod_evicted_by_taint(k8s: K8s, pod: Obj, *, after: float, timeout: float) -> Obj:
     """Wait until the device taint eviction controller marks ``pod`` for eviction: its DisruptionTarget condition
     with reason ``DeletionByDeviceTaintManager`` (written before it deletes the pod; :mod:`..device_taints`);

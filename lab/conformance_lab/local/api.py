@@ -14,7 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from conformance.core.errors import WaitFailed, WaitTimeout
+from conformance.core.errors import CLUSTER, WaitFailed, WaitTimeout
 from conformance.k8s import waits
 
 
@@ -71,7 +71,7 @@ def wait_for(
         return done
 
     if not waits.poll(check, timeout=timeout, interval=interval, scale=False):
-        raise WaitTimeout(awaited, timeout, last)
+        raise WaitTimeout(awaited, timeout, last, party=CLUSTER)  # the lab's own cluster and disruptions
 
 
 def readyz(api: Api) -> tuple[bool, str]:

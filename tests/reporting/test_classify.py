@@ -220,6 +220,13 @@ def _pod(node: str = "", scheduled: str | None = None, waiting: str = "") -> obj
         (_pod(scheduled="0/2 nodes are available: 2 Insufficient cpu."), [], errors.CLUSTER),
         (_pod(scheduled="0/1 nodes are available: 1 node(s) had untolerated taint {x: y}."), [], errors.CLUSTER),
         (_pod(), [], errors.CLUSTER),  # no scheduler acted on it
+        (_pod(), ["Normal BindingConditionsPending Pod/p: waiting for binding conditions of device d"], errors.DRIVER),
+        (
+            _pod(),
+            ["Warning FailedScheduling Pod/p: 0/2 nodes are available: 2 cannot allocate all claims."],
+            errors.DRIVER,
+        ),
+        (_pod(), ["Warning FailedScheduling Pod/p: 0/2 nodes are available: 2 Insufficient cpu."], errors.CLUSTER),
         (_pod(node="n1", waiting="ImagePullBackOff"), [], errors.CLUSTER),
         (_pod(node="n1", waiting="ContainerCreating"), ["Normal Pulling Pod/p: Pulling image x"], errors.CLUSTER),
         (_pod(node="n1"), ["Normal Pulling Pod/p: Pulling image x", "Normal Pulled Pod/p: ok"], errors.DRIVER),

@@ -142,6 +142,9 @@ def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: b
 
 # a PodScheduled=False message naming DRA: the scheduler could not allocate the pod's claims from the driver's
 # ResourceSlices, waits on its binding conditions, or on its ResourceClaim (kube-scheduler DynamicResources)
+# the scheduler's event lines about a pod it could not place or bind yet (reason FailedScheduling, or KEP-5007's
+# binding-conditions wait)
+DRA_SCHEDULER_EVENT = re.compile(r" (FailedScheduling|BindingConditions\w*) ")
 DRA_UNSCHEDULABLE = re.compile(r"cannot allocate|resourceclaim|resource claim|binding condition|\bdevices?\b", re.I)
 
 
@@ -161,6 +164,8 @@ def timeout_party(pod: Obj, events: list[str]) -> str:
         return errors.CLUSTER
     if pod.get("spec.nodeName"):
         return errors.DRIVER
+    if any(DRA_UNSCHEDULABLE.search(e) for e in events if DRA_SCHEDULER_EVENT.search(e)):
+        return errors.DRIVER  # the scheduler's own event names DRA (a claim it cannot allocate, binding conditions)
     scheduled = [c for c in pod.get("status.conditions") or [] if c.get("type") == "PodScheduled"]
     if not scheduled:
         return errors.CLUSTER

@@ -92,16 +92,16 @@ def removed_and_unprepared(k8s: K8s, node_access: NodeAccess, pod: Obj, claim, *
     A pod whose removal never comes while its node still holds the claim is the driver's failure, not a bare
     timeout: the kubelet removes a pod only after NodeUnprepareResources succeeded for its claims, so raises
     WaitFailed "NodeUnprepareResources did not complete for claim ... on node ...: <what the node holds>". A
-    pod that stays with nothing of the claim left on the node raises the wait's own WaitTimeout (not the
-    driver's). NodeAccessUnavailable / OSError when the node cannot be read.
+    pod that stays with nothing of the claim seen on the node raises pod_gone's WaitTimeout (party driver: the
+    kubelet still waits on the unprepare, which a ``cdi: false`` driver leaves no trace of; s16 breaker 3 #2).
+    NodeAccessUnavailable / OSError when the node cannot be read.
     Source: KEP-5970 behaviour 6; kubelet syncTerminatedPod (UnprepareDynamicResources before removal)."""
     node = pod.spec.node_name
     try:
         pod_gone(k8s, pod, timeout=timeout)
     except errors.WaitTimeout as exc:
         held = leftovers(node_access, node, claim)
-        if not held.found:
-            exc.party = errors.CLUSTER  # nothing of the claim left: the removal is the kubelet's and API's
+        if not held.found:  # nothing seen (a cdi: false driver shows nothing): the kubelet still waits on unprepare
             raise
         raise errors.WaitFailed(
             exc.awaited,

@@ -220,6 +220,9 @@ def _pod(node: str = "", scheduled: str | None = None, waiting: str = "") -> obj
         (_pod(scheduled="0/2 nodes are available: 2 Insufficient cpu."), [], errors.CLUSTER),
         (_pod(scheduled="0/1 nodes are available: 1 node(s) had untolerated taint {x: y}."), [], errors.CLUSTER),
         (_pod(), [], errors.CLUSTER),  # no scheduler acted on it
+        (_pod(scheduled="0/1 nodes are available: 1 Insufficient devices.kubevirt.io/kvm."), [], errors.CLUSTER),
+        (_pod(scheduled="class gpu: selector #0: CEL runtime error: no such key: index"), [], errors.DRIVER),
+        (_pod(node="n1"), ["Warning FailedCreatePodSandBox Pod/p: failed to setup network"], errors.CLUSTER),
         (_pod(), ["Normal BindingConditionsPending Pod/p: waiting for binding conditions of device d"], errors.DRIVER),
         (
             _pod(),
@@ -250,3 +253,34 @@ def test_a_wait_marks_its_timeouts_with_its_party_and_keeps_a_nested_one():
         with pytest.raises(errors.WaitTimeout) as raised:
             outer(inner)
         assert raised.value.party == expected
+
+
+def test_the_waits_stay_timed_under_their_party():
+    """The wait clock (summary.md's "waiting on the cluster") counts until(); blames must not take its place."""
+    from conformance.k8s.waits import core
+
+    assert getattr(core.until, "__wrapped__", None) is not None  # clock.timed wraps until
+    assert core.blames(errors.DRIVER).__name__ == "wrap"
+
+
+@pytest.mark.parametrize(
+    "finalizers, party",
+    [(["resource.kubernetes.io/delete-protection"], errors.CLUSTER), (["gpu.example.com/busy"], errors.DRIVER)],
+)
+def test_a_claim_held_by_a_finalizer_of_its_driver_is_the_drivers(monkeypatch, finalizers, party):
+    """s16 breaker 3 #4: the claim never goes because a finalizer the driver put there stays."""
+    from conformance.core.objects import Obj
+    from conformance.k8s.waits import claims
+
+    def never(*_a, **_kw):
+        raise errors.WaitTimeout("ResourceClaim ns/c deleted", 30)
+
+    class K8s:
+        def get(self, *_a):
+            return Obj({"kind": "ResourceClaim", "metadata": {"name": "c", "finalizers": finalizers}})
+
+    monkeypatch.setattr(claims, "object_gone", never)
+    claim = Obj({"kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ns"}})
+    with pytest.raises(errors.WaitTimeout) as raised:
+        claims.claim_gone(K8s(), claim, timeout=30)
+    assert raised.value.party == party and finalizers[0] in str(raised.value)

@@ -157,3 +157,13 @@ def test_a_pod_no_scheduler_acted_on_is_not_the_drivers(followed):
     followed([READY])
     assert _timed_out(_OnePod(_pod())).party == errors.CLUSTER
     assert _timed_out(_OnePod(_pod("n1"))).party == errors.DRIVER  # on its node: prepare and start are the driver's
+
+
+def test_a_pod_waiting_on_its_binding_conditions_is_not_called_unscheduled(followed):
+    """s16 breaker 3 #1: KEP-5007's wait leaves the pod with no node and no PodScheduled condition, only the
+    scheduler's event: the scheduler acted, and the driver's binding conditions are what the pod waits on."""
+    followed([READY])
+    with pytest.raises(errors.WaitTimeout) as got, pods._judged(_OnePod(_pod()), _pod()):
+        events = ["Normal BindingConditionsPending Pod/p: waiting for binding conditions of device gpu-0"]
+        raise errors.WaitTimeout("pod t/p Running", 300, "phase Pending", events)
+    assert got.value.party == errors.DRIVER and "no scheduler acted" not in str(got.value)

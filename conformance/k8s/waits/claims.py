@@ -85,10 +85,26 @@ def claim_deallocated(k8s: K8s, claim: Obj, *, timeout: float) -> Obj | None:
     )
 
 
+# the finalizer Kubernetes itself puts on a ResourceClaim (kube-controller-manager's resourceclaim controller)
+CLAIM_PROTECTION = "resource.kubernetes.io/delete-protection"
+
+
 @blames(errors.CLUSTER)
 def claim_gone(k8s: K8s, claim: Obj, *, timeout: float) -> None:
-    """Wait until the claim object no longer exists (its delete-protection finalizer was removed)."""
-    object_gone(k8s, claim, timeout=timeout)
+    """Wait until the claim object no longer exists (its finalizers were removed). A timeout is the cluster's
+    (kube-controller-manager removes :data:`CLAIM_PROTECTION`) unless another finalizer holds the claim: then it
+    is the party that put it there, the driver's (s16 breaker 3 #4), and the message names the finalizers."""
+    try:
+        object_gone(k8s, claim, timeout=timeout)
+    except errors.WaitTimeout as exc:
+        try:
+            held = [f for f in k8s.get("ResourceClaim", claim.name, claim.namespace).get("metadata.finalizers") or []]
+        except (errors.ConformanceError, OSError):
+            raise exc from None
+        foreign = [f for f in held if f != CLAIM_PROTECTION]
+        awaited = f"{exc.awaited} (finalizers: {', '.join(held) or 'none'})"
+        party = errors.DRIVER if foreign else errors.CLUSTER
+        raise errors.WaitTimeout(awaited, exc.timeout, exc.last_state, exc.events, party=party) from None
 
 
 def pod_claims(k8s: K8s, pod: Obj) -> list[Obj]:

@@ -79,7 +79,6 @@ def event_line(event: Obj) -> str:
     )
 
 
-@timed
 def blames(party: str) -> Callable[[F], F]:
     """Decorator for a wait: a WaitTimeout it raises without a ``party`` gets ``party`` (``errors.DRIVER`` or
     ``errors.CLUSTER``: who had to bring the awaited state about; a nested wait that knew better keeps its own).
@@ -99,6 +98,7 @@ def blames(party: str) -> Callable[[F], F]:
     return wrap
 
 
+@timed
 def until(
     k8s: K8s,
     kind: str,

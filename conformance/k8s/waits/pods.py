@@ -145,7 +145,11 @@ def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: b
 # the scheduler's event lines about a pod it could not place or bind yet (reason FailedScheduling, or KEP-5007's
 # binding-conditions wait)
 DRA_SCHEDULER_EVENT = re.compile(r" (FailedScheduling|BindingConditions\w*) ")
-DRA_UNSCHEDULABLE = re.compile(r"cannot allocate|resourceclaim|resource claim|binding condition|\bdevices?\b", re.I)
+DRA_UNSCHEDULABLE = re.compile(
+    r"cannot allocate|resourceclaim|resource claim|binding condition|CEL runtime error|selector #\d+", re.I
+)
+# a pod on its node that waits on the node itself, not on its claims: the CNI sandbox, a volume mount
+NODE_SETUP_EVENT = re.compile(r" (FailedCreatePodSandBox|FailedMount|NetworkNotReady) ")
 
 
 def timeout_party(pod: Obj, events: list[str]) -> str:
@@ -163,7 +167,7 @@ def timeout_party(pod: Obj, events: list[str]) -> str:
     if any(" Pulling " in e for e in events) and not any(" Pulled " in e for e in events):
         return errors.CLUSTER
     if pod.get("spec.nodeName"):
-        return errors.DRIVER
+        return errors.CLUSTER if any(NODE_SETUP_EVENT.search(e) for e in events) else errors.DRIVER
     if any(DRA_UNSCHEDULABLE.search(e) for e in events if DRA_SCHEDULER_EVENT.search(e)):
         return errors.DRIVER  # the scheduler's own event names DRA (a claim it cannot allocate, binding conditions)
     scheduled = [c for c in pod.get("status.conditions") or [] if c.get("type") == "PodScheduled"]
@@ -187,7 +191,8 @@ def _judged(k8s: K8s, pod: Obj):
             raise exc from None
         exc.party = exc.party or timeout_party(now, exc.events)
         conditions = [c.get("type") for c in now.get("status.conditions") or []]
-        if now.get("spec.nodeName") or "PodScheduled" in conditions:
+        acted = now.get("status.nominatedNodeName") or any(DRA_SCHEDULER_EVENT.search(e) for e in exc.events)
+        if now.get("spec.nodeName") or "PodScheduled" in conditions or acted:
             raise
         note = f"no scheduler acted on the pod (no node, no PodScheduled condition); {scheduler_health.liveness_note()}"
         awaited = f"{exc.awaited} ({note})"

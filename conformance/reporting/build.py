@@ -116,7 +116,10 @@ def generate(
         )
         log.info("allure report generated in %.1fs: %s", took, run_dir / "allure-report" / "index.html")
     if link_latest if link_latest is not None else not history.in_matrix(run_dir):
-        history.update_latest(run_dir)
+        try:
+            history.update_latest(run_dir)
+        except FileExistsError as exc:  # a directory of the user's own named latest: kept, the report is done
+            log.warning("the latest link was not updated: %s", exc)
     return Verdict(
         passed=data["verdict"] in narrowed.PASSING,
         reasons=tuple(data["verdictReasons"]),

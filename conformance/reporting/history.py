@@ -122,6 +122,8 @@ def update_latest(run_dir: pathlib.Path) -> pathlib.Path:
     at a run that started later (regenerating an old report never moves ``latest`` back); returns the link."""
     run_dir = run_dir.resolve()
     link = run_dir.parent / "latest"
+    if run_dir == link:  # a report dir named latest is its own latest (s16 new-user review 7)
+        return link
     if link.exists() and not link.is_symlink():
         raise FileExistsError(f"{link} exists and is not a symlink; move it away so the latest run can be linked")
     if link.is_symlink() and link.exists() and _started(link.resolve()) > _started(run_dir):

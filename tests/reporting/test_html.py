@@ -155,3 +155,10 @@ def test_report_on_a_missing_directory_is_bad_input_on_stderr(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path / "nope")]) == 4
     out = capsys.readouterr()
     assert "nope is not a directory" in out.err and out.out == ""
+
+
+def test_a_report_dir_named_latest_is_left_as_it_is(tmp_path):
+    """s16 new-user review 7: `--report-dir artifacts/latest` must not turn into a link to itself or crash."""
+    run = tmp_path / "latest"
+    run.mkdir()
+    assert history.update_latest(run) == run.resolve() and run.is_dir() and not run.is_symlink()

@@ -411,3 +411,12 @@ def test_nodes_401_is_the_credentials_and_403_stays_a_permission_the_caller_name
     with pytest.raises(errors.Forbidden):  # preflight turns it into a warn line (images not checked)
         discovery.nodes(RefusingApi(403))
     assert discovery.refused(errors.NotFound(404, "NotFound", "x"), RefusingApi(401)) is None
+
+
+def test_cleanup_of_a_401_names_the_credentials_and_exits_3_a_403_stays_the_permission(monkeypatch, capsys):
+    for status, code, said in ((401, 3, "refused the credentials"), (403, 1, "the cleanup needs list/delete")):
+        api = RefusingApi(status)
+        monkeypatch.setattr(cleanup.K8s, "from_kubeconfig", classmethod(lambda cls, *a, api=api, **k: api))
+        assert cli.main(["cleanup", "--all", "--dry-run"]) == code
+        out = capsys.readouterr()
+        assert said in out.out + out.err and "Traceback" not in out.err

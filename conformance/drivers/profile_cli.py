@@ -95,8 +95,8 @@ def _schema_problems(name: str, reported: str) -> list[str]:
     """The other problems the JSON Schema finds in profile ``name`` (``dotted.key: message``), besides the
     one the parser reported at ``reported`` (the parser stops at its first problem)."""
     try:
-        raw = yaml.safe_load(profiles.resolve(name).read_text())
-    except (errors.ConfigError, OSError, yaml.YAMLError):
+        raw = yaml.safe_load(profiles.resolve(name).read_text(encoding="utf-8"))
+    except (errors.ConfigError, OSError, UnicodeDecodeError, yaml.YAMLError):  # load() named it already
         return []
     validator = jsonschema.Draft202012Validator(profile_schema.generate())
     out = []

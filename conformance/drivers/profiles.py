@@ -42,10 +42,17 @@ def resolve(driver: str) -> Path:
 
 def load(driver: str, extra_modes: Mapping[str, frozenset[str]] | None = None) -> schema.DriverProfile:
     """Load and validate the profile for ``driver``; ``extra_modes``: registered third-party deploy modes and
-    their ``deploy`` keys (see :func:`conformance.core.profile.parse`). Raises ConfigError (file, field, fix)."""
+    their ``deploy`` keys (see :func:`conformance.core.profile.parse`). Raises ConfigError (file, field, fix), also
+    for a file that is not UTF-8 text."""
     path = resolve(driver)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:  # a shipped profile saved as Latin-1 or UTF-16 by an editor
+        raise ConfigError(
+            f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+            source=str(path),
+            fix="save the file as UTF-8",
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"is not valid YAML: {exc}", source=str(path), fix="fix the YAML syntax") from None
     profile = schema.parse(raw, source=str(path), extra_modes=extra_modes)

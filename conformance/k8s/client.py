@@ -46,6 +46,7 @@ class K8s:
         self.request_timeout = request_timeout
         self.guard_run_id = guard_run_id
         self.versions: dict[str, str] = dict(versions or {})  # kind -> version used when a call names none
+        self.kube: kubeconfig.Kubeconfig | None = None  # set by from_kubeconfig: named in messages (discovery.refused)
 
     def prefer_versions(self, served: dict[str, list[str]]) -> None:
         """Use, for each resource.k8s.io kind the cluster does not serve in v1, its newest served version
@@ -76,7 +77,9 @@ class K8s:
                 f"cannot load kubeconfig {kube.describe()}: {exc}; "
                 "pass --kubeconfig PATH [--context NAME] of a reachable cluster"
             ) from exc
-        return cls(api, **kwargs)
+        client = cls(api, **kwargs)
+        client.kube = kube
+        return client
 
     @property
     def host(self) -> str:

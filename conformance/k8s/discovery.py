@@ -24,6 +24,10 @@ def served_versions(k8s: K8s) -> dict[str, list[str]]:
         group = k8s.get_json(f"/apis/{RESOURCE_GROUP}")
     except errors.NotFound:
         return {}
+    except errors.ApiError as exc:  # 401/403: nothing can be discovered, so nothing can be run or checked
+        if (why := refused(exc, k8s)) is not None:
+            raise why from exc
+        raise
     out = {}
     for v in group.get("versions") or []:
         version = v.get("version")
@@ -40,7 +44,9 @@ def server_version(k8s: K8s) -> str:
     try:
         return k8s.get_json("/version").get("gitVersion", "")
     except errors.ApiError as exc:
-        raise errors.ClusterUnavailable(f"API server {k8s.host} answered /version with {exc}") from exc
+        raise refused(exc, k8s) or errors.ClusterUnavailable(
+            f"API server {k8s.host} answered /version with {exc}"
+        ) from exc
     except Exception as exc:  # connection refused, TLS, DNS
         raise errors.ClusterUnavailable(
             f"API server {k8s.host} is unreachable: {exc}; check --kubeconfig and --context (run: or --cluster local)"
@@ -94,8 +100,39 @@ def kubelet_feature_gates(k8s: K8s, node: str) -> dict[str, bool]:
 
 
 def nodes(k8s: K8s) -> list[Obj]:
-    """All Node objects."""
-    return k8s.list("Node")
+    """All Node objects. Raises ClusterUnavailable (:func:`refused`) when the server refuses the credentials
+    (401); other ApiErrors (a 403: the caller names the permission) as they come."""
+    try:
+        return k8s.list("Node")
+    except errors.ApiError as exc:
+        if exc.status == 401 and (why := refused(exc, k8s)) is not None:
+            raise why from exc
+        raise
+
+
+def refused(exc: errors.ApiError, k8s: K8s) -> errors.ClusterUnavailable | None:
+    """The error for a request the API server refused as a whole: 401 (it does not accept the credentials of
+    the kubeconfig's user: an expired token or certificate, an exec/auth plugin that failed or is missing) or
+    403 (the user may not even read this). Names the request, the server, the kubeconfig (``k8s.kube``) and
+    the fix. None for any other status. Source: Kubernetes "Authenticating" (401 for failed authentication)
+    and "Authorization" (403 for a denied request)."""
+    if exc.status not in (401, 403):
+        return None
+    kube = getattr(k8s, "kube", None)
+    whose = f"kubeconfig {kube.describe()}" if kube is not None else "the kubeconfig"
+    if exc.status == 401:
+        return errors.ClusterUnavailable(
+            f"the API server {k8s.host} refused the credentials of the user of {whose} ({exc}); fix: check that "
+            "context's user in the kubeconfig (an expired token or client certificate: log in again or renew it; "
+            "an exec plugin: run its command yourself to see why it fails), or pass --kubeconfig/--context of a "
+            "user the cluster accepts"
+        )
+    return errors.ClusterUnavailable(
+        f"the user of {whose} lacks a permission on the API server {k8s.host} for a request the run needs "
+        f"({exc}); fix: grant it with RBAC "
+        "(`dra-conformance preflight --print-role` prints the ClusterRole a run needs: bind it to that user), "
+        "or pass --kubeconfig/--context of a user that has it"
+    )
 
 
 def node_facts(node: Obj) -> dict:

@@ -82,11 +82,18 @@ class Kubeconfig:
 
     def _document(self, path: Path) -> dict | None | bool:
         """``path``'s YAML mapping; None when it is empty (no YAML document); True when it cannot be read (left
-        to the client's loader). Raises ConfigError naming the file when its YAML is not a mapping or not YAML."""
+        to the client's loader). Raises ConfigError naming the file when it is not UTF-8 text, or its YAML is
+        not a mapping or not YAML."""
         try:
-            doc = yaml.safe_load(path.read_text())
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         except OSError:
             return True
+        except UnicodeDecodeError as exc:  # kubectl reads UTF-8 (a Windows editor's Latin-1 or UTF-16 save)
+            raise ConfigError(
+                f"not a kubeconfig: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
+                source=f"{path} (from {self.source})",
+                fix="save the file as UTF-8",
+            ) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -84,6 +84,9 @@ def cleanup_command(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except errors.ApiError as exc:
+        if exc.status == 401:  # the credentials were refused: no permission would help (s16 new-user F1)
+            print(f"error: {discovery.refused(exc, k8s)}", file=sys.stderr)
+            return EXIT_UNREACHABLE
         print(f"error: {exc} (the cleanup needs list/delete on the run's kinds: see `dra-conformance preflight`)")
         return EXIT_LEAK
     except KeyboardInterrupt:

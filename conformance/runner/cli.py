@@ -249,7 +249,7 @@ def run_command(args: argparse.Namespace) -> int:
     run_id = names.new_run_id()
     report_dir = Path(args.report_dir or Path("reports") / run_id).resolve()
     # no reruns in a qualification (typed or in PYTEST_ADDOPTS), two runs' results never mix (breaker s15 C1, D4)
-    if refusal := run_guard.refusal(list(args.pytest_args or []), report_dir):
+    if refusal := run_guard.refusal(list(args.pytest_args or []), report_dir, given=bool(args.report_dir)):
         print(f"error: {refusal}", file=sys.stderr)
         return 4
     existed = report_dir.is_dir()  # a directory the run did not create is never removed (a mount point: C4)

@@ -140,6 +140,16 @@ def survey(cfg: RunConfig, registry: Registry) -> Survey:
     return out
 
 
+def offline(cfg: RunConfig, registry: Registry) -> Survey:
+    """The survey of ``list -o json`` without ``--kubeconfig``: no cluster and no cluster provider (a plugin-only
+    install has no ``local``), decided as for a cluster the run would create (no capabilities known: the
+    profile's selection). Raises ConfigError for a bad --driver (s16 new-user F4)."""
+    from conformance.drivers import profiles  # noqa: PLC0415 - as Session loads it
+
+    profile = profiles.load(cfg.driver, registry.deploy_modes())
+    return Survey(cfg, profile.driver, profile.deploy_mode, True, [])
+
+
 def _readiness(k8s: K8s, profile, facts: dict) -> list[str]:
     """What a preinstalled run would stop on (exit 3): a missing DeviceClass, no published slice."""
     notes = []
@@ -189,8 +199,9 @@ class PlanPlugin:
         from conformance.plugin import HARNESS  # noqa: PLC0415
 
         harness = self.config.stash[HARNESS]
+        cluster_free = self.mode == "json" and not harness.cfg.kubeconfig  # list -o json: no cluster named
         try:
-            self.survey = survey(harness.cfg, harness.registry)
+            self.survey = (offline if cluster_free else survey)(harness.cfg, harness.registry)
         except errors.ConfigError as exc:  # pytest prints "Exit: <reason>"
             pytest.exit(f"dra-conformance: bad input: {exc}", returncode=4)
         except errors.Forbidden as exc:  # the run's user lacks a permission: the API server's message names it

@@ -10,6 +10,8 @@
   also blocked (``-p no:rerunfailures``) so no ini can turn it on, and a rerun option in ``PYTEST_ADDOPTS`` (a
   CI's inherited ``--reruns 2``) is refused naming that variable, not with pytest's bare "unrecognized
   arguments" (breaker s15 D4);
+- :func:`unusable_report_dir`: a ``--report-dir`` that is a file, lies under a file or cannot be created is
+  refused (exit 4) before pytest starts, naming the OS error (breaker s16 new-user F3);
 - :func:`stale_report_dir`: a ``--report-dir`` that already holds an earlier run's results is refused (exit 4):
   two runs' results never mix in one report (a reused directory's old attempts would count as this run's); a
   junit.xml alone is no earlier run's (a CI workspace's unit-test step writes one), and the fix offered is a
@@ -80,15 +82,54 @@ def addopts(env: Mapping[str, str] | None = None) -> list[str]:
         return []
 
 
-def refusal(extra: list[str], report_dir: Path, env: Mapping[str, str] | None = None) -> str | None:
+def refusal(
+    extra: list[str], report_dir: Path, env: Mapping[str, str] | None = None, *, given: bool = True
+) -> str | None:
     """Why ``run`` refuses to start, as the error line it prints (exit 4) before pytest starts; None when it
     may. In order: a rerun option in the extra pytest arguments ``extra``, one in ``PYTEST_ADDOPTS`` of ``env``
-    (default ``os.environ``), a ``report_dir`` holding an earlier run's results (:func:`stale_report_dir`)."""
+    (default ``os.environ``), a ``report_dir`` the run cannot use (:func:`unusable_report_dir`; ``given``: it
+    was typed as ``--report-dir``, else it is the default ``reports/<run-id>``), a ``report_dir`` holding an
+    earlier run's results (:func:`stale_report_dir`)."""
     if (option := refused_option(extra)) is not None:
         return refusal_text(option)
     if (option := refused_option(addopts(env))) is not None:
         return refusal_text(option, "PYTEST_ADDOPTS")
-    return stale_report_dir(report_dir)
+    return unusable_report_dir(report_dir, given) or stale_report_dir(report_dir)
+
+
+def unusable_report_dir(report_dir: Path, given: bool = True) -> str | None:
+    """Why the run could not write ``report_dir`` (an absolute path), as an error line naming it and the fix;
+    None when it can. Refused: an existing file (not a directory), a path under a file, an existing directory
+    this process may not write, a path whose missing directories cannot be made (EACCES, EROFS, ENOENT under
+    /proc: the OS error is named). The missing directories are made to find out and removed again at once, so
+    the check leaves nothing behind (breaker s16 new-user F3: each was an INTERNALERROR read as exit 3)."""
+    what = f"--report-dir {report_dir}" if given else f"the report directory {report_dir} (the default)"
+    fix = "give a directory you can write" + (" (or leave --report-dir out: reports/<run-id>)" if given else "")
+    fix = fix if given else f"{fix}: pass --report-dir DIR, or run from a directory you can write"
+    if report_dir.is_dir():
+        if os.access(report_dir, os.W_OK | os.X_OK):
+            return None
+        return f"{what}: not writable by this user; fix: {fix}"
+    missing, above = [], report_dir
+    while not above.exists() and not above.is_symlink():  # the nearest path that exists (a file, or a directory)
+        missing.append(above)
+        above = above.parent
+    if above != report_dir and not above.is_dir():
+        return f"{what}: {above} is a file, not a directory; fix: {fix}"
+    if not above.is_dir():
+        return f"{what}: exists and is not a directory (a file); fix: {fix}"
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+            made.append(path)
+    except OSError as exc:
+        return f"{what}: cannot be created ({exc.strerror or exc}); fix: {fix}"
+    finally:
+        for path in reversed(made):  # the run makes it itself (and removes it when it leaves it empty)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+    return None
 
 
 def stale_report_dir(report_dir: Path) -> str | None:

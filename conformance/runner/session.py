@@ -97,7 +97,7 @@ class Session:
     # -- setup ---------------------------------------------------------------------------------------
     def setup(self) -> None:
         """Bring everything up; on any failure tear down what was started and re-raise (ConfigError,
-        ClusterUnavailable, DriverNotReady...)."""
+        ClusterUnavailable, DriverNotReady...); a 403 (Forbidden) becomes ClusterUnavailable naming the fix."""
         try:
             self.registry.check("driver deployer", self.deploy_mode)
             self.cluster_provider = self._provider()
@@ -133,6 +133,12 @@ class Session:
             if self.health.unprobeable:  # /readyz not readable now (403, a proxy's 404): no outage is attributed
                 self.progress(f"cluster faults not watched: /readyz at the start said {self.health.unprobeable}")
             health.follow(self.report_dir)  # API calls stop being resent in a long outage (k8s/retries.py)
+        except errors.Forbidden as exc:  # a 403 (a 401 is discovery.refused's): the way to find every missing one
+            self.teardown()
+            raise errors.ClusterUnavailable(
+                f"the run's user lacks a permission the run needs: {exc} (fix: `dra-conformance preflight` lists "
+                "every missing permission with the rule to add; `preflight --print-role` prints the ClusterRole)"
+            ) from exc
         except BaseException:
             self.teardown()
             raise

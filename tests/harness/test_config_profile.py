@@ -139,3 +139,14 @@ def test_cluster_feature_gates_are_parsed_for_existing_clusters():
         "DRAAdminAccess": True,
         "DRADeviceTaints": False,
     }
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-16"])
+def test_a_profile_that_is_not_utf8_is_bad_input_naming_the_file(tmp_path, encoding):
+    """s16 new-user F2: a shipped profile (its header holds a non-ASCII character) saved by an editor as
+    Latin-1 or UTF-16 was a UnicodeDecodeError traceback, not a ConfigError (exit 4)."""
+    path = tmp_path / "x.yaml"
+    path.write_text("# \u00a7 a header\nname: x\n", encoding=encoding)
+    with pytest.raises(ConfigError, match=r"not UTF-8 text \(byte 0x[0-9a-f]{2} at offset \d+\)") as info:
+        profiles.load(str(path))
+    assert str(path) in str(info.value) and "(fix: save the file as UTF-8)" in str(info.value)

@@ -213,3 +213,15 @@ def test_a_lone_kubeconfig_that_is_empty_or_not_a_mapping_is_bad_input_naming_th
     if text.strip() and not text.lstrip().startswith("#"):  # not a mapping is bad in a list too
         with pytest.raises(ConfigError, match=problem):
             kubeconfig.resolve(f"{a}{os.pathsep}{bad}").existing()
+
+
+@pytest.mark.parametrize(
+    ("data", "byte"), [(b"\xff\xfe\x00bad", "0xff"), ("current-context: \u00a7x\n".encode("latin-1"), "0xa7")]
+)
+def test_a_kubeconfig_that_is_not_utf8_is_bad_input_naming_the_file_and_the_byte(tmp_path, data, byte):
+    """s16 new-user F2: a UTF-16 or Latin-1 kubeconfig was a UnicodeDecodeError traceback (exit 1 or 3)."""
+    bad = tmp_path / "binary.kc"
+    bad.write_bytes(data)
+    with pytest.raises(ConfigError, match=rf"not a kubeconfig: not UTF-8 text \(byte {byte} at offset \d+\)") as info:
+        K8s.from_kubeconfig(str(bad))
+    assert str(bad) in str(info.value) and "(fix: save the file as UTF-8)" in str(info.value)

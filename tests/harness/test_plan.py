@@ -165,6 +165,30 @@ def test_list_json_without_a_cluster_lists_what_list_lists(capsys, monkeypatch, 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_list_json_without_the_lab_needs_no_cluster_provider(capsys, monkeypatch, tmp_path):
+    """s16 new-user F4: on a plugin-only install (no `local` provider) `list -o json` failed with "--cluster:
+    unknown cluster provider 'local'" (exit 4) though the user named no cluster and a listing needs none."""
+    import importlib.metadata  # noqa: PLC0415
+
+    from conformance.runner import registry as registry_mod  # noqa: PLC0415
+
+    every = importlib.metadata.entry_points
+
+    def without_lab(**kw):
+        return [ep for ep in every(**kw) if ep.name not in registry_mod.LAB_PROVIDERS]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", without_lab)
+    with pytest.raises(errors.ConfigError, match="unknown cluster provider 'local'"):  # the lab is really gone
+        _registry().cluster_provider("local")
+    monkeypatch.chdir(tmp_path)
+    args = SimpleNamespace(driver="reference", profile="core", allow_disruptive=False, kubeconfig=None, context=None)
+    assert cli.list_command(SimpleNamespace(**vars(args), output="json")) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc and {d["decision"] for d in doc} == {"run"} and "unknown cluster provider" not in captured.err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_plan_of_a_cluster_the_run_creates_says_so_and_writes_nothing(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     parser = cli.argparse.ArgumentParser()

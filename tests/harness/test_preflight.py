@@ -359,3 +359,64 @@ def test_print_role_writes_the_cluster_role_a_run_needs_without_a_cluster(capsys
     assert not any({"clusterroles", "clusterrolebindings"} & set(r.get("resources", [])) for r in with_exec["rules"])
     roles = {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["create"]}
     assert roles in with_exec["rules"]
+
+
+class RefusingApi(FakeApi):
+    """An API server that answers /version (anonymous reads are allowed by default) and refuses every other
+    request with ``status`` (401: the credentials; 403: the user's permissions); ``version_too``: /version too."""
+
+    host = "https://fake:6443"
+    kube = None
+
+    def __init__(self, status: int, version_too: bool = False):
+        super().__init__()
+        self.status, self.version_too = status, version_too
+
+    def _refuse(self, path):
+        reason = {401: "Unauthorized", 403: "Forbidden"}[self.status]
+        raise errors.api_error_for(self.status, reason, reason, request=f"GET {path}")
+
+    def get_json(self, path, query=None):
+        if path != "/version" or self.version_too:
+            self._refuse(path)
+        return super().get_json(path, query)
+
+    def list(self, kind, namespace=None, **_):
+        self._refuse(f"/api/v1/{kind.lower()}s")
+
+
+@pytest.mark.parametrize(
+    ("status", "said", "fix"),
+    [(401, "refused the credentials", "log in again"), (403, "lacks a permission", "preflight --print-role")],
+)
+@pytest.mark.parametrize("version_too", [False, True])
+def test_refused_credentials_or_permission_exit_3_naming_the_request_and_the_fix(
+    status, said, fix, version_too, monkeypatch, capsys
+):
+    """s16 new-user F1: a 401/403 on discovery was a traceback with exit 1 ("something missing")."""
+    api = RefusingApi(status, version_too)
+    monkeypatch.setattr(preflight.K8s, "from_kubeconfig", classmethod(lambda cls, *a, **k: api))
+    assert cli.main(["preflight", "--driver", "reference"]) == 3
+    err = capsys.readouterr().err
+    request = "GET /version" if version_too else "GET /apis/resource.k8s.io"
+    assert err.startswith("error: ") and said in err and fix in err and request in err and "fake:6443" in err
+    assert "Traceback" not in err
+
+
+def test_nodes_401_is_the_credentials_and_403_stays_a_permission_the_caller_names():
+    from conformance.k8s import discovery  # noqa: PLC0415
+
+    with pytest.raises(errors.ClusterUnavailable, match=r"refused the credentials .*GET /api/v1/nodes: 401"):
+        discovery.nodes(RefusingApi(401))
+    with pytest.raises(errors.Forbidden):  # preflight turns it into a warn line (images not checked)
+        discovery.nodes(RefusingApi(403))
+    assert discovery.refused(errors.NotFound(404, "NotFound", "x"), RefusingApi(401)) is None
+
+
+def test_cleanup_of_a_401_names_the_credentials_and_exits_3_a_403_stays_the_permission(monkeypatch, capsys):
+    for status, code, said in ((401, 3, "refused the credentials"), (403, 1, "the cleanup needs list/delete")):
+        api = RefusingApi(status)
+        monkeypatch.setattr(cleanup.K8s, "from_kubeconfig", classmethod(lambda cls, *a, api=api, **k: api))
+        assert cli.main(["cleanup", "--all", "--dry-run"]) == code
+        out = capsys.readouterr()
+        assert said in out.out + out.err and "Traceback" not in out.err

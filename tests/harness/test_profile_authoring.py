@@ -291,3 +291,12 @@ def test_profile_init_on_an_unreachable_cluster_is_one_line_and_exit_3(tmp_path)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "127.0.0.1:1" in proc.stderr and str(kube) in proc.stderr, proc.stderr
     assert "unreachable" in proc.stderr and not (tmp_path / "p.yaml").exists()
+
+
+def test_profile_check_of_a_file_that_is_not_utf8_is_one_error_line_exit_4(tmp_path):
+    """s16 new-user F2: a profile saved as Latin-1 was a UnicodeDecodeError traceback with exit 1."""
+    path = tmp_path / "x.yaml"
+    path.write_text("# \u00a7 header\nname: x\n", encoding="latin-1")
+    proc = _cli("check", str(path))
+    assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"error: {path}: not UTF-8 text (byte 0xa7 at offset 2) (fix: save the file as UTF-8)" in proc.stdout

@@ -185,3 +185,41 @@ def test_a_report_dir_that_cannot_be_removed_is_a_note_not_a_crash(tmp_path, mon
     monkeypatch.setattr(run_guard.shutil, "rmtree", ebusy)
     run_guard.drop_if_empty(busy, existed=False, default_parent=True)
     assert busy.is_dir() and "left the empty report directory" in capsys.readouterr().err
+
+
+def test_a_report_dir_that_is_a_file_under_a_file_or_uncreatable_is_refused_leaving_nothing(tmp_path, monkeypatch):
+    """s16 new-user F3: each was an INTERNALERROR in the report plugin's mkdir, read as exit 3."""
+    afile = tmp_path / "afile"
+    afile.write_text("hi")
+    said = run_guard.unusable_report_dir(afile)
+    assert said.startswith(f"--report-dir {afile}: exists and is not a directory") and "fix: give a directory" in said
+    said = run_guard.unusable_report_dir(afile / "sub" / "deeper")
+    assert said.startswith(f"--report-dir {afile / 'sub' / 'deeper'}: {afile} is a file, not a directory"), said
+    real_mkdir = Path.mkdir
+
+    def refuse_leaf(self, *a, **k):  # the parent is made, the leaf refused (EACCES, EROFS, /proc)
+        if self.name == "leaf":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_mkdir(self, *a, **k)
+
+    monkeypatch.setattr(Path, "mkdir", refuse_leaf)
+    said = run_guard.unusable_report_dir(tmp_path / "new" / "leaf")
+    assert said == (
+        f"--report-dir {tmp_path / 'new' / 'leaf'}: cannot be created (Permission denied); fix: give a directory "
+        "you can write (or leave --report-dir out: reports/<run-id>)"
+    )
+    assert not (tmp_path / "new").exists()  # the parent made to find out is removed again
+    monkeypatch.undo()
+    assert run_guard.unusable_report_dir(tmp_path / "ok" / "run") is None and not (tmp_path / "ok").exists()
+    assert run_guard.unusable_report_dir(tmp_path) is None
+    said = run_guard.refusal([], tmp_path / "afile" / "r", given=False)
+    assert said.startswith(f"the report directory {afile / 'r'} (the default)") and "pass --report-dir DIR" in said
+
+
+def test_run_refuses_a_report_dir_under_a_file_with_exit_4_before_pytest(tmp_path):
+    (tmp_path / "afile").write_text("hi")
+    for report in (tmp_path / "afile", tmp_path / "afile" / "sub"):
+        proc = _run(tmp_path, report)
+        assert proc.returncode == 4 and f"error: --report-dir {report}: " in proc.stderr, proc.stderr
+        assert "INTERNALERROR" not in proc.stdout + proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

@@ -61,3 +61,24 @@ def test_a_teardown_without_ctrl_c_is_not_interrupted(monkeypatch, tmp_path):
     monkeypatch.setattr(sweep, "sweep_run", lambda k8s, run_id, **_: log.append("sweep") or [])
     s = _session(tmp_path, log)
     assert s.teardown() == [] and not s.interrupted and log == ["sweep", "driver", "cluster"]
+
+
+def test_a_403_in_setup_is_torn_down_and_names_preflight_as_the_fix(monkeypatch, tmp_path):
+    """s16 new-user F1: `run` against a user the API server refuses (403 on GET /api/v1/nodes) printed the bare
+    'Forbidden: ...' with no fix."""
+    import pytest  # noqa: PLC0415
+
+    from conformance.core import errors  # noqa: PLC0415
+
+    log = []
+    s = _session(tmp_path, log)
+
+    def refused():
+        raise errors.Forbidden(403, "Forbidden", "nodes is forbidden", request="GET /api/v1/nodes")
+
+    provider = type("P", (), {"up": staticmethod(refused), "down": staticmethod(lambda: None)})()
+    monkeypatch.setattr(s, "_provider", lambda: provider)
+    monkeypatch.setattr(s, "teardown", lambda: log.append("teardown") or [])
+    with pytest.raises(errors.ClusterUnavailable, match=r"lacks a permission .*GET /api/v1/nodes: 403") as info:
+        s.setup()
+    assert "dra-conformance preflight" in str(info.value) and log == ["teardown"]

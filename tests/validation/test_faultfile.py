@@ -40,7 +40,7 @@ def test_valid_entry_gets_defaults_and_options():
     first, second = loaded.entries["prepare-error"], loaded.entries["no-slices"]
     assert (first.profile, first.timeout_scale, first.run_args) == ("full", 0.2, ("--nodes", "1"))
     assert (second.profile, second.timeout_scale, second.expect) == ("full", 0.5, (RUNS,))
-    assert first.run_key == ("full", ("--nodes", "1"), ()) != second.run_key
+    assert first.run_key == ("full", ("--nodes", "1"), (), "") != second.run_key
 
 
 def test_module_invariants_result_may_be_expected():
@@ -144,3 +144,12 @@ def test_an_expected_failure_must_be_a_driver_defect_unless_the_entry_says_any()
     assert (entries["no-slices"].symptom_class, entries["prepare-error"].symptom_class) == ("driver-defect", "")
     other = faultfile.parse(_doc(**{"no-slices": _entry(symptom_class="infrastructure")}), KNOWN, "f").entries
     assert other["no-slices"].symptom_class == "infrastructure"
+
+
+def test_a_fault_can_name_the_oldest_release_its_test_runs_on():
+    """s16: toleration-seconds-refused's test skips on v1.34 (a release gap), so the default matrix missed it."""
+    entries = faultfile.parse(_doc(**{"no-slices": _entry(min_k8s="1.35")}), KNOWN, "f").entries
+    assert entries["no-slices"].min_k8s == "1.35" and entries["prepare-error"].min_k8s == ""
+    assert entries["no-slices"].run_key != entries["prepare-error"].run_key  # a healthy run of its own
+    problems = _problems(_doc(**{"no-slices": _entry(min_k8s=1.35)}))
+    assert any("min_k8s: 1.35 (fix: a Kubernetes minor in quotes" in p for p in problems), problems

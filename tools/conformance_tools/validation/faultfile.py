@@ -24,6 +24,7 @@ Format (version 1)::
             symptom: 'prepare.*failed'   # a mapping overrides the fault's symptom for that test
         profile: standard          # optional, as in defaults
         timeout_scale: 0.3         # optional, as in defaults
+        min_k8s: "1.35"            # optional: the oldest minor the fault's test runs on (a release gap below)
         run_args: [--driver, fixtures/drivers/x.yaml]   # optional extra `dra-conformance run` options
         pytest_args: [-k, "not slow"]                   # optional extra pytest arguments (after --)
 
@@ -56,7 +57,7 @@ REPO_ROOT = shipped.SOURCE_ROOT  # validate-suite runs from a checkout
 DEFAULT_PATH = REPO_ROOT / "fixtures" / "faults.yaml"
 VERSION = 1
 TOP_KEYS = ("version", "defaults", "faults")
-OPTION_KEYS = ("profile", "timeout_scale", "run_args", "pytest_args")
+OPTION_KEYS = ("profile", "timeout_scale", "run_args", "pytest_args", "min_k8s")
 DEFAULT_SYMPTOM_CLASS = DRIVER_DEFECT  # the class an expected failure must have unless the entry says otherwise
 ANY_CLASS = "any"  # symptom_class: any -> no class check
 ENTRY_KEYS = ("class", "symptom", "symptom_class", "select", "expect", *OPTION_KEYS)
@@ -66,20 +67,10 @@ SYNTHETIC_TESTS = ("invariants",)
 # the run ended before any test because the harness refused the cluster or driver (exit 3 or 4), e.g. a driver
 # that publishes no ResourceSlice (KEP-5970: "no slices for the driver -> clear error")
 SETUP_RESULT = "run::setup"
-BUILTIN_DEFAULTS = {"profile": "standard", "timeout_scale": 1.0, "run_args": (), "pytest_args": ()}
+BUILTIN_DEFAULTS = {"profile": "standard", "timeout_scale": 1.0, "run_args": (), "pytest_args": (), "min_k8s": ""}
 # options the matrix sets itself for every run (one cluster and one report dir per fault)
-RESERVED_RUN_ARGS = (
-    "--cluster",
-    "--kubeconfig",
-    "--context",
-    "--report-dir",
-    "--no-report",
-    "--keep-cluster",
-    "--profile",
-    "--timeout-scale",
-    "--k8s-version",
-    "--feature-gates",
-)
+RESERVED_RUN_ARGS = ("--cluster", "--kubeconfig", "--context", "--report-dir", "--no-report", "--keep-cluster")
+RESERVED_RUN_ARGS += ("--profile", "--timeout-scale", "--k8s-version", "--feature-gates")
 
 
 class FaultFileError(ConfigError):
@@ -102,8 +93,8 @@ class FaultEntry:
     ``symptom`` (a regex the failure message of each expected test must contain, case-insensitive; '' = any),
     ``symptom_class`` (the classify.py failure class it must have; default :data:`DEFAULT_SYMPTOM_CLASS`, since
     a fault the reference driver injects is a driver defect and a report blaming the cluster or the suite for it
-    misleads its author (s15 breaker C2); '' when the file says ``any``) and ``symptoms`` (expect pattern ->
-    regex overriding ``symptom`` for that test)."""
+    misleads its author (s15 breaker C2); '' when the file says ``any``), ``symptoms`` (expect pattern -> regex
+    overriding ``symptom`` for that test) and ``min_k8s`` (``"1.35"``: its runs use at least that minor)."""
 
     name: str
     failure_class: str
@@ -115,6 +106,7 @@ class FaultEntry:
     pytest_args: tuple[str, ...] = ()
     symptom: str = ""
     symptom_class: str = DEFAULT_SYMPTOM_CLASS
+    min_k8s: str = ""
     symptoms: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     def symptom_for(self, nodeid: str) -> str:
@@ -128,7 +120,7 @@ class FaultEntry:
     def run_key(self) -> tuple:
         """What a run needs besides the selection and the timeout scale; entries with equal keys share one
         healthy run (at the smallest timeout scale among them)."""
-        return (self.profile, self.run_args, self.pytest_args)
+        return (self.profile, self.run_args, self.pytest_args, self.min_k8s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,6 +236,10 @@ def _options(raw: Mapping, where: str, problems: list[str], base: Mapping) -> di
             problems.append(f"{where}.timeout_scale: {value!r} (fix: a number > 0, e.g. 0.5)")
         else:
             out["timeout_scale"] = float(value)
+    if "min_k8s" in raw:
+        if not isinstance(raw["min_k8s"], str) or not re.fullmatch(r"1\.\d+", raw["min_k8s"]):  # 1.40 != "1.4"
+            problems.append(f'{where}.min_k8s: {raw["min_k8s"]!r} (fix: a Kubernetes minor in quotes, e.g. "1.35")')
+        out["min_k8s"] = str(raw["min_k8s"])
     for key in ("run_args", "pytest_args"):
         if key in raw:
             out[key] = _strings(raw[key], f"{where}.{key}", problems, non_empty=False)

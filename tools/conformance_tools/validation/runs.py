@@ -44,7 +44,7 @@ class Interrupted(KeyboardInterrupt):
 class Plan:
     """One child run: ``label`` (fault name or ``healthy``), ``faults`` (the DRA_REFERENCE_FAULTS value, ''
     for the healthy driver), ``select`` (pytest path arguments), the run options of a :class:`FaultEntry`
-    and its ``report_dir``."""
+    and its ``report_dir``; ``min_k8s``: the oldest Kubernetes minor it may run on (``""``: any)."""
 
     label: str
     faults: str
@@ -54,6 +54,7 @@ class Plan:
     run_args: tuple[str, ...]
     pytest_args: tuple[str, ...]
     report_dir: Path
+    min_k8s: str = ""
 
 
 def fault_plan(entry: FaultEntry, runs_dir: Path, timeout_scale: float | None = None) -> Plan:
@@ -67,6 +68,7 @@ def fault_plan(entry: FaultEntry, runs_dir: Path, timeout_scale: float | None = 
         entry.run_args,
         entry.pytest_args,
         runs_dir / entry.name,
+        entry.min_k8s,
     )
 
 
@@ -102,9 +104,29 @@ def healthy_plans(entries: Iterable[FaultEntry], runs_dir: Path, timeout_scale: 
                 first.run_args,
                 first.pytest_args,
                 runs_dir / label,
+                first.min_k8s,
             )
         )
     return plans
+
+
+def version_floor(plan: Plan, common: Iterable[str] = ()) -> list[str]:
+    """``["--k8s-version", plan.min_k8s]`` when the run would otherwise use an older minor (``common``'s
+    ``--k8s-version``, else the lab's default), else ``[]``: a fault whose test the older release cannot run (a
+    release gap: the test skips there) is still proven (s16: toleration-seconds-refused on v1.34.4)."""
+    if not plan.min_k8s:
+        return []
+    args = list(common)
+    asked = args[args.index("--k8s-version") + 1] if "--k8s-version" in args[:-1] else ""
+    if not asked:
+        from conformance_lab.toolchain import versions  # noqa: PLC0415 - the lab pins the default minor
+
+        asked = versions.load().k8s_default
+
+    def minor(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.lstrip("v").split(".")[:2])
+
+    return ["--k8s-version", plan.min_k8s] if minor(asked) < minor(plan.min_k8s) else []
 
 
 def command(plan: Plan, common: Iterable[str] = (), python: str = sys.executable) -> list[str]:
@@ -114,7 +136,7 @@ def command(plan: Plan, common: Iterable[str] = (), python: str = sys.executable
     ``--workers N``) and then a plan's run_args may override."""
     cmd = [python, "-m", "conformance.cli", "run", "--cluster", "local", "--driver", DRIVER, "--workers", "0"]
     cmd += ["--profile", plan.profile, "--timeout-scale", f"{plan.timeout_scale:g}"]
-    cmd += ["--report-dir", str(plan.report_dir), "--no-report", *common]
+    cmd += ["--report-dir", str(plan.report_dir), "--no-report", *common, *version_floor(plan, common)]
     if plan.profile == "disruptive" and "--allow-disruptive" not in plan.run_args:
         cmd.append("--allow-disruptive")
     return [*cmd, *plan.run_args, "--", *plan.select, *plan.pytest_args]

@@ -25,6 +25,7 @@ import sys
 
 from conformance import shipped
 from conformance.core import commands
+from conformance.runner.registry import install_hint
 
 GROUP = "dra_conformance.commands"
 EXIT_BAD_INPUT = 4
@@ -191,7 +192,7 @@ def _dispatch(argv: list[str]) -> int:
         return 0
     wanted = next((a for a in argv if not a.startswith("-")), None)
     if wanted in ELSEWHERE and wanted not in parser.get_default("commands"):
-        print(f"error: `dra-conformance {wanted}` comes with {ELSEWHERE[wanted]}: pip install {ELSEWHERE[wanted]}")
+        print(f"error: `dra-conformance {wanted}` comes with {ELSEWHERE[wanted]}: {install_hint(ELSEWHERE[wanted])}")
         return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
     with commands.sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does, in every command

@@ -121,7 +121,7 @@ class Registry:
         entry = self._entries[kind].get(name)
         if entry is None:
             lab = (
-                "pip install dra-conformance-lab (it provides the local and kind clusters), or "
+                f"{install_hint('dra-conformance-lab')} (it provides the local and kind clusters), or "
                 if kind == "cluster provider" and name in LAB_PROVIDERS
                 else ""
             )
@@ -184,3 +184,13 @@ def _loader(ep: importlib.metadata.EntryPoint, kind: str) -> Callable[[], Callab
         return _checked(factory, kind, ep.name, f"entry point {ep.value}")()
 
     return load
+
+
+def install_hint(dist: str) -> str:
+    """How to add the distribution ``dist`` (``dra-conformance-lab`` / ``dra-conformance-tools``) to this install:
+    its wheel, built beside the plugin's by ``make wheels`` in a checkout. Never ``pip install <name>`` from an
+    index: these names are not published on PyPI, and a package someone else registers there would run in the
+    user's environment (s16 new-user review 6)."""
+    wheel = f"dist/{dist.replace('-', '_')}-*.whl"
+    how = f"`make wheels` in a dra-conformance checkout: {wheel}; not on PyPI"
+    return f"install the {dist} wheel built with this one ({how})"

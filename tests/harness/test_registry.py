@@ -229,7 +229,8 @@ def test_the_plugin_option_p_makes_a_vendor_deployer_known_to_the_harness(tmp_pa
 def test_a_lab_provider_without_the_lab_names_the_distribution_that_brings_it():
     with pytest.raises(ConfigError) as info:
         shipped(lab=False).check("cluster provider", "local")
-    assert "pip install dra-conformance-lab" in info.value.fix and "existing" in info.value.fix
+    assert "dra-conformance-lab wheel" in info.value.fix and "existing" in info.value.fix
+    assert "pip install dra-conformance-lab" not in info.value.fix  # not on PyPI: never send users to an index
     assert "use use" not in info.value.fix and "clusters), or use one of" in info.value.fix
 
 
@@ -237,5 +238,5 @@ def test_a_command_of_an_absent_distribution_names_it(monkeypatch, capsys):
     from conformance import cli
 
     monkeypatch.setattr(cli, "command_modules", lambda: [])
-    assert cli.main(["setup"]) == 4 and "pip install dra-conformance-lab" in capsys.readouterr().out
+    assert cli.main(["setup"]) == 4 and "dra-conformance-lab wheel built with this one" in capsys.readouterr().out
     assert cli.main(["matrix", "--versions", "1.34"]) == 4 and "dra-conformance-tools" in capsys.readouterr().out

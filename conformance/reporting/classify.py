@@ -15,6 +15,7 @@ import re
 
 import yaml
 
+from conformance.core import errors
 from conformance.k8s.waits.pods import CDI_REFUSED, PREPARE_FAILED, PULL_FAILURES
 
 DRIVER_DEFECT = "driver-defect"
@@ -137,7 +138,7 @@ def timeout_class(exc: BaseException) -> str:
     acted on or unschedulable for a reason not DRA's, the lab's own restarts) and a wait that could not tell are
     infrastructure, as is every timeout over an outage the health watcher observed (cluster_fault.py). s15
     breaker C2, s16 breaker F1."""
-    return DRIVER_DEFECT if getattr(exc, "party", "") == "driver" else INFRASTRUCTURE
+    return DRIVER_DEFECT if getattr(exc, "party", "") == errors.DRIVER else INFRASTRUCTURE
 
 
 def classify(exc: BaseException | None) -> str | None:

@@ -98,7 +98,7 @@ def claim_gone(k8s: K8s, claim: Obj, *, timeout: float) -> None:
         object_gone(k8s, claim, timeout=timeout)
     except errors.WaitTimeout as exc:
         try:
-            held = [f for f in k8s.get("ResourceClaim", claim.name, claim.namespace).get("metadata.finalizers") or []]
+            held = k8s.get("ResourceClaim", claim.name, claim.namespace).get("metadata.finalizers") or []
         except (errors.ConformanceError, OSError):
             raise exc from None
         foreign = [f for f in held if f != CLAIM_PROTECTION]

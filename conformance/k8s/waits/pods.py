@@ -140,11 +140,12 @@ def pod_succeeded(k8s: K8s, pod: Obj, *, timeout: float, allow_prepare_errors: b
         )
 
 
-# a PodScheduled=False message naming DRA: the scheduler could not allocate the pod's claims from the driver's
-# ResourceSlices, waits on its binding conditions, or on its ResourceClaim (kube-scheduler DynamicResources)
 # the scheduler's event lines about a pod it could not place or bind yet (reason FailedScheduling, or KEP-5007's
 # binding-conditions wait)
 DRA_SCHEDULER_EVENT = re.compile(r" (FailedScheduling|BindingConditions\w*) ")
+# a PodScheduled=False message (or such an event) naming DRA: the scheduler could not allocate the pod's claims from
+# the driver's ResourceSlices, waits on its binding conditions, or on its ResourceClaim (kube-scheduler
+# DynamicResources)
 DRA_UNSCHEDULABLE = re.compile(
     r"cannot allocate|resourceclaim|resource claim|binding condition|CEL runtime error|selector #\d+", re.I
 )

@@ -22,21 +22,32 @@ from conformance.dra.inventory import qualify
 
 @dataclasses.dataclass(frozen=True)
 class ShardPlan:
-    """How ``shards`` workers split the driver's devices: ``attribute`` (qualified name), ``by_shard`` (shard
-    index -> sorted attribute values), ``size`` (the fewest untainted devices any shard has on any driver
-    node: a test needing more devices per node than that keeps the device lock)."""
+    """How the driver's devices split into ``shards`` disjoint shards: ``attribute`` (qualified name),
+    ``by_shard`` (shard index -> sorted attribute values), ``size`` (the fewest untainted devices any shard has
+    on any driver node), ``usable`` (sorted indices of the shards holding at least one untainted device on every
+    driver node: the device slots a test may take, :mod:`conformance.runner.device_slots`)."""
 
     attribute: str
     shards: int
     by_shard: dict
     size: int
+    usable: tuple = ()
 
     def selector(self, index: int) -> str:
         """The CEL expression picking shard ``index``'s devices (IndexError when out of range)."""
         if not 0 <= index < self.shards:
             raise IndexError(f"shard {index} of a plan with {self.shards} shards")
-        values = ", ".join(cel_literal(v) for v in self.by_shard[index])
-        return f"{cel_attribute(self.attribute)} in [{values}]"
+        return self.selector_of([index])
+
+    def selector_of(self, indices) -> str:
+        """The CEL expression picking the devices of the shards ``indices`` together (IndexError when one is out
+        of range): ``<attribute> in [values]``, the values in sorted order."""
+        values = []
+        for index in indices:
+            if not 0 <= index < self.shards:
+                raise IndexError(f"shard {index} of a plan with {self.shards} shards")
+            values += self.by_shard[index]
+        return f"{cel_attribute(self.attribute)} in [{', '.join(cel_literal(v) for v in sorted(values))}]"
 
 
 def _candidates(driver: str, devices: list[dict]) -> list[str]:
@@ -74,10 +85,19 @@ def plan(driver: str, devices: list[dict], shards: int) -> ShardPlan | None:
         by_shard = {i: [v for v in ranked if shard_of[v] == i] for i in range(shards)}
         nodes = {d["node"] for d in devices}
         usable = [d for d in devices if not d.get("taints")]  # a tainted device may refuse a pod
-        size = min(
-            sum(1 for d in usable if d["node"] == n and shard_of[d["attributes"][name]] == i)
-            for n in nodes
+        sizes = {
+            i: min(sum(1 for d in usable if d["node"] == n and shard_of[d["attributes"][name]] == i) for n in nodes)
             for i in range(shards)
-        )
-        return ShardPlan(qualify(driver, name), shards, by_shard, size)
+        }
+        slots = tuple(i for i in range(shards) if sizes[i] > 0)
+        return ShardPlan(qualify(driver, name), shards, by_shard, min(sizes.values()), slots)
     return None
+
+
+def slot_count(devices: list[dict]) -> int:
+    """How many device slots a run's devices (``facts["devices"]``) give: the fewest devices any node has, so each
+    slot holds a device on every node (0 without devices)."""
+    per_node: dict[str, int] = {}
+    for d in devices:
+        per_node[d.get("node") or ""] = per_node.get(d.get("node") or "", 0) + 1
+    return min(per_node.values(), default=0)

@@ -57,6 +57,8 @@ import pytest
 
 from conformance.core.errors import ConformanceError
 from conformance.dra import shards
+from conformance.runner import device_slots
+from conformance.runner.device_slots import DeviceSlots
 
 EXCLUSIVE_GROUP = "dra-cluster-state"
 RUN_LOCK, DEVICE_LOCK = ".dra-run-tests.lock", ".dra-devices.lock"
@@ -96,6 +98,9 @@ class RunLocks:
         self.devices_at = 0.0  # epoch seconds when the current test got the device lock (0: it has not)
         self.devices_until = 0.0  # epoch seconds when it gave the device lock back mid-test (0: at its end)
         self.shard = ""  # the current test's shard selector ("": none, the device lock is taken exclusively)
+        self.slots: list[int] = []  # the device slots the current test took (its shard; kept after release)
+        self.released = False  # a sharded test gave its slots back mid-test (release_devices)
+        self.device_slots: DeviceSlots | None = None  # set by the guard once the run's shard plan exists
 
     def _take(self, name: str, mode: int) -> int:
         fd = os.open(self.folder / name, os.O_RDWR | os.O_CREAT, 0o644)
@@ -131,6 +136,25 @@ class RunLocks:
         self.shard = "" if exclusive else shard
         self.kind, self.devices_at, self.devices_until = ("exclusive" if exclusive else "shared"), 0.0, 0.0
 
+    def take_slots(self, plan: shards.ShardPlan, need: int, start: int) -> None:
+        """After :meth:`begin` of a test needing ``need`` devices per node in a shard: take that many device
+        slots of ``plan`` (:class:`~conformance.runner.device_slots.DeviceSlots`; blocks until free, counted in
+        :attr:`queued_s`) and make their selector the test's shard. Left unsharded (the device lock taken
+        exclusively) when too few slots are usable."""
+        if self._exclusive or self.device_slots is None or need < 1:
+            return
+        before = self.device_slots.queued_s
+        taken = self.device_slots.take(need, start)
+        waited = self.device_slots.queued_s - before
+        self.queued_s += waited
+        self.queued_before_s += waited
+        if taken:
+            self.slots, self.shard = taken, plan.selector_of(taken)
+
+    def _give_slots_back(self) -> None:
+        if self.device_slots is not None:
+            self.device_slots.give_back()
+
     def need_devices(self) -> None:
         """Before the test creates an object that may take devices: take the device lock once per test
         (no-op when the test holds the run lock exclusively, or outside :meth:`begin`/:meth:`end`)."""
@@ -144,17 +168,22 @@ class RunLocks:
         :meth:`conformance.k8s.tracker.Tracker.release_devices`): give the device lock back, keeping the run
         lock, so tests that need every device run beside the rest of it (a fixed observation window).
         :attr:`devices_until` records when (the overlap check ends this test's device time there). A Pod it
-        creates after this takes the lock again."""
+        creates after this takes the lock again; a sharded test gives its device slots back too and may create no
+        further claim or Pod (:class:`ShardError`)."""
         if self._device_fd is None or self._exclusive:
             return
         fd, self._device_fd = self._device_fd, None
         os.close(fd)
         self.devices_until = time.time()
+        self.released = bool(self.slots)
+        self._give_slots_back()
 
     def end(self, keep: bool = False) -> None:
         """After a test's teardown: release the device lock, then the run lock (closing drops the flock).
         ``keep``: an exclusive test whose worker runs another exclusive test next keeps the run lock, so the
         ``dra-cluster-state`` group runs as one block instead of waiting for a quiet moment per test."""
+        self._give_slots_back()
+        self.slots, self.released = [], False
         for attr in ("_device_fd",) if (keep and self._exclusive) else ("_device_fd", "_run_fd"):
             fd = getattr(self, attr)
             if fd is not None:
@@ -170,9 +199,9 @@ LOCKS = pytest.StashKey[RunLocks]()
 
 class ParallelGuard:
     """The pytest glue on an xdist worker: each test runs inside :meth:`RunLocks.begin` / :meth:`RunLocks.end`,
-    sharded (:data:`SHARD` on the item) when it is marked ``shard_devices(n)`` and the run's shard plan gives
-    every shard at least ``n`` devices per node. ``devices``: a callable returning ``(driver name, the
-    devices the run discovered)`` (``facts["devices"]``) or None before the session exists."""
+    sharded (:data:`SHARD` on the item) when it is marked ``shard_devices(n)`` and ``n`` device slots of the run's
+    shard plan are usable (it then holds them: :meth:`RunLocks.take_slots`). ``devices``: a callable returning
+    ``(driver name, the devices the run discovered)`` (``facts["devices"]``) or None before the session exists."""
 
     def __init__(self, locks: RunLocks, worker: int, workers: int, devices: Callable[[], tuple | None]) -> None:
         self.locks, self.worker, self.workers, self.devices = locks, worker, workers, devices
@@ -180,32 +209,38 @@ class ParallelGuard:
         self.exclusive_ahead = False  # the collection holds cluster-exclusive tests (they run as the first block)
 
     def plan(self) -> shards.ShardPlan | None:
-        """The run's shard plan (one shard per worker), made once from the discovered devices."""
+        """The run's shard plan (one slot per device of the node with the fewest: :func:`shards.slot_count`),
+        made once from the discovered devices; the same on every worker."""
         if self._plan is False:
             found = self.devices()
             if found is None:
                 return None
-            self._plan = shards.plan(found[0], list(found[1]), self.workers)
+            devices = list(found[1])
+            self._plan = shards.plan(found[0], devices, shards.slot_count(devices))
+            if self._plan:
+                self.locks.device_slots = DeviceSlots(self.locks.folder, self._plan.usable)
         return self._plan or None
 
-    def shard_of(self, item) -> str:
-        """``item``'s shard selector, or "" when it must hold the device lock exclusively (or runs alone). A
-        worker without a shard of its own also holds it exclusively: xdist gives a worker that replaces a
-        crashed one a new ID (``gw<workercount>`` and up: ``DSession._clone_node``), past the plan's shards. It
-        does not take the crashed worker's shard: that test's pods, never torn down, may still hold its devices."""
+    def need(self, item) -> int:
+        """Device slots ``item`` takes (its ``shard_devices(n)``), 0 when it holds the device lock exclusively
+        (unmarked, cluster-exclusive, no plan, or fewer usable slots than it needs)."""
         mark = item.get_closest_marker(SHARD_MARK)
         if mark is None or is_exclusive(item):
-            return ""
+            return 0
         need = int(mark.args[0]) if mark.args else 1
         plan = self.plan()
-        if plan is None or plan.size < need or not 0 <= self.worker < plan.shards:
-            return ""
-        return plan.selector(self.worker)
+        return need if plan is not None and len(plan.usable) >= need else 0
 
     @pytest.hookimpl(trylast=True)  # after the plugin's groups and every deselection
     def pytest_collection_modifyitems(self, items):
         """Order the items (module docstring, *order*): a stable sort, the same on every worker."""
-        items.sort(key=lambda item: (not is_exclusive(item), item.get_closest_marker(WINDOW_MARK) is None))
+        items.sort(
+            key=lambda item: (
+                not is_exclusive(item),
+                item.get_closest_marker(WINDOW_MARK) is None,
+                item.get_closest_marker(SHARD_MARK) is not None,
+            )
+        )
         self.exclusive_ahead = any(is_exclusive(item) for item in items)
 
     def wait_for_block(self, item) -> None:
@@ -219,10 +254,13 @@ class ParallelGuard:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        item.stash[SHARD] = shard = self.shard_of(item)
+        need = self.need(item)
         self.wait_for_block(item)
-        self.locks.begin(is_exclusive(item), shard)
+        self.locks.begin(is_exclusive(item))
         try:
+            if need:
+                self.locks.take_slots(self.plan(), need, self.worker * need)
+            item.stash[SHARD] = self.locks.shard
             return (yield)
         finally:
             self.locks.end(keep=nextitem is not None and is_exclusive(nextitem))
@@ -264,6 +302,8 @@ class LockFilesCleanup:
     def pytest_sessionfinish(self, session):
         for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE, BLOCK_BEGUN):
             (self.folder / name).unlink(missing_ok=True)
+        for path in device_slots.files(self.folder):
+            path.unlink(missing_ok=True)
 
 
 def register(config, report_dir: Path, devices: Callable[[], tuple | None] = lambda: None) -> None:
@@ -325,6 +365,11 @@ def guard(config, tracker) -> None:
 
     def before(obj) -> None:
         kind, shard = obj.get("kind"), locks.shard
+        if locks.released and kind in CLAIM_KINDS | DEVICE_KINDS:
+            raise ShardError(
+                f"{kind} {obj.get('metadata', {}).get('name')}: created after the test gave its device slots back "
+                f"(tracker.release_devices()); create every claim and Pod before that"
+            )
         if shard and kind in CLAIM_KINDS and _unscoped(obj, shard):
             raise ShardError(
                 f"{kind} {obj.get('metadata', {}).get('name')}: requests {_unscoped(obj, shard)} lack the test's "

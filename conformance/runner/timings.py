@@ -12,10 +12,10 @@ Measured in the process that runs the test (an xdist worker, or the only process
   ``queued_before_s`` before the setup (outside ``duration_s``);
 * ``harness_s``: the rest of ``duration_s`` (API calls, building objects, checks, reports);
 * ``lock``: what the test held under xdist: ``exclusive`` (ran alone), ``devices`` (started pods: one such
-  test at a time), ``shard`` (started pods in its device shard ``shard``, a CEL selector: beside tests of
-  other shards) or ``shared``. The tests holding ``exclusive`` or ``devices`` run one after another, so
-  their own time (``duration_s`` less in-phase queueing) summed is the least wall time any worker count can
-  reach (``serialized_s``);
+  test at a time), ``shard`` (started pods in its device shard ``shard``, a CEL selector over the device
+  ``slots`` it held: beside tests holding other slots) or ``shared``. The tests holding ``exclusive`` or
+  ``devices`` run one after another, so their own time (``duration_s`` less in-phase queueing) summed is the
+  least wall time any worker count can reach (``serialized_s``);
 * ``start``/``stop``: epoch seconds of the setup's start and the teardown's end (the run lock is held over
   them), ``devices_at``: when the device lock was taken (0: never) -- enough to check that no two tests that
   must not overlap did.
@@ -45,6 +45,7 @@ ATTRS = (
     "dra_devices_at",
     "dra_devices_until",
     "dra_shard",
+    "dra_slots",
 )
 SYNTHETIC_SUFFIX = "::invariants"  # results the controller makes per module (no phases of their own)
 
@@ -66,6 +67,7 @@ def add_report(tests: dict[str, dict], report) -> None:
     rec["devices_at"] = float(getattr(report, "dra_devices_at", 0.0) or 0.0) or rec.get("devices_at", 0.0)
     rec["devices_until"] = float(getattr(report, "dra_devices_until", 0.0) or 0.0) or rec.get("devices_until", 0.0)
     rec["shard"] = getattr(report, "dra_shard", "") or rec.get("shard", "")
+    rec["slots"] = list(getattr(report, "dra_slots", None) or rec.get("slots") or [])
     if report.when == "setup":
         rec["start"] = float(getattr(report, "start", 0.0) or 0.0)
     rec["stop"] = float(getattr(report, "stop", 0.0) or 0.0) or rec.get("stop", 0.0)
@@ -98,8 +100,13 @@ def overlaps(rows) -> list[str]:
 
 
 def _apart(a: dict, b: dict) -> bool:
-    """Whether two tests held the device lock in different device shards (so they may overlap)."""
-    return a.get("lock") == b.get("lock") == "shard" and bool(a.get("shard")) and a.get("shard") != b.get("shard")
+    """Whether two tests held the device lock in different device shards (so they may overlap): disjoint device
+    slots where both recorded them, else different shard selectors."""
+    if not (a.get("lock") == b.get("lock") == "shard" and a.get("shard") and b.get("shard")):
+        return False
+    if a.get("slots") and b.get("slots"):
+        return not set(a["slots"]) & set(b["slots"])
+    return a.get("shard") != b.get("shard")
 
 
 def summarize(tests: dict[str, dict], *, wall_s: float, bring_up_s: float, workers: int, top: int = TOP_N) -> dict:
@@ -214,6 +221,7 @@ class TimingsPlugin:
         report.dra_devices_at = locks.devices_at if locks is not None else 0.0
         report.dra_devices_until = locks.devices_until if locks is not None else 0.0
         report.dra_shard = locks.shard if locks is not None and locks.kind == "shard" else ""
+        report.dra_slots = list(locks.slots) if locks is not None and locks.kind == "shard" else []
         self._wait_mark, self._queue_mark = wait, queued
         return report
 

@@ -28,7 +28,6 @@ CASES = [
         "other.dra-conformance.test",
         "spec.driver",
         id="slice-driver",
-        marks=pytest.mark.xdist_group("dra-cluster-state"),
     ),
     pytest.param(
         lambda b: b.resource_slice([], all_nodes=True),
@@ -36,7 +35,6 @@ CASES = [
         "other-pool",
         "spec.pool.name",
         id="slice-pool-name",
-        marks=pytest.mark.xdist_group("dra-cluster-state"),
     ),
 ]
 
@@ -81,7 +79,6 @@ def test_allocation_cannot_change_once_set(k8s, tracker, builder):
     ), error.causes
 
 
-@pytest.mark.xdist_group("dra-cluster-state")
 def test_device_class_spec_is_mutable(k8s, tracker, builder):
     """A DeviceClass spec (unlike a claim's) may change: an update with another selector is accepted.
     Source: resource.k8s.io/v1 DeviceClass (no immutability rule); upstream CRUD conformance test."""

@@ -13,7 +13,6 @@ pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381)]
 
 
 @pytest.mark.scenario("API-08", "LIM-01", "LIM-08", "LIM-09")
-@pytest.mark.xdist_group("dra-cluster-state")
 @pytest.mark.parametrize("limit", limits.LIMITS, ids=str)
 def test_object_over_a_limit_is_refused_naming_the_field(tracker, builder, limit):
     """An object one step over a v1 limit is refused with 422 Invalid whose cause names the field, the
@@ -30,7 +29,6 @@ def test_object_over_a_limit_is_refused_naming_the_field(tracker, builder, limit
 
 
 @pytest.mark.scenario("LIM-01")
-@pytest.mark.xdist_group("dra-cluster-state")
 def test_slice_at_the_device_limit_is_accepted(tracker, builder):
     """A slice with exactly 128 devices is accepted (the limit is inclusive).
     Source: ResourceSliceMaxDevices = 128."""

@@ -21,7 +21,6 @@ pytestmark = [pytest.mark.api_v1, pytest.mark.standard, pytest.mark.kep(4381)]
 
 
 @pytest.mark.scenario("API-01")
-@pytest.mark.xdist_group("dra-cluster-state")
 def test_device_class_selectors_can_be_updated(k8s, tracker, builder):
     """A DeviceClass's selectors are mutable: an update replaces them.
     Source: upstream "CRUD Tests resource.k8s.io/v1 DeviceClass" (selector updated to "1 == 0")."""
@@ -35,7 +34,6 @@ def test_device_class_selectors_can_be_updated(k8s, tracker, builder):
 
 
 @pytest.mark.scenario("API-04")
-@pytest.mark.xdist_group("dra-cluster-state")
 def test_resource_slice_gains_a_device_on_update(k8s, tracker, builder):
     """An empty test-made pool slice can be updated to carry a device.
     Source: upstream "CRUD Tests resource.k8s.io/v1 ResourceSlice" (empty pool, then device-0 added)."""

@@ -1,6 +1,8 @@
 """The full resource.k8s.io/v1 verb set for every DRA kind: create, get, list (label selector), watch, update,
-patch (json, merge, strategic, apply), delete and deletecollection. Cluster-scoped kinds run in the xdist
-cluster-state group.
+patch (json, merge, strategic, apply), delete and deletecollection. Under xdist they run beside any other test:
+their cluster-scoped objects name a per-test driver (slices, taint rules) or select no device (classes), so no
+allocation, slice read or taint of another test sees them (DeviceTaintRule tests still run in the cluster-state
+group: every test needing ``api.devicetaintrules`` does).
 
 Sources: upstream test/e2e/dra/dra.go "CRUD Tests resource.k8s.io/v1 DeviceClass|ResourceClaim|
 ResourceClaimTemplate|ResourceSlice [Conformance]" (v1.35) and "... DeviceTaintRule" (v1.37); KEP-4381.
@@ -15,7 +17,6 @@ pytestmark = [
     pytest.mark.standard,
     pytest.mark.kep(4381),
     pytest.mark.scenario("API-01", "API-02", "API-03", "API-04", "API-05"),
-    pytest.mark.xdist_group("dra-cluster-state"),
 ]
 
 MARK = "dra-conformance.test/verb"

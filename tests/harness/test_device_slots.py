@@ -1,0 +1,140 @@
+"""Unit tests of device slots (issue 26 §1): one shard per device of the smallest node, tests taking as many slots
+as devices per node they need, disjoint holders, waiting without deadlock, poisoned slots of a dead holder, the
+guard's order and slot choice, and the overlap check reading slots."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from conformance.dra import shards
+from conformance.runner import device_slots, parallel, timings
+
+DRIVER = "gpu.example.com"
+TYPES = {"index": "int"}
+
+
+def _devices(per_node=(4, 4), **extra) -> list[dict]:
+    return [
+        {"node": f"n{n}", "pool": f"n{n}", "device": f"gpu-{i}", "attributes": {"index": i}, "attribute_types": TYPES}
+        | extra
+        for n, count in enumerate(per_node)
+        for i in range(count)
+    ]
+
+
+def _plan(devices):
+    return shards.plan(DRIVER, devices, shards.slot_count(devices))
+
+
+def test_one_slot_per_device_of_the_smallest_node_and_a_selector_for_several():
+    plan = _plan(_devices(per_node=(4, 6)))
+    assert plan.shards == 4 and plan.usable == (0, 1, 2, 3)  # the 6-device node has two slots with two devices
+    assert plan.selector_of([3, 1]) == f'device.attributes["{DRIVER}"].index in [1, 3, 5]'
+    assert plan.selector_of([0]) == f'device.attributes["{DRIVER}"].index in [0, 4]'
+    with pytest.raises(IndexError):
+        plan.selector_of([4])
+    assert shards.slot_count([]) == 0
+
+
+def test_a_slot_whose_only_device_on_a_node_is_tainted_is_not_usable():
+    devices = _devices()
+    devices[1]["taints"] = [{"key": "k", "effect": "NoSchedule"}]  # n0's gpu-1
+    assert _plan(devices).usable == (0, 2, 3)
+
+
+def test_holders_get_disjoint_slots_and_a_waiter_gets_them_when_given_back(tmp_path):
+    first, second, third = (device_slots.DeviceSlots(tmp_path, range(4)) for _ in range(3))
+    assert first.take(2, start=0) == [0, 1]
+    assert second.take(1, start=0) == [2]  # the first free one from its place on, without waiting
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(third.take(2, start=1)), daemon=True)
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive()  # only slot 3 is free: it waits for its set from its place on, in slot order
+    first.give_back()
+    waiter.join(0.3)
+    assert waiter.is_alive()  # it holds slot 1 now and waits for 2 (a waiter never skips ahead: no deadlock)
+    second.give_back()
+    waiter.join(5)
+    assert got == [[1, 2]], got
+    third.give_back()
+    assert not list(tmp_path.glob(".dra-slot-*.held"))
+
+
+def test_more_slots_than_usable_leaves_the_test_unsharded(tmp_path):
+    assert device_slots.DeviceSlots(tmp_path, (0, 1)).take(3) is None
+
+
+def test_a_slot_left_marked_by_a_dead_holder_is_never_taken_again(tmp_path):
+    (tmp_path / device_slots.SLOT_MARK.format(0)).write_text("12345")  # its holder died before giving it back
+    slots = device_slots.DeviceSlots(tmp_path, range(3))
+    assert slots.take(2, start=0) == [1, 2] and slots.poisoned == {0}
+    slots.give_back()
+    assert (tmp_path / device_slots.SLOT_MARK.format(0)).exists()  # every other process learns it too
+    assert device_slots.DeviceSlots(tmp_path, range(3)).take(3) is None
+
+
+def _item(*marks, exclusive=False, window=False):
+    found = {"shard_devices": [SimpleNamespace(args=a, kwargs={}) for a in marks]}
+    if exclusive:
+        found["xdist_group"] = [SimpleNamespace(args=("dra-cluster-state",), kwargs={})]
+    if window:
+        found["long_window"] = [SimpleNamespace(args=(), kwargs={})]
+    return SimpleNamespace(
+        get_closest_marker=lambda name: (found.get(name) or [None])[0],
+        iter_markers=lambda name: found.get(name, []),
+        name=f"{marks}-{exclusive}-{window}",
+    )
+
+
+def test_the_guard_takes_as_many_slots_as_the_mark_asks_and_the_shard_is_their_selector(tmp_path):
+    locks = parallel.RunLocks(tmp_path)
+    guard = parallel.ParallelGuard(locks, 1, 4, lambda: (DRIVER, _devices()))
+    assert [guard.need(_item(())), guard.need(_item((2,))), guard.need(_item((5,)))] == [1, 2, 0]
+    assert guard.need(_item()) == 0 and guard.need(_item((), exclusive=True)) == 0
+    assert parallel.ParallelGuard(parallel.RunLocks(tmp_path), 1, 4, lambda: None).need(_item(())) == 0
+    locks.begin(False)
+    locks.take_slots(guard.plan(), 2, start=2)
+    assert locks.slots == [2, 3] and locks.shard == f'device.attributes["{DRIVER}"].index in [2, 3]'
+    locks.end()
+    assert locks.slots == [] and device_slots.DeviceSlots(tmp_path, range(4)).take(4) == [0, 1, 2, 3]
+
+
+def test_a_test_that_released_its_devices_gives_its_slots_back_and_may_create_no_more(tmp_path):
+    locks = parallel.RunLocks(tmp_path)
+    guard = parallel.ParallelGuard(locks, 0, 2, lambda: (DRIVER, _devices()))
+    guard.plan()
+    locks.begin(False)
+    locks.take_slots(guard.plan(), 1, start=0)
+    config, tracker = (
+        SimpleNamespace(stash={parallel.LOCKS: locks}),
+        SimpleNamespace(before_create=[], after_release=[]),
+    )
+    parallel.guard(config, tracker)
+    tracker.before_create[0]({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}})
+    tracker.after_release[0]()
+    assert device_slots.DeviceSlots(tmp_path, [0]).take(1) == [0]  # free for others during the window
+    with pytest.raises(parallel.ShardError, match="after the test gave its device slots back"):
+        tracker.before_create[0]({"kind": "Pod", "metadata": {"name": "late"}, "spec": {}})
+    assert locks.slots == [0]  # still recorded for the overlap check
+    locks.end()
+
+
+def test_order_is_exclusive_then_window_then_tests_holding_every_device_then_sharded(tmp_path):
+    guard = parallel.ParallelGuard(parallel.RunLocks(tmp_path), 0, 2, lambda: None)
+    sharded, alone, block, window = _item(()), _item(), _item(exclusive=True), _item(window=True)
+    items = [sharded, alone, block, window]
+    guard.pytest_collection_modifyitems(items)
+    assert items == [block, window, alone, sharded] and guard.exclusive_ahead
+
+
+def test_overlap_check_reads_slots():
+    rows = [
+        {"id": "a", "lock": "shard", "shard": "x", "slots": [0, 1], "start": 1.0, "stop": 9.0, "devices_at": 2.0},
+        {"id": "b", "lock": "shard", "shard": "y", "slots": [2], "start": 1.0, "stop": 9.0, "devices_at": 2.0},
+        {"id": "c", "lock": "shard", "shard": "z", "slots": [1, 3], "start": 5.0, "stop": 12.0, "devices_at": 6.0},
+    ]
+    assert timings.overlaps(rows) == ["a and c (both started pods)"]  # selectors differ, slot 1 in both

@@ -1,5 +1,6 @@
-"""Device shards: each pytest-xdist worker gets its own share of every node's devices, so tests that start pods
-on a few devices of their own run beside each other instead of one at a time (issue 26 §1).
+"""Device shards: every node's devices split into disjoint shards (the run uses one per device of the node with
+the fewest: device slots, :mod:`conformance.runner.device_slots`), so tests that start pods on a few devices of
+their own run beside each other instead of one at a time (issue 26 §1).
 
 A shard is picked by a CEL selector on one ``int`` or ``string`` attribute whose values differ between the
 devices of every node (an index or a UUID), added to every request of the claims a sharded test creates, on top

@@ -16,7 +16,10 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   (:attr:`conformance.k8s.tracker.Tracker.before_create`) until their teardown ends: the driver's devices
   are few (4 per node on the reference driver) and a test's outcome may depend on which are free (a
   prioritized list falls back when its first choice does not fit, PodResources lists every pod of a node).
-  Tests that only talk to the API server (most of api_v1) run beside them and beside each other.
+  Tests that only talk to the API server (most of api_v1) run beside them and beside each other. It too is
+  taken through a turnstile: once a test waits for it exclusively, no test in a device shard takes it shared
+  before that test had its turn (without it, sharded tests overlapping one another kept it from ever being
+  free: s17, a test queued 117 s).
 
 * **device shards** (issue 26 §1): a test marked ``shard_devices(n)`` (its outcome depends only on ``n``
   devices per node of its own) runs in its worker's shard of every node's devices
@@ -63,6 +66,7 @@ from conformance.runner.device_slots import DeviceSlots
 EXCLUSIVE_GROUP = "dra-cluster-state"
 RUN_LOCK, DEVICE_LOCK = ".dra-run-tests.lock", ".dra-devices.lock"
 TURNSTILE = ".dra-run-turnstile.lock"  # held while waiting for the run lock: an exclusive waiter goes first
+DEVICE_TURNSTILE = ".dra-device-turnstile.lock"  # the same for the device lock
 DEVICE_KINDS = frozenset({"Pod"})  # creating one of these may take devices from another test
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
 SHARD_MARK = "shard_devices"
@@ -156,11 +160,17 @@ class RunLocks:
             self.device_slots.give_back()
 
     def need_devices(self) -> None:
-        """Before the test creates an object that may take devices: take the device lock once per test
-        (no-op when the test holds the run lock exclusively, or outside :meth:`begin`/:meth:`end`)."""
+        """Before the test creates an object that may take devices: take the device lock once per test, through
+        the device turnstile (module docstring) (no-op when the test holds the run lock exclusively, or outside
+        :meth:`begin`/:meth:`end`)."""
         if self._run_fd is None or self._exclusive or self._device_fd is not None:
             return
-        self._device_fd = self._take(DEVICE_LOCK, fcntl.LOCK_SH if self.shard else fcntl.LOCK_EX)
+        mode = fcntl.LOCK_SH if self.shard else fcntl.LOCK_EX
+        turn = self._take(DEVICE_TURNSTILE, mode)
+        try:
+            self._device_fd = self._take(DEVICE_LOCK, mode)
+        finally:
+            os.close(turn)
         self.kind, self.devices_at, self.devices_until = ("shard" if self.shard else "devices"), time.time(), 0.0
 
     def release_devices(self) -> None:
@@ -300,7 +310,7 @@ class LockFilesCleanup:
         self.folder = Path(folder)
 
     def pytest_sessionfinish(self, session):
-        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE, BLOCK_BEGUN):
+        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE, DEVICE_TURNSTILE, BLOCK_BEGUN):
             (self.folder / name).unlink(missing_ok=True)
         for path in device_slots.files(self.folder):
             path.unlink(missing_ok=True)

@@ -138,3 +138,22 @@ def test_overlap_check_reads_slots():
         {"id": "c", "lock": "shard", "shard": "z", "slots": [1, 3], "start": 5.0, "stop": 12.0, "devices_at": 6.0},
     ]
     assert timings.overlaps(rows) == ["a and c (both started pods)"]  # selectors differ, slot 1 in both
+
+
+def test_once_a_test_waits_for_every_device_no_sharded_test_starts_pods_before_it(tmp_path):
+    """The device turnstile: without it, sharded tests overlapping one another kept the device lock from ever
+    being free (s17: a prioritized-list test queued 117 s)."""
+    running, whole, late = (parallel.RunLocks(tmp_path) for _ in range(3))
+    for locks, shard in ((running, "s0"), (whole, ""), (late, "s1")):
+        locks.begin(False, shard)
+    running.need_devices()  # a sharded test has started its pods
+    whole_in, late_in = threading.Event(), threading.Event()
+    threading.Thread(target=lambda: (whole.need_devices(), whole_in.set()), daemon=True).start()
+    assert not whole_in.wait(0.3)  # waits for the running sharded test
+    threading.Thread(target=lambda: (late.need_devices(), late_in.set()), daemon=True).start()
+    assert not late_in.wait(0.3)  # a shared holder is there, yet the late sharded test waits its turn
+    running.end()
+    assert whole_in.wait(5) and not late_in.wait(0.3)
+    whole.end()
+    assert late_in.wait(5) and late.kind == "shard"
+    late.end()

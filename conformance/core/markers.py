@@ -91,13 +91,14 @@ META = (
         "shard_devices",
         "meta",
         "shard_devices(n=1): the outcome depends only on n devices per node of the test's own; under xdist it "
-        "runs in its worker's device shard beside other sharded tests (conformance.runner.parallel)",
+        "takes n device slots and runs beside other sharded tests (conformance.runner.parallel)",
     ),
     Marker(
         "long_window",
         "meta",
-        "long_window: the test mostly watches a fixed window (e.g. 60 s of no churn); under xdist it is queued right "
-        "after the cluster-exclusive tests and starts when they end, beside other work (conformance.runner.parallel)",
+        "long_window: the test mostly watches a fixed window (e.g. 60 s of no churn) or waits as the kubelet paces "
+        "it (restart back-off); under xdist it starts first among the tests of its kind, never before the "
+        "cluster-exclusive block, beside other work (conformance.runner.parallel)",
     ),
 )
 

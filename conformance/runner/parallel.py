@@ -31,11 +31,14 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   device), fails with :class:`ShardError` instead of racing.
 
 * **order** (issue 26 §1): on a worker the collection is ordered (the same on every worker, so xdist accepts it)
-  cluster-exclusive tests first (their group is xdist's first work unit: the block starts the run), then tests
-  marked ``long_window`` (a fixed observation window, e.g. 60 s of no slice churn, that must not overlap the
-  block), then the rest as collected. A ``long_window`` test waits before its run lock until the block has
-  begun (the file :data:`BLOCK_BEGUN`, at most :data:`BLOCK_WAIT_S`), so it never starts first and delays the
-  block by its whole window; it then starts when the block ends, beside the tests that start pods.
+  cluster-exclusive tests first (their group is xdist's first work unit: the block starts the run), then the
+  tests not in device shards (those starting pods hold the device lock alone, one after another; the API-only
+  ones fill in beside them), then the sharded tests, which keep every worker busy to the end (s17: sharded
+  tests before the others left the latter queued behind them). Within each kind, tests marked ``long_window``
+  (a fixed observation window, e.g. 60 s of no slice churn, or the kubelet's restart back-off) come first, so
+  no long test starts last. A ``long_window`` test waits before its run lock until the block has begun (the
+  file :data:`BLOCK_BEGUN`, at most :data:`BLOCK_WAIT_S`), so it never starts first and delays the block by its
+  whole window; it then starts when the block ends, beside the tests that start pods.
 
 Locks are taken in one order (run lock, then device lock) and an exclusive holder never asks for the
 device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent waiting for a lock are
@@ -247,8 +250,8 @@ class ParallelGuard:
         items.sort(
             key=lambda item: (
                 not is_exclusive(item),
-                item.get_closest_marker(WINDOW_MARK) is None,
                 item.get_closest_marker(SHARD_MARK) is not None,
+                item.get_closest_marker(WINDOW_MARK) is None,
             )
         )
         self.exclusive_ahead = any(is_exclusive(item) for item in items)

@@ -22,23 +22,18 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   free: s17, a test queued 117 s).
 
 * **device shards** (issue 26 §1): a test marked ``shard_devices(n)`` (its outcome depends only on ``n``
-  devices per node of its own) runs in its worker's shard of every node's devices
-  (:mod:`conformance.dra.shards`: a CEL selector the Builder adds to every request of its claims) and takes
-  the device lock *shared*: sharded tests run beside each other, on disjoint devices, and never beside a test
-  holding it exclusively (which sees every device free, as in a serial run). A test needing more devices per
-  node than a shard has, or run where no shard plan exists, takes it exclusively as before. A sharded test
-  that creates a claim without the shard selector, or a Pod asking for extended resources (KEP-5004: any
-  device), fails with :class:`ShardError` instead of racing.
+  devices per node of its own) takes ``n`` device slots (:mod:`conformance.runner.device_slots`: one per
+  device of the smallest node, :mod:`conformance.dra.shards`), their CEL selector goes on every request of its
+  claims (the Builder adds it), and it takes the device lock *shared*: sharded tests run beside each other, on
+  disjoint devices, and never beside a test holding it exclusively (which sees every device free, as in a
+  serial run). A test needing more slots than are usable, or run where no shard plan exists, takes it
+  exclusively as before. A sharded test that creates a claim without the shard selector, or a Pod asking for
+  extended resources (KEP-5004: any device), fails with :class:`ShardError` instead of racing.
 
-* **order** (issue 26 §1): on a worker the collection is ordered (the same on every worker, so xdist accepts it)
-  cluster-exclusive tests first (their group is xdist's first work unit: the block starts the run), then the
-  tests not in device shards (those starting pods hold the device lock alone, one after another; the API-only
-  ones fill in beside them), then the sharded tests, which keep every worker busy to the end (s17: sharded
-  tests before the others left the latter queued behind them). Within each kind, tests marked ``long_window``
-  (a fixed observation window, e.g. 60 s of no slice churn, or the kubelet's restart back-off) come first, so
-  no long test starts last. A ``long_window`` test waits before its run lock until the block has begun (the
-  file :data:`BLOCK_BEGUN`, at most :data:`BLOCK_WAIT_S`), so it never starts first and delays the block by its
-  whole window; it then starts when the block ends, beside the tests that start pods.
+* **order** (issue 26 §1): :mod:`conformance.runner.run_order` (the block, the tests outside device shards,
+  the sharded tests, and the gate between the last two). A ``long_window`` test also waits before its run lock
+  until the block has begun (the file :data:`BLOCK_BEGUN`, at most :data:`BLOCK_WAIT_S`), so it never starts
+  first and delays the block by its whole window.
 
 Locks are taken in one order (run lock, then device lock) and an exclusive holder never asks for the
 device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent waiting for a lock are
@@ -65,15 +60,14 @@ from conformance.core.errors import ConformanceError
 from conformance.dra import shards
 from conformance.runner import device_slots
 from conformance.runner.device_slots import DeviceSlots
+from conformance.runner.run_order import EXCLUSIVE_GROUP, GATE_FILE, SHARD_MARK, WINDOW_MARK, Gate, is_exclusive, rank
 
-EXCLUSIVE_GROUP = "dra-cluster-state"
+__all__ = ["EXCLUSIVE_GROUP", "SHARD_MARK", "WINDOW_MARK", "is_exclusive"]  # re-exported: callers read them here
 RUN_LOCK, DEVICE_LOCK = ".dra-run-tests.lock", ".dra-devices.lock"
 TURNSTILE = ".dra-run-turnstile.lock"  # held while waiting for the run lock: an exclusive waiter goes first
 DEVICE_TURNSTILE = ".dra-device-turnstile.lock"  # the same for the device lock
 DEVICE_KINDS = frozenset({"Pod"})  # creating one of these may take devices from another test
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate"})
-SHARD_MARK = "shard_devices"
-WINDOW_MARK = "long_window"
 BLOCK_BEGUN = ".dra-exclusive-begun"  # created by the worker running the cluster-exclusive block once it holds it
 BLOCK_WAIT_S = 120.0  # seconds a long_window test waits for the block to begin (then it goes on: timing only)
 SHARD = pytest.StashKey[str]()  # the test's shard selector ("" when it holds the device lock exclusively)
@@ -81,13 +75,6 @@ SHARD = pytest.StashKey[str]()  # the test's shard selector ("" when it holds th
 
 class ShardError(ConformanceError):
     """A sharded test created an object that could take devices outside its shard."""
-
-
-def is_exclusive(item) -> bool:
-    """Whether ``item`` is in the xdist group of tests that need the cluster to themselves."""
-    return any(
-        (m.args[0] if m.args else m.kwargs.get("name")) == EXCLUSIVE_GROUP for m in item.iter_markers("xdist_group")
-    )
 
 
 class RunLocks:
@@ -186,8 +173,8 @@ class RunLocks:
         if self._device_fd is None or self._exclusive:
             return
         fd, self._device_fd = self._device_fd, None
+        self.devices_until = time.time()  # before the lock is free: the next holder's devices_at comes after
         os.close(fd)
-        self.devices_until = time.time()
         self.released = bool(self.slots)
         self._give_slots_back()
 
@@ -220,6 +207,7 @@ class ParallelGuard:
         self.locks, self.worker, self.workers, self.devices = locks, worker, workers, devices
         self._plan: shards.ShardPlan | None | bool = False  # False: not made yet
         self.exclusive_ahead = False  # the collection holds cluster-exclusive tests (they run as the first block)
+        self.gate = Gate(locks.folder)
 
     def plan(self) -> shards.ShardPlan | None:
         """The run's shard plan (one slot per device of the node with the fewest: :func:`shards.slot_count`),
@@ -247,13 +235,8 @@ class ParallelGuard:
     @pytest.hookimpl(trylast=True)  # after the plugin's groups and every deselection
     def pytest_collection_modifyitems(self, items):
         """Order the items (module docstring, *order*): a stable sort, the same on every worker."""
-        items.sort(
-            key=lambda item: (
-                not is_exclusive(item),
-                item.get_closest_marker(SHARD_MARK) is not None,
-                item.get_closest_marker(WINDOW_MARK) is None,
-            )
-        )
+        items.sort(key=rank)
+        self.gate.count(items)
         self.exclusive_ahead = any(is_exclusive(item) for item in items)
 
     def wait_for_block(self, item) -> None:
@@ -269,7 +252,11 @@ class ParallelGuard:
     def pytest_runtest_protocol(self, item, nextitem):
         need = self.need(item)
         self.wait_for_block(item)
+        before = self.gate.waited_s
+        self.gate.wait(item)
         self.locks.begin(is_exclusive(item))
+        self.locks.queued_s += self.gate.waited_s - before
+        self.locks.queued_before_s += self.gate.waited_s - before
         try:
             if need:
                 self.locks.take_slots(self.plan(), need, self.worker * need)
@@ -277,6 +264,7 @@ class ParallelGuard:
             return (yield)
         finally:
             self.locks.end(keep=nextitem is not None and is_exclusive(nextitem))
+            self.gate.finished(item)
 
 
 class GroupIds:
@@ -313,7 +301,7 @@ class LockFilesCleanup:
         self.folder = Path(folder)
 
     def pytest_sessionfinish(self, session):
-        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE, DEVICE_TURNSTILE, BLOCK_BEGUN):
+        for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE, DEVICE_TURNSTILE, BLOCK_BEGUN, GATE_FILE):
             (self.folder / name).unlink(missing_ok=True)
         for path in device_slots.files(self.folder):
             path.unlink(missing_ok=True)

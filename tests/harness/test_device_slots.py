@@ -123,13 +123,13 @@ def test_a_test_that_released_its_devices_gives_its_slots_back_and_may_create_no
     locks.end()
 
 
-def test_order_is_the_block_then_tests_holding_every_device_then_sharded_each_kind_long_windows_first(tmp_path):
+def test_order_is_the_block_then_tests_holding_every_device_then_sharded_long_windows_first(tmp_path):
     guard = parallel.ParallelGuard(parallel.RunLocks(tmp_path), 0, 2, lambda: None)
     sharded, alone, block, window = _item(()), _item(), _item(exclusive=True), _item(window=True)
     sharded_window = _item((), window=True)
-    items = [sharded, sharded_window, alone, block, window]
+    items = [sharded, sharded_window, window, alone, block]
     guard.pytest_collection_modifyitems(items)
-    assert items == [block, window, alone, sharded_window, sharded] and guard.exclusive_ahead
+    assert items == [block, alone, window, sharded_window, sharded] and guard.exclusive_ahead
 
 
 def test_overlap_check_reads_slots():

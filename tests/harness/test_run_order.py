@@ -1,5 +1,5 @@
-"""The order of a parallel run (issue 26 §1): cluster-exclusive tests first, then long_window tests, which wait
-for the exclusive block to begin before their run lock (conformance.runner.parallel)."""
+"""The order of a parallel run (issue 26 §1): cluster-exclusive tests first, long_window tests wait for the
+exclusive block to begin before their run lock, sharded tests wait at the gate (conformance.runner.run_order)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 import time
 from types import SimpleNamespace
 
-from conformance.runner import parallel
+from conformance.runner import parallel, run_order
 
 
 def _item(name, exclusive=False, window=False):
@@ -24,14 +24,14 @@ def _guard(tmp_path) -> parallel.ParallelGuard:
     return parallel.ParallelGuard(parallel.RunLocks(tmp_path), 1, 4, lambda: None)
 
 
-def test_exclusive_tests_come_first_then_long_windows_then_the_rest_as_collected(tmp_path):
+def test_exclusive_tests_come_first_then_the_rest_as_collected_and_their_long_windows_last(tmp_path):
     guard = _guard(tmp_path)
     items = [_item("a"), _item("w", window=True), _item("x", exclusive=True), _item("b"), _item("y", exclusive=True)]
     guard.pytest_collection_modifyitems(items)
-    assert [i.name for i in items] == ["x", "y", "w", "a", "b"] and guard.exclusive_ahead
-    alone = [_item("a"), _item("w", window=True)]
+    assert [i.name for i in items] == ["x", "y", "a", "b", "w"] and guard.exclusive_ahead
+    alone = [_item("w", window=True), _item("a")]
     guard.pytest_collection_modifyitems(alone)
-    assert [i.name for i in alone] == ["w", "a"] and not guard.exclusive_ahead
+    assert [i.name for i in alone] == ["a", "w"] and not guard.exclusive_ahead
 
 
 def test_a_long_window_test_starts_only_once_the_exclusive_block_has_begun(tmp_path):
@@ -59,3 +59,42 @@ def test_other_tests_and_runs_without_a_block_never_wait(tmp_path, monkeypatch):
     start = time.monotonic()
     guard.wait_for_block(_item("w", window=True))
     assert time.monotonic() - start < 0.1
+
+
+def _sharded(name, window=False):
+    item = _item(name, window=window)
+    marks = {parallel.SHARD_MARK: [SimpleNamespace(args=(), kwargs={})]}
+    inner = item.get_closest_marker
+    item.get_closest_marker = lambda mark: (marks.get(mark) or [None])[0] or inner(mark)
+    return item
+
+
+def test_a_sharded_test_waits_at_the_gate_until_every_test_outside_shards_has_run(tmp_path):
+    """s17: a sharded test starting between two tests holding every device kept the next one waiting 20 s."""
+    worker, other = _guard(tmp_path), _guard(tmp_path)
+    first, window, sharded = _item("a"), _item("w", window=True), _sharded("s")
+    items = [sharded, window, first, _item("x", exclusive=True)]
+    worker.pytest_collection_modifyitems(list(items))
+    other.pytest_collection_modifyitems(list(items))
+    assert worker.gate.before == 1  # the long window is not waited for: sharded tests run beside it
+    done = threading.Event()
+    threading.Thread(target=lambda: (worker.gate.wait(sharded), done.set()), daemon=True).start()
+    assert not done.wait(0.5), "started before the tests outside shards ran"
+    other.gate.finished(window)
+    assert not done.wait(0.5)
+    other.gate.finished(first)  # another worker ran it
+    assert done.wait(5) and worker.gate.waited_s > 0.4
+
+
+def test_the_gate_is_bounded_and_never_stops_other_tests(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_order, "GATE_WAIT_S", 0.3)
+    guard = _guard(tmp_path)
+    guard.pytest_collection_modifyitems([_item("a"), _sharded("s")])
+    start = time.monotonic()
+    guard.gate.wait(_item("a"))
+    guard.gate.wait(_item("w", window=True))
+    assert time.monotonic() - start < 0.1
+    guard.gate.wait(_sharded("s"))  # the test outside shards never finishes (a crashed worker): bounded
+    assert 0.25 < time.monotonic() - start < 2
+    assert [run_order.rank(i) for i in (_item("x", exclusive=True), _item("a"), _item("w", window=True))] == [0, 1, 2]
+    assert [run_order.rank(i) for i in (_sharded("s", window=True), _sharded("s"))] == [3, 4]

@@ -1,6 +1,6 @@
 """The reference driver's simulated GPUs up to 8 per node (``count: 8``; the default is 4), each backed by a host
-char device of its own, so the 4 device shards of a ``--workers 4`` run would get 2 devices each and PREP-12 still
-tells every device apart (breaker s13 B3; issue 26 §1)."""
+char device of its own, so a run gets 8 device slots (one per GPU: conformance/runner/device_slots.py) and PREP-12
+still tells every device apart (breaker s13 B3; issue 26 §1)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import stat
 
 from conformance.dra.inventory import Device
-from conformance.dra.shards import plan
+from conformance.dra.shards import plan, slot_count
 from conformance.drivers.profiles import load
 from conformance.node import cdi_identity
 from reference_driver import DRIVER_NAME
@@ -71,9 +71,9 @@ def test_prep12_tells_each_of_eight_devices_apart_with_the_reference_profile():
         assert cdi_identity.problems(pattern, DRIVER_NAME, seen, published, found) == [], device.name
 
 
-def test_four_workers_get_two_devices_each_on_every_node_of_eight():
-    """The shard plan of two 8-GPU nodes for 4 workers: 2 devices per shard and node, so ``shard_devices(2)``
-    tests would run in shards (conformance/dra/shards.py)."""
+def test_four_shards_get_two_devices_each_on_every_node_of_eight():
+    """A plan of two 8-GPU nodes in 4 shards: 2 devices per shard and node, one apart on every node
+    (conformance/dra/shards.py; a run uses shards.slot_count of them: 8)."""
     facts = [
         {
             "node": node,
@@ -85,3 +85,4 @@ def test_four_workers_get_two_devices_each_on_every_node_of_eight():
     ]
     shards = plan(DRIVER_NAME, facts, 4)
     assert shards is not None and shards.size == 2, shards
+    assert slot_count(facts) == 8 and plan(DRIVER_NAME, facts, 8).usable == tuple(range(8))

@@ -1,0 +1,88 @@
+"""The order of a parallel run's tests and the gate between its two kinds of pod-starting tests (issue 26 §1).
+
+On every worker the collection is sorted the same way (xdist requires one collection; its ``loadgroup``
+scheduler hands the work out in that order, a few tests ahead per worker):
+
+1. the cluster-exclusive block (the ``dra-cluster-state`` xdist group: one work unit, it starts the run);
+2. the tests outside device shards: those starting pods hold the device lock alone, one after another, and the
+   API-only ones fill in beside them; their ``long_window`` tests last, so the tests xdist queues behind a
+   long window on its worker are sharded ones, which may wait (s17: a test holding every device, queued behind
+   the 60 s no-churn window, ran after it);
+3. the sharded tests, ``long_window`` ones first (a consistently-pending window or the kubelet's restart
+   back-off), so no long test starts last.
+
+The *gate*: a sharded test waits before its run lock until every test of kind 2 that is not a ``long_window``
+one has finished (:class:`Gate`, a line per finished test in a file of the report dir). Without it a sharded
+test that started in a pause between two tests holding every device kept the next one waiting for its whole
+window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so its wait is bounded
+(:data:`GATE_WAIT_S`) and a crashed worker's unfinished test costs that much at most.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+EXCLUSIVE_GROUP = "dra-cluster-state"
+SHARD_MARK = "shard_devices"
+WINDOW_MARK = "long_window"
+GATE_FILE = ".dra-first-kind-done"  # a line per finished test of kind 2 (not long_window)
+GATE_WAIT_S = 180.0  # seconds a sharded test waits at the gate at most (then it goes on: timing only)
+
+
+def is_exclusive(item) -> bool:
+    """Whether ``item`` is in the xdist group of tests that need the cluster to themselves."""
+    return any(
+        (m.args[0] if m.args else m.kwargs.get("name")) == EXCLUSIVE_GROUP for m in item.iter_markers("xdist_group")
+    )
+
+
+def rank(item) -> int:
+    """``item``'s place in the run (module docstring): 0 the block, 1 outside shards, 2 their long windows, 3
+    sharded long windows, 4 the other sharded tests."""
+    if is_exclusive(item):
+        return 0
+    window = item.get_closest_marker(WINDOW_MARK) is not None
+    if item.get_closest_marker(SHARD_MARK) is None:
+        return 2 if window else 1
+    return 3 if window else 4
+
+
+class Gate:
+    """The gate of one run in ``folder`` (the report dir) for one worker process."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / GATE_FILE
+        self.before = 0  # how many tests of rank 1 the collection holds
+        self.waited_s = 0.0
+
+    def count(self, items) -> None:
+        """Count the tests of rank 1 in the (sorted, final) collection ``items``."""
+        self.before = sum(1 for item in items if rank(item) == 1)
+
+    def finished(self, item) -> None:
+        """After ``item`` ran (passed, failed or skipped): one line when it is of rank 1 (an append of a few
+        bytes: atomic between processes)."""
+        if rank(item) == 1:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, b".\n")
+            finally:
+                os.close(fd)
+
+    def done(self) -> int:
+        try:
+            return self.path.read_bytes().count(b"\n")
+        except FileNotFoundError:
+            return 0
+
+    def wait(self, item) -> None:
+        """Before a sharded ``item``'s run lock: wait (0.2 s polls, at most :data:`GATE_WAIT_S`) until every test
+        of rank 1 has finished. No wait for other tests."""
+        if rank(item) < 3 or self.before == 0:
+            return
+        start = time.monotonic()
+        while self.done() < self.before and time.monotonic() - start < GATE_WAIT_S:
+            time.sleep(0.2)
+        self.waited_s += time.monotonic() - start

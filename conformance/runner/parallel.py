@@ -60,7 +60,7 @@ from conformance.core.errors import ConformanceError
 from conformance.dra import shards
 from conformance.runner import device_slots
 from conformance.runner.device_slots import DeviceSlots
-from conformance.runner.run_order import EXCLUSIVE_GROUP, GATE_FILE, SHARD_MARK, WINDOW_MARK, Gate, is_exclusive, rank
+from conformance.runner.run_order import EXCLUSIVE_GROUP, GATE_FILE, SHARD_MARK, WINDOW_MARK, Gate, is_exclusive, ordered
 
 __all__ = ["EXCLUSIVE_GROUP", "SHARD_MARK", "WINDOW_MARK", "is_exclusive"]  # re-exported: callers read them here
 RUN_LOCK, DEVICE_LOCK = ".dra-run-tests.lock", ".dra-devices.lock"
@@ -235,7 +235,7 @@ class ParallelGuard:
     @pytest.hookimpl(trylast=True)  # after the plugin's groups and every deselection
     def pytest_collection_modifyitems(self, items):
         """Order the items (module docstring, *order*): a stable sort, the same on every worker."""
-        items.sort(key=rank)
+        items[:] = ordered(items)
         self.gate.count(items)
         self.exclusive_ahead = any(is_exclusive(item) for item in items)
 

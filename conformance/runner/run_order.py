@@ -8,8 +8,10 @@ scheduler hands the work out in that order, a few tests ahead per worker):
    API-only ones fill in beside them; their ``long_window`` tests last, so the tests xdist queues behind a
    long window on its worker are sharded ones, which may wait (s17: a test holding every device, queued behind
    the 60 s no-churn window, ran after it);
-3. the sharded tests, ``long_window`` ones first (a consistently-pending window or the kubelet's restart
-   back-off), so no long test starts last.
+3. the sharded tests, ``long_window`` ones (the 60 s no-churn window, a consistently-pending window, the
+   kubelet's restart back-off) spread among the first of them, one every :data:`SPREAD` tests, so they start
+   early on different workers and no long test starts last or queued behind another (s17: two queued behind
+   the 60 s window ended the run 40 s late).
 
 The *gate*: a sharded test waits before its run lock until every test of kind 2 that is not a ``long_window``
 one has finished (:class:`Gate`, a line per finished test in a file of the report dir). Without it a sharded
@@ -29,6 +31,7 @@ SHARD_MARK = "shard_devices"
 WINDOW_MARK = "long_window"
 GATE_FILE = ".dra-first-kind-done"  # a line per finished test of kind 2 (not long_window)
 GATE_WAIT_S = 180.0  # seconds a sharded test waits at the gate at most (then it goes on: timing only)
+SPREAD = 3  # xdist's loadgroup keeps up to 3 tests pending per worker: one long window in every 3 sharded tests
 
 
 def is_exclusive(item) -> bool:
@@ -39,14 +42,27 @@ def is_exclusive(item) -> bool:
 
 
 def rank(item) -> int:
-    """``item``'s place in the run (module docstring): 0 the block, 1 outside shards, 2 their long windows, 3
-    sharded long windows, 4 the other sharded tests."""
+    """``item``'s kind in the run (module docstring): 0 the block, 1 outside shards, 2 their long windows, 3
+    sharded long windows, 4 the other sharded tests (:func:`ordered` spreads 3 among 4)."""
     if is_exclusive(item):
         return 0
     window = item.get_closest_marker(WINDOW_MARK) is not None
     if item.get_closest_marker(SHARD_MARK) is None:
         return 2 if window else 1
     return 3 if window else 4
+
+
+def ordered(items) -> list:
+    """``items`` in run order (module docstring): sorted by :func:`rank` (stable: as collected within a rank),
+    then the sharded ``long_window`` tests spread among the others, one every :data:`SPREAD`."""
+    items = sorted(items, key=rank)
+    head = [i for i in items if rank(i) < 3]
+    windows, rest = [i for i in items if rank(i) == 3], [i for i in items if rank(i) == 4]
+    out = []
+    for window in windows:
+        out += [window] + rest[: SPREAD - 1]
+        rest = rest[SPREAD - 1 :]
+    return head + out + rest
 
 
 class Gate:

@@ -32,7 +32,8 @@ pytestmark = [
 
 
 @pytest.mark.scenario("PUB-01")
-@pytest.mark.long_window  # 60 s of reading: under xdist it starts when the exclusive block ends, beside any test
+@pytest.mark.long_window  # 60 s of reading: under xdist it starts early among the sharded tests, beside them
+@pytest.mark.shard_devices()
 def test_published_slices_do_not_churn(k8s, tracker, builder, driver):
     """While a claim is prepared and unprepared, and over the node consistency window (60 s) after, the driver's
     slices stay the same objects (names, UIDs) with the same pool generations, slice counts and device names: a

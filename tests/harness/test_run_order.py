@@ -98,3 +98,12 @@ def test_the_gate_is_bounded_and_never_stops_other_tests(tmp_path, monkeypatch):
     assert 0.25 < time.monotonic() - start < 2
     assert [run_order.rank(i) for i in (_item("x", exclusive=True), _item("a"), _item("w", window=True))] == [0, 1, 2]
     assert [run_order.rank(i) for i in (_sharded("s", window=True), _sharded("s"))] == [3, 4]
+
+
+def test_sharded_long_windows_are_spread_one_every_three_sharded_tests():
+    """s17: two long windows queued behind the 60 s one on a worker (xdist keeps 3 pending) ended the run late."""
+    w1, w2, w3 = (_sharded(f"w{i}", window=True) for i in range(3))
+    rest = [_sharded(f"s{i}") for i in range(5)]
+    items = [*rest[:2], w1, w2, _item("a"), *rest[2:], w3]
+    names = [i.name for i in run_order.ordered(items)]
+    assert names == ["a", "w0", "s0", "s1", "w1", "s2", "s3", "w2", "s4"], names

@@ -60,7 +60,15 @@ from conformance.core.errors import ConformanceError
 from conformance.dra import shards
 from conformance.runner import device_slots
 from conformance.runner.device_slots import DeviceSlots
-from conformance.runner.run_order import EXCLUSIVE_GROUP, GATE_FILE, SHARD_MARK, WINDOW_MARK, Gate, is_exclusive, ordered
+from conformance.runner.run_order import (
+    EXCLUSIVE_GROUP,
+    GATE_FILE,
+    SHARD_MARK,
+    WINDOW_MARK,
+    Gate,
+    is_exclusive,
+    ordered,
+)
 
 __all__ = ["EXCLUSIVE_GROUP", "SHARD_MARK", "WINDOW_MARK", "is_exclusive"]  # re-exported: callers read them here
 RUN_LOCK, DEVICE_LOCK = ".dra-run-tests.lock", ".dra-devices.lock"

@@ -258,7 +258,15 @@ class Session:
         Returns problems (leaks, errors) as text; never raises, so every step runs. Ctrl-C (KeyboardInterrupt)
         cuts short only the step it lands in (the sweep, then or later, requests the remaining deletions without
         waiting) and sets :attr:`interrupted`."""
+        steps, mark = [], time.monotonic()
+
+        def step(name: str) -> None:  # seconds per step, said in one progress line at the end
+            nonlocal mark
+            steps.append(f"{name} {time.monotonic() - mark:.1f}s")
+            mark = time.monotonic()
+
         problems: list[str] = self._record_latency()
+        step("latency")
         if isinstance(self.node_access, Stoppable):
             try:
                 self.node_access.stop()
@@ -285,6 +293,7 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - cluster may be gone; report and continue
                 problems.append(f"sweep of run {self.cfg.run_id} failed: {exc}")
             self.k8s = None  # teardown is idempotent: a second call (sessionfinish after a failed setup) is a no-op
+        step("node access + sweep")
         problems += self._stop_health()  # after the sweep: an outage during it is on record too
         if self.deployer is not None:
             try:
@@ -293,6 +302,7 @@ class Session:
                 self.interrupted |= isinstance(exc, KeyboardInterrupt)
                 problems.append(f"driver teardown failed: {str(exc) or type(exc).__name__}")
             self.deployer = None
+            step("driver")
         if self.cluster_provider is not None and not self.cfg.keep_cluster:
             try:
                 self.cluster_provider.down()
@@ -300,6 +310,9 @@ class Session:
                 self.interrupted |= isinstance(exc, KeyboardInterrupt)
                 problems.append(f"cluster down failed: {str(exc) or type(exc).__name__}")
             self.cluster_provider = None
+            step("cluster")
+        if len(steps) > 2:
+            self.progress(f"teardown: {', '.join(steps)}")
         (self.report_dir / STATE_FILE).unlink(missing_ok=True)
         (self.report_dir / STATE_FILE).with_suffix(".lock").unlink(missing_ok=True)
         return problems

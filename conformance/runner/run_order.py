@@ -17,7 +17,8 @@ The *gate*: a sharded test waits before its run lock until every test of kind 2 
 one has finished (:class:`Gate`, a line per finished test in a file of the report dir). Without it a sharded
 test that started in a pause between two tests holding every device kept the next one waiting for its whole
 window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so its wait is bounded
-(:data:`GATE_WAIT_S`) and a crashed worker's unfinished test costs that much at most.
+(:data:`GATE_WAIT_S`) and opens for good on this worker once that passed or the session is stopping (a crashed
+worker's unfinished test, ``-x``, tests xdist never hands out): it costs that much once at most.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ EXCLUSIVE_GROUP = "dra-cluster-state"
 SHARD_MARK = "shard_devices"
 WINDOW_MARK = "long_window"
 GATE_FILE = ".dra-first-kind-done"  # a line per finished test of kind 2 (not long_window)
-GATE_WAIT_S = 180.0  # seconds a sharded test waits at the gate at most (then it goes on: timing only)
+GATE_WAIT_S = 90.0  # seconds a sharded test waits at the gate at most (then it stays open: timing only)
 SPREAD = 3  # xdist's loadgroup keeps up to 3 tests pending per worker: one long window in every 3 sharded tests
 
 
@@ -72,6 +73,7 @@ class Gate:
         self.path = Path(folder) / GATE_FILE
         self.before = 0  # how many tests of rank 1 the collection holds
         self.waited_s = 0.0
+        self.open = False  # set once a wait ran out or the session stops: no further wait on this worker
 
     def count(self, items) -> None:
         """Count the tests of rank 1 in the (sorted, final) collection ``items``."""
@@ -95,10 +97,15 @@ class Gate:
 
     def wait(self, item) -> None:
         """Before a sharded ``item``'s run lock: wait (0.2 s polls, at most :data:`GATE_WAIT_S`) until every test
-        of rank 1 has finished. No wait for other tests."""
-        if rank(item) < 3 or self.before == 0:
+        of rank 1 has finished; no wait for other tests, nor once the gate is :attr:`open`."""
+        if rank(item) < 3 or self.before == 0 or self.open:
             return
         start = time.monotonic()
-        while self.done() < self.before and time.monotonic() - start < GATE_WAIT_S:
+        session = getattr(item, "session", None)
+        while self.done() < self.before:
+            stopping = getattr(session, "shouldstop", False) or getattr(session, "shouldfail", False)
+            if stopping or time.monotonic() - start >= GATE_WAIT_S:
+                self.open = True
+                break
             time.sleep(0.2)
         self.waited_s += time.monotonic() - start

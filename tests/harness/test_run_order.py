@@ -95,7 +95,17 @@ def test_the_gate_is_bounded_and_never_stops_other_tests(tmp_path, monkeypatch):
     guard.gate.wait(_item("w", window=True))
     assert time.monotonic() - start < 0.1
     guard.gate.wait(_sharded("s"))  # the test outside shards never finishes (a crashed worker): bounded
-    assert 0.25 < time.monotonic() - start < 2
+    assert 0.25 < time.monotonic() - start < 2 and guard.gate.open
+    start = time.monotonic()
+    guard.gate.wait(_sharded("s2"))  # open for good: the next sharded test does not wait again
+    assert time.monotonic() - start < 0.1
+    stopping = _guard(tmp_path)
+    stopping.pytest_collection_modifyitems([_item("a"), _sharded("s")])
+    item = _sharded("s")
+    item.session = SimpleNamespace(shouldstop="-x: a test failed")
+    start = time.monotonic()
+    stopping.gate.wait(item)  # the session is stopping (-x): no wait for tests that will never run
+    assert time.monotonic() - start < 0.5 and stopping.gate.open
     assert [run_order.rank(i) for i in (_item("x", exclusive=True), _item("a"), _item("w", window=True))] == [0, 1, 2]
     assert [run_order.rank(i) for i in (_sharded("s", window=True), _sharded("s"))] == [3, 4]
 

@@ -267,13 +267,7 @@ class Session:
 
         problems: list[str] = self._record_latency()
         step("latency")
-        if isinstance(self.node_access, Stoppable):
-            try:
-                self.node_access.stop()
-            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
-                self.interrupted |= isinstance(exc, KeyboardInterrupt)
-                problems.append(f"node access helper removal failed: {str(exc) or type(exc).__name__}")
-            self.node_access = None
+        problems += self._stop_node_access()
         if self.k8s is not None and self.interrupted:  # Ctrl-C landed above: request the deletions, await none
             problems.append(self._abandon_sweep())
             self.k8s = None
@@ -315,6 +309,19 @@ class Session:
             self.progress(f"teardown: {', '.join(steps)}")
         (self.report_dir / STATE_FILE).unlink(missing_ok=True)
         (self.report_dir / STATE_FILE).with_suffix(".lock").unlink(missing_ok=True)
+        return problems
+
+    def _stop_node_access(self) -> list[str]:
+        """Remove the node-access helpers (waiting until gone); a problem when that failed."""
+        if not isinstance(self.node_access, Stoppable):
+            return []
+        problems = []
+        try:
+            self.node_access.stop()
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
+            self.interrupted |= isinstance(exc, KeyboardInterrupt)
+            problems.append(f"node access helper removal failed: {str(exc) or type(exc).__name__}")
+        self.node_access = None
         return problems
 
     def _record_latency(self) -> list[str]:

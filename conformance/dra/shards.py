@@ -16,6 +16,7 @@ the DeviceClass's; KEP-4381), CEL ``device.attributes["<domain>"].<id>`` (dra-pr
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from conformance.dra.cel import cel_attribute, cel_literal
 from conformance.dra.inventory import qualify
@@ -102,3 +103,30 @@ def slot_count(devices: list[dict]) -> int:
     for d in devices:
         per_node[d.get("node") or ""] = per_node.get(d.get("node") or "", 0) + 1
     return min(per_node.values(), default=0)
+
+
+def unscoped_requests(obj, selector: str) -> list[str]:
+    """Names of ``obj``'s requests (a claim or template, any API version) whose text lacks ``selector``."""
+    spec = obj.get("spec") or {}
+    spec = spec.get("spec", spec) if obj.get("kind") == "ResourceClaimTemplate" else spec
+    needle = json.dumps(selector)[1:-1]
+    out = []
+    for req in (spec.get("devices") or {}).get("requests") or []:
+        subs = req.get("firstAvailable")
+        if not subs:
+            out += [] if needle in json.dumps(req) else [req.get("name")]
+            continue
+        out += [f"{req.get('name')}/{sub.get('name')}" for sub in subs if needle not in json.dumps(sub)]
+    return out
+
+
+def extended_resources(pod) -> list[str]:
+    """Extended resources (``<domain>/<name>``, not ``kubernetes.io``) a Pod's containers ask for."""
+    spec = pod.get("spec") or {}
+    found = set()
+    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        for key in list(res.get("requests") or {}) + list(res.get("limits") or {}):
+            if "/" in key and not key.split("/", 1)[0].endswith("kubernetes.io"):
+                found.add(key)
+    return sorted(found)

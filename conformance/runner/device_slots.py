@@ -15,7 +15,10 @@ so no cycle of waiters can form.
 A worker that dies mid-test (xdist starts a replacement) drops its flocks, but its pods may still hold the
 slot's devices. So a holder marks each slot it takes (``.dra-slot-<i>.held``, its PID) and removes the mark
 before giving the slot back: a slot locked with its mark still present was left by a dead holder and is
-*poisoned*, never taken again in this run (every worker sees the mark).
+*poisoned*, never taken again in this run by a sharded test (every worker sees the mark). A test whose teardown
+failed (a pod stuck terminating, a claim still allocated) gives its slots back poisoned too (breaker s17 F2).
+The controller removes the files of an earlier run in the report dir when the run starts. A file that cannot be
+created or written (a full report disk) leaves the test unsharded, never ends the run (breaker s17 F1).
 """
 
 from __future__ import annotations
@@ -62,6 +65,13 @@ class DeviceSlots:
         """Take ``need`` (>= 1) slots, preferring those from the ``start``-th usable one on; blocks until they are
         free. Returns the sorted slot indices, or None when fewer than ``need`` usable slots are left (the test
         then holds the device lock alone). Marks each slot taken (module docstring, *poisoned*)."""
+        try:
+            return self._take(need, start)
+        except OSError:  # ENOSPC, EROFS: the test holds the device lock alone instead
+            self.give_back()
+            return None
+
+    def _take(self, need: int, start: int) -> list[int] | None:
         while True:
             live = [i for i in self.usable if i not in self.poisoned]
             if len(live) < need:
@@ -92,10 +102,17 @@ class DeviceSlots:
                 os.close(self._fds.pop(index))
             self.give_back()
 
-    def give_back(self) -> None:
-        """Release every slot this process holds (its marks removed first); no-op when it holds none."""
+    def give_back(self, poison: bool = False) -> None:
+        """Release every slot this process holds, its marks removed first (``poison``: kept, so no sharded test
+        takes those slots again: the test's devices may still be held); no-op when it holds none."""
         for index, fd in sorted(self._fds.items()):
-            (self.folder / SLOT_MARK.format(index)).unlink(missing_ok=True)
+            if poison:
+                self.poisoned.add(index)
+            else:
+                try:
+                    (self.folder / SLOT_MARK.format(index)).unlink(missing_ok=True)
+                except OSError:
+                    self.poisoned.add(index)
             os.close(fd)
         self._fds.clear()
 

@@ -48,7 +48,6 @@ evidence and fault expectations keep the test's own node ID.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from collections.abc import Callable
@@ -153,9 +152,9 @@ class RunLocks:
         if taken:
             self.slots, self.shard = taken, plan.selector_of(taken)
 
-    def _give_slots_back(self) -> None:
+    def _give_slots_back(self, poison: bool = False) -> None:
         if self.device_slots is not None:
-            self.device_slots.give_back()
+            self.device_slots.give_back(poison)
 
     def need_devices(self) -> None:
         """Before the test creates an object that may take devices: take the device lock once per test, through
@@ -186,11 +185,12 @@ class RunLocks:
         self.released = bool(self.slots)
         self._give_slots_back()
 
-    def end(self, keep: bool = False) -> None:
-        """After a test's teardown: release the device lock, then the run lock (closing drops the flock).
-        ``keep``: an exclusive test whose worker runs another exclusive test next keeps the run lock, so the
-        ``dra-cluster-state`` group runs as one block instead of waiting for a quiet moment per test."""
-        self._give_slots_back()
+    def end(self, keep: bool = False, poison: bool = False) -> None:
+        """After a test's teardown: release the device slots, the device lock, then the run lock (closing drops
+        the flock). ``keep``: an exclusive test whose worker runs another exclusive test next keeps the run lock,
+        so the ``dra-cluster-state`` group runs as one block instead of waiting for a quiet moment per test.
+        ``poison``: the teardown failed, the slots may still hold the test's devices (never taken again)."""
+        self._give_slots_back(poison)
         self.slots, self.released = [], False
         for attr in ("_device_fd",) if (keep and self._exclusive) else ("_device_fd", "_run_fd"):
             fd = getattr(self, attr)
@@ -216,6 +216,7 @@ class ParallelGuard:
         self._plan: shards.ShardPlan | None | bool = False  # False: not made yet
         self.exclusive_ahead = False  # the collection holds cluster-exclusive tests (they run as the first block)
         self.gate = Gate(locks.folder)
+        self.teardown_failed = False  # the current test's teardown failed (its slots are given back poisoned)
 
     def plan(self) -> shards.ShardPlan | None:
         """The run's shard plan (one slot per device of the node with the fewest: :func:`shards.slot_count`),
@@ -265,14 +266,22 @@ class ParallelGuard:
         self.locks.begin(is_exclusive(item))
         self.locks.queued_s += self.gate.waited_s - before
         self.locks.queued_before_s += self.gate.waited_s - before
+        self.teardown_failed = False
         try:
             if need:
                 self.locks.take_slots(self.plan(), need, self.worker * need)
             item.stash[SHARD] = self.locks.shard
             return (yield)
         finally:
-            self.locks.end(keep=nextitem is not None and is_exclusive(nextitem))
+            self.locks.end(keep=nextitem is not None and is_exclusive(nextitem), poison=self.teardown_failed)
             self.gate.finished(item)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if report.when == "teardown" and report.failed:
+            self.teardown_failed = True  # e.g. LeakError: a pod stuck terminating may hold the slots' devices
+        return report
 
 
 class GroupIds:
@@ -303,16 +312,25 @@ class GroupIds:
 
 
 class LockFilesCleanup:
-    """The pytest glue in the controller (or the only process): remove the lock files when the run ends."""
+    """The pytest glue in the controller (or the only process): remove the lock files when the run starts (those
+    of a run killed in this report dir: its slot marks would poison every slot, its gate file open the gate;
+    breaker s17 F3) and when it ends."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
 
-    def pytest_sessionfinish(self, session):
+    def remove(self) -> None:
         for name in (RUN_LOCK, DEVICE_LOCK, TURNSTILE, DEVICE_TURNSTILE, BLOCK_BEGUN, GATE_FILE):
             (self.folder / name).unlink(missing_ok=True)
         for path in device_slots.files(self.folder):
             path.unlink(missing_ok=True)
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
+    def pytest_sessionstart(self, session):
+        self.remove()
+
+    def pytest_sessionfinish(self, session):
+        self.remove()
 
 
 def register(config, report_dir: Path, devices: Callable[[], tuple | None] = lambda: None) -> None:
@@ -336,33 +354,6 @@ def shard_selector(item) -> str:
     return item.stash.get(SHARD, "")
 
 
-def _unscoped(obj, selector: str) -> list[str]:
-    """Names of ``obj``'s requests (a claim or template, any API version) whose text lacks ``selector``."""
-    spec = obj.get("spec") or {}
-    spec = spec.get("spec", spec) if obj.get("kind") == "ResourceClaimTemplate" else spec
-    needle = json.dumps(selector)[1:-1]
-    out = []
-    for req in (spec.get("devices") or {}).get("requests") or []:
-        subs = req.get("firstAvailable")
-        if not subs:
-            out += [] if needle in json.dumps(req) else [req.get("name")]
-            continue
-        out += [f"{req.get('name')}/{sub.get('name')}" for sub in subs if needle not in json.dumps(sub)]
-    return out
-
-
-def _extended(pod) -> list[str]:
-    """Extended resources (``<domain>/<name>``, not ``kubernetes.io``) a Pod's containers ask for."""
-    spec = pod.get("spec") or {}
-    found = set()
-    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
-        res = c.get("resources") or {}
-        for key in list(res.get("requests") or {}) + list(res.get("limits") or {}):
-            if "/" in key and not key.split("/", 1)[0].endswith("kubernetes.io"):
-                found.add(key)
-    return sorted(found)
-
-
 def guard(config, tracker) -> None:
     """Make ``tracker`` take the device lock before it creates a Pod, and give it back when the test releases its
     devices mid-test (``tracker.release_devices()``) (only on an xdist worker); in a sharded
@@ -374,21 +365,23 @@ def guard(config, tracker) -> None:
 
     def before(obj) -> None:
         kind, shard = obj.get("kind"), locks.shard
+        name = obj.get("metadata", {}).get("name")
         if locks.released and kind in CLAIM_KINDS | DEVICE_KINDS:
             raise ShardError(
-                f"{kind} {obj.get('metadata', {}).get('name')}: created after the test gave its device slots back "
-                f"(tracker.release_devices()); create every claim and Pod before that"
+                f"{kind} {name}: created after the test gave its device slots back (tracker.release_devices()); "
+                "create every claim and Pod before that"
             )
-        if shard and kind in CLAIM_KINDS and _unscoped(obj, shard):
+        unscoped = shards.unscoped_requests(obj, shard) if shard and kind in CLAIM_KINDS else []
+        if unscoped:
             raise ShardError(
-                f"{kind} {obj.get('metadata', {}).get('name')}: requests {_unscoped(obj, shard)} lack the test's "
-                f"device shard selector {shard!r}; build claims with the `builder` fixture, or drop the test's "
+                f"{kind} {name}: requests {unscoped} lack the test's device shard selector {shard!r}; build claims "
+                f"with the `builder` fixture, or drop the test's {SHARD_MARK} mark so it holds the device lock alone"
+            )
+        extended = shards.extended_resources(obj) if shard and kind == "Pod" else []
+        if extended:
+            raise ShardError(
+                f"Pod {name} asks for extended resources {extended}, which may take any device; drop the test's "
                 f"{SHARD_MARK} mark so it holds the device lock alone"
-            )
-        if shard and kind == "Pod" and _extended(obj):
-            raise ShardError(
-                f"Pod {obj.get('metadata', {}).get('name')} asks for extended resources {_extended(obj)}, which "
-                f"may take any device; drop the test's {SHARD_MARK} mark so it holds the device lock alone"
             )
         if kind in DEVICE_KINDS:  # an Obj or a plain dict
             locks.need_devices()

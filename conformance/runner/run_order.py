@@ -16,9 +16,10 @@ scheduler hands the work out in that order, a few tests ahead per worker):
 The *gate*: a sharded test waits before its run lock until every test of kind 2 that is not a ``long_window``
 one has finished (:class:`Gate`, a line per finished test in a file of the report dir). Without it a sharded
 test that started in a pause between two tests holding every device kept the next one waiting for its whole
-window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so its wait is bounded
-(:data:`GATE_WAIT_S`) and opens for good on this worker once that passed or the session is stopping (a crashed
-worker's unfinished test, ``-x``, tests xdist never hands out): it costs that much once at most.
+window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so it opens for good on this worker
+once no such test finished for :data:`GATE_IDLE_S` (a crashed worker's unfinished test, ``-x`` on another worker,
+tests xdist never hands out), when this worker's session is stopping, or when its file cannot be written or
+read (a full report disk: the run goes on, the gate never ends it): it costs that much once at most.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ EXCLUSIVE_GROUP = "dra-cluster-state"
 SHARD_MARK = "shard_devices"
 WINDOW_MARK = "long_window"
 GATE_FILE = ".dra-first-kind-done"  # a line per finished test of kind 2 (not long_window)
-GATE_WAIT_S = 90.0  # seconds a sharded test waits at the gate at most (then it stays open: timing only)
+GATE_IDLE_S = 60.0  # seconds without a finished test of rank 1 after which the gate stays open (timing only)
 SPREAD = 3  # xdist's loadgroup keeps up to 3 tests pending per worker: one long window in every 3 sharded tests
 
 
@@ -82,30 +83,41 @@ class Gate:
     def finished(self, item) -> None:
         """After ``item`` ran (passed, failed or skipped): one line when it is of rank 1 (an append of a few
         bytes: atomic between processes)."""
-        if rank(item) == 1:
+        if rank(item) != 1:
+            return
+        try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, b".\n")
             finally:
                 os.close(fd)
+        except OSError:  # ENOSPC: the gate is only an order, never a reason to end the run
+            self.open = True
 
     def done(self) -> int:
+        """Tests of rank 1 finished so far, all workers (-1 when the file cannot be read)."""
         try:
             return self.path.read_bytes().count(b"\n")
         except FileNotFoundError:
             return 0
+        except OSError:
+            return -1
 
     def wait(self, item) -> None:
-        """Before a sharded ``item``'s run lock: wait (0.2 s polls, at most :data:`GATE_WAIT_S`) until every test
-        of rank 1 has finished; no wait for other tests, nor once the gate is :attr:`open`."""
+        """Before a sharded ``item``'s run lock: wait (0.2 s polls) until every test of rank 1 has finished, or
+        the gate opens (module docstring); no wait for other tests, nor once the gate is :attr:`open`."""
         if rank(item) < 3 or self.before == 0 or self.open:
             return
-        start = time.monotonic()
+        start = last = time.monotonic()
+        seen = self.done()
         session = getattr(item, "session", None)
-        while self.done() < self.before:
+        while 0 <= seen < self.before:
             stopping = getattr(session, "shouldstop", False) or getattr(session, "shouldfail", False)
-            if stopping or time.monotonic() - start >= GATE_WAIT_S:
-                self.open = True
+            if stopping or time.monotonic() - last >= GATE_IDLE_S:
                 break
             time.sleep(0.2)
+            now = self.done()
+            if now != seen:
+                seen, last = now, time.monotonic()
+        self.open = self.open or seen < self.before
         self.waited_s += time.monotonic() - start

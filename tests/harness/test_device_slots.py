@@ -4,6 +4,7 @@ guard's order and slot choice, and the overlap check reading slots."""
 
 from __future__ import annotations
 
+import errno
 import threading
 from types import SimpleNamespace
 
@@ -158,3 +159,39 @@ def test_once_a_test_waits_for_every_device_no_sharded_test_starts_pods_before_i
     whole.end()
     assert late_in.wait(5) and late.kind == "shard"
     late.end()
+
+
+def test_a_mark_that_cannot_be_written_leaves_the_test_unsharded_and_holding_nothing(tmp_path, monkeypatch):
+    """Breaker s17 F1: an OSError (a full report disk) was an INTERNALERROR that ended the run."""
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(device_slots.Path, "write_text", full)
+    slots = device_slots.DeviceSlots(tmp_path, (0, 1))
+    assert slots.take(1) is None and slots.held == []
+    monkeypatch.undo()
+    assert device_slots.DeviceSlots(tmp_path, (0, 1)).take(2) == [0, 1]  # nothing left locked or marked
+
+
+def test_a_test_whose_teardown_failed_gives_its_slots_back_poisoned(tmp_path):
+    """Breaker s17 F2: its pods may still hold the devices (a pod stuck terminating): no sharded test takes them."""
+    locks = parallel.RunLocks(tmp_path)
+    guard = parallel.ParallelGuard(locks, 0, 2, lambda: (DRIVER, _devices()))
+    guard.plan()
+    locks.begin(False)
+    locks.take_slots(guard.plan(), 1, start=0)
+    assert locks.slots == [0]
+    locks.end(poison=True)
+    assert device_slots.DeviceSlots(tmp_path, range(4)).take(4) is None  # slot 0 is out for good
+    assert device_slots.DeviceSlots(tmp_path, range(4)).take(3) == [1, 2, 3]
+
+
+def test_the_controller_removes_an_earlier_run_s_slot_marks_and_gate_when_the_run_starts(tmp_path):
+    """Breaker s17 F3: a killed run's marks in a reused report dir poisoned every slot of the next run."""
+    for i in range(4):
+        (tmp_path / device_slots.SLOT_MARK.format(i)).write_text("1")
+    (tmp_path / parallel.GATE_FILE).write_text(".\n" * 50)
+    parallel.LockFilesCleanup(tmp_path).pytest_sessionstart(session=None)
+    assert list(tmp_path.iterdir()) == []
+    assert device_slots.DeviceSlots(tmp_path, range(4)).take(4) == [0, 1, 2, 3]

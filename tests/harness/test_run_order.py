@@ -87,7 +87,7 @@ def test_a_sharded_test_waits_at_the_gate_until_every_test_outside_shards_has_ru
 
 
 def test_the_gate_is_bounded_and_never_stops_other_tests(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_order, "GATE_WAIT_S", 0.3)
+    monkeypatch.setattr(run_order, "GATE_IDLE_S", 0.3)
     guard = _guard(tmp_path)
     guard.pytest_collection_modifyitems([_item("a"), _sharded("s")])
     start = time.monotonic()
@@ -117,3 +117,33 @@ def test_sharded_long_windows_are_spread_one_every_three_sharded_tests():
     items = [*rest[:2], w1, w2, _item("a"), *rest[2:], w3]
     names = [i.name for i in run_order.ordered(items)]
     assert names == ["a", "w0", "s0", "s1", "w1", "s2", "s3", "w2", "s4"], names
+
+
+def test_an_unwritable_or_unreadable_gate_file_opens_the_gate_and_never_ends_the_run(tmp_path):
+    """Breaker s17 F1: an OSError (a full report disk) in the gate was an INTERNALERROR that ended the run."""
+    guard = _guard(tmp_path)
+    guard.pytest_collection_modifyitems([_item("a"), _sharded("s")])
+    guard.gate.path.mkdir()  # any write or read of it fails with an OSError
+    guard.gate.finished(_item("a"))
+    assert guard.gate.open
+    other = _guard(tmp_path)
+    other.pytest_collection_modifyitems([_item("a"), _sharded("s")])
+    start = time.monotonic()
+    other.gate.wait(_sharded("s"))
+    assert time.monotonic() - start < 0.5 and other.gate.open
+
+
+def test_the_gate_waits_while_tests_keep_finishing(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_order, "GATE_IDLE_S", 0.6)
+    guard = _guard(tmp_path)
+    firsts = [_item(f"a{i}") for i in range(4)]
+    guard.pytest_collection_modifyitems([*firsts, _sharded("s")])
+
+    def finish_slowly():
+        for item in firsts:
+            time.sleep(0.4)  # each within the idle limit, together past it
+            guard.gate.finished(item)
+
+    threading.Thread(target=finish_slowly, daemon=True).start()
+    guard.gate.wait(_sharded("s"))
+    assert guard.gate.done() == 4 and not guard.gate.open and guard.gate.waited_s >= 1.5

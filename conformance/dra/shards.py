@@ -5,9 +5,12 @@ their own run beside each other instead of one at a time (issue 26 §1).
 A shard is picked by a CEL selector on one ``int`` or ``string`` attribute whose values differ between the
 devices of every node (an index or a UUID), added to every request of the claims a sharded test creates, on top
 of the DeviceClass.
-Value ``v`` (of the sorted values all nodes publish) belongs to shard ``rank(v) % shards``, so the shards are
-disjoint on every node whatever the driver names its devices. Built from the devices the run discovered
-(``facts["devices"]``: :func:`conformance.dra.inventory.facts`), the same on every worker.
+Value ``v`` belongs to shard ``rank(v) % shards``, its rank among the sorted values of its node (so every node
+has a device in every shard, whether the values repeat on each node, like an index, or are unique in the
+cluster, like a UUID; breaker s17 F4), or among all values when ranking per node would put one value in two
+shards. A value is in one shard only, so the shards are disjoint on every node whatever the driver names its
+devices. Of the candidate attributes, the one giving the most usable shards wins. Built from the devices the
+run discovered (``facts["devices"]``: :func:`conformance.dra.inventory.facts`), the same on every worker.
 
 Sources: resource.k8s.io/v1 DeviceRequest ``exactly.selectors`` / DeviceSubRequest ``selectors`` (ANDed with
 the DeviceClass's; KEP-4381), CEL ``device.attributes["<domain>"].<id>`` (dra-protocols.md §6).
@@ -81,9 +84,10 @@ def plan(driver: str, devices: list[dict], shards: int) -> ShardPlan | None:
         return None
     if any(not d.get("node") or d.get("consumes_counters") for d in devices):
         return None
+    best: ShardPlan | None = None
     for name in _candidates(driver, devices):
-        ranked = sorted({d["attributes"][name] for d in devices})
-        shard_of = {v: i % shards for i, v in enumerate(ranked)}
+        shard_of = _shard_of(devices, name, shards)
+        ranked = sorted(shard_of)
         by_shard = {i: [v for v in ranked if shard_of[v] == i] for i in range(shards)}
         nodes = {d["node"] for d in devices}
         usable = [d for d in devices if not d.get("taints")]  # a tainted device may refuse a pod
@@ -92,8 +96,24 @@ def plan(driver: str, devices: list[dict], shards: int) -> ShardPlan | None:
             for i in range(shards)
         }
         slots = tuple(i for i in range(shards) if sizes[i] > 0)
-        return ShardPlan(qualify(driver, name), shards, by_shard, min(sizes.values()), slots)
-    return None
+        found = ShardPlan(qualify(driver, name), shards, by_shard, min(sizes.values()), slots)
+        if best is None or len(found.usable) > len(best.usable):
+            best = found
+    return best
+
+
+def _shard_of(devices: list[dict], name: str, shards: int) -> dict:
+    """Value of attribute ``name`` -> shard: its rank on its node modulo ``shards``, or its rank among all values
+    when one value would land in two shards that way (module docstring)."""
+    per_node: dict[str, list] = {}
+    for d in devices:
+        per_node.setdefault(d["node"], []).append(d["attributes"][name])
+    out: dict = {}
+    for values in per_node.values():
+        for i, v in enumerate(sorted(values)):
+            if out.setdefault(v, i % shards) != i % shards:
+                return {v: i % shards for i, v in enumerate(sorted({d["attributes"][name] for d in devices}))}
+    return out
 
 
 def slot_count(devices: list[dict]) -> int:

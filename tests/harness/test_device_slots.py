@@ -195,3 +195,23 @@ def test_the_controller_removes_an_earlier_run_s_slot_marks_and_gate_when_the_ru
     parallel.LockFilesCleanup(tmp_path).pytest_sessionstart(session=None)
     assert list(tmp_path.iterdir()) == []
     assert device_slots.DeviceSlots(tmp_path, range(4)).take(4) == [0, 1, 2, 3]
+
+
+def test_uuids_unique_in_the_cluster_give_every_slot_a_device_on_every_node():
+    """Breaker s17 F4: ranking all values together left slots without a device on some node (interleaved UUIDs
+    gave usable slots (0, 1) only; interleaved ints none)."""
+    uuids = {"n0": ["a", "c", "e", "g"], "n1": ["b", "d", "f", "h"]}
+    devices = [
+        {"node": n, "attributes": {"uuid": u}, "attribute_types": {"uuid": "string"}}
+        for n, us in uuids.items()
+        for u in us
+    ]
+    plan = _plan(devices)
+    assert plan.usable == (0, 1, 2, 3) and plan.selector_of([0]) == f'device.attributes["{DRIVER}"].uuid in ["a", "b"]'
+    clashing = [  # value 1 is rank 1 on n0 and rank 0 on n1: ranked together instead, never in two slots
+        {"node": n, "attributes": {"index": i}, "attribute_types": TYPES}
+        for n, idx in (("n0", [0, 1]), ("n1", [1, 2]))
+        for i in idx
+    ]
+    by_value = {v: s for s, values in _plan(clashing).by_shard.items() for v in values}
+    assert by_value == {0: 0, 1: 1, 2: 0}

@@ -46,7 +46,8 @@ def test_fault_is_registered_and_documented():
     assert len(FAULTS[FAULT]) > 100
     tests = [e["test"] if isinstance(e, dict) else e for e in ENTRY["expect"]]
     assert "suites/allocation/test_selectors.py::test_count_allocates_that_many_distinct_devices" in tests
-    assert "suites/prioritized_list/test_first_available.py::test_constraints_on_the_parent_request_steer_the_choice" in tests
+    pl03 = "suites/prioritized_list/test_first_available.py::test_constraints_on_the_parent_request_steer_the_choice"
+    assert pl03 in tests
 
 
 @pytest.mark.parametrize("faults, prepared", [("", ["gpu-1", "gpu-2"]), (FAULT, ["gpu-2"])])

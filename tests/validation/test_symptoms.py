@@ -169,18 +169,19 @@ def test_a_teardown_leak_is_an_accident_even_when_the_symptom_matches_it():
 RESULTS_BY_NAME = "results-by-request-name"
 COUNT_TEST = "suites/allocation/test_selectors.py::test_count_allocates_that_many_distinct_devices"
 PL03_TEST = "suites/prioritized_list/test_first_available.py::test_constraints_on_the_parent_request_steer_the_choice"
+# as recorded by validate-suite --faults results-by-request-name (s17, PL-03 on v1.34.4)
 PL_REFUSED = (
     "conformance.core.errors.WaitFailed: while waiting for pod t/p Running: kubelet could not prepare the pod's "
-    "claims: Warning FailedPrepareDynamicResources Pod/p: Failed to prepare dynamic resources: NodePrepareResources "
-    "failed for ResourceClaim c-1: ResourceClaim t/c-1 (UID u): no allocation result for request gpu (the results "
-    "name gpu/one): injected fault results-by-request-name"
+    "claims: Warning FailedPrepareDynamicResources Pod/p: Failed to prepare dynamic resources: prepare dynamic "
+    "resources: NodePrepareResources failed for ResourceClaim c-1: ResourceClaim t/c-1 (UID u): no allocation result "
+    "for request gpu (the results name gpu/one): injected fault results-by-request-name"
 )
 
 
 @pytest.mark.parametrize(
     ("nodeid", "text", "kind"),
     [
-        (COUNT_TEST, "AssertionError: expected ['gpu-1', 'gpu-2'], the probe shows ['gpu-2']; probe output", ""),
+        (COUNT_TEST, "AssertionError: expected ['gpu-0', 'gpu-1'], the probe shows ['gpu-1']; probe output of p/c", ""),
         (COUNT_TEST, "AssertionError: expected ['gpu-0', 'gpu-1', 'gpu-2', 'gpu-3'], the probe shows ['gpu-1']", ""),
         (PL03_TEST, PL_REFUSED, ""),
         # neighbours: wrong-cdi-device (another device), fewer/none shown, all shown, another fault's refusal

@@ -70,6 +70,7 @@ QUIRKS = (
     "invalid-config-ignored",
     "config-requests-ignored",
     "foreign-results-prepared",
+    "results-by-request-name",
 )
 
 
@@ -130,9 +131,9 @@ def allocated_devices(
     ``pools`` are the pools this node publishes; ``ignore_claim_config`` / ``ignore_class_config`` drop the
     configs of that source (faults of the same names); ``quirks``: faults of :data:`QUIRKS` that are on
     (``prepare-unallocated``: an unallocated claim has no devices instead of an error;
-    ``foreign-results-prepared``: every result is taken as this driver's, whatever its ``driver``). Raises
-    ClaimError (UID mismatch "got replaced", not allocated, no devices of this driver, device of another node's
-    pool, invalid configuration).
+    ``foreign-results-prepared``: every result is taken as this driver's, whatever its ``driver``;
+    ``results-by-request-name``: :func:`by_request_name`). Raises ClaimError (UID mismatch "got replaced", not
+    allocated, no devices of this driver, device of another node's pool, invalid configuration).
     """
     meta = claim.get("metadata") or {}
     if check_uid and meta.get("uid") != ref.uid:
@@ -175,4 +176,24 @@ def allocated_devices(
                 timed_noexecute_toleration=timed_noexecute_toleration(result),
             )
         )
-    return devices
+    return by_request_name(claim, ref, devices) if "results-by-request-name" in quirks else devices
+
+
+def by_request_name(claim: dict, ref: ClaimRef, devices: list[AllocatedDevice]) -> list[AllocatedDevice]:
+    """Fault ``results-by-request-name``: ``devices`` looked up by the names of the claim's requests
+    (``spec.devices.requests[].name``), one result per name, as a driver written for one device per exact
+    request does with a map from a result's ``request`` to the result: a later result of a request replaces the
+    earlier one (count 2 or allocationMode All: one device prepared), and a firstAvailable result
+    (``gpu/one``, KEP-4816) is found under no request name. Returns the devices kept, in request order; raises
+    ClaimError naming the requests and the results' request names when none is left. Source: resource.k8s.io/v1
+    DeviceRequestAllocationResult.request (``<request>`` or ``<request>/<subrequest>``, one result per device)."""
+    by_name = {d.request: d for d in devices}  # the fault: a later result of the same request wins
+    requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+    names = [r.get("name") for r in requests]
+    kept = [by_name[n] for n in names if n in by_name]
+    if not kept:
+        raise ClaimError(
+            f"{ref}: no allocation result for request {', '.join(map(str, names)) or '(none)'} (the results name "
+            f"{', '.join(sorted(by_name))}): injected fault results-by-request-name"
+        )
+    return kept

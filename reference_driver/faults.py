@@ -221,6 +221,11 @@ FAULTS: dict[str, str] = {
     "carries type c with the major:minor of the next device's host node (name order, another host node): the "
     "runtime creates the node from those numbers, so the container gets another device under the right name and "
     "hostPath (CDI SPEC.md deviceNodes type/major/minor; container-device-interface fillMissingInfo).",
+    "results-by-request-name": "NodePrepareResources looks a claim's allocation results up by the names of its "
+    "spec requests, one result per name (a map from result.request to the result, as a driver written for one "
+    "device per exact request): a request's later result replaces the earlier one, so a count 2 or allocationMode "
+    "All request gets one device prepared, and a firstAvailable result (<request>/<subrequest>, KEP-4816) matches "
+    "no request, so the claim is refused (resource.k8s.io/v1 DeviceRequestAllocationResult.request).",
 }
 # the per-claim error text of the faults that fail every NodePrepareResources (state.ClaimStore.prepare)
 PREPARE_ERRORS = {

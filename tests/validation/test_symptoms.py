@@ -164,3 +164,36 @@ def test_a_teardown_leak_is_an_accident_even_when_the_symptom_matches_it():
     run = RunResult("unprepare-needs-claim", 1, {"s.py::t": "broken"}, 1.0, details={"s.py::t": LEAK})
     assert verdict.accident(entry, run, "s.py::t").startswith("teardown leak: the test's own checks passed")
     assert verdict.cells(entry, run) == {"s.py::t": verdict.ACCIDENT}
+
+
+RESULTS_BY_NAME = "results-by-request-name"
+COUNT_TEST = "suites/allocation/test_selectors.py::test_count_allocates_that_many_distinct_devices"
+PL03_TEST = "suites/prioritized_list/test_first_available.py::test_constraints_on_the_parent_request_steer_the_choice"
+# as recorded by validate-suite --faults results-by-request-name (s17, PL-03 on v1.34.4)
+PL_REFUSED = (
+    "conformance.core.errors.WaitFailed: while waiting for pod t/p Running: kubelet could not prepare the pod's "
+    "claims: Warning FailedPrepareDynamicResources Pod/p: Failed to prepare dynamic resources: prepare dynamic "
+    "resources: NodePrepareResources failed for ResourceClaim c-1: ResourceClaim t/c-1 (UID u): no allocation result "
+    "for request gpu (the results name gpu/one): injected fault results-by-request-name"
+)
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "text", "kind"),
+    [
+        (COUNT_TEST, "AssertionError: expected ['gpu-0', 'gpu-1'], the probe shows ['gpu-1']; probe output of p/c", ""),
+        (COUNT_TEST, "AssertionError: expected ['gpu-0', 'gpu-1', 'gpu-2', 'gpu-3'], the probe shows ['gpu-1']", ""),
+        (PL03_TEST, PL_REFUSED, ""),
+        # neighbours: wrong-cdi-device (another device), fewer/none shown, all shown, another fault's refusal
+        (COUNT_TEST, "AssertionError: expected ['gpu-1', 'gpu-2'], the probe shows ['gpu-3']", "other message"),
+        (COUNT_TEST, "AssertionError: expected ['gpu-1'], the probe shows ['gpu-1']", "other message"),
+        (COUNT_TEST, "AssertionError: expected ['gpu-1', 'gpu-2'], the probe shows no device", "other message"),
+        (COUNT_TEST, "AssertionError: expected ['gpu-1', 'gpu-2'], the probe shows ['gpu-1', 'gpu-2']", "other"),
+        (PL03_TEST, PL_REFUSED.replace("no allocation result for request gpu (the results name gpu/one)", ""), "other"),
+    ],
+)
+def test_results_by_request_name_symptoms(nodeid, text, kind):
+    """The fault's two symptoms (two or more devices expected, exactly one of them shown; a firstAvailable claim
+    refused naming its request and the results' names) are caught; its neighbours' texts are accidents."""
+    why = _judge(RESULTS_BY_NAME, text, nodeid)
+    assert why.startswith(kind) and bool(why) == bool(kind), why

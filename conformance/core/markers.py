@@ -97,8 +97,8 @@ META = (
         "long_window",
         "meta",
         "long_window: the test mostly watches a fixed window (e.g. 60 s of no churn) or waits as the kubelet paces "
-        "it (restart back-off); under xdist it starts first among the tests of its kind, never before the "
-        "cluster-exclusive block, beside other work (conformance.runner.parallel)",
+        "it (restart back-off); under xdist a sharded one starts early among the sharded tests, an unsharded one "
+        "last among the unsharded, never before the cluster-exclusive block (conformance.runner.run_order)",
     ),
 )
 

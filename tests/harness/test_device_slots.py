@@ -104,12 +104,17 @@ def test_the_guard_takes_as_many_slots_as_the_mark_asks_and_the_shard_is_their_s
     assert locks.slots == [] and device_slots.DeviceSlots(tmp_path, range(4)).take(4) == [0, 1, 2, 3]
 
 
-def test_a_test_that_released_its_devices_gives_its_slots_back_and_may_create_no_more(tmp_path):
+def _sharded_test(tmp_path) -> parallel.RunLocks:
+    """A test holding one slot of a 2-node, 4-GPU plan (slot 0)."""
     locks = parallel.RunLocks(tmp_path)
     guard = parallel.ParallelGuard(locks, 0, 2, lambda: (DRIVER, _devices()))
-    guard.plan()
     locks.begin(False)
     locks.take_slots(guard.plan(), 1, start=0)
+    return locks
+
+
+def test_a_test_that_released_its_devices_gives_its_slots_back_and_may_create_no_more(tmp_path):
+    locks = _sharded_test(tmp_path)
     config, tracker = (
         SimpleNamespace(stash={parallel.LOCKS: locks}),
         SimpleNamespace(before_create=[], after_release=[]),
@@ -176,11 +181,7 @@ def test_a_mark_that_cannot_be_written_leaves_the_test_unsharded_and_holding_not
 
 def test_a_test_whose_teardown_failed_gives_its_slots_back_poisoned(tmp_path):
     """Breaker s17 F2: its pods may still hold the devices (a pod stuck terminating): no sharded test takes them."""
-    locks = parallel.RunLocks(tmp_path)
-    guard = parallel.ParallelGuard(locks, 0, 2, lambda: (DRIVER, _devices()))
-    guard.plan()
-    locks.begin(False)
-    locks.take_slots(guard.plan(), 1, start=0)
+    locks = _sharded_test(tmp_path)
     assert locks.slots == [0]
     locks.end(poison=True)
     assert device_slots.DeviceSlots(tmp_path, range(4)).take(4) is None  # slot 0 is out for good

@@ -35,8 +35,9 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   until the block has begun (the file :data:`BLOCK_BEGUN`, at most :data:`BLOCK_WAIT_S`), so it never starts
   first and delays the block by its whole window.
 
-Locks are taken in one order (run lock, then device lock) and an exclusive holder never asks for the
-device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent waiting for a lock are
+Locks are taken in one order (run turnstile and run lock, then device slots, then device turnstile and device
+lock; the gate before all of them holds nothing), slots are waited for in ascending order, and an exclusive
+holder never asks for the device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent waiting for a lock are
 counted (:attr:`RunLocks.queued_s`) and shown apart from the test's own time in the run's timings.
 
 pytest-xdist 3.8 under pytest 9 groups nothing by itself: its ``loadgroup`` suffixes ``item._nodeid``, which

@@ -37,8 +37,9 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
 
 Locks are taken in one order (run turnstile and run lock, then device slots, then device turnstile and device
 lock; the gate before all of them holds nothing), slots are waited for in ascending order, and an exclusive
-holder never asks for the device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent waiting for a lock are
-counted (:attr:`RunLocks.queued_s`) and shown apart from the test's own time in the run's timings.
+holder never asks for the device lock, so they cannot deadlock. Outside xdist nothing is locked. Seconds spent
+waiting for a lock are counted (:attr:`RunLocks.queued_s`) and shown apart from the test's own time in the run's
+timings.
 
 pytest-xdist 3.8 under pytest 9 groups nothing by itself: its ``loadgroup`` suffixes ``item._nodeid``, which
 pytest 9 no longer reads. :class:`GroupIds` sends the suffixed node IDs (``<id>@<group>``, what the

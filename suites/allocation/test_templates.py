@@ -59,7 +59,7 @@ def test_generated_claim_is_deleted_when_pod_is_done(k8s, tracker, builder):
 
 @pytest.mark.scenario("ALLOC-16")
 @pytest.mark.shard_devices()
-@pytest.mark.long_window  # the kubelet's restart back-off: under xdist it starts first among the sharded tests
+@pytest.mark.long_window  # the kubelet's restart back-off: under xdist it starts early among the sharded tests
 def test_generated_claim_survives_container_restarts(k8s, tracker, builder):
     """A crash-looping pod (restartPolicy Always) keeps the same generated claim across restarts.
     Source: upstream "does not delete generated claims when pod is restarting"."""

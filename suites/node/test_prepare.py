@@ -82,7 +82,7 @@ def test_unprepare_of_one_claim_leaves_the_other_claims_cdi_spec(k8s, tracker, b
 
 @pytest.mark.scenario("PREP-03")
 @pytest.mark.shard_devices()
-@pytest.mark.long_window  # the consistently-pending window: under xdist it starts first among the sharded tests
+@pytest.mark.long_window  # the consistently-pending window: under xdist it starts early among the sharded tests
 def test_pod_bound_to_node_with_unallocated_claim_does_not_run(k8s, tracker, builder, inventory):
     """A pod bound to a node by spec.nodeName (scheduler bypassed) whose claim is not allocated stays
     Pending: the kubelet never starts a pod its claim is not reserved for.

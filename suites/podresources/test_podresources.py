@@ -123,7 +123,7 @@ def test_template_claim_is_reported_under_its_generated_name(k8s, tracker, build
 
 
 @pytest.mark.shard_devices()
-@pytest.mark.long_window  # the consistently-pending window: under xdist it starts first among the sharded tests
+@pytest.mark.long_window  # the consistently-pending window: under xdist it starts early among the sharded tests
 @pytest.mark.scenario("PRA-01")
 def test_report_stays_stable_while_the_pod_runs(k8s, tracker, builder, node_access):
     """Repeated List calls report the same DRA entries for a running pod (no growth, no loss).

@@ -13,10 +13,10 @@ scheduler hands the work out in that order, a few tests ahead per worker):
    early on different workers and no long test starts last or queued behind another (s17: two queued behind
    the 60 s window ended the run 40 s late).
 
-The *gate*: a sharded test waits before its run lock until every test of kind 2 that is not a ``long_window``
-one has finished (:class:`Gate`, a line per finished test in a file of the report dir). Without it a sharded
-test that started in a pause between two tests holding every device kept the next one waiting for its whole
-window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so it opens for good on this worker
+The *gate*: a sharded test waits before its run lock until every test of rank 1 (:func:`rank`: outside device
+shards, not ``long_window``) has finished (:class:`Gate`, a line per finished test in a file of the report
+dir). Without it a sharded test that started in a pause between two tests holding every device kept the next
+one waiting for its whole window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so it opens for good on this worker
 once no such test finished for :data:`GATE_IDLE_S` (a crashed worker's unfinished test, ``-x`` on another worker,
 tests xdist never hands out), when this worker's session is stopping, or when its file cannot be written or
 read (a full report disk: the run goes on, the gate never ends it): it costs that much once at most.
@@ -31,7 +31,7 @@ from pathlib import Path
 EXCLUSIVE_GROUP = "dra-cluster-state"
 SHARD_MARK = "shard_devices"
 WINDOW_MARK = "long_window"
-GATE_FILE = ".dra-first-kind-done"  # a line per finished test of kind 2 (not long_window)
+GATE_FILE = ".dra-first-kind-done"  # a line per finished test of rank 1
 GATE_IDLE_S = 60.0  # seconds without a finished test of rank 1 after which the gate stays open (timing only)
 SPREAD = 3  # xdist's loadgroup keeps up to 3 tests pending per worker: one long window in every 3 sharded tests
 

@@ -16,10 +16,11 @@ scheduler hands the work out in that order, a few tests ahead per worker):
 The *gate*: a sharded test waits before its run lock until every test of rank 1 (:func:`rank`: outside device
 shards, not ``long_window``) has finished (:class:`Gate`, a line per finished test in a file of the report
 dir). Without it a sharded test that started in a pause between two tests holding every device kept the next
-one waiting for its whole window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so it opens for good on this worker
-once no such test finished for :data:`GATE_IDLE_S` (a crashed worker's unfinished test, ``-x`` on another worker,
-tests xdist never hands out), when this worker's session is stopping, or when its file cannot be written or
-read (a full report disk: the run goes on, the gate never ends it): it costs that much once at most.
+one waiting for its whole window (s17: 20 s). The gate only orders; the locks keep the outcomes right, so it
+opens for good on this worker once no such test finished for :data:`GATE_IDLE_S` (a crashed worker's unfinished
+test, ``-x`` on another worker, tests xdist never hands out), when this worker's session is stopping, or when
+its file cannot be written or read (a full report disk: the run goes on, the gate never ends it): it costs that
+much once at most.
 """
 
 from __future__ import annotations

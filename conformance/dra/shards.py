@@ -38,12 +38,6 @@ class ShardPlan:
     size: int
     usable: tuple = ()
 
-    def selector(self, index: int) -> str:
-        """The CEL expression picking shard ``index``'s devices (IndexError when out of range)."""
-        if not 0 <= index < self.shards:
-            raise IndexError(f"shard {index} of a plan with {self.shards} shards")
-        return self.selector_of([index])
-
     def selector_of(self, indices) -> str:
         """The CEL expression picking the devices of the shards ``indices`` together (IndexError when one is out
         of range): ``<attribute> in [values]``, the values in sorted order."""

@@ -290,19 +290,11 @@ class Session:
         step("node access + sweep")
         problems += self._stop_health()  # after the sweep: an outage during it is on record too
         if self.deployer is not None:
-            try:
-                self.deployer.teardown()
-            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
-                self.interrupted |= isinstance(exc, KeyboardInterrupt)
-                problems.append(f"driver teardown failed: {str(exc) or type(exc).__name__}")
+            problems += self._attempt("driver teardown", self.deployer.teardown)
             self.deployer = None
             step("driver")
         if self.cluster_provider is not None and not self.cfg.keep_cluster:
-            try:
-                self.cluster_provider.down()
-            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
-                self.interrupted |= isinstance(exc, KeyboardInterrupt)
-                problems.append(f"cluster down failed: {str(exc) or type(exc).__name__}")
+            problems += self._attempt("cluster down", self.cluster_provider.down)
             self.cluster_provider = None
             step("cluster")
         if len(steps) > 2:
@@ -311,16 +303,21 @@ class Session:
         (self.report_dir / STATE_FILE).with_suffix(".lock").unlink(missing_ok=True)
         return problems
 
+    def _attempt(self, what: str, action: Callable[[], object]) -> list[str]:
+        """Run one teardown step; ``["<what> failed: <error>"]`` when it raised (Ctrl-C included: it sets
+        :attr:`interrupted` and the teardown goes on), else []."""
+        try:
+            action()
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
+            self.interrupted |= isinstance(exc, KeyboardInterrupt)
+            return [f"{what} failed: {str(exc) or type(exc).__name__}"]
+        return []
+
     def _stop_node_access(self) -> list[str]:
         """Remove the node-access helpers (waiting until gone); a problem when that failed."""
         if not isinstance(self.node_access, Stoppable):
             return []
-        problems = []
-        try:
-            self.node_access.stop()
-        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001
-            self.interrupted |= isinstance(exc, KeyboardInterrupt)
-            problems.append(f"node access helper removal failed: {str(exc) or type(exc).__name__}")
+        problems = self._attempt("node access helper removal", self.node_access.stop)
         self.node_access = None
         return problems
 

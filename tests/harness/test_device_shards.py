@@ -52,9 +52,9 @@ def test_every_device_of_every_node_is_in_exactly_one_shard():
     plan = shards.plan(DRIVER, devices, 4)
     assert plan.attribute == f"{DRIVER}/index" and plan.size == 2  # an int attribute first
     assert all(len(_members(plan, d)) == 1 for d in devices)
-    assert plan.selector(1) == f'device.attributes["{DRIVER}"].index in [1, 5]'
+    assert plan.selector_of([1]) == f'device.attributes["{DRIVER}"].index in [1, 5]'
     with pytest.raises(IndexError):
-        plan.selector(4)
+        plan.selector_of([4])
 
 
 def test_string_values_shard_too_and_size_counts_each_node():
@@ -62,7 +62,7 @@ def test_string_values_shard_too_and_size_counts_each_node():
     plan = shards.plan(DRIVER, devices, 2)
     assert plan.attribute == f"{DRIVER}/uuid" and plan.size == 2
     assert all(len(_members(plan, d)) == 1 for d in devices)
-    assert plan.selector(0).startswith(f'device.attributes["{DRIVER}"].uuid in ["u-0-0", ')
+    assert plan.selector_of([0]).startswith(f'device.attributes["{DRIVER}"].uuid in ["u-0-0", ')
 
 
 def test_a_version_or_bool_attribute_is_never_the_shard_key_and_fewest_values_win():

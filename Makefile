@@ -23,6 +23,8 @@ CLUSTER ?= local
 KIND ?= 1
 K8S_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 WORKERS_FLAG := $(if $(WORKERS),--workers $(WORKERS))
+# the main job: one xdist worker per device slot of the reference driver's 8 GPUs per node (issue 26 §1)
+CONFORMANCE_WORKERS := $(or $(WORKERS),8)
 DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 
 .DEFAULT_GOAL := help
@@ -32,7 +34,7 @@ DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 	@echo
-	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(default 4; 0 = serial)"
+	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(conformance: 8, else 4; 0 = serial)"
 
 # Go module downloads beside the venv's pip install (standard library only; setup retries what fails)
 PREFETCH = PYTHONPATH=.:lab $${PYTHON:-python3} -m conformance_lab.toolchain prefetch
@@ -83,7 +85,7 @@ e2e-makespan: ## expected wall time of make test's parallel phase from tests/e2e
 
 conformance: ## main job: local cluster (CLUSTER=kind: a kind cluster) + reference driver (DRIVER=...), PROFILE suites, report in reports/
 	$(VENV)/bin/dra-conformance run --cluster $(CLUSTER) --driver $(DRIVER) --profile $(PROFILE) \
-	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) $(WORKERS_FLAG) $(or $(DEPLOY_FLAG),$(if $(filter kind,$(CLUSTER)),--driver-deploy helm)) \
+	  --feature-gates $(FEATURE_GATES) $(K8S_FLAG) --workers $(CONFORMANCE_WORKERS) $(or $(DEPLOY_FLAG),$(if $(filter kind,$(CLUSTER)),--driver-deploy helm)) \
 	  $(RUN_ARGS) $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS))
 
 matrix: ## run the suites on each of K8S_VERSIONS; one report with a version x capability table

@@ -66,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig", type=Path, help="kubeconfig file; default: in-cluster service account")
     for key, default in DEFAULTS.items():
         p.add_argument("--" + key.replace("_", "-"), type=Path, default=Path(default), help=f"default {default}")
-    p.add_argument("--config", dest="device_config", type=Path, help="device YAML (default: 4 simulated GPUs)")
+    p.add_argument("--config", dest="device_config", type=Path, help="device YAML (default: 8 simulated GPUs)")
     p.add_argument(
         "--faults",
         default="",

@@ -5,7 +5,7 @@ with the fewest devices has (:func:`conformance.dra.shards.slot_count`): each sh
 device on every node. A test marked ``shard_devices(n)`` takes ``n`` slots for the whole of its run (a lock
 file per slot in the report dir, ``fcntl.flock`` exclusive) and the CEL selector of those slots goes on every
 request of the claims it builds. So the number of tests starting pods side by side follows the devices, not the
-workers: on 4 GPUs per node, four 1-device tests or two 2-device tests at once, whatever ``--workers`` is.
+workers: on 8 GPUs per node, up to eight 1-device tests or four 2-device tests at once, as workers allow.
 
 Deadlock: a test first tries every free slot without waiting (from a place that depends on its worker, so
 workers spread); only when too few are free does it give them back and wait for a fixed set in ascending slot

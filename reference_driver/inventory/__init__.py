@@ -3,7 +3,7 @@
 ``load(path, node_name)`` reads the device YAML::
 
     source: simulated        # simulated | nvml | auto (nvml when NVML works, else simulated)
-    simulated: {count: 4, productName: ..., memory: 80Gi, driverVersion: 1.2.3, partitions: 0,
+    simulated: {count: 8, productName: ..., memory: 80Gi, driverVersion: 1.2.3, partitions: 0,
                 devicesPerPcieRoot: 2, allowMultipleAllocations: false, capacityRequestPolicy: {...},
                 deviceNodes: true}   # each device's node /dev/dra-<name> (backed by /dev/null) through CDI
     taints: [{device: gpu-3, key: example.com/maintenance, value: v, effect: NoSchedule}]   # optional, see taints.py
@@ -64,7 +64,7 @@ def from_mapping(raw: dict | None, node_name: str, where: str = "device config")
 
 
 def load(path: Path | None, node_name: str) -> Inventory:
-    """Read the device YAML at ``path`` (None = defaults: 4 simulated GPUs).
+    """Read the device YAML at ``path`` (None = defaults: 8 simulated GPUs).
 
     Raises InventoryError naming the file for unreadable or invalid YAML.
     """

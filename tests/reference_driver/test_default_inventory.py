@@ -1,6 +1,6 @@
-"""The reference driver's simulated GPUs up to 8 per node (``count: 8``; the default is 4), each backed by a host
+"""The reference driver's simulated GPUs 8 per node by default (issue 26 §1), each backed by a host
 char device of its own, so a run gets 8 device slots (one per GPU: conformance/runner/device_slots.py) and PREP-12
-still tells every device apart (breaker s13 B3; issue 26 §1)."""
+still tells every device apart (breaker s13 B3)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ def _as_published(device, node: str) -> Device:
     return Device(node, node, device.name, attrs, {})
 
 
-def test_eight_gpus_are_each_backed_by_their_own_host_char_device_and_the_default_is_four():
+def test_the_default_is_eight_gpus_each_backed_by_its_own_host_char_device():
     devices = _snapshot().devices
-    assert DEFAULT_COUNT == 4 == len(SimulatedInventory(parse_spec(None), "n").snapshot().devices)
+    assert DEFAULT_COUNT == 8 == len(SimulatedInventory(parse_spec(None), "n").snapshot().devices)
     assert [d.name for d in devices] == [f"gpu-{i}" for i in range(8)]
     assert [d.node_host for d in devices] == list(HOST_NODES) and len(set(HOST_NODES)) == 8
     assert [d.attribute("hostDeviceNode") for d in devices] == [h.removeprefix("/dev/") for h in HOST_NODES]

@@ -207,13 +207,18 @@ def pod_gone(k8s: K8s, pod: Obj, *, timeout: float) -> None:
 
 
 def pod_unschedulable_with(
-    k8s: K8s, pod: Obj, *texts: str, timeout: float, reason: str | tuple[str, ...] = "Unschedulable"
+    k8s: K8s,
+    pod: Obj,
+    *texts: str | tuple[str, ...],
+    timeout: float,
+    reason: str | tuple[str, ...] = "Unschedulable",
 ) -> Obj:
     """Wait until the scheduler reports the pod not scheduled (PodScheduled=False) with ``reason`` (default
-    ``Unschedulable``; a tuple: any of these) and a message containing every text in ``texts``; return the
-    pod. ``texts`` must name the scheduler's DRA reason (e.g. ``"cannot allocate all claims"``, ``"device
-    class <name> does not exist"``, ``"CEL runtime error"``): an unschedulable pod alone proves nothing about
-    DRA (it may lack CPU, tolerate no taint...). Raises ValueError without ``texts``.
+    ``Unschedulable``; a tuple: any of these) and a message containing every text in ``texts`` (a tuple among
+    them: any one of its texts); return the pod. ``texts`` must name the scheduler's DRA reason (e.g. ``"cannot
+    allocate all claims"``, ``"device class <name> does not exist"``, ``"CEL runtime error"``): an unschedulable
+    pod alone proves nothing about DRA (it may lack CPU, tolerate no taint...). Raises ValueError without
+    ``texts``.
 
     A CEL runtime error in a selector is reported with reason ``SchedulerError`` on 1.34 and
     ``Unschedulable`` (UnschedulableAndUnresolvable) later (upstream "keeps pod pending because of CEL
@@ -242,7 +247,7 @@ def pod_unschedulable_with(
             bool(c)
             and c.get("status") == "False"
             and c.get("reason") in reasons
-            and all(t in (c.get("message") or "") for t in texts)
+            and all(_says(c.get("message") or "", t) for t in texts)
         )
 
     why = f" ({' or '.join(reasons)})"
@@ -256,6 +261,11 @@ def pod_unschedulable_with(
         timeout=timeout,
         awaited=f"pod {pod.namespace}/{pod.name} not scheduled{why} with {list(texts)}",
     )
+
+
+def _says(message: str, text: str | tuple[str, ...]) -> bool:
+    """``text`` is in ``message`` (a tuple: one of its texts is)."""
+    return any(t in message for t in text) if isinstance(text, tuple) else text in message
 
 
 def pod_stays_pending(k8s: K8s, pod: Obj, *, duration: float) -> Obj:

@@ -34,7 +34,7 @@ DEPLOY_FLAG := $(if $(DRIVER_DEPLOY),--driver-deploy $(DRIVER_DEPLOY))
 help: ## list every target
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 	@echo
-	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(conformance: 8, else 4; 0 = serial)"
+	@echo "  variables: K8S_VERSION=1.34..1.37 DRIVER=$(DRIVER) PROFILE=$(PROFILE) FEATURE_GATES=$(FEATURE_GATES) NODES=$(NODES) WORKERS=(conformance: 8; other targets: their own; 0 = serial)"
 
 # Go module downloads beside the venv's pip install (standard library only; setup retries what fails)
 PREFETCH = PYTHONPATH=.:lab $${PYTHON:-python3} -m conformance_lab.toolchain prefetch

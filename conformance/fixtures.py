@@ -135,6 +135,13 @@ def allocated_once(inventory) -> shares.AllocatedOnce:
 
 
 @pytest.fixture
+def too_many(inventory, allocated_once) -> shares.TooMany:
+    """:class:`conformance.dra.shares.TooMany`: selectors and a count no node can satisfy, proved so by the
+    scheduler in a few steps (a few devices per node, count one above them), within :func:`allocated_once`."""
+    return shares.too_many(inventory, allocated_once)
+
+
+@pytest.fixture
 def multi_slice_pool(k8s, driver) -> str:
     """The name of one of the driver's complete pools published as two or more slices (the pool generation
     rule only shows there); skips with each pool's slice count as evidence when every pool is one slice."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
+from conformance.dra.cel import cel_attribute, cel_literal
 from conformance.dra.counters import quantity
 from conformance.dra.inventory import Inventory, complete_pools, device_body, device_fields, slice_devices
 
@@ -121,3 +122,38 @@ def allocated_once(inventory: Inventory, at_least: int = 1) -> AllocatedOnce:
             f"{' ...' if len(multi) > 4 else ''}: two results of one claim may name one device)"
         )
     return AllocatedOnce(ALLOCATED_ONCE, most)
+
+
+@dataclasses.dataclass(frozen=True)
+class TooMany:
+    """A request for more devices than exist, which the allocator proves unsatisfiable in a few steps:
+    ``selectors`` (CEL, ANDed; empty: none) keep it to a few devices of each node and ``count`` is one above the
+    most of them that any node has."""
+
+    selectors: tuple[str, ...]
+    count: int
+
+
+def too_many(inventory: Inventory, once: AllocatedOnce, few: int = 2) -> TooMany:
+    """:class:`TooMany` within the devices of ``once``: kube-scheduler's 1.34 allocator tries every order of the
+    matching devices before it gives up on a count (9 of a node's 8: about 110,000 steps, seconds, past its 10 s
+    DRA filter timeout under load, while 3 of 2 take 5), so a test that needs a subrequest to fail for its count
+    keeps it to ``few`` devices per node: those whose value of an attribute with a different value on every
+    device of a node (:meth:`Inventory.distinct_attribute`) is one of the first ``few`` such values of some node.
+    Without such an attribute (or with values of two types): the whole node, count ``once.per_node_max + 1``.
+    Source: resource.k8s.io/v1 ExactDeviceRequest.count; k8s.io/dynamic-resource-allocation structured allocator
+    (stable, v0.34) ``allocateOne`` backtracking; KubeSchedulerConfiguration DynamicResourcesArgs.filterTimeout."""
+    whole = TooMany(tuple(s for s in (once.selector,) if s), once.per_node_max + 1)
+    try:
+        name = inventory.distinct_attribute()
+    except LookupError:
+        return whole
+    kept = {n: [d for d in inventory.on_node(n) if not d.multiple] for n in inventory.nodes()}
+    values: list = []
+    for devices in kept.values():
+        values += [v for v in (d.attributes[name] for d in devices[:few]) if v not in values]
+    if len({type(v) for v in values}) != 1:
+        return whole
+    most = max(sum(d.attributes[name] in values for d in devices) for devices in kept.values())
+    picked = f"{cel_attribute(name)} in [{', '.join(cel_literal(v) for v in values)}]"
+    return TooMany(whole.selectors + (picked,), most + 1)

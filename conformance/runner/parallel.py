@@ -14,7 +14,7 @@ Tests share one cluster and one driver, so two kinds of conflict exist, and each
   lock: the group runs as one block, not one quiet moment per test.
 * **tests that start pods** take the *device lock* (exclusive) right before their first Pod is created
   (:attr:`conformance.k8s.tracker.Tracker.before_create`) until their teardown ends: the driver's devices
-  are few (4 per node on the reference driver) and a test's outcome may depend on which are free (a
+  are few (8 per node on the reference driver) and a test's outcome may depend on which are free (a
   prioritized list falls back when its first choice does not fit, PodResources lists every pod of a node).
   Tests that only talk to the API server (most of api_v1) run beside them and beside each other. It too is
   taken through a turnstile: once a test waits for it exclusively, no test in a device shard takes it shared

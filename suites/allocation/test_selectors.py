@@ -123,7 +123,7 @@ def test_count_above_any_node_keeps_pod_unschedulable(k8s, tracker, builder, all
     """A count larger than any node's device count cannot be allocated: the pod stays unschedulable. Devices that
     allow multiple allocations are left out (a count above them is satisfiable as shares: KEP-5075). On nodes of
     8 devices the 1.34 allocator may spend its whole DRA filter timeout proving it (it tries every order of the
-    devices): that is unschedulable too, while a satisfiable count is allocated on the first order it tries.
+    devices): that verdict counts too, as no order can satisfy a count above every node's devices.
     Source: resource.k8s.io/v1 ExactDeviceRequest.count; scheduler "cannot allocate all claims" or "timed out
     trying to allocate devices" (KubeSchedulerConfiguration DynamicResourcesArgs.filterTimeout, 10 s)."""
     # given: a count one above the largest node inventory (of devices allocated once)

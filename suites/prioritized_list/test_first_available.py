@@ -36,17 +36,17 @@ def test_first_subrequest_is_chosen_when_it_fits(k8s, tracker, builder, probe):
 @pytest.mark.scenario("PL-01")
 @pytest.mark.requires("driver.multiple_devices")
 def test_falls_back_in_order_to_the_first_satisfiable_subrequest(
-    k8s, tracker, builder, inventory, probe, allocated_once
+    k8s, tracker, builder, inventory, probe, allocated_once, too_many
 ):
-    """Subrequests that cannot be satisfied (too many devices, a selector matching nothing) are skipped in
-    order; the first satisfiable one (two devices) is chosen over a later one (one device).
-    Source: upstream "selects the first subrequest that can be satisfied"."""
-    # given: too-many, none, two, one (kept to devices allocated once: shares would satisfy too-many, KEP-5075)
+    """Subrequests that cannot be satisfied (more devices than its selectors match on any node, a selector
+    matching nothing) are skipped in order; the first satisfiable one (two devices) is chosen over a later one
+    (one device). Source: upstream "selects the first subrequest that can be satisfied"."""
+    # given: too-many, none, two, one (kept to devices allocated once: shares would satisfy too-many, KEP-5075;
+    # too-many to a few devices per node, which the allocator rules out in a few steps, not the whole node)
     once = allocated_once.selector or None
-    too_many = allocated_once.per_node_max + 1
     request = first_available(
         "gpu",
-        subrequest("too-many", count=too_many, selectors=once),
+        subrequest("too-many", count=too_many.count, selectors=list(too_many.selectors) or None),
         subrequest("none", selectors=NEVER_MATCHES),
         subrequest("two", count=2, selectors=once),
         subrequest("one", selectors=once),

@@ -282,7 +282,7 @@ def test_the_reference_profile_names_each_devices_node():
 
 def test_host_nodes_rendered_alike_for_devices_that_are_not_partitions_of_one_parent_fail():
     """Breaker s13 B3: a driver that backs every device by one host node and says so in its ``hostDeviceNode``
-    attribute (or the reference driver's backing wrapping past 4 GPUs) cannot be told apart by PREP-12: the claim
+    attribute (or the reference driver's backing wrapping past 8 GPUs) cannot be told apart by PREP-12: the claim
     is judged wrong, naming both devices; partitions sharing their parent's counter set may share its node."""
     pattern = {"device_nodes": ["/dev/dri/card{index}"], "host_device_nodes": ["/dev/{hostDeviceNode}"]}
 

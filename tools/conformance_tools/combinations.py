@@ -14,7 +14,7 @@ A combination whose features do not work together on an older release runs on th
 a known kube-scheduler crash; the table names each run's Kubernetes minor.
 
 The child runs are validate-suite's (conformance_tools.validation.runs: one process group per run, Ctrl-C waits
-for its cluster tear-down), on 4 workers as the main job runs.
+for its cluster tear-down), on 4 workers (`run`'s default).
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from reference_driver.inventory.simulated import parse_spec
 from reference_driver.sharing import as_published
 
 
-
 def _inventory(*raws) -> Inventory:
     out = []
     for n, raw in enumerate(raws):

@@ -15,9 +15,12 @@ from conformance.api import cdi, timeouts, unprepared, waits, with_field
 
 pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.scenario("PREP-10")]
 
-# the pod's terminationGracePeriodSeconds: the kubelet stops the force-deleted pod's containers (up to this long)
-# before its unprepare, while the claim goes in about a second; the test checks the order happened
+# the pod's terminationGracePeriodSeconds: the kubelet stops the force-deleted pod's container, which ignores
+# SIGTERM, only when this ends (SIGKILL), and unprepares after that, while the claim goes in about a second; the
+# test checks the order happened (a container ending at once on SIGTERM made it a race: the kubelet's unprepare
+# came first once in session 18)
 UNPREPARE_AFTER_S = 20
+IGNORES_SIGTERM = ["sh", "-c", "trap '' TERM; sleep 100000"]
 
 
 @pytest.mark.shard_devices()
@@ -50,9 +53,11 @@ def test_claim_deleted_before_its_unprepare_is_still_unprepared(k8s, tracker, bu
     the claim is gone, so NodeUnprepareResources came later). The node then holds nothing of the claim and its
     device runs a new claim's pod.
     Source: upstream "must unprepare resources for force-deleted pod"; dra-protocols.md §2.4."""
-    # given: a running pod (grace period UNPREPARE_AFTER_S) whose claim is prepared on its node
+    # given: a running pod (ignoring SIGTERM for its grace period UNPREPARE_AFTER_S) whose claim is prepared
     claim = tracker.create(builder.claim())
-    slow = with_field(builder.pod(uses=claim), "spec.terminationGracePeriodSeconds", UNPREPARE_AFTER_S)
+    slow = with_field(
+        builder.pod(uses=claim, command=IGNORES_SIGTERM), "spec.terminationGracePeriodSeconds", UNPREPARE_AFTER_S
+    )
     pod = waits.pod_running(k8s, tracker.create(slow), timeout=timeouts.POD_START)
     node, allocated = pod.spec.node_name, waits.claim_allocated(k8s, claim, timeout=timeouts.ALLOCATION)
     # when: the pod is force-deleted and the claim deleted, and the claim is gone before the unprepare

@@ -15,10 +15,11 @@ from conformance.api import cdi, timeouts, unprepared, waits, with_field
 
 pytestmark = [pytest.mark.node, pytest.mark.standard, pytest.mark.kep(4381), pytest.mark.scenario("PREP-10")]
 
-# the pod's terminationGracePeriodSeconds: the kubelet stops the force-deleted pod's container, which ignores
-# SIGTERM, only when this ends (SIGKILL), and unprepares after that, while the claim goes in about a second; the
-# test checks the order happened (a container ending at once on SIGTERM made it a race: the kubelet's unprepare
-# came first once in session 18)
+# the pod's terminationGracePeriodSeconds. A force-deleted pod's last state says deletionGracePeriodSeconds 0, so
+# the kubelet gives its container the 2 s minimum (kuberuntime minimumGracePeriodInSeconds) before SIGKILL; the
+# container ignores SIGTERM, so its unprepare comes 2 s or more after the deletion, while the claim goes in well
+# under a second; the test checks the order happened (with a container ending at once on SIGTERM it was a race
+# of about a second, which the kubelet won once in session 18)
 UNPREPARE_AFTER_S = 20
 IGNORES_SIGTERM = ["sh", "-c", "trap '' TERM; sleep 100000"]
 
@@ -53,7 +54,7 @@ def test_claim_deleted_before_its_unprepare_is_still_unprepared(k8s, tracker, bu
     the claim is gone, so NodeUnprepareResources came later). The node then holds nothing of the claim and its
     device runs a new claim's pod.
     Source: upstream "must unprepare resources for force-deleted pod"; dra-protocols.md §2.4."""
-    # given: a running pod (ignoring SIGTERM for its grace period UNPREPARE_AFTER_S) whose claim is prepared
+    # given: a running pod whose container ignores SIGTERM (stopped by SIGKILL), its claim prepared on its node
     claim = tracker.create(builder.claim())
     slow = with_field(
         builder.pod(uses=claim, command=IGNORES_SIGTERM), "spec.terminationGracePeriodSeconds", UNPREPARE_AFTER_S

@@ -17,6 +17,12 @@ def cel_capacity(qualified: str) -> str:
     return f'device.capacity["{domain}"].{ident}'
 
 
+def cel_attribute_in(qualified: str, values) -> str:
+    """CEL true for a device whose attribute ``qualified`` is one of ``values`` (in the order given):
+    ``device.attributes["<domain>"].<id> in [v1, v2]``; the values share one type (CEL lists are homogeneous)."""
+    return f"{cel_attribute(qualified)} in [{', '.join(cel_literal(v) for v in values)}]"
+
+
 def cel_literal(value) -> str:
     """A CEL literal for an attribute value (str quoted, bool ``true``/``false``, int as is)."""
     if isinstance(value, bool):

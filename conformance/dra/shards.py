@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from conformance.dra.cel import cel_attribute, cel_literal
+from conformance.dra.cel import cel_attribute_in
 from conformance.dra.inventory import qualify
 
 
@@ -46,7 +46,7 @@ class ShardPlan:
             if not 0 <= index < self.shards:
                 raise IndexError(f"shard {index} of a plan with {self.shards} shards")
             values += self.by_shard[index]
-        return f"{cel_attribute(self.attribute)} in [{', '.join(cel_literal(v) for v in sorted(values))}]"
+        return cel_attribute_in(self.attribute, sorted(values))
 
 
 def _candidates(driver: str, devices: list[dict]) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
-from conformance.dra.cel import cel_attribute, cel_literal
+from conformance.dra.cel import cel_attribute_in
 from conformance.dra.counters import quantity
 from conformance.dra.inventory import Inventory, complete_pools, device_body, device_fields, slice_devices
 
@@ -155,5 +155,4 @@ def too_many(inventory: Inventory, once: AllocatedOnce, few: int = 2) -> TooMany
     if len({type(v) for v in values}) != 1:
         return whole
     most = max(sum(d.attributes[name] in values for d in devices) for devices in kept.values())
-    picked = f"{cel_attribute(name)} in [{', '.join(cel_literal(v) for v in values)}]"
-    return TooMany(whole.selectors + (picked,), most + 1)
+    return TooMany(whole.selectors + (cel_attribute_in(name, values),), most + 1)

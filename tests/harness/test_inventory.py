@@ -4,7 +4,7 @@ complete pools only), the attribute/capacity pickers suites take as fixtures, an
 import pytest
 
 from conformance.core.objects import Obj
-from conformance.dra.cel import cel_attribute, cel_capacity, cel_literal
+from conformance.dra.cel import cel_attribute, cel_attribute_in, cel_capacity, cel_literal
 from conformance.dra.inventory import (
     Inventory,
     complete_pools,
@@ -129,6 +129,7 @@ def test_cel_helpers_quote_and_address():
     assert cel_attribute(f"{DRIVER}/model") == f'device.attributes["{DRIVER}"].model'
     assert cel_capacity(f"{DRIVER}/memory") == f'device.capacity["{DRIVER}"].memory'
     assert cel_literal('a"b\\') == '"a\\"b\\\\"' and cel_literal(3) == "3"
+    assert cel_attribute_in(f"{DRIVER}/uuid", ["b", "a"]) == f'device.attributes["{DRIVER}"].uuid in ["b", "a"]'
 
 
 def test_splitting_capacity_skips_when_every_device_has_the_same_value():
